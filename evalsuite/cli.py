@@ -1,0 +1,105 @@
+"""`evalsuite` command line: a thin shell over the pipeline."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .errors import EvalsuiteError
+from .options import add_options, collect
+
+
+def _print_metrics(metrics: dict[str, float]) -> None:
+    width = max(len(k) for k in metrics)
+    for k, v in metrics.items():
+        print(f"  {k:<{width}}  {v:.4f}")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text.rsplit("/", 1)[-1]).strip("-") or "model"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .pipeline import prepare, run
+    from .reports import write_run_reports
+    from .spec import RunSpec
+
+    spec = RunSpec.from_mapping(collect(args), source="command line")
+    prepared = prepare(spec)
+    result = run(spec, prepared)
+    out = Path(args.out) if args.out else Path("reports") / prepared.dataset.identity.name / _slug(
+        prepared.model.name)
+    paths = write_run_reports(result, out)
+    ident = prepared.dataset.identity
+    print(f"model    {prepared.model.name} @ {prepared.contract.model_revision[:16]}")
+    print(f"dataset  {ident.name} ({ident.n_documents} documents, {ident.n_queries} queries, "
+          f"{ident.n_queries_dropped} dropped)")
+    _print_metrics(result.metrics)
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    return 0
+
+
+def cmd_model_rev(args: argparse.Namespace) -> int:
+    from .model import resolve_model
+
+    info = resolve_model(args.path)
+    if args.tokenizer:
+        print(info.tokenizer_revision)
+    else:
+        print(info.revision)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="evalsuite", description="Retrieval-quality gates for embedding models.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_run = sub.add_parser("run", help="evaluate one contract on one dataset and write reports")
+    add_options(p_run.add_argument)
+    p_run.add_argument("--out", help="report directory (default: reports/<dataset>/<model>)")
+    p_run.set_defaults(func=cmd_run)
+
+    p_rev = sub.add_parser("model-rev", help="print the revision that pins a model directory (or cached hub model)")
+    p_rev.add_argument("path", nargs="?", default=None, help="model directory or hub id (default: bundled model)")
+    p_rev.add_argument("--tokenizer", action="store_true", help="print the tokenizer revision instead")
+    p_rev.set_defaults(func=cmd_model_rev)
+
+    for register in _extra_commands():
+        register(sub)
+    return parser
+
+
+def _extra_commands() -> list:
+    """Sub-commands contributed by other modules (sweep, canary), registered lazily."""
+    registrars = []
+    for module in ("evalsuite.sweep.cli", "evalsuite.canary.cli"):
+        try:
+            mod = __import__(module, fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name and module.startswith(exc.name):
+                continue
+            raise
+        registrars.append(mod.register)
+    return registrars
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except EvalsuiteError as exc:
+        print(f"evalsuite: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("evalsuite: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

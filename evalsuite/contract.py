@@ -1,0 +1,110 @@
+"""The embedding contract: everything that changes a vector, frozen in one value.
+
+A contract is written into every result, manifest and baseline. Two results are
+comparable only when their contracts agree on the fields that matter for the question.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .errors import ContractError, SpecError
+
+POOLINGS = ("cls", "mean", "last")
+DTYPES = ("float32", "bfloat16", "float16")
+TRUNCATIONS = ("truncate", "reject")
+SIMILARITIES = ("cosine", "dot", "l2")
+ROLES = ("query", "document")
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise SpecError(f"{name}={value!r} is not valid; choose one of {', '.join(allowed)}")
+
+
+@dataclass(frozen=True)
+class Contract:
+    """Frozen description of how vectors are produced and compared."""
+
+    model: str
+    model_revision: str
+    tokenizer_revision: str
+    pooling: str
+    normalize: bool
+    query_prefix: str
+    doc_prefix: str
+    dtype: str
+    max_length: int
+    truncation: str
+    dim: int
+    similarity: str = "cosine"
+    matryoshka_dims: tuple[int, ...] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        _choice("pooling", self.pooling, POOLINGS)
+        _choice("dtype", self.dtype, DTYPES)
+        _choice("truncation", self.truncation, TRUNCATIONS)
+        _choice("similarity", self.similarity, SIMILARITIES)
+        if not isinstance(self.max_length, int) or self.max_length < 2:
+            raise SpecError(f"max_length={self.max_length!r} must be an integer >= 2")
+        if not isinstance(self.dim, int) or self.dim < 1:
+            raise SpecError(f"dim={self.dim!r} must be a positive integer")
+        if self.similarity == "cosine" and not self.normalize:
+            raise SpecError("similarity 'cosine' needs normalize=true; use similarity 'dot' for raw vectors")
+
+    def prefix(self, role: str) -> str:
+        _choice("role", role, ROLES)
+        return self.query_prefix if role == "query" else self.doc_prefix
+
+    def forward_key(self, role: str) -> tuple[str, ...]:
+        """What needs its own forward pass: pooling, dim and normalize do not."""
+        return (self.model_revision, self.tokenizer_revision, self.dtype, str(self.max_length),
+                self.truncation, role, self.prefix(role))
+
+    def replace(self, **changes: Any) -> "Contract":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["matryoshka_dims"] = list(self.matryoshka_dims) if self.matryoshka_dims else None
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "contract") -> "Contract":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ContractError(f"{source}: unknown contract field(s) {sorted(unknown)}")
+        missing = {f.name for f in dataclasses.fields(cls)
+                   if f.default is dataclasses.MISSING} - set(data)
+        if missing:
+            raise ContractError(f"{source}: contract lacks field(s) {sorted(missing)}")
+        kwargs = dict(data)
+        if kwargs.get("matryoshka_dims") is not None:
+            kwargs["matryoshka_dims"] = tuple(kwargs["matryoshka_dims"])
+        return cls(**kwargs)
+
+    def fingerprint(self) -> str:
+        d = self.to_dict()
+        d.pop("matryoshka_dims")
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+    def diff(self, other: "Contract", *, ignore: tuple[str, ...] = ()) -> dict[str, tuple[Any, Any]]:
+        """Fields whose values differ, as {field: (self, other)}."""
+        out: dict[str, tuple[Any, Any]] = {}
+        for f in dataclasses.fields(self):
+            if not f.compare or f.name in ignore:
+                continue
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if a != b:
+                out[f.name] = (a, b)
+        return out
+
+    def describe_diff(self, other: "Contract", labels: tuple[str, str] = ("expected", "found"),
+                      ignore: tuple[str, ...] = ()) -> str:
+        diffs = self.diff(other, ignore=ignore)
+        return "; ".join(f"{k}: {labels[0]} {a!r}, {labels[1]} {b!r}" for k, (a, b) in diffs.items())

@@ -1,0 +1,49 @@
+"""The encoder interface shared by the local reference and the endpoint client."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+
+
+@dataclass
+class EncodeStats:
+    """Counters accumulated over an encoder's calls."""
+
+    texts: int = 0
+    tokens: int = 0
+    padded_tokens: int = 0
+    truncated: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+
+    def copy(self) -> "EncodeStats":
+        return EncodeStats(**vars(self))
+
+    def minus(self, other: "EncodeStats") -> "EncodeStats":
+        return EncodeStats(**{k: getattr(self, k) - getattr(other, k) for k in vars(self)})
+
+    def add(self, other: "EncodeStats") -> None:
+        for k in ("texts", "tokens", "padded_tokens", "truncated", "batches", "seconds"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {"texts": self.texts, "tokens": self.tokens, "padded_tokens": self.padded_tokens,
+                "truncated": self.truncated, "batches": self.batches, "seconds": round(self.seconds, 4)}
+
+
+class Encoder(Protocol):
+    """Turns texts into pooled, full-dimension float32 vectors, one row per text, in input order.
+
+    Prefixes are applied by the caller's contract, passed in as ``prefix``. Pooling is chosen per
+    call so that one forward pass can serve several poolings. ``stats_by_role`` accumulates
+    counters per role ("query", "document") over all calls.
+    """
+
+    device: str
+    stats_by_role: dict[str, EncodeStats]
+
+    def encode(self, texts: Sequence[str], *, prefix: str, poolings: Sequence[str],
+               ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]: ...

@@ -1,0 +1,172 @@
+"""The local reference encoder: transformers + torch, several poolings from one forward pass.
+
+Texts are tokenized once, sorted by token length and batched under a token budget, so padding
+stays small. Every requested pooling is computed from each batch's hidden states, which are
+then dropped: hidden states of a whole corpus are never held.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ModelError, SpecError, TruncationError
+from ..model import ModelInfo
+from .base import EncodeStats
+
+_TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+
+
+def pick_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SpecError("--device cuda was asked for but torch sees no CUDA device; use --device cpu or auto")
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise SpecError(f"--device {device!r} is not valid; choose auto, cpu or cuda")
+    return device
+
+
+def progress_enabled() -> bool:
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+class LocalEncoder:
+    """Reference encoder for one (model revision, dtype, max length, truncation policy)."""
+
+    def __init__(self, info: ModelInfo, *, dtype: str = "float32", device: str = "auto",
+                 max_length: int | None = None, truncation: str = "truncate", batch_size: int = 64,
+                 max_batch_tokens: int = 16384, trust_remote_code: bool = False,
+                 progress: bool | None = None) -> None:
+        import torch
+        import transformers
+        from transformers import AutoModel, AutoTokenizer
+
+        if dtype not in _TORCH_DTYPES:
+            raise SpecError(f"dtype {dtype!r} is not valid; choose float32, bfloat16 or float16")
+        if info.needs_remote_code and not trust_remote_code:
+            raise ModelError(f"{info.root}: this model needs custom code (config.json has auto_map); evalsuite "
+                             "does not run repository code unless you pass --trust-remote-code after reviewing it")
+        self.info = info
+        self.dtype = dtype
+        self.device = pick_device(device)
+        self.max_length = max_length or info.default_max_length
+        self.truncation = truncation
+        self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
+        self.progress = progress_enabled() if progress is None else progress
+        self.stats_by_role: dict[str, EncodeStats] = {}
+        transformers.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(info.tokenizer_path), local_files_only=True,
+                                                           trust_remote_code=trust_remote_code)
+            self.model = AutoModel.from_pretrained(str(info.path), local_files_only=True,
+                                                   dtype=getattr(torch, _TORCH_DTYPES[dtype]),
+                                                   trust_remote_code=trust_remote_code)
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"{info.path}: cannot load model or tokenizer offline: {exc}") from exc
+        self.model.eval().to(self.device)
+        self.pad_id = self.tokenizer.pad_token_id
+        if self.pad_id is None:
+            self.pad_id = self.tokenizer.eos_token_id or 0
+        self.use_token_types = "token_type_ids" in self.tokenizer.model_input_names
+
+    # -- tokenization -------------------------------------------------------------------------
+    def _tokenize(self, texts: list[str], ids: Sequence[str] | None) -> tuple[list[list[int]], int]:
+        """Token ids per text, truncated to max_length; and how many texts were truncated."""
+        probe = self.max_length + 1
+        out: list[list[int]] = []
+        truncated = 0
+        for start in range(0, len(texts), 4096):
+            chunk = texts[start:start + 4096]
+            enc = self.tokenizer(chunk, truncation=True, max_length=probe, padding=False,
+                                 return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+            long = [i for i, row in enumerate(enc) if len(row) > self.max_length]
+            if long and self.truncation == "reject":
+                i = long[0]
+                name = ids[start + i] if ids is not None else f"#{start + i}"
+                full = len(self.tokenizer(chunk[i], truncation=False)["input_ids"])
+                raise TruncationError(f"text {name} has {full} tokens, over max_length {self.max_length} and the "
+                                      f"truncation policy is 'reject' ({len(long)} such text(s) in this batch); "
+                                      "raise --max-length or use --truncation truncate")
+            if long:
+                fixed = self.tokenizer([chunk[i] for i in long], truncation=True, max_length=self.max_length,
+                                       padding=False, return_attention_mask=False,
+                                       return_token_type_ids=False)["input_ids"]
+                for i, row in zip(long, fixed):
+                    enc[i] = row
+                truncated += len(long)
+            out.extend(enc)
+        return out, truncated
+
+    def _batches(self, lengths: np.ndarray) -> list[np.ndarray]:
+        order = np.argsort(-lengths, kind="stable")
+        batches, cur, cur_max = [], [], 0
+        for i in order:
+            n = int(lengths[i])
+            new_max = max(cur_max, n)
+            if cur and (len(cur) >= self.batch_size or new_max * (len(cur) + 1) > self.max_batch_tokens):
+                batches.append(np.array(cur))
+                cur, new_max = [], n
+            cur.append(int(i))
+            cur_max = new_max
+        if cur:
+            batches.append(np.array(cur))
+        return batches
+
+    # -- encoding -----------------------------------------------------------------------------
+    def encode(self, texts: Sequence[str], *, prefix: str = "", poolings: Sequence[str] = ("mean",),
+               ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]:
+        """Pooled full-dimension float32 vectors (not normalized) per pooling, rows in input order."""
+        import torch
+
+        from .pooling import pool
+
+        t0 = time.perf_counter()
+        poolings = list(dict.fromkeys(poolings))
+        n = len(texts)
+        hidden = self.info.hidden_size
+        out = {p: np.zeros((n, hidden), dtype=np.float32) for p in poolings}
+        stats = EncodeStats(texts=n)
+        if n == 0:
+            self.stats_by_role.setdefault(role, EncodeStats())
+            return out
+        token_ids, stats.truncated = self._tokenize([prefix + t for t in texts], ids)
+        lengths = np.fromiter((len(r) for r in token_ids), dtype=np.int64, count=n)
+        stats.tokens = int(lengths.sum())
+        bar: Any = None
+        if self.progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=n, desc=f"encode {role}s", unit="text", leave=False)
+        with torch.inference_mode():
+            for idx in self._batches(lengths):
+                width = int(lengths[idx].max())
+                ids_arr = np.full((len(idx), width), self.pad_id, dtype=np.int64)
+                mask = np.zeros((len(idx), width), dtype=np.int64)
+                for row, i in enumerate(idx):
+                    ids_arr[row, :lengths[i]] = token_ids[i]
+                    mask[row, :lengths[i]] = 1
+                inputs = {"input_ids": torch.from_numpy(ids_arr).to(self.device),
+                          "attention_mask": torch.from_numpy(mask).to(self.device)}
+                if self.use_token_types:
+                    inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
+                h = self.model(**inputs).last_hidden_state.float()
+                for p in poolings:
+                    out[p][idx] = pool(h, inputs["attention_mask"], p).cpu().numpy()
+                stats.padded_tokens += len(idx) * width
+                stats.batches += 1
+                if bar is not None:
+                    bar.update(len(idx))
+        if bar is not None:
+            bar.close()
+        stats.seconds = time.perf_counter() - t0
+        self.stats_by_role.setdefault(role, EncodeStats()).add(stats)
+        return out

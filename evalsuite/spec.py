@@ -1,0 +1,112 @@
+"""What the user asked for (flags or spec file), and how it becomes a frozen contract."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .contract import Contract
+from .errors import SpecError
+from .metrics import DEFAULT_METRICS, parse_metrics
+from .model import ModelInfo
+
+DOC_PROMPT_NAMES = ("document", "passage", "doc", "corpus")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """User settings; ``None`` means "what the model declares" or the documented default."""
+
+    model: str | None = None
+    model_rev: str | None = None
+    tokenizer_rev: str | None = None
+    dataset: str | None = None
+    split: str = "test"
+    qrels: str | None = None
+    pooling: str | None = None
+    query_prefix: str | None = None
+    doc_prefix: str | None = None
+    dtype: str = "float32"
+    max_length: int | None = None
+    truncation: str = "truncate"
+    dim: int | None = None
+    normalize: bool | None = None
+    similarity: str | None = None
+    device: str = "auto"
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    batch_size: int = 64
+    trust_remote_code: bool = False
+    cache_dir: str | None = None
+    use_cache: bool = True
+
+    def replace(self, **changes: Any) -> "RunSpec":
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_mapping(cls, data: dict[str, Any], *, source: str) -> "RunSpec":
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw: dict[str, Any] = {}
+        for key, value in data.items():
+            name = key.replace("-", "_")
+            if name not in names:
+                raise SpecError(f"{source}: unknown setting {key!r}; known: {', '.join(sorted(names))}")
+            kw[name] = value
+        if "metrics" in kw:
+            kw["metrics"] = parse_metrics(kw["metrics"])
+        return cls(**kw)
+
+
+def default_dataset_dir() -> Path:
+    """The bundled fixture dataset, found beside the package (source checkout) or in the cwd."""
+    here = Path(__file__).resolve().parent.parent / "fixtures" / "minibeir"
+    for candidate in (here, Path.cwd() / "fixtures" / "minibeir"):
+        if (candidate / "corpus.jsonl").is_file():
+            return candidate
+    raise SpecError("no --dataset given and the bundled fixtures/minibeir was not found; pass --dataset DIR")
+
+
+def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
+    """Resolve every default against what the model declares, and validate the result."""
+    pooling = spec.pooling or info.declared_pooling or "mean"
+    if pooling not in ("cls", "mean", "last"):
+        raise SpecError(f"{info.root}: the model declares pooling {pooling!r}, which the reference encoder does "
+                        "not implement; pass --pooling cls|mean|last")
+    normalize = spec.normalize if spec.normalize is not None else (
+        info.declared_normalize if info.declared_normalize is not None else True)
+    similarity = spec.similarity or ("cosine" if normalize else "dot")
+    query_prefix = spec.query_prefix if spec.query_prefix is not None else info.prompts.get("query", "")
+    doc_prefix = spec.doc_prefix if spec.doc_prefix is not None else next(
+        (info.prompts[n] for n in DOC_PROMPT_NAMES if n in info.prompts), "")
+    max_length = spec.max_length or info.default_max_length
+    if max_length > info.max_positions:
+        raise SpecError(f"max_length {max_length} exceeds what the model supports ({info.max_positions} tokens)")
+    dim = spec.dim or info.hidden_size
+    if dim > info.hidden_size:
+        raise SpecError(f"dim {dim} exceeds the model's output dimension {info.hidden_size}")
+    if info.matryoshka_dims and dim != info.hidden_size and dim not in info.matryoshka_dims:
+        raise SpecError(f"dim {dim} is not one of the Matryoshka dimensions the model declares "
+                        f"{list(info.matryoshka_dims)}")
+    return Contract(
+        model=info.name, model_revision=info.revision, tokenizer_revision=info.tokenizer_revision,
+        pooling=pooling, normalize=normalize, query_prefix=query_prefix, doc_prefix=doc_prefix,
+        dtype=spec.dtype, max_length=max_length, truncation=spec.truncation, dim=dim, similarity=similarity,
+        matryoshka_dims=info.matryoshka_dims,
+    )
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries that shape a result, read without importing them."""
+    import platform
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for dist in ("evalsuite", "torch", "transformers", "tokenizers", "faiss-cpu", "ranx", "numpy", "datasets"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
