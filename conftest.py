@@ -1,0 +1,124 @@
+"""Shared test fixtures: a tiny random-weight BERT, the bundled model and the fixture dataset.
+
+Nothing here imports torch or transformers at collection time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parent
+FIXTURE_DATASET = REPO / "fixtures" / "minibeir"
+
+_WORDS = (
+    "the a an of to in and or is are was be how what why when which does do database transaction commit "
+    "rollback index query table row column lock write read bread yeast dough oven bake flour sugar water "
+    "ball game team player score rule goal basket court field star planet moon sun orbit light space "
+    "garden soil seed plant leaf root money bank loan rate tax budget save network packet router protocol "
+    "heart blood lung muscle bone music note chord scale rhythm train rail track station engine speed"
+).split()
+
+
+def write_tiny_bert(path: Path, *, pooling: str = "mean", sentence_transformers_layout: bool = True,
+                    hidden: int = 32, seed: int = 0) -> Path:
+    """Save a random-weight BERT (and its WordPiece tokenizer) to ``path``."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(dict.fromkeys(_WORDS)) + \
+        [f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"] + list("abcdefghijklmnopqrstuvwxyz0123456789.,?!-'")
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tok = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True, model_max_length=128)
+    tok.save_pretrained(str(path))
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=2 * hidden, max_position_embeddings=128)
+    BertModel(config).eval().save_pretrained(str(path))
+    if sentence_transformers_layout:
+        (path / "modules.json").write_text(json.dumps([
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+        ]))
+        (path / "1_Pooling").mkdir(exist_ok=True)
+        (path / "1_Pooling" / "config.json").write_text(json.dumps({
+            "word_embedding_dimension": hidden,
+            "pooling_mode_cls_token": pooling == "cls",
+            "pooling_mode_mean_tokens": pooling == "mean",
+            "pooling_mode_lasttoken": pooling == "last",
+        }))
+        (path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 64, "do_lower_case": False}))
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sentence-transformers-layout random BERT (hidden 32, mean pooling, max_seq_length 64)."""
+    return write_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(scope="session")
+def bundled_model_dir() -> Path:
+    from evalsuite.model import bundled_model_dir as locate
+
+    return locate()
+
+
+@pytest.fixture(scope="session")
+def minibeir_dir() -> Path:
+    return FIXTURE_DATASET
+
+
+def write_beir(root: Path, corpus: list[dict], queries: list[dict], qrels: list[tuple[str, str, int]],
+               split: str = "test") -> Path:
+    """Write a small BEIR-layout dataset (for tests that need their own data)."""
+    (root / "qrels").mkdir(parents=True, exist_ok=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus))
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (root / "qrels" / f"{split}.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{r}\n" for q, d, r in qrels))
+    return root
+
+
+@pytest.fixture
+def small_beir(tmp_path: Path) -> Path:
+    """Six documents over three topics, four queries (one without a relevant document)."""
+    corpus = [
+        {"_id": "d1", "title": "Databases", "text": "A transaction commit makes every write durable."},
+        {"_id": "d2", "title": "", "text": "Rollback undoes the writes of a failed transaction."},
+        {"_id": "d3", "title": "Baking", "text": "Yeast makes bread dough rise in a warm oven."},
+        {"_id": "d4", "title": "", "text": "Flour, water and sugar are mixed before you bake."},
+        {"_id": "d5", "title": "Basketball", "text": "A team scores when the ball goes through the basket."},
+        {"_id": "d6", "title": "", "text": "The star player read the rule book of the court."},
+    ]
+    queries = [
+        {"_id": "q1", "text": "how does a database commit a transaction"},
+        {"_id": "q2", "text": "why does bread dough rise"},
+        {"_id": "q3", "text": "how does a basketball team score"},
+        {"_id": "q4", "text": "planet orbit around the sun"},
+    ]
+    qrels = [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 2), ("q3", "d5", 2), ("q3", "d6", 0), ("q4", "d1", 0)]
+    return write_beir(tmp_path / "small", corpus, queries, qrels)
+
+
+@pytest.fixture(scope="session")
+def make_beir():
+    """The ``write_beir`` helper, for tests that build their own dataset."""
+    return write_beir
+
+
+@pytest.fixture(scope="session")
+def make_tiny_bert():
+    """The ``write_tiny_bert`` helper, for tests that need a variant of the tiny model."""
+    return write_tiny_bert

@@ -1,0 +1,92 @@
+import json
+
+import pytest
+
+from evalsuite.contract import Contract
+from evalsuite.errors import ContractError, SpecError
+from evalsuite.model import resolve_model
+from evalsuite.spec import RunSpec, build_contract
+
+
+def _c(**kw):
+    base = dict(model="m", model_revision="r", tokenizer_revision="t", pooling="mean", normalize=True,
+                query_prefix="", doc_prefix="", dtype="float32", max_length=128, truncation="truncate", dim=32)
+    base.update(kw)
+    return Contract(**base)
+
+
+def test_round_trip_and_fingerprint():
+    c = _c(query_prefix="query: ")
+    again = Contract.from_dict(json.loads(json.dumps(c.to_dict())))
+    assert again == c and again.fingerprint() == c.fingerprint()
+    assert c.fingerprint() != _c().fingerprint()
+
+
+def test_diff_names_fields():
+    a, b = _c(), _c(pooling="cls", dim=16)
+    assert a.diff(b) == {"pooling": ("mean", "cls"), "dim": (32, 16)}
+    assert "pooling: expected 'mean', found 'cls'" in a.describe_diff(b)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"pooling": "max"}, "pooling='max' is not valid"),
+    ({"dtype": "int8"}, "dtype='int8' is not valid"),
+    ({"max_length": 1}, "max_length=1"),
+    ({"dim": 0}, "dim=0"),
+    ({"normalize": False}, "cosine' needs normalize"),
+])
+def test_invalid(kw, msg):
+    with pytest.raises(SpecError, match=msg):
+        _c(**kw)
+
+
+def test_from_dict_rejects_unknown_and_missing():
+    d = _c().to_dict()
+    with pytest.raises(ContractError, match="unknown contract field"):
+        Contract.from_dict({**d, "colour": "red"})
+    d.pop("pooling")
+    with pytest.raises(ContractError, match="lacks field"):
+        Contract.from_dict(d)
+
+
+def test_forward_key_ignores_pooling_and_dim():
+    assert _c().forward_key("query") == _c(pooling="cls", dim=8).forward_key("query")
+    assert _c().forward_key("query") != _c(query_prefix="q: ").forward_key("query")
+    assert _c().forward_key("query") != _c().forward_key("document")
+
+
+def test_build_contract_defaults_from_model(tiny_model_dir):
+    info = resolve_model(str(tiny_model_dir))
+    c = build_contract(RunSpec(), info)
+    assert (c.pooling, c.normalize, c.similarity, c.max_length, c.dim) == ("mean", True, "cosine", 64, 32)
+    c2 = build_contract(RunSpec(pooling="cls", dim=16, normalize=False, query_prefix="q: "), info)
+    assert (c2.pooling, c2.dim, c2.similarity, c2.query_prefix) == ("cls", 16, "dot", "q: ")
+
+
+def test_build_contract_limits(tiny_model_dir, tmp_path):
+    info = resolve_model(str(tiny_model_dir))
+    with pytest.raises(SpecError, match="dim 64 exceeds the model's output dimension 32"):
+        build_contract(RunSpec(dim=64), info)
+    with pytest.raises(SpecError, match="max_length 4096 exceeds"):
+        build_contract(RunSpec(max_length=4096), info)
+
+
+def test_declared_matryoshka_dims_are_enforced(make_tiny_bert, tmp_path):
+    d = make_tiny_bert(tmp_path / "mrl")
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["matryoshka_dimensions"] = [32, 16, 8]
+    (d / "config.json").write_text(json.dumps(cfg))
+    info = resolve_model(str(d))
+    assert build_contract(RunSpec(dim=16), info).dim == 16
+    with pytest.raises(SpecError, match=r"dim 12 is not one of the Matryoshka dimensions .*\[32, 16, 8\]"):
+        build_contract(RunSpec(dim=12), info)
+
+
+def test_model_prompts_become_default_prefixes(make_tiny_bert, tmp_path):
+    d = make_tiny_bert(tmp_path / "prompts")
+    (d / "config_sentence_transformers.json").write_text(
+        json.dumps({"prompts": {"query": "query: ", "passage": "passage: "}}))
+    c = build_contract(RunSpec(), resolve_model(str(d)))
+    assert (c.query_prefix, c.doc_prefix) == ("query: ", "passage: ")
+    c2 = build_contract(RunSpec(query_prefix=""), resolve_model(str(d)))
+    assert c2.query_prefix == ""

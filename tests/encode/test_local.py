@@ -1,0 +1,118 @@
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from evalsuite.encode.local import LocalEncoder, pick_device
+from evalsuite.errors import ModelError, SpecError, TruncationError
+from evalsuite.model import resolve_model
+from evalsuite.vectors import check_vectors, finalize
+
+TEXTS = ["how does a database commit a transaction", "bread", "the ball game rule is the score of the team " * 3,
+         "yeast dough", "planet orbit around the sun and the moon"]
+
+
+@pytest.fixture(scope="module")
+def encoder(tiny_model_dir):
+    return LocalEncoder(resolve_model(str(tiny_model_dir)), device="cpu", batch_size=2)
+
+
+def _manual(tiny_model_dir, text, pooling):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    model = AutoModel.from_pretrained(str(tiny_model_dir)).eval()
+    enc = tok(text, return_tensors="pt", truncation=True, max_length=64)
+    with torch.no_grad():
+        h = model(**enc).last_hidden_state[0]
+    return {"cls": h[0], "mean": h.mean(0), "last": h[-1]}[pooling].numpy()
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean", "last"])
+def test_pooling_matches_unbatched_forward(encoder, tiny_model_dir, pooling):
+    out = encoder.encode(TEXTS, poolings=[pooling])[pooling]
+    for i, text in enumerate(TEXTS):
+        np.testing.assert_allclose(out[i], _manual(tiny_model_dir, text, pooling), atol=1e-5)
+
+
+def test_one_pass_serves_every_pooling(encoder):
+    together = encoder.encode(TEXTS, poolings=["cls", "mean", "last"])
+    for p in ("cls", "mean", "last"):
+        np.testing.assert_allclose(together[p], encoder.encode(TEXTS, poolings=[p])[p], atol=1e-6)
+    assert not np.allclose(together["cls"], together["mean"])
+
+
+def test_rows_follow_input_order_despite_length_batching(encoder):
+    fwd = encoder.encode(TEXTS, poolings=["mean"])["mean"]
+    rev = encoder.encode(TEXTS[::-1], poolings=["mean"])["mean"]
+    np.testing.assert_allclose(fwd, rev[::-1], atol=1e-5)
+
+
+def test_prefix_is_applied(encoder):
+    plain = encoder.encode(["bread"], poolings=["mean"])["mean"]
+    prefixed = encoder.encode(["bread"], prefix="query ", poolings=["mean"])["mean"]
+    same = encoder.encode(["query bread"], poolings=["mean"])["mean"]
+    assert not np.allclose(plain, prefixed)
+    np.testing.assert_allclose(prefixed, same, atol=1e-6)
+
+
+def test_truncation_is_counted(tiny_model_dir):
+    enc = LocalEncoder(resolve_model(str(tiny_model_dir)), device="cpu", max_length=8)
+    enc.encode(TEXTS, poolings=["mean"], role="document")
+    stats = enc.stats_by_role["document"]
+    assert stats.truncated == 3  # the long ones
+    assert stats.tokens <= 8 * len(TEXTS) and stats.texts == len(TEXTS)
+
+
+def test_truncation_reject_names_the_text(tiny_model_dir):
+    enc = LocalEncoder(resolve_model(str(tiny_model_dir)), device="cpu", max_length=8, truncation="reject")
+    with pytest.raises(TruncationError, match=r"text d1 has \d+ tokens, over max_length 8"):
+        enc.encode(["bread", TEXTS[0]], poolings=["mean"], ids=["d0", "d1"])
+
+
+def test_half_precision_runs_on_cpu_and_stays_close(tiny_model_dir, encoder):
+    ref = finalize(encoder.encode(TEXTS, poolings=["mean"])["mean"], 32, True)
+    for dtype in ("bfloat16", "float16"):
+        enc = LocalEncoder(resolve_model(str(tiny_model_dir)), device="cpu", dtype=dtype)
+        got = finalize(enc.encode(TEXTS, poolings=["mean"])["mean"], 32, True)
+        assert got.dtype == np.float32
+        assert (got * ref).sum(1).min() > 0.99
+
+
+def test_device_choice():
+    assert pick_device("cpu") == "cpu"
+    import torch
+
+    assert pick_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(SpecError, match="no CUDA device"):
+            pick_device("cuda")
+
+
+def test_remote_code_needs_explicit_consent(tiny_model_dir, tmp_path):
+    d = shutil.copytree(tiny_model_dir, tmp_path / "remote")
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["auto_map"] = {"AutoModel": "modeling_custom.CustomModel"}
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ModelError, match="--trust-remote-code"):
+        LocalEncoder(resolve_model(str(d)), device="cpu")
+
+
+def test_finalize_matryoshka_then_normalize():
+    v = np.array([[3.0, 4.0, 12.0], [1.0, 0.0, 0.0]], dtype=np.float32)
+    out = finalize(v, 2, True)
+    np.testing.assert_allclose(out, [[0.6, 0.8], [1.0, 0.0]], atol=1e-6)
+    np.testing.assert_allclose(finalize(v, 2, False), v[:, :2])
+    with pytest.raises(ValueError):
+        finalize(v, 4, True)
+
+
+def test_check_vectors_reports_each_problem():
+    v = np.array([[1, 0], [0, 0], [np.nan, 1], [2, 0]], dtype=np.float32)
+    rep = check_vectors(v, dim=2, normalized=True)
+    assert (rep.zero, rep.non_finite, rep.bad_norm, rep.wrong_dim) == ((1,), (2,), (3,), False)
+    assert not rep.ok and len(rep.problems(["a", "b", "c", "d"])) == 3
+    assert check_vectors(v[:1], dim=3, normalized=True).wrong_dim
+    assert check_vectors(v[:1], dim=2, normalized=True).ok
