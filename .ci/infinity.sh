@@ -90,11 +90,24 @@ cmd_serve() {
     shift 3
     export DO_NOT_TRACK=1 INFINITY_ANONYMOUS_USAGE_STATS=0
     export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
-    # --no-model-warmup: warmup only benchmarks (~5 s of a 256-token batch on
-    #   2 cores) and changes no result.
-    # --no-vector-disk-cache: no SQLite cache written beside the model.
-    # --no-bettertransformer / --no-compile: plain PyTorch path on CPU
-    #   (bettertransformer needs optimum, which is not installed).
+    # Per-model options of `infinity_emb v2` are lists: giving one twice on
+    # the command line fails ("Expected length 1 but got 2"). So our defaults
+    # go through infinity's own env vars, and extra args such as
+    # --model-warmup, --pooling-method, --served-model-name or --batch-size
+    # still override them.
+    #  - no warmup: it only benchmarks (~5 s on 2 cores) and changes no result
+    #  - no vector disk cache: nothing written beside the model
+    #  - no bettertransformer / compile: plain PyTorch path on CPU
+    #    (bettertransformer needs optimum, which is not installed)
+    #  - no remote code: the bundled model is a plain BERT
+    export INFINITY_MODEL_WARMUP="${INFINITY_MODEL_WARMUP:-false}"
+    export INFINITY_VECTOR_DISK_CACHE="${INFINITY_VECTOR_DISK_CACHE:-false}"
+    export INFINITY_BETTERTRANSFORMER="${INFINITY_BETTERTRANSFORMER:-false}"
+    export INFINITY_COMPILE="${INFINITY_COMPILE:-false}"
+    export INFINITY_TRUST_REMOTE_CODE="${INFINITY_TRUST_REMOTE_CODE:-false}"
+    # --model-id/--engine/--device are fixed here: do not repeat them in the
+    # extra args. Single-valued options (--host, --log-level, --api-key, ...)
+    # may be repeated; the last one wins.
     exec "$venv/bin/infinity_emb" v2 \
         --model-id "$model_dir" \
         --engine torch \
@@ -102,10 +115,6 @@ cmd_serve() {
         --host 127.0.0.1 \
         --port "$port" \
         --url-prefix /v1 \
-        --no-model-warmup \
-        --no-vector-disk-cache \
-        --no-bettertransformer \
-        --no-compile \
         --log-level warning \
         "$@"
 }
