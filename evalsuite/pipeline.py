@@ -49,9 +49,19 @@ def make_encoder(prepared: Prepared, *, dtype: str | None = None, max_length: in
     from .encode.local import LocalEncoder
 
     spec, c = prepared.spec, prepared.contract
-    return LocalEncoder(prepared.model, dtype=dtype or c.dtype, device=spec.device,
-                        max_length=max_length or c.max_length, truncation=c.truncation,
-                        batch_size=spec.batch_size, trust_remote_code=spec.trust_remote_code)
+    dtype, max_length = dtype or c.dtype, max_length or c.max_length
+
+    def build() -> Encoder:
+        return LocalEncoder(prepared.model, dtype=dtype, device=spec.device, max_length=max_length,
+                            truncation=c.truncation, batch_size=spec.batch_size,
+                            trust_remote_code=spec.trust_remote_code)
+
+    if not spec.use_cache:
+        return build()
+    from .encode.cache import CachedEncoder, EmbeddingCache
+
+    return CachedEncoder(EmbeddingCache(spec.cache_dir), prepared.model, dtype=dtype, max_length=max_length,
+                         truncation=c.truncation, device=spec.device, factory=build)
 
 
 def encode_dataset(encoder: Encoder, contract: Contract, dataset: Dataset,

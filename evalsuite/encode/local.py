@@ -78,6 +78,11 @@ class LocalEncoder:
             self.pad_id = self.tokenizer.eos_token_id or 0
         self.use_token_types = "token_type_ids" in self.tokenizer.model_input_names
 
+    def release(self) -> None:
+        """Drop the model and tokenizer (counters stay); the encoder cannot encode afterwards."""
+        self.model = None
+        self.tokenizer = None
+
     # -- tokenization -------------------------------------------------------------------------
     def _tokenize(self, texts: list[str], ids: Sequence[str] | None) -> tuple[list[list[int]], int]:
         """Token ids per text, truncated to max_length; and how many texts were truncated."""

@@ -1,0 +1,159 @@
+"""Self-contained HTML reports: inline CSS, plots as inline base64 PNG (matplotlib, Agg canvas).
+
+Nothing is fetched when the page opens: no scripts, fonts, stylesheets or images by URL.
+Figures are drawn on ``matplotlib.figure.Figure`` with an Agg canvas, never through pyplot,
+so the caller's matplotlib backend and global state are left alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+Point = tuple[float, Mapping[str, float]]
+BASE_COLOR = "#d62728"
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
+color:#222;padding:0 1rem}
+h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}
+th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:right}
+th:first-child,td:first-child{text-align:left}
+tr.base td{background:#fff3f3;font-weight:600}
+td.up{color:#1a7f37}td.down{color:#b42318}
+figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #eee}
+figcaption{font-size:.85rem;color:#555}
+.meta{color:#555;font-size:.9rem}
+"""
+
+
+def _figure(n_panels: int, title: str) -> tuple["Figure", list["Axes"]]:
+    from matplotlib.figure import Figure
+
+    cols = min(n_panels, 2)
+    rows = (n_panels + cols - 1) // cols
+    fig = Figure(figsize=(5.2 * cols, 3.4 * rows), dpi=100, layout="constrained")
+    grid = fig.subplots(rows, cols, squeeze=False)
+    axes = [ax for row in grid for ax in row]
+    for ax in axes[n_panels:]:
+        ax.set_visible(False)
+    fig.suptitle(title)
+    return fig, axes[:n_panels]
+
+
+def png_data_uri(fig: "Figure") -> str:
+    """The figure as a ``data:image/png;base64,...`` URI."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def line_chart(title: str, xlabel: str, metrics: Sequence[str], series: Mapping[str, Sequence[Point]],
+               base: Point | None) -> "Figure":
+    """One panel per metric: a line per series over numeric x; the base is a red star and a
+    dashed reference line."""
+    fig, axes = _figure(len(metrics), title)
+    xs_all = sorted({x for pts in series.values() for x, _ in pts} | ({base[0]} if base else set()))
+    for ax, m in zip(axes, metrics):
+        for label, pts in series.items():
+            pts = sorted(pts, key=lambda p: p[0])
+            ax.plot([x for x, _ in pts], [v[m] for _, v in pts], marker="o", label=label or m)
+        if base is not None:
+            ax.axhline(base[1][m], color=BASE_COLOR, linestyle="--", linewidth=1)
+            ax.plot([base[0]], [base[1][m]], marker="*", markersize=14, color=BASE_COLOR, linestyle="none",
+                    label="base", zorder=5)
+        ax.set_title(m)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(m)
+        ax.set_xticks(xs_all)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def bar_chart(title: str, metrics: Sequence[str], categories: Sequence[str],
+              series: Mapping[str, Mapping[str, Mapping[str, float]]], base_metrics: Mapping[str, float],
+              base_bar: tuple[str, str] | None) -> "Figure":
+    """One panel per metric: grouped bars (category × series); the (series, category) bar equal
+    to the base is hatched with a red edge, and a dashed red line marks the base value."""
+    fig, axes = _figure(len(metrics), title)
+    n = max(len(series), 1)
+    width = 0.8 / n
+    positions = range(len(categories))
+    for ax, m in zip(axes, metrics):
+        values = [base_metrics[m]]
+        for k, (label, by_cat) in enumerate(series.items()):
+            xs = [i + (k - (n - 1) / 2) * width for i in positions]
+            ys = [by_cat.get(c, {}).get(m, float("nan")) for c in categories]
+            values += [y for y in ys if y == y]
+            bars = ax.bar(xs, ys, width=width * 0.95, label=label or None)
+            for bar, c in zip(bars, categories):
+                if base_bar == (label, c):
+                    bar.set_hatch("//")
+                    bar.set_edgecolor(BASE_COLOR)
+                    bar.set_linewidth(2)
+        ax.axhline(base_metrics[m], color=BASE_COLOR, linestyle="--", linewidth=1, label="base")
+        ax.set_xticks(list(positions))
+        ax.set_xticklabels([_short(c) for c in categories], rotation=20 if len(categories) > 3 else 0,
+                           fontsize=8)
+        lo, hi = min(values), max(values)
+        pad = max(0.1 * (hi - lo), 0.01)
+        ax.set_ylim(max(0.0, lo - 2 * pad), hi + pad)
+        ax.set_title(m)
+        ax.set_ylabel(m)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def _short(text: str, limit: int = 28) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, row_classes: Sequence[str] = (),
+          cell_classes: Sequence[Sequence[str]] = ()) -> str:
+    def fmt(v: Any) -> str:
+        return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
+    body = []
+    for i, row in enumerate(rows):
+        cls = row_classes[i] if i < len(row_classes) and row_classes[i] else ""
+        cc = cell_classes[i] if i < len(cell_classes) else ()
+        tds = "".join(f"<td{_cls(cc[j] if j < len(cc) else '')}>{html.escape(fmt(v))}</td>"
+                      for j, v in enumerate(row))
+        body.append(f"<tr{_cls(cls)}>{tds}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>\n"
+
+
+def figure_html(uri: str, caption: str) -> str:
+    return (f'<figure><img src="{uri}" alt="{html.escape(caption)}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>\n")
+
+
+def page(title: str, parts: Sequence[str]) -> str:
+    """A complete HTML document; ``parts`` are already-escaped HTML fragments."""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>{html.escape(title)}</title>"
+            f"<style>{_CSS}</style></head><body>\n" + "".join(parts) + "</body></html>\n")
+
+
+def heading(text: str, level: int = 2) -> str:
+    return f"<h{level}>{html.escape(text)}</h{level}>\n"
+
+
+def paragraph(text: str, cls: str = "") -> str:
+    return f"<p{_cls(cls)}>{html.escape(text)}</p>\n"
+
+
+def _cls(name: str) -> str:
+    return f' class="{html.escape(name)}"' if name else ""

@@ -1,0 +1,31 @@
+"""Sweeps: single-variable (or grid) experiments around a base contract.
+
+Parsing and planning are pure and light; :func:`run_sweep` (encoding, search, scoring) is
+imported on first use so that the pytest plugin can import this package cheaply.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .axes import AXES, Axis, AxisValue, parse_vary, sweep_from_mapping
+from .options import SWEEP_OPTIONS
+from .plan import BASE_NAME, Cell, ForwardPass, base_cell, plan_cells, plan_passes
+
+if TYPE_CHECKING:
+    from .execute import CellResult, PassRecord, SweepResult, SweepStats, run_sweep
+
+_LAZY = ("CellResult", "PassRecord", "SweepResult", "SweepStats", "run_sweep")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from . import execute
+
+        return getattr(execute, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["AXES", "Axis", "AxisValue", "BASE_NAME", "Cell", "CellResult", "ForwardPass", "PassRecord",
+           "SWEEP_OPTIONS", "SweepResult", "SweepStats", "base_cell", "parse_vary", "plan_cells", "plan_passes",
+           "run_sweep", "sweep_from_mapping"]

@@ -1,0 +1,57 @@
+"""`evalsuite sweep`: the base options of `evalsuite run`, plus --vary / --grid / --out."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..options import RUN_OPTIONS, add_options, collect
+from .options import SWEEP_OPTIONS
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("sweep", help="vary one setting at a time (or a grid) around the base contract; "
+                                            "write sweep.json, report.md and report.html")
+    add_options(p.add_argument, RUN_OPTIONS)
+    add_options(p.add_argument, SWEEP_OPTIONS)
+    p.set_defaults(func=cmd_sweep)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text.rsplit("/", 1)[-1]).strip("-") or "model"
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from ..pipeline import prepare
+    from ..reports.sweep_reports import sweep_table_rows, write_sweep_reports
+    from ..spec import RunSpec
+    from . import parse_vary, plan_cells, run_sweep
+
+    spec = RunSpec.from_mapping(collect(args, RUN_OPTIONS), source="command line")
+    axes = parse_vary(args.vary or [])
+    grid = bool(args.grid)
+    prepared = prepare(spec)
+    cells = plan_cells(prepared.contract, axes, grid, info=prepared.model)
+    result = run_sweep(prepared, cells, spec.metrics, axes=axes, grid=grid)
+    out = Path(args.out) if args.out else (Path("reports") / prepared.dataset.identity.name
+                                           / _slug(prepared.model.name) / "sweep")
+    paths = write_sweep_reports(result, out)
+    ident = prepared.dataset.identity
+    st = result.stats
+    print(f"model    {prepared.model.name} @ {prepared.contract.model_revision[:16]}")
+    print(f"dataset  {ident.name} ({ident.n_documents} documents, {ident.n_queries} queries)")
+    print(f"cells    {len(cells)} ({'grid' if grid else 'one variable at a time'}); forward passes "
+          f"{st.passes_by_role['query']} query + {st.passes_by_role['document']} document; texts encoded "
+          f"{sum(st.texts_encoded_by_role.values())}" + (f"; cache hits {st.cache['hits']}, misses "
+                                                          f"{st.cache['misses']}" if st.cache else ""))
+    headers, rows = sweep_table_rows(result)
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    for row in [headers, *rows]:
+        print("  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths)))
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    return 0

@@ -1,0 +1,229 @@
+"""Run a planned sweep: one forward pass per (role, forward key), every pooling and dim from it.
+
+Passes sharing an encoder (dtype, max length) run back to back and the encoder is dropped
+before the next one loads, so at most one model is in memory. Only pooled vectors are kept
+between passes; each distinct contract is then scored once with :func:`evalsuite.pipeline.score`.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..contract import Contract
+from ..encode.base import Encoder
+from ..metrics import paired_test
+from ..pipeline import Prepared, make_encoder, role_stats_since, score, stats_snapshot
+from ..result import Result
+from .axes import Axis
+from .plan import Cell, ForwardPass, base_cell, plan_passes, validate_cells
+
+EncoderFactory = Callable[[str, int], Encoder]
+
+
+@dataclass(frozen=True)
+class PassRecord:
+    """What one planned forward pass cost: texts that really went through the model, and time."""
+
+    role: str
+    dtype: str
+    max_length: int
+    prefix: str
+    poolings: tuple[str, ...]
+    texts: int
+    texts_encoded: int
+    tokens_encoded: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "dtype": self.dtype, "max_length": self.max_length, "prefix": self.prefix,
+                "poolings": list(self.poolings), "texts": self.texts, "texts_encoded": self.texts_encoded,
+                "tokens_encoded": self.tokens_encoded, "seconds": round(self.seconds, 4)}
+
+
+@dataclass(frozen=True)
+class SweepStats:
+    passes: tuple[PassRecord, ...]
+    models_loaded: int
+    cache: dict[str, int] | None
+    encode_seconds: float
+    score_seconds: float
+    contracts_scored: int
+
+    @property
+    def passes_by_role(self) -> dict[str, int]:
+        """Forward passes planned per role (each serves every pooling and dim of its cells)."""
+        out = {"query": 0, "document": 0}
+        for p in self.passes:
+            out[p.role] += 1
+        return out
+
+    @property
+    def texts_encoded_by_role(self) -> dict[str, int]:
+        """Texts that actually went through the model, per role (0 on a warm cache)."""
+        out = {"query": 0, "document": 0}
+        for p in self.passes:
+            out[p.role] += p.texts_encoded
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passes_by_role": self.passes_by_role, "texts_encoded_by_role": self.texts_encoded_by_role,
+                "models_loaded": self.models_loaded, "cache": self.cache,
+                "encode_seconds": round(self.encode_seconds, 4), "score_seconds": round(self.score_seconds, 4),
+                "contracts_scored": self.contracts_scored, "passes": [p.to_dict() for p in self.passes]}
+
+
+@dataclass(frozen=True)
+class CellResult:
+    cell: Cell
+    result: Result
+    delta: dict[str, float]
+    p_values: dict[str, float]
+
+    @property
+    def name(self) -> str:
+        return self.cell.name
+
+    def significant(self, alpha: float) -> dict[str, bool]:
+        return {m: p < alpha for m, p in self.p_values.items()}
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    base: Result
+    cells: list[CellResult]
+    stats: SweepStats
+    metrics: tuple[str, ...]
+    axes: tuple[Axis, ...] = ()
+    grid: bool = False
+    test: str = "student"
+    alpha: float = 0.05
+    warnings: list[str] = field(default_factory=list)
+
+    def cell(self, name: str) -> CellResult:
+        for c in self.cells:
+            if c.cell.name == name:
+                return c
+        raise KeyError(f"no sweep cell named {name!r}; cells: {', '.join(c.cell.name for c in self.cells)}")
+
+
+@dataclass
+class _Encoded:
+    pooled: dict[tuple[tuple[str, ...], str], np.ndarray]
+    records: list[PassRecord]
+    models_loaded: int
+    cache: dict[str, int] | None
+    cache_problems: list[str]
+    device: str
+
+
+def _encode_passes(prepared: Prepared, passes: Sequence[ForwardPass], factory: EncoderFactory) -> _Encoded:
+    """Run the passes in order, one encoder per (dtype, max length) alive at a time."""
+    from ..encode.cache import cache_summary
+
+    ds = prepared.dataset
+    texts = {"query": ([ds.queries[i] for i in ds.query_ids], ds.query_ids),
+             "document": ([ds.corpus[i] for i in ds.doc_ids], ds.doc_ids)}
+    done = _Encoded({}, [], 0, None, [], "cpu")
+    used: list[Encoder] = []
+    current: tuple[str, int] | None = None
+    for fp in passes:
+        if fp.encoder_key != current:
+            if used:
+                _release(used[-1])
+                gc.collect()
+            used.append(factory(*fp.encoder_key))
+            current = fp.encoder_key
+        encoder = used[-1]
+        role_texts, role_ids = texts[fp.role]
+        before = stats_snapshot(encoder)
+        t0 = time.perf_counter()
+        vectors = encoder.encode(role_texts, prefix=fp.prefix, poolings=list(fp.poolings), ids=role_ids,
+                                 role=fp.role)
+        seconds = time.perf_counter() - t0
+        work = role_stats_since(encoder, before)[fp.role]
+        for p in fp.poolings:
+            done.pooled[(fp.key, p)] = vectors[p]
+        done.records.append(PassRecord(role=fp.role, dtype=fp.dtype, max_length=fp.max_length, prefix=fp.prefix,
+                                       poolings=fp.poolings, texts=len(role_texts), texts_encoded=work.texts,
+                                       tokens_encoded=work.tokens, seconds=seconds))
+    done.models_loaded = sum(int(getattr(e, "loads", 1)) for e in used)
+    done.cache = cache_summary(used)
+    done.cache_problems = [m for e in used for m in getattr(getattr(e, "cache", None), "problems", [])]
+    done.device = used[-1].device if used else "cpu"
+    for e in used:
+        _release(e)
+    gc.collect()
+    return done
+
+
+def _release(encoder: Encoder) -> None:
+    """Free the model an encoder holds; its counters (and cache) stay readable."""
+    release = getattr(encoder, "release", None)
+    if callable(release):
+        release()
+
+
+def run_sweep(prepared: Prepared, cells: Sequence[Cell], metrics: Sequence[str] | None = None, *,
+              axes: Sequence[Axis] = (), grid: bool = False, encoder_factory: EncoderFactory | None = None,
+              test: str = "student", alpha: float = 0.05, keep_vectors: bool = False) -> SweepResult:
+    """Encode what ``cells`` and the base need in as few forward passes as possible, score every
+    distinct contract once, and compare each cell with the base (delta and paired test)."""
+    base = prepared.contract
+    metrics = tuple(metrics or prepared.spec.metrics)
+    validate_cells(cells, base, prepared.model)
+    factory = encoder_factory or (lambda dtype, max_length: make_encoder(prepared, dtype=dtype,
+                                                                        max_length=max_length))
+    passes = plan_passes(base, cells)
+    t0 = time.perf_counter()
+    enc = _encode_passes(prepared, passes, factory)
+    encode_seconds = time.perf_counter() - t0
+    seconds_by_key = {fp.key: rec.seconds for fp, rec in zip(passes, enc.records)}
+
+    def vectors(c: Contract, role: str) -> np.ndarray:
+        return enc.pooled[(c.forward_key(role), c.pooling)]
+
+    t1 = time.perf_counter()
+    scored: dict[Contract, Result] = {}
+    for cell in [base_cell(base), *cells]:
+        c = cell.contract
+        if c in scored:
+            continue
+        timing = {"encode_seconds": round(sum(seconds_by_key[c.forward_key(r)] for r in ("query", "document")), 4),
+                  "shared_forward_passes": True,
+                  "queries": _role_timing(enc.records, passes, c.forward_key("query")),
+                  "documents": _role_timing(enc.records, passes, c.forward_key("document"))}
+        scored[c] = score(prepared, c, vectors(c, "query"), vectors(c, "document"), metrics=metrics,
+                          timing=timing, device=enc.device, keep_vectors=keep_vectors)
+    score_seconds = time.perf_counter() - t1
+
+    base_result = scored[base]
+    out = []
+    for cell in cells:
+        r = scored[cell.contract]
+        delta = {m: r.metrics[m] - base_result.metrics[m] for m in metrics}
+        if cell.contract == base:
+            p_values = {m: 1.0 for m in metrics}
+        else:
+            p_values = {m: paired_test(base_result.per_query[m], r.per_query[m], test=test, alpha=alpha)
+                        for m in metrics}
+        out.append(CellResult(cell, r, delta, p_values))
+    stats = SweepStats(passes=tuple(enc.records), models_loaded=enc.models_loaded, cache=enc.cache,
+                       encode_seconds=encode_seconds, score_seconds=score_seconds, contracts_scored=len(scored))
+    problems = list(base_result.warnings) + enc.cache_problems
+    return SweepResult(base=base_result, cells=out, stats=stats, metrics=metrics, axes=tuple(axes), grid=grid,
+                       test=test, alpha=alpha, warnings=problems)
+
+
+def _role_timing(records: Sequence[PassRecord], passes: Sequence[ForwardPass],
+                 key: tuple[str, ...]) -> dict[str, Any]:
+    for fp, rec in zip(passes, records):
+        if fp.key == key:
+            return {"texts": rec.texts, "texts_encoded": rec.texts_encoded, "tokens": rec.tokens_encoded,
+                    "seconds": round(rec.seconds, 4)}
+    return {}
+

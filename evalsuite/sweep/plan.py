@@ -1,0 +1,143 @@
+"""Plan a sweep: cells around a base contract, and the forward passes they need (pure, no model).
+
+One-at-a-time (default): each cell differs from the base in exactly one axis. Grid: the full
+product of the axes. Cells are grouped by ``Contract.forward_key(role)``; pooling, dim and
+normalize never need a forward pass of their own.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from ..contract import ROLES, Contract
+from ..errors import SpecError
+from .axes import Axis, apply, conflicts
+
+if TYPE_CHECKING:
+    from ..model import ModelInfo
+
+BASE_NAME = "base"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One sweep cell: a readable ``name`` (``pooling=cls`` or ``pooling=cls,dim=128``), its
+    contract, and the (axis, value label) pairs it sets."""
+
+    name: str
+    contract: Contract
+    varies: tuple[tuple[str, str], ...]
+    same_as_base: bool = False
+
+    @property
+    def axis(self) -> str:
+        """The axis (or ``+``-joined axes, in a grid) this cell varies."""
+        return "+".join(a for a, _ in self.varies) or BASE_NAME
+
+    @property
+    def value(self) -> str:
+        return ",".join(v for _, v in self.varies) or BASE_NAME
+
+    def label(self, axis: str) -> str | None:
+        """The value label this cell gives ``axis``, or None when it leaves the axis at the base."""
+        return dict(self.varies).get(axis)
+
+
+@dataclass(frozen=True)
+class ForwardPass:
+    """One forward pass over one role's texts; it serves every listed pooling."""
+
+    role: str
+    key: tuple[str, ...]
+    dtype: str
+    max_length: int
+    prefix: str
+    poolings: tuple[str, ...]
+    cells: tuple[str, ...]
+
+    @property
+    def encoder_key(self) -> tuple[str, int]:
+        return (self.dtype, self.max_length)
+
+
+def base_cell(base: Contract) -> Cell:
+    return Cell(BASE_NAME, base, (), same_as_base=True)
+
+
+def _cell(base: Contract, settings: Sequence[tuple[Axis, int]]) -> Cell:
+    contract = base
+    varies = []
+    for axis, i in settings:
+        value = axis.values[i]
+        contract = apply(contract, axis.name, value.value)
+        varies.append((axis.name, value.label))
+    name = ",".join(f"{a}={label}" for a, label in varies)
+    return Cell(name, contract, tuple(varies), same_as_base=contract == base)
+
+
+def plan_cells(base: Contract, axes: Sequence[Axis], grid: bool = False, *,
+               info: "ModelInfo | None" = None) -> list[Cell]:
+    """The cells of a sweep, in axis order. A cell whose contract equals the base is kept (its
+    row shows the base value) and marked ``same_as_base``; it is never encoded twice."""
+    if not axes:
+        raise SpecError("a sweep needs at least one axis (e.g. --vary pooling=cls,mean,last)")
+    names = [a.name for a in axes]
+    if len(set(names)) != len(names):
+        raise SpecError(f"axis given twice in {names}; merge the values into one --vary")
+    if grid:
+        clash = conflicts(axes)
+        if clash:
+            a, b = clash[0]
+            raise SpecError(f"--grid cannot cross {a} with {b}: both set the same prefix; "
+                            "drop --grid or vary only one of them")
+        combos = itertools.product(*(range(len(a.values)) for a in axes))
+        plans = [list(zip(axes, combo)) for combo in combos]
+    else:
+        plans = [[(axis, i)] for axis in axes for i in range(len(axis.values))]
+    cells = []
+    for settings in plans:
+        try:
+            cells.append(_cell(base, settings))
+        except SpecError as exc:
+            where = ",".join(f"{a.name}={a.values[i].label}" for a, i in settings)
+            raise SpecError(f"sweep cell {where}: {exc}") from None
+    validate_cells(cells, base, info)
+    return cells
+
+
+def validate_cells(cells: Sequence[Cell], base: Contract, info: "ModelInfo | None" = None) -> None:
+    """Check every cell against what the model supports (dim, Matryoshka dims, max length)."""
+    declared = base.matryoshka_dims or (info.matryoshka_dims if info else None)
+    hidden = info.hidden_size if info else None
+    allowed = set(declared or ()) | {base.dim} | ({hidden} if hidden else set())
+    for cell in cells:
+        c = cell.contract
+        if hidden is not None and c.dim > hidden:
+            raise SpecError(f"sweep cell {cell.name}: dim {c.dim} exceeds the model's output dimension {hidden}")
+        if declared and c.dim not in allowed:
+            raise SpecError(f"sweep cell {cell.name}: dim {c.dim} is not one of the Matryoshka dimensions the "
+                            f"model declares {list(declared)}")
+        if info is not None and c.max_length > info.max_positions:
+            raise SpecError(f"sweep cell {cell.name}: max_length {c.max_length} exceeds what the model supports "
+                            f"({info.max_positions} tokens)")
+
+
+def plan_passes(base: Contract, cells: Sequence[Cell]) -> list[ForwardPass]:
+    """The forward passes the base and ``cells`` need, one per (role, forward key), each
+    listing every pooling computed from it; ordered so passes sharing an encoder are adjacent."""
+    poolings: dict[tuple[str, ...], dict[str, None]] = {}
+    users: dict[tuple[str, ...], dict[str, None]] = {}
+    contracts: dict[tuple[str, ...], Contract] = {}
+    for cell in [base_cell(base), *cells]:
+        for role in ROLES:
+            key = cell.contract.forward_key(role)
+            poolings.setdefault(key, {})[cell.contract.pooling] = None
+            users.setdefault(key, {})[cell.name] = None
+            contracts.setdefault(key, cell.contract)
+    passes = [ForwardPass(role=key[5], key=key, dtype=contracts[key].dtype, max_length=contracts[key].max_length,
+                          prefix=contracts[key].prefix(key[5]), poolings=tuple(p), cells=tuple(users[key]))
+              for key, p in poolings.items()]
+    order = {k: i for i, k in enumerate(dict.fromkeys(p.encoder_key for p in passes))}
+    return sorted(passes, key=lambda p: order[p.encoder_key])
