@@ -24,6 +24,7 @@ from ..errors import SpecError
 
 AXES = ("pooling", "query_prefix", "doc_prefix", "prefixes", "dtype", "max_length", "dim", "normalize")
 PAIR_KEYWORDS = ("base", "none", "swapped", "query_only", "doc_only")
+_PREFIX_AXES = ("query_prefix", "doc_prefix", "prefixes")
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
@@ -50,8 +51,8 @@ class Axis:
         return self.name in ("dim", "max_length")
 
 
-def _split(name: str, text: str) -> list[Any]:
-    text = text.strip()
+def _split(name: str, raw: str) -> list[Any]:
+    text = raw.strip()
     if text.startswith("["):
         try:
             items = json.loads(text)
@@ -61,7 +62,8 @@ def _split(name: str, text: str) -> list[Any]:
         if not isinstance(items, list) or not items:
             raise SpecError(f"--vary {name}=...: the JSON value must be a non-empty list")
         return items
-    items = [s.strip() for s in text.split(",")]
+    text = raw if name in _PREFIX_AXES else text  # prefixes keep their spaces ("query: ")
+    items = [s if name in _PREFIX_AXES else s.strip() for s in text.split(",")]
     if any(s == "" for s in items) and name not in ("query_prefix", "doc_prefix"):
         raise SpecError(f"--vary {name}={text!r}: empty value; list values separated by commas, "
                         f"e.g. {_EXAMPLES[name]}")
@@ -112,9 +114,9 @@ def _prefix_value(name: str, from_json: bool) -> Callable[[Any], AxisValue]:
             return AxisValue("none", "")
         if not isinstance(item, str):
             raise SpecError(f"--vary {name}: {item!r} is not a string; prefixes are text, e.g. {_EXAMPLES[name]}")
-        if not from_json and item.lower() in ("none", ""):
+        if not from_json and item.strip().lower() in ("none", ""):
             return AxisValue("none", "")
-        if not from_json and item.lower() == "base":
+        if not from_json and item.strip().lower() == "base":
             return AxisValue("base", None)
         return AxisValue(_prefix_label(item), item)
 
