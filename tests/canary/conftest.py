@@ -1,0 +1,359 @@
+"""Canary test servers: a fault-injecting OpenAI-style server (pytest-httpserver, real HTTP on
+loopback, vectors from the real tiny reference model) and real infinity-emb servers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+INFINITY_VENV = REPO / ".infinity-venv"
+INFINITY_SCRIPT = REPO / ".ci" / "infinity.sh"
+INFINITY_STARTUP_S = 180.0
+API_KEY_ENV = "EVALSUITE_CANARY_TEST_KEY"
+
+CANARY_CORPUS = [
+    {"_id": "d1", "title": "Databases", "text": "A transaction commit makes every write durable."},
+    {"_id": "d2", "title": "", "text": "Rollback undoes the writes of a failed transaction."},
+    {"_id": "d3", "title": "Baking", "text": "Yeast makes bread dough rise in a warm oven."},
+    {"_id": "d4", "title": "", "text": "Flour, water and sugar are mixed before you bake."},
+    {"_id": "d5", "title": "Basketball", "text": "A team scores when the ball goes through the basket."},
+    {"_id": "d6", "title": "", "text": "The star player read the rule book of the court."},
+    {"_id": "d7", "title": "Space", "text": "The moon orbits the planet and reflects the light of the sun."},
+    {"_id": "d8", "title": "", "text": "A network router forwards each packet along the protocol's route."},
+]
+CANARY_QUERIES = [
+    {"_id": "q1", "text": "how does a database commit a transaction"},
+    {"_id": "q2", "text": "why does bread dough rise"},
+    {"_id": "q3", "text": "how does a basketball team score"},
+    {"_id": "q4", "text": "what does the moon orbit"},
+    {"_id": "q5", "text": "what does a router do with a packet"},
+]
+CANARY_QRELS = [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 2), ("q2", "d4", 1), ("q3", "d5", 2),
+                ("q3", "d6", 1), ("q4", "d7", 2), ("q5", "d8", 2)]
+
+
+@pytest.fixture(scope="session")
+def canary_dataset(tmp_path_factory, make_beir) -> Path:
+    return make_beir(tmp_path_factory.mktemp("canary-beir"), CANARY_CORPUS, CANARY_QUERIES, CANARY_QRELS)
+
+
+@pytest.fixture(scope="session")
+def tiny_info(tiny_model_dir):
+    from evalsuite.model import resolve_model
+
+    return resolve_model(str(tiny_model_dir))
+
+
+@pytest.fixture(scope="session")
+def server_encoders(tiny_info) -> Callable[[int], Any]:
+    """The tiny model's local encoder per max length, shared by every fault server (what it "serves")."""
+    from evalsuite.encode.local import LocalEncoder
+
+    cache: dict[int, Any] = {}
+
+    def get(max_length: int) -> Any:
+        if max_length not in cache:
+            cache[max_length] = LocalEncoder(tiny_info, device="cpu", max_length=max_length, progress=False)
+        return cache[max_length]
+
+    return get
+
+
+class FaultServer:
+    """An OpenAI-compatible embeddings server on loopback that serves the tiny model, with faults.
+
+    ``fault`` breaks every successful embeddings answer in one way; ``fail_first`` is a list of
+    statuses returned before answering properly; ``hang`` makes the embeddings route wait.
+    """
+
+    def __init__(self, httpserver: Any, encoders: Callable[[int], Any], *, model: str = "tiny-model",
+                 hidden: int = 32, max_length: int = 64) -> None:
+        self.httpserver = httpserver
+        self.encoders = encoders
+        self.model = model
+        self.listed = [model]
+        self.response_model: str | None = None
+        self.hidden = hidden
+        self.max_length = max_length
+        self.pooling = "mean"
+        self.fault: str | None = None
+        self.fail_first: list[int] = []
+        self.retry_after: str | None = None
+        self.api_key: str | None = None
+        self.enforce_key = True
+        self.renormalize_dims = True
+        self.honour_dimensions = True
+        self.strip_prefix = ""
+        self.empty_list_status = 422
+        self.hang = False
+        self.release = threading.Event()
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        httpserver.expect_request("/health", method="GET").respond_with_json({"unix": time.time()})
+        httpserver.expect_request("/v1/models", method="GET").respond_with_handler(self._models)
+        httpserver.expect_request("/v1/embeddings", method="POST").respond_with_handler(self._embeddings)
+
+    @property
+    def url(self) -> str:
+        return self.httpserver.url_for("/v1")
+
+    def _denied(self, request: Any) -> Any:
+        from werkzeug import Response
+
+        if self.api_key and self.enforce_key and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return Response(json.dumps({"detail": "Unauthorized"}), status=401, content_type="application/json")
+        return None
+
+    def _models(self, request: Any) -> Any:
+        from werkzeug import Response
+
+        denied = self._denied(request)
+        if denied is not None:
+            return denied
+        data = [{"id": m, "object": "model", "root": f"/models/{m}"} for m in self.listed]
+        return Response(json.dumps({"object": "list", "data": data}), content_type="application/json")
+
+    def _embeddings(self, request: Any) -> Any:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            time.sleep(0.01)  # let concurrent requests overlap
+            return self._answer(request)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer(self, request: Any) -> Any:
+        import numpy as np
+        from werkzeug import Response
+
+        from evalsuite.vectors import finalize
+
+        def reply(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Any:
+            return Response(json.dumps(obj), status=status, content_type="application/json", headers=headers)
+
+        body = request.get_json(force=True)
+        with self._lock:
+            self.bodies.append(body)
+            self.headers.append(dict(request.headers))
+            fail = self.fail_first.pop(0) if self.fail_first else None
+        if self.hang:
+            self.release.wait(30)
+        denied = self._denied(request)
+        if denied is not None:
+            return denied
+        if fail is not None:
+            extra = {"Retry-After": self.retry_after} if self.retry_after else None
+            return reply({"error": {"message": "try again", "code": fail}}, fail, extra)
+        texts = body["input"]
+        if isinstance(texts, str):
+            texts = [texts]
+        if not texts:
+            return reply({"detail": [{"msg": "empty"}]}, self.empty_list_status)
+        dims = body.get("dimensions") or self.hidden
+        if dims > self.hidden or dims < 1:
+            return reply({"error": {"message": f"dimensions {dims} not in 1..{self.hidden}", "code": 400}}, 400)
+        texts = [t[len(self.strip_prefix):] if self.strip_prefix and t.startswith(self.strip_prefix) else t
+                 for t in texts]
+        pooled = self.encoders(self.max_length).encode(texts, poolings=[self.pooling])[self.pooling]
+        full = finalize(pooled, self.hidden, True)
+        if not self.honour_dimensions:
+            dims = self.hidden
+        vecs = finalize(full, dims, True) if self.renormalize_dims else full[:, :dims]
+        rows = [list(map(float, v)) for v in vecs]
+        data = [{"object": "embedding", "index": i, "embedding": r} for i, r in enumerate(rows)]
+        fault = self.fault
+        if fault == "shuffle":
+            random.Random(1).shuffle(data)
+            data.reverse()
+        elif fault == "nan":
+            data[-1]["embedding"][5] = float("nan")
+        elif fault == "wrong_dim":
+            data[0]["embedding"] = data[0]["embedding"][:-1]
+        elif fault == "drop":
+            del data[len(data) // 2]
+        elif fault == "dup_index" and len(data) > 1:
+            data[1]["index"] = 0
+        elif fault == "str_index":
+            data[0]["index"] = "0"
+        elif fault == "out_of_range":
+            data[-1]["index"] = len(data)
+        elif fault == "zero":
+            data[0]["embedding"] = [0.0] * len(data[0]["embedding"])
+        elif fault == "unnormalized":
+            data[0]["embedding"] = [2.0 * x for x in data[0]["embedding"]]
+        elif fault == "empty_ok" and texts == [""]:
+            data[0]["embedding"] = list(map(float, np.ones(len(rows[0])) / np.sqrt(len(rows[0]))))
+        if body.get("encoding_format") == "base64":
+            import base64
+
+            for d in data:
+                d["embedding"] = base64.b64encode(np.asarray(d["embedding"], dtype="<f4").tobytes()).decode()
+        return reply({"object": "list", "data": data, "model": self.response_model or self.model,
+                      "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+    def expected(self, texts: list[str]) -> Any:
+        from evalsuite.vectors import finalize
+
+        return finalize(self.encoders(self.max_length).encode(texts, poolings=["mean"])["mean"], self.hidden, True)
+
+
+@pytest.fixture(scope="session")
+def _loopback_httpserver():
+    from pytest_httpserver import HTTPServer
+
+    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fault_server(_loopback_httpserver, server_encoders, tiny_info):
+    """A fresh FaultServer (faithful until a test sets a fault) on the session's loopback server."""
+    _loopback_httpserver.clear()
+    fs = FaultServer(_loopback_httpserver, server_encoders, hidden=tiny_info.hidden_size,
+                     max_length=tiny_info.default_max_length)
+    try:
+        yield fs
+    finally:
+        fs.release.set()
+        _loopback_httpserver.clear()
+
+
+@pytest.fixture
+def api_key(monkeypatch) -> str:
+    """A fresh secret in the environment variable the canary is told to read."""
+    import secrets
+
+    key = "sk-canary-" + secrets.token_hex(12)
+    monkeypatch.setenv(API_KEY_ENV, key)
+    return key
+
+
+@pytest.fixture
+def tiny_prepared(tiny_model_dir, canary_dataset):
+    from evalsuite.pipeline import prepare
+    from evalsuite.spec import RunSpec
+
+    return prepare(RunSpec(model=str(tiny_model_dir), dataset=str(canary_dataset), device="cpu", use_cache=False))
+
+
+@pytest.fixture
+def make_context(tiny_prepared):
+    """A CanaryContext on the tiny model against ``url``; settings as keyword arguments."""
+    from evalsuite.canary.checks import CanarySettings
+    from evalsuite.canary.runner import local_context
+
+    made = []
+
+    def make(url: str, prepared: Any = None, **kw: Any) -> Any:
+        kw.setdefault("timeout", 10.0)
+        ctx = local_context(CanarySettings(endpoint=url, **kw), prepared or tiny_prepared)
+        made.append(ctx)
+        return ctx
+
+    yield make
+    for ctx in made:
+        ctx.close()
+
+
+# -- real infinity-emb servers --------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class InfinityServer:
+    def __init__(self, model_dir: Path, log: Path, extra: list[str]) -> None:
+        self.port = _free_port()
+        self.log = log
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self._fh = open(log, "wb")
+        self.proc = subprocess.Popen(
+            ["bash", str(INFINITY_SCRIPT), "serve", str(INFINITY_VENV), str(model_dir), str(self.port), *extra],
+            stdout=self._fh, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_ready(self, deadline: float) -> None:
+        import httpx
+
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"infinity exited with {self.proc.returncode}: {self.tail()}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"infinity did not answer /health within {INFINITY_STARTUP_S:.0f}s: {self.tail()}")
+
+    def tail(self) -> str:
+        self._fh.flush()
+        return self.log.read_text(errors="replace")[-2000:]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=15)
+        self._fh.close()
+
+
+def _cls_copy(model_dir: Path, dest: Path) -> Path:
+    shutil.copytree(model_dir, dest)
+    cfg_path = dest / "1_Pooling" / "config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg.update(pooling_mode_cls_token=True, pooling_mode_mean_tokens=False)
+    cfg_path.write_text(json.dumps(cfg, indent=2))
+    return dest
+
+
+@pytest.fixture(scope="session")
+def infinity_servers(bundled_model_dir, tmp_path_factory):
+    """Two real infinity-emb servers, started together once per session: the bundled model behind
+    an API key ("good") and a copy whose pooling config says CLS ("cls", a broken deployment)."""
+    if not (INFINITY_VENV / "bin" / "infinity_emb").exists():
+        reason = (f"infinity-emb venv not found at {INFINITY_VENV}; install it with "
+                  "`bash .ci/infinity.sh install .infinity-venv`")
+        if os.environ.get("CI"):
+            pytest.fail(reason + " (CI must run the infinity canary tests)")
+        pytest.skip(reason)
+    import secrets
+
+    root = tmp_path_factory.mktemp("infinity")
+    key = "sk-infinity-" + secrets.token_hex(12)
+    cls_dir = _cls_copy(Path(bundled_model_dir), root / "cls-model")
+    servers = {"good": InfinityServer(Path(bundled_model_dir), root / "good.log", ["--api-key", key]),
+               "cls": InfinityServer(cls_dir, root / "cls.log", [])}
+    try:
+        deadline = time.monotonic() + INFINITY_STARTUP_S
+        for s in servers.values():
+            s.wait_ready(deadline)
+        yield {"good": servers["good"], "cls": servers["cls"], "key": key}
+    finally:
+        for s in servers.values():
+            s.stop()
