@@ -90,9 +90,9 @@ def add_options(add: Callable[..., Any], options: Iterable[Option] = RUN_OPTIONS
     for opt in options:
         kw = dict(opt.kwargs)
         dest = kw.pop("dest_name", opt.name)
-        if "action" not in kw:
-            kw.setdefault("metavar", opt.name.upper())
-        add(opt.flag, dest=dest_prefix + dest, default=None, help=opt.help, **kw)
+        if kw.get("action") != "store_const":
+            kw.setdefault("metavar", "{" + ",".join(kw["choices"]) + "}" if "choices" in kw else opt.name.upper())
+        add(opt.flag, dest=dest_prefix + dest, default=None, help=opt.help.replace("%", "%%"), **kw)
 
 
 def collect(values: Any, options: Iterable[Option] = RUN_OPTIONS, dest_prefix: str = "") -> dict[str, Any]:
@@ -104,3 +104,27 @@ def collect(values: Any, options: Iterable[Option] = RUN_OPTIONS, dest_prefix: s
         if value is not None:
             out[dest] = value
     return out
+
+
+def _gate(text: str) -> str:
+    from .gates import parse_gate
+
+    try:
+        return parse_gate(text).expr
+    except SpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+PYTEST_OPTIONS: tuple[Option, ...] = (
+    Option("--baseline", "baseline JSON to gate against (written by --update-baseline)"),
+    Option("--update-baseline", "write the baseline from this run (atomically); gates are skipped",
+           {"action": "store_const", "const": True}),
+    Option("--reference-model", "model of the reference run (default: --model)"),
+    Option("--reference-rev", "pinned revision of a reference run computed on the fly (A/B of two revisions)"),
+    Option("--gate", "gate expression, repeatable: 'ndcg@10>=0.35', 'ndcg@10:max_drop=0.01', "
+           "'recall@100:max_rel_drop=2%', 'mrr@10:no_significant_drop'",
+           {"action": "append", "type": _gate, "dest_name": "gates"}),
+    Option("--reports-dir", "where results.json and report.md go (default: reports/evalsuite)"),
+    Option("--evalsuite-spec", "spec file (default: ./evalsuite.toml, else [tool.evalsuite] in ./pyproject.toml)",
+           {"dest_name": "spec"}),
+)

@@ -1,0 +1,54 @@
+"""`evalsuite canary --endpoint URL [run options] [canary options] [--out DIR]`.
+
+Prints each verdict as it comes, writes canary.json and report.md; exit 0 when every check
+passes, 1 when one fails, 2 on a usage or input error (raised as EvalsuiteError, see evalsuite.cli).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+from ..options import add_options, collect
+from .options import CANARY_OPTIONS
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("canary", help="check a served /v1/embeddings endpoint against the local reference")
+    add_options(p.add_argument)
+    add_options(p.add_argument, CANARY_OPTIONS)
+    p.add_argument("--out", help="report directory (default: reports/canary/<host-port>)")
+    p.set_defaults(func=cmd_canary)
+
+
+def _default_out(endpoint: str) -> Path:
+    host = re.sub(r"^https?://", "", endpoint).split("/", 1)[0]
+    return Path("reports") / "canary" / (re.sub(r"[^A-Za-z0-9._-]+", "-", host).strip("-") or "endpoint")
+
+
+def cmd_canary(args: argparse.Namespace) -> int:
+    from ..pipeline import prepare
+    from ..spec import RunSpec
+    from .checks import Verdict
+    from .report import write_canary_reports
+    from .runner import local_context, run_canary
+    from .settings import CanarySettings
+
+    settings = CanarySettings.from_values(collect(args, CANARY_OPTIONS))
+    settings.api_key()  # a missing key variable is a usage error, before anything runs
+    spec = RunSpec.from_mapping(collect(args), source="command line")
+    prepared = prepare(spec)
+    print(f"canary   {settings.endpoint} vs {prepared.model.name} @ {prepared.contract.model_revision[:16]} "
+          f"on {prepared.dataset.identity.name}")
+
+    def show(v: Verdict) -> None:
+        print(f"{v.status}  {v.message}", flush=True)
+
+    outcome = run_canary(local_context(settings, prepared), on_verdict=show)
+    paths = write_canary_reports(outcome, Path(args.out) if args.out else _default_out(settings.endpoint))
+    failed = [v.check for v in outcome.verdicts if v.passed is False]
+    print(f"{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}; "
+          f"wrote {', '.join(str(p) for p in paths.values())}")
+    return 1 if failed else 0

@@ -1,0 +1,203 @@
+"""Per-session canary state: the endpoint client and the local reference, created lazily, with
+the expensive results (canary vectors, the endpoint's retrieval run) cached for every check.
+
+One context per session (per xdist worker). Nothing heavy is imported until a check runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..errors import EndpointError, SpecError
+from . import texts
+from .settings import CanarySettings
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..encode.endpoint import EndpointEncoder
+    from ..pipeline import Prepared
+    from ..reference import ContractEncoder
+    from ..result import Result
+
+_FROM_SETTINGS = object()
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """What the server says it serves: the name to send, and the names a response may carry."""
+
+    name: str
+    listed: tuple[str, ...]
+    aliases: frozenset[str]
+    source: str  # "/v1/models" or "/info" or "settings"
+
+
+@dataclass(frozen=True)
+class CanarySet:
+    """The canary texts under the contract: ids, roles, texts as given (prefix not yet applied)."""
+
+    ids: tuple[str, ...]
+    roles: tuple[str, ...]
+    texts: tuple[str, ...]
+
+    def prefixed(self, contract: Any) -> list[str]:
+        return [contract.prefix(r) + t for r, t in zip(self.roles, self.texts)]
+
+
+class CanaryContext:
+    """Shared by all checks of one session; see :func:`evalsuite.canary.checks.run_check`."""
+
+    def __init__(self, settings: CanarySettings, prepared: "Prepared",
+                 reference_encoder: Callable[[], "ContractEncoder"],
+                 reference_result: Callable[[], "Result"]) -> None:
+        self.settings = settings
+        self.prepared = prepared
+        self._reference_encoder = reference_encoder
+        self._reference_result = reference_result
+        self._cache: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"CanaryContext(endpoint={self.settings.endpoint!r}, model={self.prepared.contract.model!r})"
+
+    def _memo(self, key: str, make: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    @property
+    def contract(self) -> Any:
+        return self.prepared.contract
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.prepared.model.hidden_size)
+
+    # -- the two sides ----------------------------------------------------------------------------
+    def reference(self) -> "ContractEncoder":
+        return self._memo("reference", self._reference_encoder)
+
+    def reference_result(self) -> "Result":
+        return self._memo("reference_result", self._reference_result)
+
+    def client(self) -> "EndpointEncoder":
+        """The endpoint encoder for the served model, checking every response against the contract."""
+        def make() -> "EndpointEncoder":
+            served = self.served_model()
+            return self.make_client(model=served.name, models=served.aliases)
+
+        return self._memo("client", make)
+
+    def probe_client(self) -> "EndpointEncoder":
+        """A client that checks no model name, for discovery (/v1/models, /info, /health)."""
+        return self._memo("probe", lambda: self.make_client(model=None, models=frozenset()))
+
+    def make_client(self, *, model: str | None, models: frozenset[str], api_key: Any = _FROM_SETTINGS,
+                    max_retries: int | None = None) -> "EndpointEncoder":
+        """A new client (the caller closes it); ``api_key=None`` sends no key, a Secret sends that one."""
+        from ..encode.endpoint import EndpointConfig, EndpointEncoder, Expectation
+
+        s = self.settings
+        config = EndpointConfig(url=s.endpoint, model=model,
+                                api_key=s.api_key() if api_key is _FROM_SETTINGS else api_key,
+                                timeout=s.timeout, concurrency=s.concurrency, batch_size=s.batch_size,
+                                encoding_format=s.encoding_format,
+                                max_retries=s.max_retries if max_retries is None else max_retries)
+        return EndpointEncoder(config, Expectation(dim=self.hidden_size, normalized=self.contract.normalize,
+                                                   models=models))
+
+    def served_model(self) -> ServedModel:
+        return self._memo("served_model", self._discover_served_model)
+
+    def known_served_model(self) -> str | None:
+        """The served model's name if a check has already looked it up (no request is made)."""
+        served = self._cache.get("served_model")
+        return served.name if served else None
+
+    def _discover_served_model(self) -> ServedModel:
+        probe = self.probe_client()
+        wanted = self.settings.served_model
+        try:
+            listing = probe.get_json(probe.config.models_url)
+            entries = [e for e in (listing or {}).get("data", []) if isinstance(e, dict) and "id" in e]
+            source = "/v1/models"
+        except EndpointError as exc:
+            if getattr(exc, "status", None) != 404:
+                raise
+            info = probe.get_json(probe.config.root_url("/info"))  # TEI has /info, no /v1/models
+            entries = [{"id": info["model_id"]}] if isinstance(info, dict) and "model_id" in info else []
+            source = "/info"
+        listed = tuple(str(e["id"]) for e in entries)
+        if wanted is None:
+            if len(listed) != 1:
+                raise SpecError(f"the server lists {len(listed)} models ({', '.join(listed) or 'none'}); "
+                                "pass --served-model NAME to say which one the canary checks")
+            wanted = listed[0]
+        aliases = {wanted}
+        for e in entries:
+            if e["id"] == wanted and isinstance(e.get("root"), str):
+                aliases.add(e["root"])  # vLLM/SGLang list the model path as "root"
+        return ServedModel(name=wanted, listed=listed, aliases=frozenset(aliases), source=source)
+
+    # -- canary texts -----------------------------------------------------------------------------
+    def canary_set(self) -> CanarySet:
+        def make() -> CanarySet:
+            qs, ds = texts.queries(), texts.documents(self.contract.max_length)
+            return CanarySet(ids=tuple(i for i, _ in qs + ds), roles=("query",) * len(qs) + ("document",) * len(ds),
+                             texts=tuple(t for _, t in qs + ds))
+
+        return self._memo("canary_set", make)
+
+    def reference_vectors(self, dim: int | None = None) -> "np.ndarray":
+        """Reference vectors of the canary texts under the contract (or its Matryoshka ``dim``)."""
+        def make() -> "np.ndarray":
+            import numpy as np
+
+            from ..reference import ContractEncoder
+
+            ref = self.reference()
+            if dim is not None:
+                ref = ContractEncoder(ref.encoder, self.contract.replace(dim=dim))
+            cs = self.canary_set()
+            rows: dict[str, list[int]] = {"query": [], "document": []}
+            for i, r in enumerate(cs.roles):
+                rows[r].append(i)
+            out = np.zeros((len(cs.ids), dim or self.contract.dim), dtype=np.float32)
+            for role, idx in rows.items():
+                if idx:
+                    out[idx] = ref.embed([cs.texts[i] for i in idx], role)
+            return out
+
+        return self._memo(f"reference_vectors:{dim}", make)
+
+    def served_vectors(self) -> "np.ndarray":
+        """Raw served vectors of the canary texts (prefixes applied by the client), checked, full size."""
+        def make() -> "np.ndarray":
+            cs = self.canary_set()
+            return self.client().embed(cs.prefixed(self.contract), ids=list(cs.ids))
+
+        return self._memo("served_vectors", make)
+
+    def endpoint_result(self) -> "Result":
+        """The whole dataset through the endpoint, searched and scored like the reference."""
+        def make() -> "Result":
+            import time
+
+            from ..pipeline import encode_dataset, encode_timing, role_stats_since, score, stats_snapshot
+
+            enc, c = self.client(), self.contract
+            before = stats_snapshot(enc)
+            t0 = time.perf_counter()
+            q, d = encode_dataset(enc, c, self.prepared.dataset, [c.pooling])
+            seconds = time.perf_counter() - t0
+            return score(self.prepared, c, q[c.pooling], d[c.pooling], metrics=self.prepared.spec.metrics,
+                         timing=encode_timing(role_stats_since(enc, before), seconds), device=enc.device)
+
+        return self._memo("endpoint_result", make)
+
+    def close(self) -> None:
+        for key in ("client", "probe"):
+            enc = self._cache.pop(key, None)
+            if enc is not None:
+                enc.close()

@@ -1,0 +1,96 @@
+"""Canary options, shared by `evalsuite canary` and the pytest plugin (imported at `pytest --help`).
+
+Defaults are ``None`` here; :class:`evalsuite.canary.settings.CanarySettings` holds the real ones.
+Every parser rejects a bad value with a message saying what is allowed. Nothing heavy is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Callable
+
+from ..errors import SpecError
+from ..options import Option
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _url(text: str) -> str:
+    from ..encode.endpoint import base_url
+
+    try:
+        return base_url(text)
+    except SpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _env_name(text: str) -> str:
+    # Never echo the value: a user who passes the key itself here must not see it printed.
+    if not _ENV_NAME.match(text):
+        raise argparse.ArgumentTypeError("not an environment variable name (letters, digits and '_'); pass the "
+                                         "NAME of the variable that holds the key, never the key itself")
+    return text
+
+
+def _float_in(low: float, high: float | None, *, low_open: bool = False) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value != value or (value <= low if low_open else value < low) or (high is not None and value > high):
+            bound = f"{'>' if low_open else '>='} {low:g}" + (f" and <= {high:g}" if high is not None else "")
+            raise argparse.ArgumentTypeError(f"{text} is out of range; it must be {bound}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is too small; it must be >= 1")
+    return value
+
+
+def _dimensions(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError("give one or more output dimensions, e.g. 256,128")
+    try:
+        dims = tuple(dict.fromkeys(_positive_int(p) for p in parts))
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}; give comma-separated positive integers, "
+                                         "e.g. 256,128") from None
+    return dims
+
+
+ENCODING_FORMATS = ("float", "base64")
+
+CANARY_OPTIONS: tuple[Option, ...] = (
+    Option("--endpoint", "canary: OpenAI-compatible base URL of the served model, e.g. http://127.0.0.1:8000/v1",
+           {"type": _url, "metavar": "URL"}),
+    Option("--served-model", "canary: model name the server serves (default: the only one /v1/models lists)",
+           {"metavar": "NAME"}),
+    Option("--api-key-env", "canary: NAME of the environment variable holding the API key (the key is never "
+           "printed or written)", {"type": _env_name, "metavar": "VAR"}),
+    Option("--canary-min-cosine", "canary: min per-text cosine between served and reference vectors "
+           "(default: 0.99)", {"type": _float_in(0.0, 1.0, low_open=True), "metavar": "X"}),
+    Option("--canary-max-ndcg-delta", "canary: max |delta ndcg@10| between endpoint and reference retrieval "
+           "(default: 0.005)", {"type": _float_in(0.0, 1.0), "metavar": "X"}),
+    Option("--canary-dimensions", "canary: also check server-side Matryoshka output via 'dimensions', "
+           "e.g. 256,128 (off unless given)", {"type": _dimensions, "metavar": "N,N"}),
+    Option("--endpoint-timeout", "canary: seconds to wait for each HTTP answer (default: 30)",
+           {"type": _float_in(0.0, None, low_open=True), "metavar": "SECONDS"}),
+    Option("--endpoint-concurrency", "canary: max requests in flight (default: 4)",
+           {"type": _positive_int, "metavar": "N"}),
+    Option("--endpoint-batch-size", "canary: max texts per request (default: 32)",
+           {"type": _positive_int, "metavar": "N"}),
+    Option("--encoding-format", "canary: response encoding (default: float)",
+           {"choices": ENCODING_FORMATS, "metavar": "float|base64"}),
+)

@@ -1,0 +1,65 @@
+"""Run every applicable check against one endpoint and collect the verdicts (used by the CLI)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Callable
+
+from .checks import CanaryContext, Verdict, check_names, run_check
+from .settings import CanarySettings
+
+if TYPE_CHECKING:
+    from ..pipeline import Prepared
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CanaryOutcome:
+    settings: CanarySettings
+    contract: dict[str, Any]
+    dataset: dict[str, Any]
+    served_model: str | None
+    verdicts: tuple[Verdict, ...]
+    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed is not False for v in self.verdicts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": SCHEMA_VERSION, "created": self.created, "passed": self.passed,
+                "endpoint": self.settings.endpoint, "served_model": self.served_model,
+                "settings": self.settings.to_dict(), "contract": self.contract, "dataset": self.dataset,
+                "verdicts": [v.to_dict() for v in self.verdicts]}
+
+
+def local_context(settings: CanarySettings, prepared: "Prepared") -> CanaryContext:
+    """A context whose reference is the local encoder of ``prepared`` (one model load, shared)."""
+    from ..pipeline import make_encoder, run
+    from ..reference import ContractEncoder
+
+    @lru_cache(maxsize=1)
+    def encoder() -> Any:
+        return make_encoder(prepared)
+
+    return CanaryContext(settings, prepared,
+                         reference_encoder=lambda: ContractEncoder(encoder(), prepared.contract),
+                         reference_result=lambda: run(prepared.spec, prepared, encoder()))
+
+
+def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None = None) -> CanaryOutcome:
+    verdicts = []
+    try:
+        for name in check_names(ctx.settings):
+            verdict = run_check(name, ctx)
+            verdicts.append(verdict)
+            if on_verdict is not None:
+                on_verdict(verdict)
+    finally:
+        ctx.close()
+    return CanaryOutcome(settings=ctx.settings, contract=ctx.contract.to_dict(),
+                         dataset=ctx.prepared.dataset.identity.to_dict(),
+                         served_model=ctx.known_served_model(), verdicts=tuple(verdicts))

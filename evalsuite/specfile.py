@@ -1,0 +1,175 @@
+"""Session settings for the pytest plugin: `evalsuite.toml` or `[tool.evalsuite]`, overridden by flags.
+
+::
+
+    # evalsuite.toml (keys of [tool.evalsuite] in pyproject.toml are the same)
+    model_rev = "51ec9c19..."         # any `evalsuite run` setting: pooling, dtype, max_length, ...
+    metrics = ["ndcg@10", "recall@100", "mrr@10"]
+    gates = ["ndcg@10:max_drop=0.01"]  # defaults for every dataset
+
+    [[datasets]]
+    name = "minibeir"
+    path = "../../fixtures/minibeir"   # relative to this file
+    baseline = "baselines/minibeir.json"
+    gates = ["ndcg@10>=0.5", "mrr@10:no_significant_drop"]
+    sweep = ["pooling=cls,mean"]       # optional: one item per sweep cell, gated against the base
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import SpecError
+from .gates import Gate, parse_gates
+from .spec import RunSpec, default_dataset_dir
+
+SESSION_KEYS = ("baseline", "gates", "reference_model", "reference_rev", "reports_dir", "sweep", "grid",
+                "update_baseline")
+DATASET_KEYS = ("name", "path", "split", "qrels", "baseline", "gates", "sweep", "grid", "metrics")
+
+
+@dataclass(frozen=True)
+class DatasetPlan:
+    name: str
+    spec: RunSpec
+    baseline: Path | None
+    gates: tuple[Gate, ...]
+    sweep: tuple[str, ...] = ()
+    grid: bool = False
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    datasets: tuple[DatasetPlan, ...]
+    update_baseline: bool
+    reference_model: str | None
+    reference_rev: str | None
+    reports_dir: Path
+    source: str
+
+    @property
+    def has_reference_run(self) -> bool:
+        return self.reference_rev is not None or self.reference_model is not None
+
+
+def find_spec_file(start: Path) -> tuple[Path, dict[str, Any]] | None:
+    """`evalsuite.toml` in ``start``, else `[tool.evalsuite]` of `pyproject.toml` there."""
+    toml = start / "evalsuite.toml"
+    if toml.is_file():
+        return toml, read_toml(toml)
+    pyproject = start / "pyproject.toml"
+    if pyproject.is_file():
+        section = read_toml(pyproject).get("tool", {}).get("evalsuite")
+        if section:
+            return pyproject, section
+    return None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: invalid TOML ({exc})") from None
+
+
+def _path(base: Path, value: Any, where: str) -> Path:
+    if not isinstance(value, str) or not value:
+        raise SpecError(f"{where}: expected a path string, got {value!r}")
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else (base / p)
+
+
+def _list(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SpecError(f"{where}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | None, run_flags: Mapping[str, Any],
+               session_flags: Mapping[str, Any], cwd: Path) -> SessionPlan:
+    """Merge spec-file settings with command-line flags (flags win) into a validated plan."""
+    raw = dict(file_settings or {})
+    src = str(file_path) if file_path else "command line"
+    base_dir = file_path.parent if file_path else cwd
+    datasets_raw = raw.pop("datasets", None)
+    session_raw = {k: raw.pop(k) for k in SESSION_KEYS if k in raw}
+    if "model" in raw and isinstance(raw["model"], str) and (base_dir / raw["model"]).exists():
+        raw["model"] = str(base_dir / raw["model"])
+    if "dataset" in raw:
+        raw["dataset"] = str(_path(base_dir, raw["dataset"], f"{src}: dataset"))
+    base = RunSpec.from_mapping({**raw, **{k: v for k, v in run_flags.items() if k != "dataset"}}, source=src)
+
+    def session(key: str, default: Any = None) -> Any:
+        return session_flags[key] if session_flags.get(key) is not None else session_raw.get(key, default)
+
+    flag_gates = parse_gates(session_flags["gates"]) if session_flags.get("gates") else None
+    top_gates = parse_gates(_list(session_raw["gates"], f"{src}: gates")) if "gates" in session_raw else ()
+    top_sweep = _list(session_raw.get("sweep", []), f"{src}: sweep")
+    flag_sweep = tuple(session_flags["sweep"]) if session_flags.get("sweep") else None
+
+    entries: list[dict[str, Any]]
+    if run_flags.get("dataset"):
+        entries = [{"path": str(_path(cwd, run_flags["dataset"], "--dataset")), "_cli": True}]
+    elif datasets_raw is not None:
+        if not isinstance(datasets_raw, list) or not datasets_raw:
+            raise SpecError(f"{src}: 'datasets' must be a non-empty array of tables ([[datasets]])")
+        entries = datasets_raw
+    else:
+        entries = [{"path": base.dataset or str(default_dataset_dir())}]
+
+    plans = []
+    for i, entry in enumerate(entries):
+        where = f"{src}: datasets[{i}]"
+        if not isinstance(entry, dict):
+            raise SpecError(f"{where}: expected a table")
+        unknown = set(entry) - set(DATASET_KEYS) - {"_cli"}
+        if unknown:
+            raise SpecError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {', '.join(DATASET_KEYS)}")
+        if "path" not in entry:
+            raise SpecError(f"{where}: needs 'path'")
+        path = entry["path"] if entry.get("_cli") else str(_path(base_dir, entry["path"], f"{where}.path"))
+        changes: dict[str, Any] = {"dataset": path}
+        for key in ("split", "qrels"):
+            if key in entry:
+                changes[key] = entry[key]
+        if "metrics" in entry:
+            changes["metrics"] = RunSpec.from_mapping({"metrics": entry["metrics"]}, source=where).metrics
+        if run_flags.get("split"):
+            changes["split"] = run_flags["split"]
+        gates = flag_gates if flag_gates is not None else (
+            parse_gates(_list(entry["gates"], f"{where}.gates")) if "gates" in entry else top_gates)
+        baseline: Path | None = None
+        if session_flags.get("baseline"):
+            if len(entries) > 1:
+                raise SpecError("--baseline names one file but the spec has several datasets; "
+                                "set 'baseline' per dataset in the spec file")
+            baseline = _path(cwd, session_flags["baseline"], "--baseline")
+        elif "baseline" in entry:
+            baseline = _path(base_dir, entry["baseline"], f"{where}.baseline")
+        elif "baseline" in session_raw and len(entries) == 1:
+            baseline = _path(base_dir, session_raw["baseline"], f"{src}: baseline")
+        name = str(entry.get("name") or Path(path).resolve().name)
+        sweep = flag_sweep if flag_sweep is not None else _list(entry.get("sweep", list(top_sweep)), f"{where}.sweep")
+        grid = bool(session_flags.get("grid") or entry.get("grid", session_raw.get("grid", False)))
+        plans.append(DatasetPlan(name=name, spec=base.replace(**changes), baseline=baseline, gates=gates,
+                                 sweep=sweep, grid=grid))
+    names = [p.name for p in plans]
+    if len(set(names)) != len(names):
+        raise SpecError(f"{src}: dataset names must be unique, got {names}")
+    update = bool(session("update_baseline", False))
+    if update and not any(p.baseline for p in plans):
+        raise SpecError("--update-baseline needs a baseline path: pass --baseline FILE or set 'baseline'")
+    ref_model, ref_rev = session("reference_model"), session("reference_rev")
+    if isinstance(ref_model, str) and file_path and not session_flags.get("reference_model") \
+            and (base_dir / ref_model).exists():
+        ref_model = str(base_dir / ref_model)
+    reports = session("reports_dir")
+    reports_dir = _path(cwd if session_flags.get("reports_dir") else base_dir, reports, "reports_dir") \
+        if reports else cwd / "reports" / "evalsuite"
+    return SessionPlan(datasets=tuple(plans), update_baseline=update, reference_model=ref_model,
+                       reference_rev=ref_rev, reports_dir=reports_dir, source=src)

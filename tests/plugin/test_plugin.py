@@ -1,0 +1,210 @@
+"""The pytest plugin, exercised with pytester on the tiny random BERT (fast) and the real model."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from evalsuite.model import directory_digest
+
+BASE = ["-p", "no:randomly", "-p", "no:cacheprovider"]
+
+
+@pytest.fixture
+def tiny(tiny_model_dir):
+    return str(tiny_model_dir), directory_digest(tiny_model_dir)
+
+
+def _args(tiny, small_beir, *extra):
+    model, rev = tiny
+    return [*BASE, "--model", model, "--model-rev", rev, "--dataset", str(small_beir), "--no-cache",
+            "--device", "cpu", *extra]
+
+
+def test_plugin_import_is_light():
+    code = ("import sys, evalsuite.pytest_plugin, evalsuite.options, evalsuite.gates, evalsuite.specfile; "
+            "heavy = [m for m in ('torch', 'faiss', 'transformers', 'numba', 'ranx') if m in sys.modules]; "
+            "print(heavy); sys.exit(bool(heavy))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_inert_without_options(pytester):
+    pytester.makepyfile("def test_user():\n    assert 1 + 1 == 2\n")
+    result = pytester.runpytest(*BASE)
+    result.assert_outcomes(passed=1)
+    assert "== evalsuite ==" not in result.stdout.str() and "::evalsuite::" not in result.stdout.str()
+
+
+def test_floor_gate_pass_and_fail(pytester, tiny, small_beir):
+    result = pytester.runpytest(*_args(tiny, small_beir, "--gate", "ndcg@10>=0.0", "--gate", "ndcg@10>=1.5"))
+    result.assert_outcomes(passed=3, failed=1)  # contract, integrity, floor 0.0 / floor 1.5
+    out = result.stdout.str()
+    assert "is below the floor 1.5" in out and "ndcg@10 = " in out
+    assert "Traceback" not in out and "gate_session.py" not in out  # internal frames hidden
+    assert result.ret == 1
+    assert "evalsuite::small::gate[ndcg@10>=1.5]" in out
+    report = json.loads((pytester.path / "reports" / "evalsuite" / "small" / "results.json").read_text())
+    assert {o["gate"] for o in report["gates"]} == {"ndcg@10>=0.0", "ndcg@10>=1.5"}
+    assert (pytester.path / "reports" / "evalsuite" / "small" / "report.md").read_text().count("FAIL") >= 1
+
+
+def test_items_selectable_with_k(pytester, tiny, small_beir):
+    result = pytester.runpytest(*_args(tiny, small_beir, "--gate", "ndcg@10>=0.0", "-k", "contract"))
+    result.assert_outcomes(passed=1, deselected=2)
+
+
+def test_wrong_revision_stops_before_encoding(pytester, tiny, small_beir, tiny_model_dir):
+    model, rev = tiny
+    result = pytester.runpytest(*BASE, "--model", model, "--model-rev", "0" * 64, "--dataset", str(small_beir))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "0" * 64 in err and rev in err
+    assert "computed candidate" not in result.stdout.str()
+
+
+def test_bad_values_rejected_at_parse_time(pytester):
+    result = pytester.runpytest(*BASE, "--pooling", "max")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "invalid choice: 'max'" in result.stderr.str()
+    result = pytester.runpytest(*BASE, "--gate", "ndcg@10~0.3")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "is not understood" in result.stderr.str()
+
+
+def test_update_baseline_then_mismatch_and_drop(pytester, tiny, small_beir, tiny_model_dir):
+    baseline = pytester.path / "b.json"
+    first = pytester.runpytest(*_args(tiny, small_beir, "--update-baseline", "--baseline", str(baseline),
+                                      "--gate", "ndcg@10:max_drop=0.0"))
+    first.assert_outcomes(passed=2, skipped=1)
+    assert f"baseline written: small: {baseline}" in first.stdout.str()
+    data = json.loads(baseline.read_text())
+    assert data["manifest"]["contract"]["pooling"] == "mean" and "per_query" in data
+    # same settings: passes against the baseline, default gates stated
+    same = pytester.runpytest(*_args(tiny, small_beir, "--baseline", str(baseline)))
+    same.assert_outcomes(passed=2 + 4)
+    assert "default gates applied: ndcg@10:max_drop=0.01" in same.stdout.str()
+    # another pooling: the contract item fails and names the field
+    cls = pytester.runpytest(*_args(tiny, small_beir, "--baseline", str(baseline), "--pooling", "cls",
+                                    "--gate", "ndcg@10:max_drop=1.0"))
+    out = cls.stdout.str()
+    assert "pooling: baseline 'mean', candidate 'cls'" in out
+    assert "--update-baseline if the change is intended" in out
+    cls.assert_outcomes(passed=2, failed=1)
+
+
+def test_missing_or_corrupt_baseline(pytester, tiny, small_beir):
+    result = pytester.runpytest(*_args(tiny, small_beir, "--baseline", "nope.json"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "baseline file not found; create it with --update-baseline" in result.stderr.str()
+    (pytester.path / "bad.json").write_text("{not json")
+    result = pytester.runpytest(*_args(tiny, small_beir, "--baseline", "bad.json"))
+    assert "bad.json:1: baseline is not valid JSON" in result.stderr.str()
+
+
+def test_reference_revision_ab(pytester, tiny, small_beir, make_tiny_bert, tmp_path):
+    other = make_tiny_bert(tmp_path / "other", seed=1)
+    result = pytester.runpytest(*_args(tiny, small_beir, "--reference-model", str(other), "--reference-rev",
+                                       directory_digest(other), "--gate", "ndcg@10:max_drop=1.0",
+                                       "--gate", "mrr@10:no_significant_drop"))
+    result.assert_outcomes(passed=4)  # contract ignores revisions; gates compare with the reference run
+    out = result.stdout.str()
+    assert "computed reference-small" in out and "computed candidate-small" in out
+    assert "metric      reference  candidate" in out
+
+
+def test_junit_properties(pytester, tiny, small_beir):
+    xml = pytester.path / "junit.xml"
+    pytester.runpytest(*_args(tiny, small_beir, "--gate", "ndcg@10>=0.0", f"--junitxml={xml}"))
+    text = xml.read_text()
+    assert 'property name="ndcg@10"' in text and 'property name="model_revision"' in text
+
+
+def test_spec_file_with_two_datasets(pytester, tiny, small_beir, make_beir, tmp_path):
+    model, rev = tiny
+    second = make_beir(tmp_path / "second", [{"_id": "a", "text": "bread dough and yeast"},
+                                             {"_id": "b", "text": "basketball court rule"}],
+                       [{"_id": "x", "text": "why does bread rise"}], [("x", "a", 1)])
+    pytester.makefile(".toml", evalsuite=f"""
+model = "{model}"
+model_rev = "{rev}"
+device = "cpu"
+use_cache = false
+metrics = ["ndcg@10", "mrr@10"]
+gates = ["ndcg@10>=0.0"]
+
+[[datasets]]
+name = "first"
+path = "{small_beir}"
+
+[[datasets]]
+name = "second"
+path = "{second}"
+gates = ["mrr@10>=0.0", "ndcg@10>=0.0"]
+""")
+    result = pytester.runpytest(*BASE, "-v")
+    result.assert_outcomes(passed=2 + 1 + 2 + 2)
+    out = result.stdout.str()
+    assert "evalsuite::first::gate[ndcg@10>=0.0]" in out and "evalsuite::second::gate[mrr@10>=0.0]" in out
+    # command-line options override the file
+    result = pytester.runpytest(*BASE, "--gate", "ndcg@10>=5")
+    result.assert_outcomes(passed=4, failed=2)
+
+
+def test_spec_in_pyproject_and_bad_key(pytester, tiny, small_beir):
+    model, rev = tiny
+    pytester.makefile(".toml", pyproject=f"""
+[tool.evalsuite]
+model = "{model}"
+model_rev = "{rev}"
+dataset = "{small_beir}"
+use_cache = false
+poolng = "cls"
+""")
+    result = pytester.runpytest(*BASE)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "unknown setting 'poolng'" in result.stderr.str()
+
+
+def test_fixtures_for_user_tests(pytester, tiny, small_beir):
+    pytester.makepyfile("""
+def test_similarity_canary(evalsuite_encoder):
+    sim = evalsuite_encoder.similarity
+    assert sim("database transaction commit", "database transaction commit") > 0.99
+
+def test_result_and_dataset(evalsuite_result, evalsuite_dataset):
+    assert set(evalsuite_result.metrics) >= {"ndcg@10"}
+    assert evalsuite_dataset.identity.n_documents == 6
+    assert evalsuite_result.doc_vectors.shape == (6, 32)
+""")
+    result = pytester.runpytest(*_args(tiny, small_beir))
+    result.assert_outcomes(passed=2 + 2)
+    assert result.stdout.str().count("computed candidate-small") == 1
+
+
+def test_xdist_encodes_each_dataset_once(pytester, tiny, small_beir):
+    pytester.makepyfile("""
+def test_uses_result(evalsuite_result):
+    assert evalsuite_result.metrics
+""")
+    result = pytester.runpytest_subprocess(*_args(tiny, small_beir, "-n", "2", "--gate", "ndcg@10>=0.0",
+                                                  "--gate", "mrr@10>=0.0", "--gate", "recall@10>=0.0"))
+    result.assert_outcomes(passed=1 + 2 + 3)
+    out = result.stdout.str()
+    assert out.count("computed candidate-small") == 1
+    assert out.count("== evalsuite ==") == 1 or out.count("evalsuite ===") == 1
+    assert json.loads((pytester.path / "reports" / "evalsuite" / "small" / "results.json").read_text())["gates"]
+
+
+@pytest.mark.integration
+def test_real_model_cls_pooling_regresses_against_baseline(pytester, minibeir_dir):
+    rev = directory_digest(__import__("evalsuite.model", fromlist=["x"]).bundled_model_dir())
+    common = [*BASE, "--model-rev", rev, "--dataset", str(minibeir_dir), "--no-cache", "--device", "cpu"]
+    pytester.runpytest(*common, "--update-baseline", "--baseline", "b.json").assert_outcomes(passed=2)
+    result = pytester.runpytest(*common, "--baseline", "b.json", "--pooling", "cls",
+                                "--gate", "ndcg@10:max_drop=0.01")
+    assert result.ret == 1
+    out = result.stdout.str()
+    assert "ndcg@10: baseline 0." in out and ", candidate 0." in out and "allowed drop 0.01" in out
+    assert "queries that lost most:" in out
