@@ -24,8 +24,9 @@ def summary_rows(summary: dict[str, Any], outcomes: Iterable[dict[str, Any]]) ->
         c, r = cand.get(metric), ref.get(metric)
         v = verdicts.get(metric)
         verdict = "-" if not v else ("PASS" if all(v) else "FAIL")
+        delta = "-" if c is None or r is None else f"{round(c - r, 4) + 0.0:+.4f}"
         rows.append((metric, f"{r:.4f}" if r is not None else "-", f"{c:.4f}" if c is not None else "-",
-                     f"{c - r:+.4f}" if c is not None and r is not None else "-", verdict))
+                     delta, verdict))
     return rows
 
 
