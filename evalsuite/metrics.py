@@ -82,10 +82,14 @@ def paired_test(control: Mapping[str, float], treatment: Mapping[str, float], *,
     b = np.array([treatment[q] for q in common], dtype=np.float64)
     if np.allclose(a, b):
         return 1.0
-    if test == "student":
-        p, _ = paired_student_t_test(a, b, alpha)
-    elif test == "fisher":
-        p, _ = fisher_randomization_test(a, b, 1000, alpha, 42)
-    else:
+    if test not in ("student", "fisher"):
         raise SpecError(f"significance test {test!r} is not valid; choose student or fisher")
+    with warnings.catch_warnings():  # scipy warns when every per-query difference is the same
+        warnings.simplefilter("ignore")
+        if test == "student":
+            p, _ = paired_student_t_test(a, b, alpha)
+        else:
+            p, _ = fisher_randomization_test(a, b, 1000, alpha, 42)
+    if np.isnan(p):  # zero variance of the differences: a constant shift is certain, no shift is not
+        return 0.0 if not np.allclose(a - b, 0) else 1.0
     return float(p)

@@ -165,6 +165,9 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
     if update and not any(p.baseline for p in plans):
         raise SpecError("--update-baseline needs a baseline path: pass --baseline FILE or set 'baseline'")
     ref_model, ref_rev = session("reference_model"), session("reference_rev")
+    if (ref_model or ref_rev) and any(p.baseline for p in plans) and not update:
+        raise SpecError("both a baseline file and a reference run (--reference-rev/--reference-model) are set; "
+                        "compare against one of them")
     if isinstance(ref_model, str) and file_path and not session_flags.get("reference_model") \
             and (base_dir / ref_model).exists():
         ref_model = str(base_dir / ref_model)
