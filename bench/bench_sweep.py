@@ -1,0 +1,231 @@
+"""Benchmark: a 12-cell sweep against one plain encode, side by side in one run.
+
+    .venv/bin/python bench/bench_sweep.py [--docs 5000] [--device cpu] [--json out.json]
+
+On one corpus (fixtures/minibeir, replicated with small deterministic perturbations to
+``--docs`` documents, written to a temporary BEIR directory) it measures, each step in its
+own child process so peak memory is that step's alone:
+
+  (a) sentence-transformers ``encode`` of queries and documents, one config (model load included);
+  (b) ``evalsuite run``, one config, cold cache (prepare, encode, search, score);
+  (c) ``evalsuite sweep`` over 3 poolings x 4 dims (--grid, 12 cells), cold cache;
+  (d) the same sweep, warm cache;
+  (e) the floor: corpus tokens x model FLOPs/token / this machine's measured matmul rate,
+      and the fraction of it (a)-(c) reach;
+  (f) peak resident memory (ru_maxrss) of (b) and (c).
+
+Imports and ranx's one-off numba kernel load happen before each child starts its clock. With
+``--repeat N`` the steps run round-robin N times and the fastest run of each is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = REPO / "fixtures" / "minibeir"
+POOLINGS = "cls,mean,last"
+DIMS = "384,256,128,64"
+TARGETS = {"b": 1.0, "c": 1.3, "d": 0.1}
+
+
+# -- corpus ----------------------------------------------------------------------------------
+def _perturb(text: str, rng: random.Random) -> str:
+    words = text.split()
+    if len(words) > 4:
+        i = rng.randrange(len(words) - 1)
+        words[i], words[i + 1] = words[i + 1], words[i]
+        del words[rng.randrange(len(words))]
+    return " ".join(words)
+
+
+def build_corpus(out: Path, n_docs: int, seed: int = 13) -> dict[str, int]:
+    """fixtures/minibeir with its corpus grown to ``n_docs`` by perturbed copies (qrels unchanged)."""
+    rng = random.Random(seed)
+    docs = [json.loads(line) for line in (FIXTURE / "corpus.jsonl").read_text().splitlines() if line.strip()]
+    rows = list(docs)
+    copy = 1
+    while len(rows) < n_docs:
+        for d in docs:
+            if len(rows) >= n_docs:
+                break
+            rows.append({"_id": f"{d['_id']}~{copy}", "title": d.get("title", ""),
+                         "text": _perturb(d["text"], rng)})
+        copy += 1
+    (out / "qrels").mkdir(parents=True, exist_ok=True)
+    (out / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (out / "queries.jsonl").write_text((FIXTURE / "queries.jsonl").read_text())
+    (out / "qrels" / "test.tsv").write_text((FIXTURE / "qrels" / "test.tsv").read_text())
+    return {"documents": len(rows), "queries": len((FIXTURE / "queries.jsonl").read_text().splitlines())}
+
+
+# -- child steps (run with: bench_sweep.py --child STEP --dataset DIR ...) ---------------------
+def _warm_ranx() -> None:
+    from evalsuite.metrics import evaluate
+
+    evaluate({"q": {"d": 1}}, {"q": {"d": 1.0, "e": 0.5}}, ["ndcg@10", "recall@10", "recall@100", "mrr@10"])
+
+
+def child(step: str, dataset: str, device: str, cache_dir: str) -> dict[str, Any]:
+    import torch  # noqa: F401  (imported before the clock, as for every step)
+
+    from evalsuite.model import bundled_model_dir
+
+    out: dict[str, Any] = {"step": step}
+    if step == "a":
+        from sentence_transformers import SentenceTransformer
+
+        from evalsuite.datasets import load_dataset
+
+        ds = load_dataset(dataset)
+        queries = [ds.queries[q] for q in ds.query_ids]
+        docs = [ds.corpus[d] for d in ds.doc_ids]
+        t0 = time.perf_counter()
+        model = SentenceTransformer(str(bundled_model_dir()), device="cpu" if device == "auto" else device)
+        model.encode(queries, batch_size=32, normalize_embeddings=True)
+        model.encode(docs, batch_size=32, normalize_embeddings=True)
+        out["seconds"] = time.perf_counter() - t0
+    else:
+        from evalsuite.pipeline import prepare, run
+        from evalsuite.spec import RunSpec
+        from evalsuite.sweep import parse_vary, plan_cells, run_sweep
+
+        _warm_ranx()
+        spec = RunSpec(dataset=dataset, device=device, cache_dir=cache_dir)
+        t0 = time.perf_counter()
+        prepared = prepare(spec)
+        if step == "b":
+            result = run(spec, prepared)
+            t = result.timing
+            out.update(encode_seconds=t["encode_seconds"],
+                       tokens=t["queries"]["tokens"] + t["documents"]["tokens"],
+                       padded_tokens=t["queries"]["padded_tokens"] + t["documents"]["padded_tokens"],
+                       metrics=result.metrics)
+        else:
+            axes = parse_vary([f"pooling={POOLINGS}", f"dim={DIMS}"])
+            cells = plan_cells(prepared.contract, axes, grid=True, info=prepared.model)
+            result = run_sweep(prepared, cells, axes=axes, grid=True)
+            st = result.stats
+            out.update(cells=len(result.cells), encode_seconds=st.encode_seconds, score_seconds=st.score_seconds,
+                       passes_by_role=st.passes_by_role, texts_encoded=st.texts_encoded_by_role,
+                       models_loaded=st.models_loaded, cache=st.cache)
+        out["seconds"] = time.perf_counter() - t0
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def run_child(step: str, dataset: Path, device: str, cache_dir: Path) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--child", step, "--dataset", str(dataset), "--device", device,
+           "--cache-dir", str(cache_dir)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, TQDM_DISABLE="1"))
+    if proc.returncode != 0:
+        raise SystemExit(f"step {step} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# -- floor -------------------------------------------------------------------------------------
+def matmul_gflops(device: str, seconds: float = 3.0) -> float:
+    """Sustained float32 GEMM rate at the encoder's shapes (tokens x hidden @ hidden x 4*hidden)."""
+    import torch
+
+    dev = "cuda" if device in ("auto", "cuda") and torch.cuda.is_available() else "cpu"
+    a = torch.randn(2048, 384, device=dev)
+    b = torch.randn(384, 1536, device=dev)
+    for _ in range(3):
+        a @ b
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        a @ b
+        n += 1
+    if dev == "cuda":
+        torch.cuda.synchronize()
+    return 2 * 2048 * 384 * 1536 * n / (time.perf_counter() - t0) / 1e9
+
+
+def flops_per_token(avg_len: float) -> float:
+    """Dense FLOPs per token of the bundled BERT: 2 x non-embedding weights + attention scores/mix."""
+    from transformers import AutoConfig
+
+    from evalsuite.model import resolve_model
+
+    cfg = AutoConfig.from_pretrained(str(resolve_model(None).path), local_files_only=True)
+    h, layers, ff = cfg.hidden_size, cfg.num_hidden_layers, cfg.intermediate_size
+    weights = layers * (4 * h * h + 2 * h * ff)
+    attention = layers * 2 * 2 * avg_len * h
+    return 2 * weights + attention
+
+
+# -- main ----------------------------------------------------------------------------------------
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=5000, help="corpus size (default 5000)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (default cpu)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per step; the fastest is reported (default 1)")
+    parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--dataset", help=argparse.SUPPRESS)
+    parser.add_argument("--cache-dir", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.dataset, args.device, args.cache_dir)))
+        return 0
+
+    import torch
+
+    with tempfile.TemporaryDirectory(prefix="evalsuite-bench-") as tmp:
+        root = Path(tmp)
+        counts = build_corpus(root / "data", args.docs)
+        print(f"corpus: {counts['documents']} documents, {counts['queries']} queries; device {args.device}; "
+              f"torch threads {torch.get_num_threads()}; {os.cpu_count()} CPUs", flush=True)
+        res: dict[str, Any] = {"corpus": counts, "device": args.device, "torch_threads": torch.get_num_threads()}
+        labels = {"a": "(a) sentence-transformers encode", "b": "(b) evalsuite run, cold",
+                  "c": "(c) sweep 12 cells, cold", "d": "(d) sweep 12 cells, warm"}
+        for rep in range(args.repeat):  # round-robin, so background load hits every step alike
+            for step in "abcd":
+                cache = root / f"cache-{step if step != 'd' else 'c'}-{rep}"
+                got = run_child(step, root / "data", args.device, cache)
+                print(f"{labels[step]:<36}{got['seconds']:8.1f} s  (run {rep + 1})", flush=True)
+                if step not in res or got["seconds"] < res[step]["seconds"]:
+                    res[step] = got
+
+    tokens = res["b"]["tokens"]
+    avg_len = tokens / (counts["documents"] + counts["queries"])
+    gflops = matmul_gflops(args.device)
+    floor = tokens * flops_per_token(avg_len) / (gflops * 1e9)
+    res["floor"] = {"tokens": tokens, "padded_tokens": res["b"]["padded_tokens"],
+                    "flops_per_token": flops_per_token(avg_len), "matmul_gflops": gflops, "seconds": floor}
+    a = res["a"]["seconds"]
+    print()
+    print(f"{'step':<36}{'seconds':>9}{'vs (a)':>9}{'target':>9}{'floor/time':>12}{'peak RSS MB':>13}")
+    rows = [("a", "(a) sentence-transformers encode"), ("b", "(b) evalsuite run, cold"),
+            ("c", "(c) sweep 3 poolings x 4 dims, cold"), ("d", "(d) same sweep, warm")]
+    for key, label in rows:
+        s = res[key]["seconds"]
+        target = f"<={TARGETS[key]}" if key in TARGETS else ""
+        frac = f"{floor / s:.0%}" if key != "d" else ""
+        print(f"{label:<36}{s:>9.1f}{s / a:>9.2f}{target:>9}{frac:>12}{res[key]['peak_rss_mb']:>13.0f}")
+    print(f"(e) floor: {tokens} tokens x {flops_per_token(avg_len) / 1e6:.1f} MFLOP/token / {gflops:.1f} GFLOP/s "
+          f"= {floor:.1f} s")
+    print(f"(f) peak memory (c)/(b) = {res['c']['peak_rss_mb'] / res['b']['peak_rss_mb']:.2f} (target <= 1.5)")
+    print(f"(c) forward passes {res['c']['passes_by_role']}, texts encoded {res['c']['texts_encoded']}; "
+          f"(d) texts encoded {res['d']['texts_encoded']}, models loaded {res['d']['models_loaded']}")
+    verdicts = {k: res[k]["seconds"] / a <= t for k, t in TARGETS.items()}
+    verdicts["mem"] = res["c"]["peak_rss_mb"] <= 1.5 * res["b"]["peak_rss_mb"]
+    print("targets: " + ", ".join(f"{k} {'met' if ok else 'MISSED'}" for k, ok in verdicts.items()))
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
