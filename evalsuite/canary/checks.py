@@ -328,8 +328,8 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
         notes.append(f"over-long input (~{len(text.split())} words, max_length {c.max_length}) -> "
                      f"HTTP {resp.status_code} (refused: chunk long documents before indexing)")
     elif resp.status_code == 200 and c.truncation == "reject":
-        failures.append(f"over-long input -> HTTP 200: the server truncates silently, but the contract's "
-                        f"truncation policy is 'reject'")
+        failures.append("over-long input -> HTTP 200: the server truncates silently, but the contract's "
+                        "truncation policy is 'reject'")
     elif resp.status_code == 200:
         vec = parse_embeddings(_json(resp), [f"item {doc_id} (over-long)"], client.expect)
         cos = float(_row_cosine(vec[:, : c.dim], ctx.reference().embed_documents([text]))[0])

@@ -345,33 +345,30 @@ class EndpointEncoder:
         import httpx
 
         attempts = self.config.max_retries + 1 if retry else 1
+        failure = ""
         for attempt in range(attempts):
-            last = attempt == attempts - 1
             self.requests += 1
+            retry_after = None
             try:
                 resp = self._client.request(method, url, json=json, headers=headers or self.headers(auth=auth))
-            except httpx.ConnectTimeout as exc:
-                if last:
-                    raise EndpointUnreachable(f"{method} {url}: connect timed out after {self.config.timeout:g}s "
-                                              f"({attempts} attempt(s)); is the server up?") from None
-            except httpx.TimeoutException as exc:
+            except httpx.ConnectTimeout:
+                failure = f"connect timed out after {self.config.timeout:g}s"
+            except httpx.TimeoutException as exc:  # the server took the request and went quiet: no retry
                 raise EndpointTimeout(f"{method} {url}: no answer within {self.config.timeout:g}s "
                                       f"({type(exc).__name__}); raise --endpoint-timeout if the server is "
                                       "just slow") from None
-            except httpx.TransportError as exc:
-                if last:
-                    raise EndpointUnreachable(f"{method} {url}: {type(exc).__name__}: {self._redact(str(exc))} "
-                                              f"({attempts} attempt(s)); is the server up and the URL "
-                                              "right?") from None
+            except httpx.TransportError as exc:  # refused, reset, dropped: retried
+                failure = f"{type(exc).__name__}: {self._redact(str(exc))}"
             else:
-                if resp.status_code not in RETRY_STATUSES or last:
+                if resp.status_code not in RETRY_STATUSES or attempt == attempts - 1:
                     return resp
-                self._wait(attempt, resp.headers.get("retry-after"))
+                retry_after = resp.headers.get("retry-after")
+            if attempt < attempts - 1:
+                self._wait(attempt, retry_after)
                 self.retries += 1
-                continue
-            self._wait(attempt, None)
-            self.retries += 1
-        raise AssertionError("unreachable")  # pragma: no cover
+        # chained exceptions are dropped on purpose: httpx's carry the request and its headers
+        raise EndpointUnreachable(f"{method} {url}: {failure} ({attempts} attempt(s)); is the server up and the "
+                                  "URL right?")
 
     def _wait(self, attempt: int, retry_after: str | None) -> None:
         delay = min(self.config.max_backoff, self.config.backoff * (2 ** attempt))

@@ -178,3 +178,16 @@ def test_retrieval_agreement_reports_metric_deltas(fault_server, make_context, t
     ctx._cache["reference_result"] = other
     with pytest.raises(ContractError, match="pooling: reference 'cls', canary 'mean'"):
         run_check("retrieval_agreement", ctx)
+
+
+def test_silent_truncation_fails_when_the_contract_rejects_long_input(fault_server, make_context, tiny_model_dir,
+                                                                       canary_dataset):
+    from evalsuite.pipeline import prepare
+    from evalsuite.spec import RunSpec
+
+    prepared = prepare(RunSpec(model=str(tiny_model_dir), dataset=str(canary_dataset), device="cpu",
+                               use_cache=False, truncation="reject"))
+    v = run_check("bad_input", make_context(fault_server.url, prepared))
+    assert v.passed is False
+    assert "over-long input -> HTTP 200: the server truncates silently, but the contract's truncation policy is " \
+           "'reject'" in v.message

@@ -12,7 +12,8 @@ import pytest
 
 from evalsuite.cli import main
 
-pytestmark = pytest.mark.integration
+# One xdist group: under `-n N --dist loadgroup` a single worker starts the two servers.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("infinity")]
 
 KEY_ENV = "EVALSUITE_INFINITY_TEST_KEY"
 
