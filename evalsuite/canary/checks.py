@@ -107,7 +107,7 @@ def _overlap(reference: dict[str, float], endpoint: dict[str, float], k: int = T
 
 
 def _json(resp: Any) -> Any:
-    from ..encode.endpoint import ResponseFormatError
+    from ..encode.response import ResponseFormatError
 
     try:
         return resp.json()
@@ -178,7 +178,7 @@ def check_vector_agreement(ctx: CanaryContext) -> Verdict:
 def check_norm_agreement(ctx: CanaryContext) -> Verdict:
     import numpy as np
 
-    from ..encode.endpoint import NORM_TOL
+    from ..encode.response import NORM_TOL
 
     c, cs = ctx.contract, ctx.canary_set()
     raw = ctx.served_vectors()
@@ -270,7 +270,7 @@ def check_retrieval_agreement(ctx: CanaryContext) -> Verdict:
 
 # -- 6. bad input ---------------------------------------------------------------------------------
 def check_bad_input(ctx: CanaryContext) -> Verdict:
-    from ..encode.endpoint import parse_embeddings
+    from ..encode.response import parse_embeddings
     from ..vectors import finalize
 
     s, c = ctx.settings, ctx.contract
@@ -354,7 +354,7 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
 def check_matryoshka(ctx: CanaryContext) -> Verdict:
     import numpy as np
 
-    from ..encode.endpoint import NORM_TOL
+    from ..encode.response import NORM_TOL
 
     s, c, cs = ctx.settings, ctx.contract, ctx.canary_set()
     if not s.dimensions:

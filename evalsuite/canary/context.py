@@ -96,7 +96,8 @@ class CanaryContext:
     def make_client(self, *, model: str | None, models: frozenset[str], api_key: Any = _FROM_SETTINGS,
                     max_retries: int | None = None) -> "EndpointEncoder":
         """A new client (the caller closes it); ``api_key=None`` sends no key, a Secret sends that one."""
-        from ..encode.endpoint import EndpointConfig, EndpointEncoder, Expectation
+        from ..encode.endpoint import EndpointConfig, EndpointEncoder
+        from ..encode.response import Expectation
 
         s = self.settings
         config = EndpointConfig(url=s.endpoint, model=model,

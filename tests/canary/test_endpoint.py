@@ -9,22 +9,24 @@ import numpy as np
 import pytest
 
 from evalsuite.encode.endpoint import (
-    CountMismatch,
-    DimensionMismatch,
     EndpointAuthError,
     EndpointConfig,
     EndpointEncoder,
     EndpointHTTPError,
     EndpointTimeout,
     EndpointUnreachable,
+    Secret,
+    base_url,
+)
+from evalsuite.encode.response import (
+    CountMismatch,
+    DimensionMismatch,
     Expectation,
     IndexMismatch,
     ModelMismatch,
     NonFiniteVector,
     NormMismatch,
-    Secret,
     ZeroVector,
-    base_url,
     model_matches,
 )
 from evalsuite.errors import EndpointError, SpecError
