@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# Tests never touch the user's embedding cache.
+os.environ.setdefault("EVALSUITE_CACHE_DIR", tempfile.mkdtemp(prefix="evalsuite-test-cache-"))
 
 pytest_plugins = ["pytester"]
 

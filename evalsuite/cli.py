@@ -69,23 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_rev.add_argument("--tokenizer", action="store_true", help="print the tokenizer revision instead")
     p_rev.set_defaults(func=cmd_model_rev)
 
-    for register in _extra_commands():
-        register(sub)
+    from .canary.cli import register as register_canary
+    from .sweep.cli import register as register_sweep
+
+    register_sweep(sub)
+    register_canary(sub)
     return parser
-
-
-def _extra_commands() -> list:
-    """Sub-commands contributed by other modules (sweep, canary), registered lazily."""
-    registrars = []
-    for module in ("evalsuite.sweep.cli", "evalsuite.canary.cli"):
-        try:
-            mod = __import__(module, fromlist=["register"])
-        except ModuleNotFoundError as exc:
-            if exc.name and module.startswith(exc.name):
-                continue
-            raise
-        registrars.append(mod.register)
-    return registrars
 
 
 def main(argv: Sequence[str] | None = None) -> int:

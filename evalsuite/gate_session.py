@@ -16,6 +16,7 @@ from typing import Any, Callable, TypeVar
 
 from .baseline import REVISION_FIELDS, Baseline, comparability, load_baseline, write_baseline
 from .encode.base import Encoder
+from .errors import SpecError
 from .gates import Gate, Outcome, Scores, default_gates
 from .io import atomic_write_bytes
 from .pipeline import Prepared, make_encoder, prepare, run
@@ -44,6 +45,7 @@ class GateSession:
         self.reference_prepared: dict[str, Prepared] = {}
         self.baselines: dict[str, Baseline] = {}
         self.gates: dict[str, tuple[Gate, ...]] = {}
+        self.sweep_gates: dict[str, tuple[Gate, ...]] = {}
         self.notes: list[str] = []
         self._memo: dict[str, Any] = {}
         self._encoders: dict[tuple, Encoder] = {}
@@ -80,7 +82,19 @@ class GateSession:
                 gates = default_gates(metrics)
                 self.notes.append(f"{dp.name}: no gates given; default gates applied: "
                                   + ", ".join(g.expr for g in gates))
-            self.gates[dp.name] = gates
+            relative = [g.expr for g in gates if g.needs_reference]
+            if relative and not has_reference and not plan.update_baseline:
+                if not dp.sweep:
+                    raise SpecError(f"{dp.name}: gate(s) {', '.join(relative)} compare against a reference; "
+                                    "pass --baseline FILE or --reference-rev REV, or use a floor (METRIC>=VALUE)")
+                self.notes.append(f"{dp.name}: no baseline; gate(s) {', '.join(relative)} apply to sweep cells only")
+            self.gates[dp.name] = tuple(g for g in gates if has_reference or not g.needs_reference)
+            if dp.sweep:
+                self.sweep_cells(dp.name)  # bad axes are errors now, before any encoding
+                self.sweep_gates[dp.name] = gates or default_gates(dp.spec.metrics)
+                if not gates:
+                    self.notes.append(f"{dp.name}: sweep cells gated against the base with default gates: "
+                                      + ", ".join(g.expr for g in self.sweep_gates[dp.name]))
 
     # -- computed once per session ------------------------------------------------------------------
     def _once(self, key: str, compute: Callable[[], T]) -> T:
@@ -113,13 +127,33 @@ class GateSession:
             return pickle.loads((self.shared_dir / f"{key}.pkl").read_bytes())
         return None
 
-    def encoder(self, prepared: Prepared) -> Encoder:
-        """One local encoder per forward configuration, shared by results and fixtures."""
+    def encoder(self, prepared: Prepared, dtype: str | None = None, max_length: int | None = None) -> Encoder:
+        """One local encoder per forward configuration, shared by results, sweeps and fixtures."""
         c = prepared.contract
-        key = (c.model_revision, c.tokenizer_revision, c.dtype, c.max_length, c.truncation)
+        dtype, max_length = dtype or c.dtype, max_length or c.max_length
+        key = (c.model_revision, c.tokenizer_revision, dtype, max_length, c.truncation)
         if key not in self._encoders:
-            self._encoders[key] = make_encoder(prepared)
+            self._encoders[key] = make_encoder(prepared, dtype=dtype, max_length=max_length)
         return self._encoders[key]
+
+    def sweep_cells(self, name: str) -> list[Any]:
+        """The cells of a dataset's sweep (pure planning; empty when no sweep is asked)."""
+        dp = self.dataset_plan(name)
+        if not dp.sweep:
+            return []
+        from .sweep import parse_vary, plan_cells
+
+        prepared = self.prepared[name]
+        return plan_cells(prepared.contract, parse_vary(dp.sweep), dp.grid, info=prepared.model)
+
+    def sweep(self, name: str) -> Any:
+        """The dataset's sweep, run once per session (one forward pass per role where possible)."""
+        from .sweep import parse_vary, run_sweep
+
+        dp, prepared = self.dataset_plan(name), self.prepared[name]
+        return self._once(f"sweep-{name}", lambda: run_sweep(
+            prepared, self.sweep_cells(name), axes=parse_vary(dp.sweep), grid=dp.grid,
+            encoder_factory=lambda dtype, max_length: self.encoder(prepared, dtype, max_length)))
 
     def result(self, name: str) -> Result:
         def compute() -> Result:

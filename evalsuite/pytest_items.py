@@ -8,7 +8,7 @@ import pytest
 
 from .errors import EvalsuiteError
 from .gate_session import GateSession
-from .gates import Gate, Scores, evaluate_gate, explain
+from .gates import Gate, Outcome, Scores, evaluate_gate, explain
 
 
 class EvalsuiteFailure(AssertionError):
@@ -80,10 +80,9 @@ class IntegrityItem(EvalsuiteItem):
             raise EvalsuiteFailure("vector integrity: " + "; ".join(problems))
 
 
-def check_gate(item: EvalsuiteItem, gate: Gate, candidate: Scores, reference: Scores | None,
-               reference_label: str, queries: Any) -> None:
-    """Evaluate one gate for an item: record it, attach JUnit properties, fail with a readable report."""
-    __tracebackhide__ = True
+def gate_outcome(item: EvalsuiteItem, gate: Gate, candidate: Scores, reference: Scores | None,
+                 reference_label: str) -> Outcome:
+    """Evaluate one gate for an item: record it and attach JUnit properties."""
     outcome = evaluate_gate(gate, candidate, reference)
     item.state.record(item.dataset, outcome, item.name)
     item.user_properties.append((gate.metric, round(outcome.candidate, 6)))
@@ -91,8 +90,7 @@ def check_gate(item: EvalsuiteItem, gate: Gate, candidate: Scores, reference: Sc
         item.user_properties.append((f"{gate.metric}:{reference_label.split()[0]}", round(outcome.reference, 6)))
     if outcome.p_value is not None:
         item.user_properties.append((f"{gate.metric}:p_value", round(outcome.p_value, 6)))
-    if not outcome.passed:
-        raise EvalsuiteFailure(explain(outcome, queries, reference_label))
+    return outcome
 
 
 class GateItem(EvalsuiteItem):
@@ -109,5 +107,31 @@ class GateItem(EvalsuiteItem):
         if self.gate.needs_reference and ref is None:
             raise EvalsuiteFailure(f"gate {self.gate.expr} compares against a reference; pass --baseline FILE "
                                    "or --reference-rev REV")
-        check_gate(self, self.gate, Scores("candidate", result.metrics, result.per_query),
-                   ref.scores if ref else None, ref.label if ref else "baseline", result.dataset.queries)
+        label = ref.label if ref else "baseline"
+        outcome = gate_outcome(self, self.gate, Scores("candidate", result.metrics, result.per_query),
+                               ref.scores if ref else None, label)
+        if not outcome.passed:
+            raise EvalsuiteFailure(explain(outcome, result.dataset.queries, label))
+
+
+class SweepCellItem(EvalsuiteItem):
+    """One sweep cell, gated against the sweep's base contract."""
+
+    def __init__(self, *, cell: str, gates: tuple[Gate, ...], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cell = cell
+        self.gates = gates
+
+    def runtest(self) -> None:
+        __tracebackhide__ = True
+        sweep = self.state.sweep(self.dataset)
+        cell, base = sweep.cell(self.cell), sweep.base
+        self.user_properties.append(("cell", self.cell))
+        failures = []
+        for gate in self.gates:
+            outcome = gate_outcome(self, gate, Scores("cell", cell.result.metrics, cell.result.per_query),
+                                   Scores("base", base.metrics, base.per_query), "base")
+            if not outcome.passed:
+                failures.append(explain(outcome, base.dataset.queries, "base"))
+        if failures:
+            raise EvalsuiteFailure(f"sweep cell {self.cell} against the base contract:\n" + "\n".join(failures))

@@ -26,6 +26,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("evalsuite", "evalsuite: retrieval-quality gates for embedding models")
     add_options(group.addoption, RUN_OPTIONS, PREFIX)
     add_options(group.addoption, PYTEST_OPTIONS, PREFIX)
+    add_options(group.addoption, _sweep_options(), PREFIX)
+
+
+def _sweep_options() -> tuple:
+    from .sweep.options import SWEEP_PYTEST_OPTIONS
+
+    return SWEEP_PYTEST_OPTIONS
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -37,7 +44,7 @@ def _build_state(config: pytest.Config) -> Any:
     from .specfile import build_plan, find_spec_file
 
     run_flags = collect(config.option, RUN_OPTIONS, PREFIX)
-    session_flags = collect(config.option, PYTEST_OPTIONS, PREFIX)
+    session_flags = collect(config.option, PYTEST_OPTIONS + _sweep_options(), PREFIX)
     spec_path = session_flags.pop("spec", None)
     cwd = config.invocation_params.dir
     if spec_path:
@@ -94,7 +101,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     state = config.stash.get(STATE, None)
     if state is None:
         return
-    from .pytest_items import ContractItem, DatasetCollector, GateItem, IntegrityItem
+    from .pytest_items import ContractItem, DatasetCollector, GateItem, IntegrityItem, SweepCellItem
 
     anchor = Path(state.plan.source) if state.plan.source != "command line" else config.rootpath
     root = DatasetCollector.from_parent(session, name="evalsuite", path=anchor, nodeid="evalsuite")
@@ -106,6 +113,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         ]
         new += [GateItem.from_parent(parent, name=f"gate[{g.expr}]", state=state, dataset=dp.name, gate=g)
                 for g in state.gates[dp.name]]
+        new += [SweepCellItem.from_parent(parent, name=f"sweep[{cell.name}]", state=state, dataset=dp.name,
+                                          cell=cell.name, gates=state.sweep_gates[dp.name])
+                for cell in state.sweep_cells(dp.name)]
         for item in new:
             item.add_marker("evalsuite")
         items.extend(new)
@@ -120,8 +130,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         config.workeroutput["evalsuite"] = state.to_output()
         return
     from .reports.gate_reports import write_gate_reports
+    from .reports.sweep_reports import write_sweep_reports
 
     for dp in state.datasets:
+        sweep = state.computed(f"sweep-{dp.name}")
+        if sweep is not None:
+            write_sweep_reports(sweep, state.plan.reports_dir / dp.name / "sweep")
         result = state.computed(f"candidate-{dp.name}")
         if result is not None:
             outcomes = [o for o in state.outcomes if o["dataset"] == dp.name]

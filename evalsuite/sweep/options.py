@@ -25,3 +25,12 @@ SWEEP_OPTIONS: tuple[Option, ...] = (
            {"action": "store_const", "const": True}),
     Option("--out", "report directory (default: reports/<dataset>/<model>/sweep)"),
 )
+
+
+# The pytest plugin's spelling of the same axes: `pytest --model-rev R --sweep pooling=cls,mean,last`.
+SWEEP_PYTEST_OPTIONS: tuple[Option, ...] = (
+    Option("--sweep", "AXIS=V1,V2,... sweep axis (repeatable); each cell becomes an item gated against the base",
+           {"action": "append", "type": _vary_item}),
+    Option("--grid", "cross every sweep axis (full product) instead of one variable at a time",
+           {"action": "store_const", "const": True}),
+)

@@ -94,6 +94,12 @@ def test_update_baseline_then_mismatch_and_drop(pytester, tiny, small_beir, tiny
     cls.assert_outcomes(passed=2, failed=1)
 
 
+def test_relative_gate_without_reference_is_a_usage_error(pytester, tiny, small_beir):
+    result = pytester.runpytest(*_args(tiny, small_beir, "--gate", "ndcg@10:max_drop=0.01"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "compare against a reference; pass --baseline FILE or --reference-rev REV" in result.stderr.str()
+
+
 def test_missing_or_corrupt_baseline(pytester, tiny, small_beir):
     result = pytester.runpytest(*_args(tiny, small_beir, "--baseline", "nope.json"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -208,3 +214,36 @@ def test_real_model_cls_pooling_regresses_against_baseline(pytester, minibeir_di
     out = result.stdout.str()
     assert "ndcg@10: baseline 0." in out and ", candidate 0." in out and "allowed drop 0.01" in out
     assert "queries that lost most:" in out
+
+
+def test_sweep_cells_are_items_gated_against_the_base(pytester, tiny, small_beir):
+    result = pytester.runpytest(*_args(tiny, small_beir, "--sweep", "pooling=cls,mean", "--sweep", "dim=16",
+                                       "--gate", "ndcg@10:max_drop=1.0", "--gate", "ndcg@10>=2", "-v"))
+    out = result.stdout.str()
+    assert "evalsuite::small::sweep[pooling=cls]" in out and "evalsuite::small::sweep[dim=16]" in out
+    assert "sweep cell pooling=cls against the base contract" in out
+    assert "ndcg@10 = " in out and "below the floor 2" in out
+    assert out.count("computed sweep-small") == 1
+    sweep = json.loads((pytester.path / "reports" / "evalsuite" / "small" / "sweep" / "sweep.json").read_text())
+    assert {c["name"] for c in sweep["cells"]} >= {"pooling=cls", "dim=16"}
+
+
+def test_sweep_from_spec_file_and_bad_axis(pytester, tiny, small_beir):
+    model, rev = tiny
+    pytester.makefile(".toml", evalsuite=f"""
+model = "{model}"
+model_rev = "{rev}"
+use_cache = false
+gates = ["ndcg@10:max_drop=1.0"]
+
+[[datasets]]
+name = "s"
+path = "{small_beir}"
+sweep = ["pooling=cls,last"]
+""")
+    result = pytester.runpytest(*BASE, "-v")
+    result.assert_outcomes(passed=2 + 2)
+    assert "evalsuite::s::sweep[pooling=last]" in result.stdout.str()
+    assert "apply to sweep cells only" in result.stdout.str()
+    bad = pytester.runpytest(*BASE, "--sweep", "colour=red")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
