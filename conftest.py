@@ -125,3 +125,19 @@ def make_beir():
 def make_tiny_bert():
     """The ``write_tiny_bert`` helper, for tests that need a variant of the tiny model."""
     return write_tiny_bert
+
+
+@pytest.fixture(scope="session")
+def model_stack_loaded():
+    """Import the model stack and load ranx's kernels in this process, before in-process pytester runs.
+
+    In-process pytester runs restore ``sys.modules`` afterwards; torch imported for the first time inside
+    a run would be imported again by the next one, which crashes the process.
+    """
+    import faiss  # noqa: F401
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+
+    from evalsuite.metrics import evaluate
+
+    evaluate({"q": {"d": 1}}, {"q": {"d": 1.0, "e": 0.5}}, ["ndcg@10", "recall@10", "recall@100", "mrr@10"])

@@ -38,8 +38,11 @@ class Reference:
 
 
 class GateSession:
-    def __init__(self, plan: SessionPlan, shared_dir: Path | None = None) -> None:
+    def __init__(self, plan: SessionPlan, shared_dir: Path | None = None, canary: Any = None) -> None:
         self.plan = plan
+        self.canary = canary
+        self._canary_contexts: dict[str, Any] = {}
+        self.canary_verdicts: list[dict[str, Any]] = []
         self.shared_dir = shared_dir
         self.prepared: dict[str, Prepared] = {}
         self.reference_prepared: dict[str, Prepared] = {}
@@ -192,13 +195,43 @@ class GateSession:
         return comparability(ref.contract, ref.dataset_sha256, p.contract, p.dataset.identity.sha256,
                              ignore=ref.ignore, labels=(ref.label.split()[0], "candidate"))
 
+    # -- canary ------------------------------------------------------------------------------------
+    def canary_checks(self, name: str) -> list[str]:
+        """Endpoint checks for a dataset: all of them for the first, retrieval agreement for the others."""
+        if self.canary is None:
+            return []
+        from .canary.checks import check_names
+
+        names = check_names(self.canary)
+        return names if name == self.datasets[0].name else [n for n in names if n == "retrieval_agreement"]
+
+    def canary_context(self, name: str) -> Any:
+        if name not in self._canary_contexts:
+            from .canary.checks import CanaryContext
+            from .reference import ContractEncoder
+
+            prepared = self.prepared[name]
+            self._canary_contexts[name] = CanaryContext(
+                self.canary, prepared,
+                reference_encoder=lambda: ContractEncoder(self.encoder(prepared), prepared.contract),
+                reference_result=lambda: self.result(name))
+        return self._canary_contexts[name]
+
+    def record_verdict(self, name: str, verdict: Any) -> None:
+        self.canary_verdicts.append({"dataset": name, **verdict.to_dict()})
+
+    def close(self) -> None:
+        for ctx in self._canary_contexts.values():
+            ctx.close()
+        self._canary_contexts.clear()
+
     def record(self, name: str, outcome: Outcome, item: str) -> None:
         self.outcomes.append({"dataset": name, "item": item, **outcome.to_dict()})
 
     # -- xdist plumbing -----------------------------------------------------------------------------
     def to_output(self) -> dict[str, Any]:
         return {"outcomes": self.outcomes, "summaries": self.summaries, "baselines_written": self.baselines_written,
-                "computations": self.computations}
+                "computations": self.computations, "canary_verdicts": self.canary_verdicts}
 
     def merge(self, data: dict[str, Any]) -> None:
         self.outcomes.extend(data.get("outcomes", []))
@@ -206,3 +239,4 @@ class GateSession:
             self.summaries.setdefault(name, {}).update(summary)
         self.baselines_written.extend(data.get("baselines_written", []))
         self.computations.extend(data.get("computations", []))
+        self.canary_verdicts.extend(data.get("canary_verdicts", []))

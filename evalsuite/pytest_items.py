@@ -135,3 +135,23 @@ class SweepCellItem(EvalsuiteItem):
                 failures.append(explain(outcome, base.dataset.queries, "base"))
         if failures:
             raise EvalsuiteFailure(f"sweep cell {self.cell} against the base contract:\n" + "\n".join(failures))
+
+
+class CanaryItem(EvalsuiteItem):
+    """One check of a served endpoint against the local reference of the same pinned revision."""
+
+    def __init__(self, *, check: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.check = check
+
+    def runtest(self) -> None:
+        __tracebackhide__ = True
+        from .canary.checks import run_check
+
+        verdict = run_check(self.check, self.state.canary_context(self.dataset))
+        self.state.record_verdict(self.dataset, verdict)
+        self.user_properties.append((f"canary:{self.check}", verdict.status))
+        if verdict.passed is None:
+            pytest.skip(verdict.message)
+        if not verdict.passed:
+            raise EvalsuiteFailure(verdict.message)

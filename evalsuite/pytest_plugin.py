@@ -27,12 +27,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(group.addoption, RUN_OPTIONS, PREFIX)
     add_options(group.addoption, PYTEST_OPTIONS, PREFIX)
     add_options(group.addoption, _sweep_options(), PREFIX)
+    add_options(group.addoption, _canary_options(), PREFIX)
 
 
 def _sweep_options() -> tuple:
     from .sweep.options import SWEEP_PYTEST_OPTIONS
 
     return SWEEP_PYTEST_OPTIONS
+
+
+def _canary_options() -> tuple:
+    from .canary.options import CANARY_OPTIONS
+
+    return CANARY_OPTIONS
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -58,13 +65,20 @@ def _build_state(config: pytest.Config) -> Any:
                                                       if path.name == "pyproject.toml" else data)
     else:
         found = find_spec_file(cwd)
-    if not run_flags and not session_flags and found is None:
+    canary_flags = collect(config.option, _canary_options(), PREFIX)
+    if not run_flags and not session_flags and not canary_flags and found is None:
         return None
     plan = build_plan(file_settings=found[1] if found else None, file_path=found[0] if found else None,
                       run_flags=run_flags, session_flags=session_flags, cwd=cwd)
     shared = Path(config.workerinput["evalsuite_shared"]) if _is_worker(config) and \
         config.workerinput.get("evalsuite_shared") else config.stash.get(SHARED, None)
-    state = GateSession(plan, shared)
+    canary = None
+    if canary_flags:
+        from .canary.checks import CanarySettings
+
+        canary = CanarySettings.from_values(canary_flags)
+        canary.api_key()  # a configured but unset key variable is an error now, not mid-session
+    state = GateSession(plan, shared, canary=canary)
     if _is_worker(config):
         state.worker = config.workerinput.get("workerid", "worker")
     state.prepare_all()
@@ -101,7 +115,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     state = config.stash.get(STATE, None)
     if state is None:
         return
-    from .pytest_items import ContractItem, DatasetCollector, GateItem, IntegrityItem, SweepCellItem
+    from .pytest_items import CanaryItem, ContractItem, DatasetCollector, GateItem, IntegrityItem, SweepCellItem
 
     anchor = Path(state.plan.source) if state.plan.source != "command line" else config.rootpath
     root = DatasetCollector.from_parent(session, name="evalsuite", path=anchor, nodeid="evalsuite")
@@ -116,6 +130,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         new += [SweepCellItem.from_parent(parent, name=f"sweep[{cell.name}]", state=state, dataset=dp.name,
                                           cell=cell.name, gates=state.sweep_gates[dp.name])
                 for cell in state.sweep_cells(dp.name)]
+        new += [CanaryItem.from_parent(parent, name=f"canary[{check}]", state=state, dataset=dp.name, check=check)
+                for check in state.canary_checks(dp.name)]
         for item in new:
             item.add_marker("evalsuite")
         items.extend(new)
@@ -153,6 +169,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tr.write_sep("=", "evalsuite")
     for note in state.notes:
         tr.write_line(note)
+    for v in state.canary_verdicts:
+        tr.write_line(f"canary {v['dataset']}: {v['status']} {v['message'].splitlines()[0]}")
     for line in state.computations:
         tr.write_line(f"computed {line}")
     for line in state.baselines_written:
@@ -170,6 +188,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE, None)
+    if state is not None:
+        state.close()
     shared = config.stash.get(SHARED, None)
     if shared is not None and not _is_worker(config):
         shutil.rmtree(shared, ignore_errors=True)
