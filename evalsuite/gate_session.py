@@ -91,7 +91,8 @@ class GateSession:
                     raise SpecError(f"{dp.name}: gate(s) {', '.join(relative)} compare against a reference; "
                                     "pass --baseline FILE or --reference-rev REV, or use a floor (METRIC>=VALUE)")
                 self.notes.append(f"{dp.name}: no baseline; gate(s) {', '.join(relative)} apply to sweep cells only")
-            self.gates[dp.name] = tuple(g for g in gates if has_reference or not g.needs_reference)
+            self.gates[dp.name] = tuple(g for g in gates
+                                        if has_reference or plan.update_baseline or not g.needs_reference)
             if dp.sweep:
                 self.sweep_cells(dp.name)  # bad axes are errors now, before any encoding
                 self.sweep_gates[dp.name] = gates or default_gates(dp.spec.metrics)
