@@ -94,25 +94,33 @@ def write_beir(root: Path, corpus: list[dict], queries: list[dict], qrels: list[
     return root
 
 
+SMALL_CORPUS = [
+    {"_id": "d1", "title": "Databases", "text": "A transaction commit makes every write durable."},
+    {"_id": "d2", "title": "", "text": "Rollback undoes the writes of a failed transaction."},
+    {"_id": "d3", "title": "Baking", "text": "Yeast makes bread dough rise in a warm oven."},
+    {"_id": "d4", "title": "", "text": "Flour, water and sugar are mixed before you bake."},
+    {"_id": "d5", "title": "Basketball", "text": "A team scores when the ball goes through the basket."},
+    {"_id": "d6", "title": "", "text": "The star player read the rule book of the court."},
+]
+SMALL_QUERIES = [
+    {"_id": "q1", "text": "how does a database commit a transaction"},
+    {"_id": "q2", "text": "why does bread dough rise"},
+    {"_id": "q3", "text": "how does a basketball team score"},
+    {"_id": "q4", "text": "planet orbit around the sun"},
+]
+SMALL_QRELS = [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 2), ("q3", "d5", 2), ("q3", "d6", 0), ("q4", "d1", 0)]
+
+
+@pytest.fixture(scope="session")
+def small_beir_records() -> tuple[list[dict], list[dict], list[tuple[str, str, int]]]:
+    """Corpus, queries and qrels of ``small_beir``, for tests that extend them."""
+    return [dict(d) for d in SMALL_CORPUS], [dict(q) for q in SMALL_QUERIES], list(SMALL_QRELS)
+
+
 @pytest.fixture
 def small_beir(tmp_path: Path) -> Path:
     """Six documents over three topics, four queries (one without a relevant document)."""
-    corpus = [
-        {"_id": "d1", "title": "Databases", "text": "A transaction commit makes every write durable."},
-        {"_id": "d2", "title": "", "text": "Rollback undoes the writes of a failed transaction."},
-        {"_id": "d3", "title": "Baking", "text": "Yeast makes bread dough rise in a warm oven."},
-        {"_id": "d4", "title": "", "text": "Flour, water and sugar are mixed before you bake."},
-        {"_id": "d5", "title": "Basketball", "text": "A team scores when the ball goes through the basket."},
-        {"_id": "d6", "title": "", "text": "The star player read the rule book of the court."},
-    ]
-    queries = [
-        {"_id": "q1", "text": "how does a database commit a transaction"},
-        {"_id": "q2", "text": "why does bread dough rise"},
-        {"_id": "q3", "text": "how does a basketball team score"},
-        {"_id": "q4", "text": "planet orbit around the sun"},
-    ]
-    qrels = [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 2), ("q3", "d5", 2), ("q3", "d6", 0), ("q4", "d1", 0)]
-    return write_beir(tmp_path / "small", corpus, queries, qrels)
+    return write_beir(tmp_path / "small", SMALL_CORPUS, SMALL_QUERIES, SMALL_QRELS)
 
 
 @pytest.fixture(scope="session")

@@ -71,9 +71,14 @@ def build_corpus(out: Path, n_docs: int, seed: int = 13) -> dict[str, int]:
 
 # -- child steps (run with: bench_sweep.py --child STEP --dataset DIR ...) ---------------------
 def _warm_ranx() -> None:
+    """Load ranx's numba kernels. Small inputs and larger ones (10+ queries, rankings longer than the
+    cutoffs) take different kernels in ranx, each loaded on first use: warm both."""
     from evalsuite.metrics import evaluate
 
+    qrels = {f"q{i}": {"d1": 1} for i in range(20)}
+    run = {f"q{i}": {f"d{j}": 1.0 / (j + 1) for j in range(120)} for i in range(20)}
     evaluate({"q": {"d": 1}}, {"q": {"d": 1.0, "e": 0.5}}, ["ndcg@10", "recall@10", "recall@100", "mrr@10"])
+    evaluate(qrels, run, ["ndcg@10", "recall@10", "recall@100", "mrr@10"])
 
 
 def child(step: str, dataset: str, device: str, cache_dir: str) -> dict[str, Any]:
@@ -82,6 +87,10 @@ def child(step: str, dataset: str, device: str, cache_dir: str) -> dict[str, Any
     from evalsuite.model import bundled_model_dir
 
     out: dict[str, Any] = {"step": step}
+    # Step (a) imports sentence-transformers, hence transformers, before its clock: so do the others.
+    import transformers  # noqa: F401
+    from transformers import AutoModel, AutoTokenizer  # noqa: F401
+
     if step == "a":
         from sentence_transformers import SentenceTransformer
 

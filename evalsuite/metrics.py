@@ -52,21 +52,24 @@ def search_depth(metrics: Sequence[str], floor: int = 100) -> int:
 
 def evaluate(qrels: Mapping[str, Mapping[str, int]], ranking: Mapping[str, Mapping[str, float]],
              metrics: Sequence[str]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """Aggregate and per-query scores, computed by ranx."""
-    from ranx import Qrels, Run
+    """Aggregate and per-query scores, computed by ranx.
+
+    Plain dicts go to ranx (it turns them into typed lists itself), in one query order for both
+    sides, so per-query scores come back in that order without building ranx's Qrels/Run objects.
+    """
     from ranx import evaluate as ranx_evaluate
 
-    q = Qrels.from_dict({qid: dict(docs) for qid, docs in qrels.items()})
-    run_dict = {qid: dict(ranking.get(qid, {})) for qid in qrels}
-    empty = [qid for qid, docs in run_dict.items() if not docs]
-    for qid in empty:  # ranx needs every query to have a ranking
-        run_dict[qid] = {"__evalsuite_no_result__": 0.0}
-    run = Run.from_dict(run_dict)
+    qids = list(qrels)
+    q = {qid: dict(qrels[qid]) for qid in qids}
+    # ranx needs a ranking for every query; an empty one scores 0 through a placeholder document
+    run = {qid: dict(ranking.get(qid) or {"__evalsuite_no_result__": 0.0}) for qid in qids}
     with warnings.catch_warnings():  # numba's uint64->int64 cast notice inside ranx kernels
         warnings.simplefilter("ignore")
-        ranx_evaluate(q, run, list(metrics), return_mean=True, save_results_in_run=True)
-    per_query = {m: {qid: float(run.scores[m][qid]) for qid in qrels} for m in metrics}
-    aggregate = {m: float(np.mean(list(per_query[m].values()))) for m in metrics}
+        scores = ranx_evaluate(q, run, list(metrics), return_mean=False, save_results_in_run=False)
+    if len(metrics) == 1:
+        scores = {metrics[0]: scores}
+    per_query = {m: dict(zip(qids, (float(x) for x in scores[m]))) for m in metrics}
+    aggregate = {m: float(np.mean(scores[m])) for m in metrics}
     return aggregate, per_query
 
 

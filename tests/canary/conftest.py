@@ -24,20 +24,12 @@ INFINITY_SCRIPT = REPO / ".ci" / "infinity.sh"
 INFINITY_STARTUP_S = 180.0
 API_KEY_ENV = "EVALSUITE_CANARY_TEST_KEY"
 
-CANARY_CORPUS = [
-    {"_id": "d1", "title": "Databases", "text": "A transaction commit makes every write durable."},
-    {"_id": "d2", "title": "", "text": "Rollback undoes the writes of a failed transaction."},
-    {"_id": "d3", "title": "Baking", "text": "Yeast makes bread dough rise in a warm oven."},
-    {"_id": "d4", "title": "", "text": "Flour, water and sugar are mixed before you bake."},
-    {"_id": "d5", "title": "Basketball", "text": "A team scores when the ball goes through the basket."},
-    {"_id": "d6", "title": "", "text": "The star player read the rule book of the court."},
+# the small dataset of the top-level conftest, plus two documents and queries of other topics
+EXTRA_CORPUS = [
     {"_id": "d7", "title": "Space", "text": "The moon orbits the planet and reflects the light of the sun."},
     {"_id": "d8", "title": "", "text": "A network router forwards each packet along the protocol's route."},
 ]
-CANARY_QUERIES = [
-    {"_id": "q1", "text": "how does a database commit a transaction"},
-    {"_id": "q2", "text": "why does bread dough rise"},
-    {"_id": "q3", "text": "how does a basketball team score"},
+EXTRA_QUERIES = [
     {"_id": "q4", "text": "what does the moon orbit"},
     {"_id": "q5", "text": "what does a router do with a packet"},
 ]
@@ -46,8 +38,10 @@ CANARY_QRELS = [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 2), ("q2", "d4", 
 
 
 @pytest.fixture(scope="session")
-def canary_dataset(tmp_path_factory, make_beir) -> Path:
-    return make_beir(tmp_path_factory.mktemp("canary-beir"), CANARY_CORPUS, CANARY_QUERIES, CANARY_QRELS)
+def canary_dataset(tmp_path_factory, make_beir, small_beir_records) -> Path:
+    corpus, queries, _ = small_beir_records
+    queries = [q for q in queries if q["_id"] != "q4"] + EXTRA_QUERIES
+    return make_beir(tmp_path_factory.mktemp("canary-beir"), corpus + EXTRA_CORPUS, queries, CANARY_QRELS)
 
 
 @pytest.fixture(scope="session")
