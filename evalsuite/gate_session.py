@@ -131,13 +131,12 @@ class GateSession:
             return pickle.loads((self.shared_dir / f"{key}.pkl").read_bytes())
         return None
 
-    def encoder(self, prepared: Prepared, dtype: str | None = None, max_length: int | None = None) -> Encoder:
-        """One local encoder per forward configuration, shared by results, sweeps and fixtures."""
+    def encoder(self, prepared: Prepared) -> Encoder:
+        """One local encoder per forward configuration, shared by results, fixtures and the canary."""
         c = prepared.contract
-        dtype, max_length = dtype or c.dtype, max_length or c.max_length
-        key = (c.model_revision, c.tokenizer_revision, dtype, max_length, c.truncation)
+        key = (c.model_revision, c.tokenizer_revision, c.dtype, c.max_length, c.truncation)
         if key not in self._encoders:
-            self._encoders[key] = make_encoder(prepared, dtype=dtype, max_length=max_length)
+            self._encoders[key] = make_encoder(prepared)
         return self._encoders[key]
 
     def sweep_cells(self, name: str) -> list[Any]:
@@ -151,13 +150,16 @@ class GateSession:
         return plan_cells(prepared.contract, parse_vary(dp.sweep), dp.grid, info=prepared.model)
 
     def sweep(self, name: str) -> Any:
-        """The dataset's sweep, run once per session (one forward pass per role where possible)."""
+        """The dataset's sweep, run once per session (one forward pass per role where possible).
+
+        The sweep loads its own encoders and frees them when done, so the session's shared encoder
+        (used by fixtures and the canary) stays alive; the embedding cache shares the vectors.
+        """
         from .sweep import parse_vary, run_sweep
 
         dp, prepared = self.dataset_plan(name), self.prepared[name]
-        return self._once(f"sweep-{name}", lambda: run_sweep(
-            prepared, self.sweep_cells(name), axes=parse_vary(dp.sweep), grid=dp.grid,
-            encoder_factory=lambda dtype, max_length: self.encoder(prepared, dtype, max_length)))
+        return self._once(f"sweep-{name}", lambda: run_sweep(prepared, self.sweep_cells(name),
+                                                             axes=parse_vary(dp.sweep), grid=dp.grid))
 
     def result(self, name: str) -> Result:
         def compute() -> Result:

@@ -247,3 +247,14 @@ sweep = ["pooling=cls,last"]
     assert "apply to sweep cells only" in result.stdout.str()
     bad = pytester.runpytest(*BASE, "--sweep", "colour=red")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_fixture_encoder_still_works_after_a_sweep_without_cache(pytester, tiny, small_beir):
+    pytester.makepyfile(test_zz_after="""
+def test_encoder_after_sweep(evalsuite_session, evalsuite_encoder):
+    evalsuite_session.sweep("small")  # runs (and frees) the sweep's own encoders first
+    assert evalsuite_encoder.similarity("bread dough", "bread dough") > 0.99
+""")
+    result = pytester.runpytest(*_args(tiny, small_beir, "--sweep", "pooling=cls", "--gate", "ndcg@10>=0.0",
+                                       "-p", "no:randomly"))
+    result.assert_outcomes(passed=2 + 1 + 1 + 1)
