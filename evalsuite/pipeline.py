@@ -126,12 +126,17 @@ def run(spec: RunSpec, prepared: Prepared | None = None, encoder: Encoder | None
     encoder = encoder or make_encoder(prepared)
     c = prepared.contract
     before = stats_snapshot(encoder)
+    cache = getattr(encoder, "cache_stats", None)
+    hits_before = (cache.hits, cache.misses) if cache is not None else None
     t0 = time.perf_counter()
     q, d = encode_dataset(encoder, c, prepared.dataset, [c.pooling])
     seconds = time.perf_counter() - t0
-    stats = role_stats_since(encoder, before)
-    return score(prepared, c, q[c.pooling], d[c.pooling], metrics=spec.metrics,
-                 timing=encode_timing(stats, seconds), device=encoder.device)
+    timing = encode_timing(role_stats_since(encoder, before), seconds)
+    if cache is not None and hits_before is not None:
+        timing["cache"] = {"hits": cache.hits - hits_before[0], "misses": cache.misses - hits_before[1],
+                           "corrupt": cache.corrupt}
+    return score(prepared, c, q[c.pooling], d[c.pooling], metrics=spec.metrics, timing=timing,
+                 device=encoder.device)
 
 
 def role_stats_since(encoder: Encoder, before: dict[str, EncodeStats]) -> dict[str, EncodeStats]:

@@ -32,6 +32,8 @@ def run_markdown(result: Result) -> str:
             ("query tokens", t.get("queries", {}).get("tokens")),
             ("document tokens", t.get("documents", {}).get("tokens")),
             ("truncated texts", t.get("queries", {}).get("truncated", 0) + t.get("documents", {}).get("truncated", 0)),
+            ("embedding cache hits / misses",
+             f"{t['cache']['hits']} / {t['cache']['misses']}" if "cache" in t else "cache off"),
             ("device", m.get("device")),
         ]),
     ]

@@ -79,3 +79,17 @@ def test_run_without_arguments_uses_bundled_defaults(tmp_path, monkeypatch, caps
     assert "sentence-transformers/all-MiniLM-L6-v2" in out
     results = json.loads((tmp_path / "reports" / "minibeir" / "all-MiniLM-L6-v2" / "results.json").read_text())
     assert 0.2 < results["metrics"]["ndcg@10"] < 0.95
+
+
+def test_warm_rerun_encodes_nothing(tiny_model_dir, small_beir, tmp_path, capsys):
+    argv = ["run", "--model", str(tiny_model_dir), "--dataset", str(small_beir), "--device", "cpu",
+            "--cache-dir", str(tmp_path / "cache")]
+    assert main([*argv, "--out", str(tmp_path / "cold")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "warm")]) == 0
+    cold = json.loads((tmp_path / "cold" / "results.json").read_text())
+    warm = json.loads((tmp_path / "warm" / "results.json").read_text())
+    assert cold["timing"]["cache"] == {"hits": 0, "misses": 9, "corrupt": 0}
+    assert warm["timing"]["cache"] == {"hits": 9, "misses": 0, "corrupt": 0}
+    assert warm["timing"]["documents"]["texts"] == 0 and warm["timing"]["queries"]["texts"] == 0
+    assert warm["metrics"] == cold["metrics"]
+    assert "9 / 0" in (tmp_path / "warm" / "report.md").read_text()
