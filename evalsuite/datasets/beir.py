@@ -29,7 +29,8 @@ def _records(path: Path) -> Iterator[tuple[int, dict]]:
             except UnicodeDecodeError:
                 raise DatasetError(path, "line is not valid UTF-8; re-encode the file as UTF-8", ln) from None
             except json.JSONDecodeError as exc:
-                raise DatasetError(path, f"invalid JSON ({exc.msg} at column {exc.colno}); each line must be one "
+                reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg
+                raise DatasetError(path, f"invalid JSON ({reason} at column {exc.colno}); each line must be one "
                                    "JSON object", ln) from None
             if not isinstance(obj, dict):
                 raise DatasetError(path, f"expected a JSON object, got {type(obj).__name__}", ln)
