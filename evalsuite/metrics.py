@@ -65,9 +65,9 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], ranking: Mapping[str, Mappi
     run = {qid: dict(ranking.get(qid) or {"__evalsuite_no_result__": 0.0}) for qid in qids}
     with warnings.catch_warnings():  # numba's uint64->int64 cast notice inside ranx kernels
         warnings.simplefilter("ignore")
-        scores = ranx_evaluate(q, run, list(metrics), return_mean=False, save_results_in_run=False)
-    if len(metrics) == 1:
-        scores = {metrics[0]: scores}
+        # with one metric and no Run object ranx 0.3 looks up a wrong key: always ask for two or more
+        asked = list(metrics) if len(metrics) > 1 else [metrics[0], metrics[0]]
+        scores = ranx_evaluate(q, run, asked, return_mean=False, save_results_in_run=False)
     per_query = {m: dict(zip(qids, (float(x) for x in scores[m]))) for m in metrics}
     aggregate = {m: float(np.mean(scores[m])) for m in metrics}
     return aggregate, per_query
