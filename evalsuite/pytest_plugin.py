@@ -52,24 +52,12 @@ def _build_state(config: pytest.Config) -> Any:
 
     run_flags = collect(config.option, RUN_OPTIONS, PREFIX)
     session_flags = collect(config.option, PYTEST_OPTIONS + _sweep_options(), PREFIX)
-    spec_path = session_flags.pop("spec", None)
-    cwd = config.invocation_params.dir
-    if spec_path:
-        from .specfile import read_toml
-
-        path = (cwd / spec_path).resolve()
-        if not path.is_file():
-            raise pytest.UsageError(f"evalsuite: --evalsuite-spec {spec_path}: file not found")
-        data = read_toml(path)
-        found: tuple[Path, dict[str, Any]] | None = (path, data.get("tool", {}).get("evalsuite", data)
-                                                      if path.name == "pyproject.toml" else data)
-    else:
-        found = find_spec_file(cwd)
+    found = find_spec_file(config.invocation_params.dir, session_flags.pop("spec", None))
     canary_flags = collect(config.option, _canary_options(), PREFIX)
     if not run_flags and not session_flags and not canary_flags and found is None:
         return None
     plan = build_plan(file_settings=found[1] if found else None, file_path=found[0] if found else None,
-                      run_flags=run_flags, session_flags=session_flags, cwd=cwd)
+                      run_flags=run_flags, session_flags=session_flags, cwd=config.invocation_params.dir)
     shared = Path(config.workerinput["evalsuite_shared"]) if _is_worker(config) and \
         config.workerinput.get("evalsuite_shared") else config.stash.get(SHARED, None)
     canary = None

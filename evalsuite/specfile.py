@@ -55,17 +55,27 @@ class SessionPlan:
         return self.reference_rev is not None or self.reference_model is not None
 
 
-def find_spec_file(start: Path) -> tuple[Path, dict[str, Any]] | None:
-    """`evalsuite.toml` in ``start``, else `[tool.evalsuite]` of `pyproject.toml` there."""
-    toml = start / "evalsuite.toml"
-    if toml.is_file():
-        return toml, read_toml(toml)
-    pyproject = start / "pyproject.toml"
-    if pyproject.is_file():
-        section = read_toml(pyproject).get("tool", {}).get("evalsuite")
-        if section:
-            return pyproject, section
+def find_spec_file(start: Path, explicit: str | None = None) -> tuple[Path, dict[str, Any]] | None:
+    """The spec named by ``explicit``; else `evalsuite.toml` in ``start``, else `[tool.evalsuite]` of
+    `pyproject.toml` there."""
+    if explicit:
+        path = (start / explicit).resolve()
+        if not path.is_file():
+            raise SpecError(f"--evalsuite-spec {explicit}: file not found")
+        return path, load_spec_file(path)
+    for name in ("evalsuite.toml", "pyproject.toml"):
+        path = start / name
+        if path.is_file():
+            settings = load_spec_file(path)
+            if settings:
+                return path, settings
     return None
+
+
+def load_spec_file(path: Path) -> dict[str, Any]:
+    """Settings of a spec file: the whole `evalsuite.toml`, or `[tool.evalsuite]` of a pyproject."""
+    data = read_toml(path)
+    return data.get("tool", {}).get("evalsuite", {}) if path.name == "pyproject.toml" else data
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -258,3 +258,15 @@ def test_encoder_after_sweep(evalsuite_session, evalsuite_encoder):
     result = pytester.runpytest(*_args(tiny, small_beir, "--sweep", "pooling=cls", "--gate", "ndcg@10>=0.0",
                                        "-p", "no:randomly"))
     result.assert_outcomes(passed=2 + 1 + 1 + 1)
+
+
+def test_explicit_spec_path(pytester, tiny, small_beir):
+    model, rev = tiny
+    (pytester.path / "gates").mkdir()
+    (pytester.path / "gates" / "release.toml").write_text(
+        f'model = "{model}"\nmodel_rev = "{rev}"\ndataset = "{small_beir}"\nuse_cache = false\n'
+        'gates = ["ndcg@10>=0.0"]\n')
+    pytester.runpytest(*BASE, "--evalsuite-spec", "gates/release.toml").assert_outcomes(passed=3)
+    missing = pytester.runpytest(*BASE, "--evalsuite-spec", "nope.toml")
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--evalsuite-spec nope.toml: file not found" in missing.stderr.str()
