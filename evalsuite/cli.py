@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -18,20 +17,16 @@ def _print_metrics(metrics: dict[str, float]) -> None:
         print(f"  {k:<{width}}  {v:.4f}")
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text.rsplit("/", 1)[-1]).strip("-") or "model"
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from .pipeline import prepare, run
     from .reports import write_run_reports
+    from .reports.run_reports import default_run_dir
     from .spec import RunSpec
 
     spec = RunSpec.from_mapping(collect(args), source="command line")
     prepared = prepare(spec)
     result = run(spec, prepared)
-    out = Path(args.out) if args.out else Path("reports") / prepared.dataset.identity.name / _slug(
-        prepared.model.name)
+    out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name, prepared.model.name)
     paths = write_run_reports(result, out)
     ident = prepared.dataset.identity
     print(f"model    {prepared.model.name} @ {prepared.contract.model_revision[:16]}")

@@ -94,7 +94,7 @@ class GateSession:
             self.gates[dp.name] = tuple(g for g in gates
                                         if has_reference or plan.update_baseline or not g.needs_reference)
             if dp.sweep:
-                self.sweep_cells(dp.name)  # bad axes are errors now, before any encoding
+                self.sweep_cells(dp.name)  # cells that do not fit the model are errors now, before encoding
                 self.sweep_gates[dp.name] = gates or default_gates(dp.spec.metrics)
                 if not gates:
                     self.notes.append(f"{dp.name}: sweep cells gated against the base with default gates: "
@@ -144,10 +144,10 @@ class GateSession:
         dp = self.dataset_plan(name)
         if not dp.sweep:
             return []
-        from .sweep import parse_vary, plan_cells
+        from .sweep import plan_cells
 
         prepared = self.prepared[name]
-        return plan_cells(prepared.contract, parse_vary(dp.sweep), dp.grid, info=prepared.model)
+        return plan_cells(prepared.contract, dp.sweep, dp.grid, info=prepared.model)
 
     def sweep(self, name: str) -> Any:
         """The dataset's sweep, run once per session (one forward pass per role where possible).
@@ -155,11 +155,11 @@ class GateSession:
         The sweep loads its own encoders and frees them when done, so the session's shared encoder
         (used by fixtures and the canary) stays alive; the embedding cache shares the vectors.
         """
-        from .sweep import parse_vary, run_sweep
+        from .sweep import run_sweep
 
         dp, prepared = self.dataset_plan(name), self.prepared[name]
         return self._once(f"sweep-{name}", lambda: run_sweep(prepared, self.sweep_cells(name),
-                                                             axes=parse_vary(dp.sweep), grid=dp.grid))
+                                                             axes=dp.sweep, grid=dp.grid))
 
     def result(self, name: str) -> Result:
         def compute() -> Result:

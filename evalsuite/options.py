@@ -15,7 +15,7 @@ from .errors import SpecError
 from .metrics import parse_metrics
 
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
+def int_at_least(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -64,11 +64,11 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("--query-prefix", "text prepended to every query (default: the model's 'query' prompt, else none)"),
     Option("--doc-prefix", "text prepended to every document (default: the model's document prompt, else none)"),
     Option("--dtype", "forward-pass dtype (default: float32)", {"choices": DTYPES}),
-    Option("--max-length", "max tokens per text (default: the model's max_seq_length)", {"type": _int_at_least(2)}),
+    Option("--max-length", "max tokens per text (default: the model's max_seq_length)", {"type": int_at_least(2)}),
     Option("--truncation", "over-long texts: truncate and count, or reject (default: truncate)",
            {"choices": TRUNCATIONS}),
     Option("--dim", "output dimension: keep the first N dims, then re-normalize (Matryoshka)",
-           {"type": _int_at_least(1)}),
+           {"type": int_at_least(1)}),
     Option("--no-normalize", "do not L2-normalize vectors (similarity becomes dot)",
            {"action": "store_const", "const": False, "dest_name": "normalize"}),
     Option("--similarity", "index similarity (default: cosine, or dot when not normalized)",
@@ -76,7 +76,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("--device", "auto, cpu, cuda or cuda:N (default: auto)", {"type": _device}),
     Option("--metrics", "comma-separated ranx metrics (default: ndcg@10,recall@10,recall@100,mrr@10)",
            {"type": _metrics}),
-    Option("--batch-size", "max texts per forward batch (default: 64)", {"type": _int_at_least(1)}),
+    Option("--batch-size", "max texts per forward batch (default: 64)", {"type": int_at_least(1)}),
     Option("--trust-remote-code", "allow the model repository's own Python code to run (off by default)",
            {"action": "store_const", "const": True}),
     Option("--cache-dir", "embedding cache directory (default: the user cache directory)"),

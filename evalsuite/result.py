@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +36,3 @@ class Result:
             "timing": self.timing,
             "warnings": list(self.warnings),
         }
-
-
-def metric_table(metrics: Mapping[str, float]) -> list[tuple[str, str]]:
-    return [(k, f"{v:.4f}") for k, v in metrics.items()]

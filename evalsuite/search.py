@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -46,7 +46,3 @@ def search(query_vectors: np.ndarray, doc_vectors: np.ndarray, *, query_ids: Seq
         hits.sort(key=lambda h: (-h[0], h[1]))
         out[qid] = {did: s for s, did in hits[:k]}
     return out
-
-
-def top_ids(ranking: Mapping[str, Mapping[str, float]], qid: str, k: int) -> list[str]:
-    return list(ranking.get(qid, {}))[:k]

@@ -12,7 +12,8 @@
     path = "../../fixtures/minibeir"   # relative to this file
     baseline = "baselines/minibeir.json"
     gates = ["ndcg@10>=0.5", "mrr@10:no_significant_drop"]
-    sweep = ["pooling=cls,mean"]       # optional: one item per sweep cell, gated against the base
+    sweep = ["pooling=cls,mean"]       # optional: one item per sweep cell, gated against the base;
+                                       # or a table: sweep = {pooling = ["cls", "mean"]}
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any, Mapping
 from .errors import SpecError
 from .gates import Gate, parse_gates
 from .spec import RunSpec, default_dataset_dir
+from .sweep.axes import Axis, axes_from_spec, parse_vary
 
 SESSION_KEYS = ("baseline", "gates", "reference_model", "reference_rev", "reports_dir", "sweep", "grid",
                 "update_baseline")
@@ -37,7 +39,7 @@ class DatasetPlan:
     spec: RunSpec
     baseline: Path | None
     gates: tuple[Gate, ...]
-    sweep: tuple[str, ...] = ()
+    sweep: tuple[Axis, ...] = ()
     grid: bool = False
 
 
@@ -119,8 +121,8 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
 
     flag_gates = parse_gates(session_flags["gates"]) if session_flags.get("gates") else None
     top_gates = parse_gates(_list(session_raw["gates"], f"{src}: gates")) if "gates" in session_raw else ()
-    top_sweep = _list(session_raw.get("sweep", []), f"{src}: sweep")
-    flag_sweep = tuple(session_flags["sweep"]) if session_flags.get("sweep") else None
+    top_sweep = session_raw.get("sweep")
+    flag_sweep = tuple(parse_vary(session_flags["sweep"])) if session_flags.get("sweep") else None
 
     entries: list[dict[str, Any]]
     if run_flags.get("dataset"):
@@ -164,7 +166,9 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
         elif "baseline" in session_raw and len(entries) == 1:
             baseline = _path(base_dir, session_raw["baseline"], f"{src}: baseline")
         name = str(entry.get("name") or Path(path).resolve().name)
-        sweep = flag_sweep if flag_sweep is not None else _list(entry.get("sweep", list(top_sweep)), f"{where}.sweep")
+        raw_sweep = entry.get("sweep", top_sweep)
+        sweep = flag_sweep if flag_sweep is not None else (
+            tuple(axes_from_spec(raw_sweep, source=f"{where}.sweep")) if raw_sweep else ())
         grid = bool(session_flags.get("grid") or entry.get("grid", session_raw.get("grid", False)))
         plans.append(DatasetPlan(name=name, spec=base.replace(**changes), baseline=baseline, gates=gates,
                                  sweep=sweep, grid=grid))

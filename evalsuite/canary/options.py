@@ -11,7 +11,7 @@ import re
 from typing import Callable
 
 from ..errors import SpecError
-from ..options import Option
+from ..options import Option, int_at_least
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -48,22 +48,12 @@ def _float_in(low: float, high: float | None, *, low_open: bool = False) -> Call
     return parse
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is too small; it must be >= 1")
-    return value
-
-
 def _dimensions(text: str) -> tuple[int, ...]:
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts:
         raise argparse.ArgumentTypeError("give one or more output dimensions, e.g. 256,128")
     try:
-        dims = tuple(dict.fromkeys(_positive_int(p) for p in parts))
+        dims = tuple(dict.fromkeys(int_at_least(1)(p) for p in parts))
     except argparse.ArgumentTypeError as exc:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}; give comma-separated positive integers, "
                                          "e.g. 256,128") from None
@@ -88,9 +78,9 @@ CANARY_OPTIONS: tuple[Option, ...] = (
     Option("--endpoint-timeout", "canary: seconds to wait for each HTTP answer (default: 30)",
            {"type": _float_in(0.0, None, low_open=True), "metavar": "SECONDS"}),
     Option("--endpoint-concurrency", "canary: max requests in flight (default: 4)",
-           {"type": _positive_int, "metavar": "N"}),
+           {"type": int_at_least(1), "metavar": "N"}),
     Option("--endpoint-batch-size", "canary: max texts per request (default: 32)",
-           {"type": _positive_int, "metavar": "N"}),
+           {"type": int_at_least(1), "metavar": "N"}),
     Option("--encoding-format", "canary: response encoding (default: float)",
            {"choices": ENCODING_FORMATS, "metavar": "float|base64"}),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..io import atomic_write_json, atomic_write_text
@@ -40,6 +41,12 @@ def run_markdown(result: Result) -> str:
     if result.warnings:
         parts += ["\n## Warnings\n", "".join(f"- {w}\n" for w in result.warnings)]
     return "".join(parts)
+
+
+def default_run_dir(dataset_name: str, model_name: str) -> Path:
+    """`reports/<dataset>/<model>` (the model's last path part, made safe for a folder name)."""
+    model = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name.rsplit("/", 1)[-1]).strip("-") or "model"
+    return Path("reports") / dataset_name / model
 
 
 def write_run_reports(result: Result, out_dir: str | Path) -> dict[str, Path]:

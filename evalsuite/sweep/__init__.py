@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .axes import AXES, Axis, AxisValue, parse_vary, sweep_from_mapping
+from .axes import AXES, Axis, AxisValue, axes_from_spec, parse_vary, sweep_from_mapping
 from .options import SWEEP_OPTIONS
 from .plan import BASE_NAME, Cell, ForwardPass, base_cell, plan_cells, plan_passes
 
@@ -26,6 +26,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["AXES", "Axis", "AxisValue", "BASE_NAME", "Cell", "CellResult", "ForwardPass", "PassRecord",
+__all__ = ["AXES", "Axis", "AxisValue", "axes_from_spec", "BASE_NAME", "Cell", "CellResult", "ForwardPass", "PassRecord",
            "SWEEP_OPTIONS", "SweepResult", "SweepStats", "base_cell", "parse_vary", "plan_cells", "plan_passes",
            "run_sweep", "sweep_from_mapping"]

@@ -196,16 +196,9 @@ def parse_vary(items: Iterable[str]) -> list[Axis]:
     return [Axis(name, tuple(values)) for name, values in merged.items()]
 
 
-def sweep_from_mapping(data: Mapping[str, Any], *, source: str) -> tuple[list[Axis], bool]:
-    """A ``[sweep]`` table of a spec file: ``vary = ["pooling=cls,mean", ...]`` or
-    ``vary = {pooling = ["cls", "mean"], dim = [256, 128]}``, and ``grid = true|false``."""
-    unknown = set(data) - {"vary", "grid"}
-    if unknown:
-        raise SpecError(f"{source}: unknown sweep setting(s) {sorted(unknown)}; known: grid, vary")
-    vary = data.get("vary")
-    grid = data.get("grid", False)
-    if not isinstance(grid, bool):
-        raise SpecError(f"{source}: sweep grid must be true or false, not {grid!r}")
+def axes_from_spec(vary: Any, *, source: str) -> list[Axis]:
+    """Sweep axes written in a spec file: one ``"AXIS=V1,V2"`` string, a list of them, or a table
+    ``{pooling = ["cls", "mean"], dim = [256, 128]}``. Errors name ``source``."""
     items: list[str]
     if isinstance(vary, str):
         items = [vary]
@@ -217,9 +210,21 @@ def sweep_from_mapping(data: Mapping[str, Any], *, source: str) -> tuple[list[Ax
         raise SpecError(f"{source}: sweep vary must be a list of 'AXIS=V1,V2' strings or a table of lists, "
                         f"not {vary!r}")
     try:
-        return parse_vary(items), grid
+        return parse_vary(items)
     except SpecError as exc:
         raise SpecError(f"{source}: {exc}") from None
+
+
+def sweep_from_mapping(data: Mapping[str, Any], *, source: str) -> tuple[list[Axis], bool]:
+    """A ``[sweep]`` table of a spec file: ``vary = ["pooling=cls,mean", ...]`` or
+    ``vary = {pooling = ["cls", "mean"], dim = [256, 128]}``, and ``grid = true|false``."""
+    unknown = set(data) - {"vary", "grid"}
+    if unknown:
+        raise SpecError(f"{source}: unknown sweep setting(s) {sorted(unknown)}; known: grid, vary")
+    grid = data.get("grid", False)
+    if not isinstance(grid, bool):
+        raise SpecError(f"{source}: sweep grid must be true or false, not {grid!r}")
+    return axes_from_spec(data.get("vary"), source=source), grid
 
 
 def apply(contract: Contract, axis: str, value: Any) -> Contract:

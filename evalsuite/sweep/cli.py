@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,9 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_sweep)
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text.rsplit("/", 1)[-1]).strip("-") or "model"
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
     from ..pipeline import prepare
+    from ..reports.run_reports import default_run_dir
     from ..reports.sweep_reports import sweep_table_rows, write_sweep_reports
     from ..spec import RunSpec
     from . import parse_vary, plan_cells, run_sweep
@@ -36,8 +32,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     prepared = prepare(spec)
     cells = plan_cells(prepared.contract, axes, grid, info=prepared.model)
     result = run_sweep(prepared, cells, spec.metrics, axes=axes, grid=grid)
-    out = Path(args.out) if args.out else (Path("reports") / prepared.dataset.identity.name
-                                           / _slug(prepared.model.name) / "sweep")
+    out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name,
+                                                          prepared.model.name) / "sweep"
     paths = write_sweep_reports(result, out)
     ident = prepared.dataset.identity
     st = result.stats

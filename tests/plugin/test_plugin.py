@@ -270,3 +270,19 @@ def test_explicit_spec_path(pytester, tiny, small_beir):
     missing = pytester.runpytest(*BASE, "--evalsuite-spec", "nope.toml")
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
     assert "--evalsuite-spec nope.toml: file not found" in missing.stderr.str()
+
+
+def test_sweep_as_a_table_in_the_spec_file(pytester, tiny, small_beir):
+    model, rev = tiny
+    pytester.makefile(".toml", evalsuite=f"""
+model = "{model}"
+model_rev = "{rev}"
+dataset = "{small_beir}"
+use_cache = false
+gates = ["ndcg@10:max_drop=1.0"]
+sweep = {{pooling = ["cls"], dim = [16]}}
+""")
+    result = pytester.runpytest(*BASE, "-v")
+    result.assert_outcomes(passed=2 + 2)
+    out = result.stdout.str()
+    assert "sweep[pooling=cls]" in out and "sweep[dim=16]" in out
