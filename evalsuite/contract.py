@@ -10,7 +10,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .errors import ContractError, SpecError
 
@@ -59,6 +59,14 @@ class Contract:
     def prefix(self, role: str) -> str:
         _choice("role", role, ROLES)
         return self.query_prefix if role == "query" else self.doc_prefix
+
+    def render(self, role: str, text: str) -> str:
+        """The model input for ``text`` in ``role``: the one place a text becomes what is encoded."""
+        return self.prefix(role) + text
+
+    def render_all(self, role: str, texts: Sequence[str]) -> list[str]:
+        prefix = self.prefix(role)
+        return [prefix + t for t in texts]
 
     def forward_key(self, role: str) -> tuple[str, ...]:
         """What needs its own forward pass: pooling, dim and normalize do not."""

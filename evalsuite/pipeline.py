@@ -68,9 +68,9 @@ def encode_dataset(encoder: Encoder, contract: Contract, dataset: Dataset,
                    poolings: Sequence[str]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Pooled, full-dimension query and document vectors per pooling (one forward pass per role)."""
     qids, dids = dataset.query_ids, dataset.doc_ids
-    q = encoder.encode([dataset.queries[i] for i in qids], prefix=contract.query_prefix, poolings=poolings,
+    q = encoder.encode(contract.render_all("query", [dataset.queries[i] for i in qids]), poolings=poolings,
                        ids=qids, role="query")
-    d = encoder.encode([dataset.corpus[i] for i in dids], prefix=contract.doc_prefix, poolings=poolings,
+    d = encoder.encode(contract.render_all("document", [dataset.corpus[i] for i in dids]), poolings=poolings,
                        ids=dids, role="document")
     return q, d
 

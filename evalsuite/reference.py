@@ -21,7 +21,7 @@ class ContractEncoder:
 
     def embed(self, texts: Sequence[str], role: str = "query") -> np.ndarray:
         c = self.contract
-        pooled = self.encoder.encode(list(texts), prefix=c.prefix(role), poolings=[c.pooling], role=role)
+        pooled = self.encoder.encode(c.render_all(role, texts), poolings=[c.pooling], role=role)
         return finalize(pooled[c.pooling], c.dim, c.normalize)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:

@@ -208,7 +208,7 @@ def check_batch_invariance(ctx: CanaryContext) -> Verdict:
     import numpy as np
 
     s, cs = ctx.settings, ctx.canary_set()
-    prefixed = cs.prefixed(ctx.contract)
+    prefixed = cs.rendered(ctx.contract)
     order = list(range(len(prefixed)))
     random.Random(0).shuffle(order)
     client = ctx.client()
@@ -288,7 +288,7 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
 
     def reference_raw(text: str) -> "np.ndarray":
         ref = ctx.reference()
-        pooled = ref.encoder.encode([text], prefix="", poolings=[c.pooling], role="document")[c.pooling]
+        pooled = ref.encoder.encode([text], poolings=[c.pooling], role="document")[c.pooling]
         return finalize(pooled, c.dim, c.normalize)
 
     # empty string: a 4xx, or (Infinity, TEI) the model's own vector for "" - never garbage
@@ -320,7 +320,7 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
 
     # over-long input: refused, or truncated exactly as the contract declares
     doc_id, text = texts.over_limit_document(c.max_length)
-    sent = c.doc_prefix + text
+    sent = c.render("document", text)
     resp = client.request("POST", url, json=client.payload([sent]))
     details["over_long"] = {"status": resp.status_code, "words": len(text.split()), "max_length": c.max_length,
                             "truncation": c.truncation}
@@ -367,7 +367,7 @@ def check_matryoshka(ctx: CanaryContext) -> Verdict:
             raise SpecError(f"--canary-dimensions {d} is not one of the Matryoshka dimensions the model declares "
                             f"{list(declared)}")
     client = ctx.client()
-    prefixed = cs.prefixed(c)
+    prefixed = cs.rendered(c)
     notes, failures = [], []
     details: dict[str, Any] = {}
     for d in s.dimensions:

@@ -42,8 +42,9 @@ class CanarySet:
     roles: tuple[str, ...]
     texts: tuple[str, ...]
 
-    def prefixed(self, contract: Any) -> list[str]:
-        return [contract.prefix(r) + t for r, t in zip(self.roles, self.texts)]
+    def rendered(self, contract: Any) -> list[str]:
+        """The model inputs the contract makes of these texts (what is sent to the server)."""
+        return [contract.render(r, t) for r, t in zip(self.roles, self.texts)]
 
 
 class CanaryContext:
@@ -176,7 +177,7 @@ class CanaryContext:
         """Raw served vectors of the canary texts (prefixes applied by the client), checked, full size."""
         def make() -> "np.ndarray":
             cs = self.canary_set()
-            return self.client().embed(cs.prefixed(self.contract), ids=list(cs.ids))
+            return self.client().embed(cs.rendered(self.contract), ids=list(cs.ids))
 
         return self._memo("served_vectors", make)
 

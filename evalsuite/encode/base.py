@@ -37,7 +37,8 @@ class EncodeStats:
 class Encoder(Protocol):
     """Turns texts into pooled, full-dimension float32 vectors, one row per text, in input order.
 
-    Prefixes are applied by the caller's contract, passed in as ``prefix``. Pooling is chosen per
+    ``texts`` are model inputs as :meth:`Contract.render` made them (prefixes and templates are the
+    contract's business, never the encoder's). Pooling is chosen per
     call so that one forward pass can serve several poolings. ``stats_by_role`` accumulates
     counters per role ("query", "document") over all calls.
     """
@@ -45,5 +46,5 @@ class Encoder(Protocol):
     device: str
     stats_by_role: dict[str, EncodeStats]
 
-    def encode(self, texts: Sequence[str], *, prefix: str, poolings: Sequence[str],
+    def encode(self, texts: Sequence[str], *, poolings: Sequence[str],
                ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]: ...

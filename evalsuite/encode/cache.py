@@ -68,7 +68,6 @@ class ShardKey:
     max_length: int
     truncation: str
     pooling: str
-    prefix: str
     role: str
     dim: int
 
@@ -288,19 +287,19 @@ class CachedEncoder:
     def cache_stats(self) -> CacheStats:
         return self.cache.stats
 
-    def key(self, pooling: str, prefix: str, role: str) -> ShardKey:
+    def key(self, pooling: str, role: str) -> ShardKey:
         return ShardKey(model_revision=self.info.revision, tokenizer_revision=self.info.tokenizer_revision,
                         dtype=self.dtype, max_length=self.max_length, truncation=self.truncation,
-                        pooling=pooling, prefix=prefix, role=role, dim=self.info.hidden_size)
+                        pooling=pooling, role=role, dim=self.info.hidden_size)
 
-    def encode(self, texts: Sequence[str], *, prefix: str = "", poolings: Sequence[str] = ("mean",),
+    def encode(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
                ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]:
         poolings = list(dict.fromkeys(poolings))
         hashes = [text_hash(t) for t in texts]
         out: dict[str, np.ndarray] = {}
         missing_by_pooling: dict[str, np.ndarray] = {}
         for p in poolings:
-            vectors, found = self.cache.lookup(self.key(p, prefix, role), hashes)
+            vectors, found = self.cache.lookup(self.key(p, role), hashes)
             out[p] = vectors
             if not found.all():
                 missing_by_pooling[p] = ~found
@@ -308,7 +307,7 @@ class CachedEncoder:
             return out
         any_missing = np.logical_or.reduce(list(missing_by_pooling.values()))
         rows = np.flatnonzero(any_missing)
-        fresh = self.inner.encode([texts[i] for i in rows], prefix=prefix, poolings=list(missing_by_pooling),
+        fresh = self.inner.encode([texts[i] for i in rows], poolings=list(missing_by_pooling),
                                   ids=[ids[i] for i in rows] if ids is not None else None, role=role)
         position = np.full(len(texts), -1, dtype=np.int64)
         position[rows] = np.arange(len(rows))
@@ -316,7 +315,7 @@ class CachedEncoder:
             need = np.flatnonzero(missing)
             vectors = fresh[p][position[need]]
             out[p][need] = vectors
-            self.cache.store(self.key(p, prefix, role), [hashes[i] for i in need], vectors)
+            self.cache.store(self.key(p, role), [hashes[i] for i in need], vectors)
         return out
 
 

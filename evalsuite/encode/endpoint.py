@@ -4,7 +4,7 @@ timeouts, bounded retries, float or base64, ``dimensions``, the served model nam
 Every response goes through :func:`evalsuite.encode.response.parse_embeddings` before a vector
 leaves this module, so a broken answer raises a typed ``EndpointError`` naming the item.
 
-Prefixes are the caller's business (the contract's, passed as ``prefix``). The API key is held
+Texts arrive rendered by the contract (prefixes applied). The API key is held
 in a :class:`Secret`: it is sent in the ``Authorization`` header and appears nowhere else.
 """
 
@@ -290,7 +290,7 @@ class EndpointEncoder:
                     raise f.exception()  # type: ignore[misc]
         return out
 
-    def encode(self, texts: Sequence[str], *, prefix: str = "", poolings: Sequence[str] = ("mean",),
+    def encode(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
                ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]:
         """The Encoder protocol: the server pools its own way, so exactly one pooling name is accepted."""
         poolings = list(dict.fromkeys(poolings))
@@ -298,7 +298,7 @@ class EndpointEncoder:
             raise SpecError(f"an endpoint serves one pooling; asked for {poolings}")
         t0 = time.perf_counter()
         before = self.requests
-        vectors = self.embed([prefix + t for t in texts], ids=ids)
+        vectors = self.embed(list(texts), ids=ids)
         stats = EncodeStats(texts=len(texts), batches=self.requests - before, seconds=time.perf_counter() - t0)
         self.stats_by_role.setdefault(role, EncodeStats()).add(stats)
         return {poolings[0]: vectors}

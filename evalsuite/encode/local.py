@@ -127,7 +127,7 @@ class LocalEncoder:
         return batches
 
     # -- encoding -----------------------------------------------------------------------------
-    def encode(self, texts: Sequence[str], *, prefix: str = "", poolings: Sequence[str] = ("mean",),
+    def encode(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
                ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]:
         """Pooled full-dimension float32 vectors (not normalized) per pooling, rows in input order."""
         import torch
@@ -143,7 +143,7 @@ class LocalEncoder:
         if n == 0:
             self.stats_by_role.setdefault(role, EncodeStats())
             return out
-        token_ids, stats.truncated = self._tokenize([prefix + t for t in texts], ids)
+        token_ids, stats.truncated = self._tokenize(list(texts), ids)
         lengths = np.fromiter((len(r) for r in token_ids), dtype=np.int64, count=n)
         stats.tokens = int(lengths.sum())
         bar: Any = None

@@ -142,7 +142,7 @@ def _encode_passes(prepared: Prepared, passes: Sequence[ForwardPass], factory: E
         role_texts, role_ids = texts[fp.role]
         before = stats_snapshot(encoder)
         t0 = time.perf_counter()
-        vectors = encoder.encode(role_texts, prefix=fp.prefix, poolings=list(fp.poolings), ids=role_ids,
+        vectors = encoder.encode(fp.contract.render_all(fp.role, role_texts), poolings=list(fp.poolings), ids=role_ids,
                                  role=fp.role)
         seconds = time.perf_counter() - t0
         work = role_stats_since(encoder, before)[fp.role]

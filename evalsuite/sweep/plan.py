@@ -56,6 +56,7 @@ class ForwardPass:
     prefix: str
     poolings: tuple[str, ...]
     cells: tuple[str, ...]
+    contract: Contract  # renders this pass's texts (every contract sharing the key renders them alike)
 
     @property
     def encoder_key(self) -> tuple[str, int]:
@@ -137,7 +138,8 @@ def plan_passes(base: Contract, cells: Sequence[Cell]) -> list[ForwardPass]:
             users.setdefault(key, {})[cell.name] = None
             contracts.setdefault(key, cell.contract)
     passes = [ForwardPass(role=key[5], key=key, dtype=contracts[key].dtype, max_length=contracts[key].max_length,
-                          prefix=contracts[key].prefix(key[5]), poolings=tuple(p), cells=tuple(users[key]))
+                          prefix=contracts[key].prefix(key[5]), poolings=tuple(p), cells=tuple(users[key]),
+                          contract=contracts[key])
               for key, p in poolings.items()]
     order = {k: i for i, k in enumerate(dict.fromkeys(p.encoder_key for p in passes))}
     return sorted(passes, key=lambda p: order[p.encoder_key])

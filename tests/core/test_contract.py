@@ -90,3 +90,12 @@ def test_model_prompts_become_default_prefixes(make_tiny_bert, tmp_path):
     assert (c.query_prefix, c.doc_prefix) == ("query: ", "passage: ")
     c2 = build_contract(RunSpec(query_prefix=""), resolve_model(str(d)))
     assert c2.query_prefix == ""
+
+
+def test_render_is_the_one_place_a_text_becomes_a_model_input():
+    c = _c(query_prefix="query: ", doc_prefix="passage: ")
+    assert c.render("query", "bread") == "query: bread"
+    assert c.render("document", "bread") == "passage: bread"
+    assert c.render_all("query", ["a", ""]) == ["query: a", "query: "]
+    with pytest.raises(SpecError):
+        c.render("passage", "bread")

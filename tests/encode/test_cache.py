@@ -16,7 +16,7 @@ TEXTS = ["how does a database commit a transaction", "bread", "yeast dough rises
 
 def key(**changes):
     base = dict(model_revision="r", tokenizer_revision="t", dtype="float32", max_length=64, truncation="truncate",
-                pooling="mean", prefix="", role="document", dim=4)
+                pooling="mean", role="document", dim=4)
     return ShardKey(**{**base, **changes})
 
 
@@ -31,7 +31,7 @@ def test_round_trip_and_misses(tmp_path):
     assert cache.stats.rows_written == 2
 
 
-@pytest.mark.parametrize("field, value", [("role", "query"), ("prefix", "query: "), ("pooling", "cls"),
+@pytest.mark.parametrize("field, value", [("role", "query"), ("pooling", "cls"),
                                           ("dtype", "bfloat16"), ("max_length", 128), ("model_revision", "r2"),
                                           ("tokenizer_revision", "t2"), ("truncation", "reject")])
 def test_everything_that_changes_a_vector_is_part_of_the_key(tmp_path, field, value):
@@ -99,14 +99,17 @@ def _cached(info, root, loads):
                          device="cpu", factory=factory)
 
 
+QTEXTS = ["q: " + t for t in TEXTS]
+
+
 def test_cached_encoder_matches_the_model_and_warm_never_loads_it(info, tmp_path):
-    direct = LocalEncoder(info, device="cpu", max_length=64).encode(TEXTS, prefix="q: ", poolings=["mean", "cls"],
+    direct = LocalEncoder(info, device="cpu", max_length=64).encode(QTEXTS, poolings=["mean", "cls"],
                                                                     role="query")
     loads = []
-    cold = _cached(info, tmp_path, loads).encode(TEXTS, prefix="q: ", poolings=["mean", "cls"], role="query")
+    cold = _cached(info, tmp_path, loads).encode(QTEXTS, poolings=["mean", "cls"], role="query")
     assert loads == [1]
     warm_encoder = _cached(info, tmp_path, loads)
-    warm = warm_encoder.encode(TEXTS, prefix="q: ", poolings=["cls", "mean"], role="query")
+    warm = warm_encoder.encode(QTEXTS, poolings=["cls", "mean"], role="query")
     assert loads == [1] and not warm_encoder.model_loaded
     assert warm_encoder.stats_by_role == {} and warm_encoder.cache_stats.hits == 2 * len(TEXTS)
     for p in ("mean", "cls"):

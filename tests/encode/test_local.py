@@ -50,9 +50,9 @@ def test_rows_follow_input_order_despite_length_batching(encoder):
     np.testing.assert_allclose(fwd, rev[::-1], atol=1e-5)
 
 
-def test_prefix_is_applied(encoder):
+def test_the_encoder_encodes_texts_as_given(encoder):
     plain = encoder.encode(["bread"], poolings=["mean"])["mean"]
-    prefixed = encoder.encode(["bread"], prefix="query ", poolings=["mean"])["mean"]
+    prefixed = encoder.encode(["query bread"], poolings=["mean"])["mean"]
     same = encoder.encode(["query bread"], poolings=["mean"])["mean"]
     assert not np.allclose(plain, prefixed)
     np.testing.assert_allclose(prefixed, same, atol=1e-6)
