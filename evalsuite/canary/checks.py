@@ -65,6 +65,13 @@ def check_names(settings: CanarySettings) -> list[str]:
     return names
 
 
+def checks_for_dataset(settings: CanarySettings, *, first: bool) -> list[str]:
+    """The checks a session runs for one dataset: all of them for the first dataset, only the
+    dataset-dependent ones (retrieval agreement) for the others."""
+    names = check_names(settings)
+    return names if first else [n for n in names if n == "retrieval_agreement"]
+
+
 def run_check(name: str, ctx: CanaryContext) -> Verdict:
     """Run one check. An endpoint that breaks the contract gives a failed verdict naming what broke;
     a usage error (SpecError, ContractError) propagates."""

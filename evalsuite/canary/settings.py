@@ -69,6 +69,14 @@ class CanarySettings:
             raise SpecError("the canary needs --endpoint URL (the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)")
         return cls(**{_OPTION_FIELDS[k]: v for k, v in values.items() if v is not None})
 
+    @classmethod
+    def option_default(cls, option: str) -> Any:
+        """The default of the setting behind a canary option name (as ``collect`` returns it), for help texts."""
+        import dataclasses
+
+        field = {f.name: f for f in dataclasses.fields(cls)}[_OPTION_FIELDS[option]]
+        return field.default
+
     def api_key(self) -> "Secret | None":
         """The key from the environment variable named by ``api_key_env`` (None when not configured)."""
         from ..encode.endpoint import Secret
