@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import io
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -119,9 +119,9 @@ def _short(text: str, limit: int = 28) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, row_classes: Sequence[str] = (),
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, row_classes: Sequence[str] = (),
           cell_classes: Sequence[Sequence[str]] = ()) -> str:
-    def fmt(v: Any) -> str:
+    def fmt(v: object) -> str:
         return f"{v:.4f}" if isinstance(v, float) else str(v)
 
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
