@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..io import atomic_write_json, atomic_write_text
 from ..result import SCHEMA_VERSION
@@ -21,7 +22,7 @@ BYTES_PER_FLOAT32 = 4
 ONE_MILLION = 1_000_000
 
 
-def storage(contract: "Contract") -> dict[str, int | str]:
+def storage(contract: Contract) -> dict[str, int | str]:
     """Float32 storage of one vector and of a flat index over one million vectors."""
     per_vector = contract.dim * BYTES_PER_FLOAT32
     return {"dim": contract.dim, "dtype_stored": "float32", "bytes_per_vector": per_vector,
@@ -41,13 +42,13 @@ def _r(x: float) -> float:
     return round(float(x), 6)
 
 
-def shows_storage(c: "CellResult") -> bool:
+def shows_storage(c: CellResult) -> bool:
     """Whether ``c`` varies an axis whose declaration asks for storage figures (``dim``)."""
     decls = (declaration(a) for a, _ in c.cell.varies)
     return any(d is not None and d.shows_storage for d in decls)
 
 
-def _cell_dict(result: "SweepResult", c: "CellResult") -> dict[str, Any]:
+def _cell_dict(result: SweepResult, c: CellResult) -> dict[str, Any]:
     r = c.result
     out: dict[str, Any] = {
         "name": c.cell.name, "axis": c.cell.axis, "value": c.cell.value, "varies": dict(c.cell.varies),
@@ -63,12 +64,12 @@ def _cell_dict(result: "SweepResult", c: "CellResult") -> dict[str, Any]:
     return out
 
 
-def sweep_to_dict(result: "SweepResult") -> dict[str, Any]:
+def sweep_to_dict(result: SweepResult) -> dict[str, Any]:
     base = result.base
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "sweep",
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "mode": "grid" if result.grid else "one-at-a-time",
         "axes": [{"name": a.name, "values": list(a.labels)} for a in result.axes],
         "metrics": list(result.metrics),
@@ -86,13 +87,13 @@ def sweep_to_dict(result: "SweepResult") -> dict[str, Any]:
     }
 
 
-def _delta_text(c: "CellResult", m: str, alpha: float) -> str:
+def _delta_text(c: CellResult, m: str, alpha: float) -> str:
     if c.cell.same_as_base:
         return "="
     return f"{c.delta[m]:+.4f}{'*' if c.p_values[m] < alpha else ''}"
 
 
-def sweep_table_rows(result: "SweepResult") -> tuple[list[str], list[list[str]]]:
+def sweep_table_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the main table: base first, then each cell with value and Δ per metric
     (``*`` when the paired test against the base is significant)."""
     headers = ["cell"] + [h for m in result.metrics for h in (m, f"Δ {m}")]
@@ -104,13 +105,13 @@ def sweep_table_rows(result: "SweepResult") -> tuple[list[str], list[list[str]]]
     return headers, rows
 
 
-def _p_rows(result: "SweepResult") -> tuple[list[str], list[list[str]]]:
+def _p_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
     headers = ["cell"] + [f"p {m}" for m in result.metrics]
     rows = [[c.cell.name] + [f"{c.p_values[m]:.4g}" for m in result.metrics] for c in result.cells]
     return headers, rows
 
 
-def _storage_rows(result: "SweepResult") -> list[list[object]]:
+def _storage_rows(result: SweepResult) -> list[list[object]]:
     seen: dict[int, list[object]] = {}
     for contract in [result.base.contract] + [c.result.contract for c in result.cells if shows_storage(c)]:
         s = storage(contract)
@@ -118,7 +119,7 @@ def _storage_rows(result: "SweepResult") -> list[list[object]]:
     return [seen[d] for d in sorted(seen, reverse=True)]
 
 
-def _execution_lines(result: "SweepResult") -> list[str]:
+def _execution_lines(result: SweepResult) -> list[str]:
     st = result.stats
     lines = [f"{len(result.cells)} cells ({'grid' if result.grid else 'one variable at a time'}), "
              f"{st.contracts_scored} distinct contracts scored",
@@ -132,7 +133,7 @@ def _execution_lines(result: "SweepResult") -> list[str]:
     return lines
 
 
-def sweep_markdown(result: "SweepResult") -> str:
+def sweep_markdown(result: SweepResult) -> str:
     base = result.base
     ident = base.dataset.identity
     model = base.manifest.get("model", {})
@@ -159,7 +160,7 @@ def sweep_markdown(result: "SweepResult") -> str:
 
 
 # -- plots --------------------------------------------------------------------------------------
-def _base_bar(groups: dict[str, list["CellResult"]], axis: str) -> tuple[str, str] | None:
+def _base_bar(groups: dict[str, list[CellResult]], axis: str) -> tuple[str, str] | None:
     """(group, value label) of the cell on ``axis`` whose contract equals the base, if any."""
     for group, cells in groups.items():
         for c in cells:
@@ -168,9 +169,9 @@ def _base_bar(groups: dict[str, list["CellResult"]], axis: str) -> tuple[str, st
     return None
 
 
-def _groups(result: "SweepResult", axis: str) -> dict[str, list["CellResult"]]:
+def _groups(result: SweepResult, axis: str) -> dict[str, list[CellResult]]:
     """Cells that set ``axis``, grouped by the values they give the other axes."""
-    out: dict[str, list["CellResult"]] = {}
+    out: dict[str, list[CellResult]] = {}
     for c in result.cells:
         if c.cell.label(axis) is None:
             continue
@@ -179,7 +180,7 @@ def _groups(result: "SweepResult", axis: str) -> dict[str, list["CellResult"]]:
     return out
 
 
-def sweep_figures(result: "SweepResult") -> list[tuple[str, "Figure"]]:
+def sweep_figures(result: SweepResult) -> list[tuple[str, Figure]]:
     """(caption, matplotlib Figure) per axis: a line chart for dim and max length, bars otherwise."""
     from .html import bar_chart, line_chart
 
@@ -207,7 +208,7 @@ def sweep_figures(result: "SweepResult") -> list[tuple[str, "Figure"]]:
     return figures
 
 
-def sweep_html(result: "SweepResult") -> str:
+def sweep_html(result: SweepResult) -> str:
     from . import html as h
 
     base = result.base
@@ -248,7 +249,7 @@ def sweep_html(result: "SweepResult") -> str:
     return h.page("evalsuite sweep", parts)
 
 
-def write_sweep_reports(result: "SweepResult", out_dir: str | Path) -> dict[str, Path]:
+def write_sweep_reports(result: SweepResult, out_dir: str | Path) -> dict[str, Path]:
     out = Path(out_dir)
     return {
         "sweep.json": atomic_write_json(out / "sweep.json", sweep_to_dict(result)),

@@ -29,7 +29,28 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["AXES", "Axis", "AxisDeclaration", "AxisValue", "axes_from_spec", "axis_table", "BASE_NAME", "Cell",
-           "CellResult", "DECLARATIONS", "ForwardPass", "PassRecord", "SWEEP_OPTIONS", "SweepResult", "SweepStats",
-           "base_cell", "declaration", "parse_axis", "parse_vary", "plan_cells", "plan_passes", "run_sweep",
-           "sweep_from_mapping"]
+__all__ = [
+    "AXES",
+    "BASE_NAME",
+    "DECLARATIONS",
+    "SWEEP_OPTIONS",
+    "Axis",
+    "AxisDeclaration",
+    "AxisValue",
+    "Cell",
+    "CellResult",
+    "ForwardPass",
+    "PassRecord",
+    "SweepResult",
+    "SweepStats",
+    "axes_from_spec",
+    "axis_table",
+    "base_cell",
+    "declaration",
+    "parse_axis",
+    "parse_vary",
+    "plan_cells",
+    "plan_passes",
+    "run_sweep",
+    "sweep_from_mapping",
+]

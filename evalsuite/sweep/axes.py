@@ -19,8 +19,9 @@ Value syntax, per ``--vary`` item:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import SpecError
 from .axis_kinds import AxisDeclaration, AxisValue, Setting
@@ -131,7 +132,7 @@ def sweep_from_mapping(data: Mapping[str, object], *, source: str) -> tuple[list
     return axes_from_spec(data.get("vary"), source=source), grid
 
 
-def apply(contract: "Contract", axis: str, value: Setting) -> "Contract":
+def apply(contract: Contract, axis: str, value: Setting) -> Contract:
     """The contract with axis ``axis`` set to ``value`` (as parsed, relative to ``contract``)."""
     decl = declaration(axis)
     if decl is None:
@@ -151,7 +152,7 @@ def conflicts(axes: Sequence[Axis]) -> list[tuple[str, str, str]]:
     return out
 
 
-def axis_table(base: "Contract") -> tuple[list[str], list[list[str]]]:
+def axis_table(base: Contract) -> tuple[list[str], list[list[str]]]:
     """Headers and rows describing every declared axis (help texts, docs); the last column says
     whether some example value needs a forward pass of its own around ``base``."""
     rows = []

@@ -14,14 +14,14 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Union
+from typing import ClassVar
 
 from ..contract import ROLES, Contract
 from ..errors import SpecError
 
 # What a parsed value applies: a choice or a text, a number, a flag, a (query, document) pair,
 # or None for "keep the base contract's value".
-Setting = Union[str, int, bool, tuple[str, str], None]
+Setting = str | int | bool | tuple[str, str] | None
 
 TRUE_WORDS = ("true", "yes", "on", "1")
 FALSE_WORDS = ("false", "no", "off", "0")

@@ -9,8 +9,9 @@ contract, so whether an axis value needs a pass of its own follows from the cont
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from ..contract import ROLES, Contract
 from ..errors import SpecError
@@ -90,7 +91,7 @@ def _cell(base: Contract, settings: Sequence[tuple[Axis, int]]) -> Cell:
 
 
 def plan_cells(base: Contract, axes: Sequence[Axis], grid: bool = False, *,
-               info: "ModelInfo | None" = None) -> list[Cell]:
+               info: ModelInfo | None = None) -> list[Cell]:
     """The cells of a sweep, in axis order. A cell whose contract equals the base is kept (its
     row shows the base value) and marked ``same_as_base``; it is never encoded twice."""
     if not axes:
@@ -105,7 +106,7 @@ def plan_cells(base: Contract, axes: Sequence[Axis], grid: bool = False, *,
             raise SpecError(f"--grid cannot cross {a} with {b}: both set the contract's {field}; "
                             "drop --grid or vary only one of them")
         combos = itertools.product(*(range(len(a.values)) for a in axes))
-        plans = [list(zip(axes, combo)) for combo in combos]
+        plans = [list(zip(axes, combo, strict=True)) for combo in combos]
     else:
         plans = [[(axis, i)] for axis in axes for i in range(len(axis.values))]
     cells = []
@@ -119,7 +120,7 @@ def plan_cells(base: Contract, axes: Sequence[Axis], grid: bool = False, *,
     return cells
 
 
-def validate_cells(cells: Sequence[Cell], base: Contract, info: "ModelInfo | None" = None) -> None:
+def validate_cells(cells: Sequence[Cell], base: Contract, info: ModelInfo | None = None) -> None:
     """Check every cell against what the model supports (dim, Matryoshka dims, max length)."""
     declared = base.matryoshka_dims or (info.matryoshka_dims if info else None)
     hidden = info.hidden_size if info else None

@@ -24,7 +24,7 @@ OWN_FORWARD_PASS = {"pooling": False, "query_prefix": True, "doc_prefix": True, 
 def test_axes_are_the_declared_names_unique_and_in_order():
     names = [d.name for d in DECLARATIONS]
     assert len(set(names)) == len(names)
-    assert AXES == tuple(names)
+    assert tuple(names) == AXES
     assert AXES == ("pooling", "query_prefix", "doc_prefix", "prefixes", "dtype", "max_length", "dim", "normalize")
     assert declaration("max-length") is declaration("max_length") is not None
     assert declaration("colour") is None
