@@ -1,19 +1,13 @@
 """Sweep axes: what a `--vary AXIS=V1,V2` means, parsed and validated before anything loads.
 
-What each axis is (its values, how it sets a contract) is declared once in
-:mod:`evalsuite.sweep.registry`; this module reads the ``--vary`` syntax shared by all of them.
-
-Value syntax, per ``--vary`` item:
+What each axis is (its values, its keywords, how it sets a contract) is declared once in
+:mod:`evalsuite.sweep.registry`; this module reads the ``--vary`` syntax shared by all of them:
 
 * comma-separated values: ``pooling=cls,mean,last``, ``dim=384,256,128``, ``normalize=true,false``;
-* a JSON list when values contain commas: ``query_prefix=["query: ", "search, fast: "]``;
-* prefix axes (``query_prefix``, ``doc_prefix``) take literal strings plus the keywords
-  ``none`` (empty prefix) and ``base`` (the base contract's prefix); a literal keyword is
-  written as a JSON string inside a JSON list (``["none"]``);
-* ``prefixes`` varies the query/document pair together: ``base``, ``none`` (both empty),
-  ``swapped`` (query gets the document prefix and vice versa), ``query_only`` (document prefix
-  removed), ``doc_only`` (query prefix removed), or an explicit pair ``QUERY|DOC``
-  (``prefixes=query: |passage: ``), or in a JSON list ``["swapped", ["query: ", ""]]``.
+  text axes keep spaces (``prefixes=query: |passage: ``);
+* a JSON list when values contain commas: ``query_prefix=["query: ", "search, fast: "]``; inside
+  a JSON list a keyword is literal text (``["none"]`` is the text "none", ``null`` is none);
+* a spec file's ``sweep`` is one such item, a list of them, or a table of lists.
 """
 
 from __future__ import annotations
