@@ -10,7 +10,8 @@ from __future__ import annotations
 import base64
 import html
 import io
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -33,7 +34,7 @@ figcaption{font-size:.85rem;color:#555}
 """
 
 
-def _figure(n_panels: int, title: str) -> tuple["Figure", list["Axes"]]:
+def _figure(n_panels: int, title: str) -> tuple[Figure, list[Axes]]:
     from matplotlib.figure import Figure
 
     cols = min(n_panels, 2)
@@ -47,7 +48,7 @@ def _figure(n_panels: int, title: str) -> tuple["Figure", list["Axes"]]:
     return fig, axes[:n_panels]
 
 
-def png_data_uri(fig: "Figure") -> str:
+def png_data_uri(fig: Figure) -> str:
     """The figure as a ``data:image/png;base64,...`` URI."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -58,12 +59,12 @@ def png_data_uri(fig: "Figure") -> str:
 
 
 def line_chart(title: str, xlabel: str, metrics: Sequence[str], series: Mapping[str, Sequence[Point]],
-               base: Point | None) -> "Figure":
+               base: Point | None) -> Figure:
     """One panel per metric: a line per series over numeric x; the base is a red star and a
     dashed reference line."""
     fig, axes = _figure(len(metrics), title)
     xs_all = sorted({x for pts in series.values() for x, _ in pts} | ({base[0]} if base else set()))
-    for ax, m in zip(axes, metrics):
+    for ax, m in zip(axes, metrics, strict=True):
         for label, pts in series.items():
             pts = sorted(pts, key=lambda p: p[0])
             ax.plot([x for x, _ in pts], [v[m] for _, v in pts], marker="o", label=label or m)
@@ -82,21 +83,21 @@ def line_chart(title: str, xlabel: str, metrics: Sequence[str], series: Mapping[
 
 def bar_chart(title: str, metrics: Sequence[str], categories: Sequence[str],
               series: Mapping[str, Mapping[str, Mapping[str, float]]], base_metrics: Mapping[str, float],
-              base_bar: tuple[str, str] | None) -> "Figure":
+              base_bar: tuple[str, str] | None) -> Figure:
     """One panel per metric: grouped bars (category × series); the (series, category) bar equal
     to the base is hatched with a red edge, and a dashed red line marks the base value."""
     fig, axes = _figure(len(metrics), title)
     n = max(len(series), 1)
     width = 0.8 / n
     positions = range(len(categories))
-    for ax, m in zip(axes, metrics):
+    for ax, m in zip(axes, metrics, strict=True):
         values = [base_metrics[m]]
         for k, (label, by_cat) in enumerate(series.items()):
             xs = [i + (k - (n - 1) / 2) * width for i in positions]
             ys = [by_cat.get(c, {}).get(m, float("nan")) for c in categories]
             values += [y for y in ys if y == y]
             bars = ax.bar(xs, ys, width=width * 0.95, label=label or None)
-            for bar, c in zip(bars, categories):
+            for bar, c in zip(bars, categories, strict=True):
                 if base_bar == (label, c):
                     bar.set_hatch("//")
                     bar.set_edgecolor(BASE_COLOR)
@@ -119,9 +120,9 @@ def _short(text: str, limit: int = 28) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, row_classes: Sequence[str] = (),
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, row_classes: Sequence[str] = (),
           cell_classes: Sequence[Sequence[str]] = ()) -> str:
-    def fmt(v: Any) -> str:
+    def fmt(v: object) -> str:
         return f"{v:.4f}" if isinstance(v, float) else str(v)
 
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..io import atomic_write_json, atomic_write_text
 from ..result import SCHEMA_VERSION
+from ..sweep.registry import declaration
 from .markdown import contract_rows, table
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from ..contract import Contract
     from ..sweep.execute import CellResult, SweepResult
 
@@ -18,7 +22,7 @@ BYTES_PER_FLOAT32 = 4
 ONE_MILLION = 1_000_000
 
 
-def storage(contract: "Contract") -> dict[str, Any]:
+def storage(contract: Contract) -> dict[str, int | str]:
     """Float32 storage of one vector and of a flat index over one million vectors."""
     per_vector = contract.dim * BYTES_PER_FLOAT32
     return {"dim": contract.dim, "dtype_stored": "float32", "bytes_per_vector": per_vector,
@@ -38,7 +42,13 @@ def _r(x: float) -> float:
     return round(float(x), 6)
 
 
-def _cell_dict(c: "CellResult", alpha: float) -> dict[str, Any]:
+def shows_storage(c: CellResult) -> bool:
+    """Whether ``c`` varies an axis whose declaration asks for storage figures (``dim``)."""
+    decls = (declaration(a) for a, _ in c.cell.varies)
+    return any(d is not None and d.shows_storage for d in decls)
+
+
+def _cell_dict(result: SweepResult, c: CellResult) -> dict[str, Any]:
     r = c.result
     out: dict[str, Any] = {
         "name": c.cell.name, "axis": c.cell.axis, "value": c.cell.value, "varies": dict(c.cell.varies),
@@ -47,19 +57,19 @@ def _cell_dict(c: "CellResult", alpha: float) -> dict[str, Any]:
         "metrics": {m: _r(v) for m, v in r.metrics.items()},
         "delta": {m: _r(v) for m, v in c.delta.items()},
         "p_values": {m: _r(v) for m, v in c.p_values.items()},
-        "significant": c.significant(alpha),
+        "significant": c.significant(result.alpha),
     }
-    if "dim" in dict(c.cell.varies):
+    if shows_storage(c):
         out["storage"] = storage(r.contract)
     return out
 
 
-def sweep_to_dict(result: "SweepResult") -> dict[str, Any]:
+def sweep_to_dict(result: SweepResult) -> dict[str, Any]:
     base = result.base
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "sweep",
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "mode": "grid" if result.grid else "one-at-a-time",
         "axes": [{"name": a.name, "values": list(a.labels)} for a in result.axes],
         "metrics": list(result.metrics),
@@ -71,23 +81,23 @@ def sweep_to_dict(result: "SweepResult") -> dict[str, Any]:
         "base": {"name": "base", "contract": base.contract.to_dict(),
                  "contract_fingerprint": base.contract.fingerprint(),
                  "metrics": {m: _r(v) for m, v in base.metrics.items()}, "storage": storage(base.contract)},
-        "cells": [_cell_dict(c, result.alpha) for c in result.cells],
+        "cells": [_cell_dict(result, c) for c in result.cells],
         "execution": result.stats.to_dict(),
         "warnings": list(result.warnings),
     }
 
 
-def _delta_text(c: "CellResult", m: str, alpha: float) -> str:
+def _delta_text(c: CellResult, m: str, alpha: float) -> str:
     if c.cell.same_as_base:
         return "="
     return f"{c.delta[m]:+.4f}{'*' if c.p_values[m] < alpha else ''}"
 
 
-def sweep_table_rows(result: "SweepResult") -> tuple[list[str], list[list[Any]]]:
+def sweep_table_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the main table: base first, then each cell with value and Δ per metric
     (``*`` when the paired test against the base is significant)."""
     headers = ["cell"] + [h for m in result.metrics for h in (m, f"Δ {m}")]
-    rows: list[list[Any]] = [["base"] + [x for m in result.metrics for x in (f"{result.base.metrics[m]:.4f}", "")]]
+    rows: list[list[str]] = [["base"] + [x for m in result.metrics for x in (f"{result.base.metrics[m]:.4f}", "")]]
     for c in result.cells:
         name = c.cell.name + (" (= base)" if c.cell.same_as_base else "")
         rows.append([name] + [x for m in result.metrics
@@ -95,21 +105,21 @@ def sweep_table_rows(result: "SweepResult") -> tuple[list[str], list[list[Any]]]
     return headers, rows
 
 
-def _p_rows(result: "SweepResult") -> tuple[list[str], list[list[Any]]]:
+def _p_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
     headers = ["cell"] + [f"p {m}" for m in result.metrics]
     rows = [[c.cell.name] + [f"{c.p_values[m]:.4g}" for m in result.metrics] for c in result.cells]
     return headers, rows
 
 
-def _storage_rows(result: "SweepResult") -> list[list[Any]]:
-    seen = {}
-    for contract in [result.base.contract] + [c.result.contract for c in result.cells if c.cell.label("dim")]:
+def _storage_rows(result: SweepResult) -> list[list[object]]:
+    seen: dict[int, list[object]] = {}
+    for contract in [result.base.contract] + [c.result.contract for c in result.cells if shows_storage(c)]:
         s = storage(contract)
         seen[contract.dim] = [contract.dim, s["bytes_per_vector"], s["index_size_1m_vectors"]]
     return [seen[d] for d in sorted(seen, reverse=True)]
 
 
-def _execution_lines(result: "SweepResult") -> list[str]:
+def _execution_lines(result: SweepResult) -> list[str]:
     st = result.stats
     lines = [f"{len(result.cells)} cells ({'grid' if result.grid else 'one variable at a time'}), "
              f"{st.contracts_scored} distinct contracts scored",
@@ -123,7 +133,7 @@ def _execution_lines(result: "SweepResult") -> list[str]:
     return lines
 
 
-def sweep_markdown(result: "SweepResult") -> str:
+def sweep_markdown(result: SweepResult) -> str:
     base = result.base
     ident = base.dataset.identity
     model = base.manifest.get("model", {})
@@ -139,7 +149,7 @@ def sweep_markdown(result: "SweepResult") -> str:
         "## Results\n\n", table(headers, rows),
         "\n## Significance (p-values vs base)\n\n", table(ph, pr),
     ]
-    if any(c.cell.label("dim") for c in result.cells):
+    if any(shows_storage(c) for c in result.cells):
         parts += ["\n## Storage (float32, flat index)\n\n",
                   table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result))]
     parts += ["\n## Base contract\n\n", table(["field", "value"], contract_rows(base.contract.to_dict())),
@@ -150,7 +160,7 @@ def sweep_markdown(result: "SweepResult") -> str:
 
 
 # -- plots --------------------------------------------------------------------------------------
-def _base_bar(groups: dict[str, list["CellResult"]], axis: str) -> tuple[str, str] | None:
+def _base_bar(groups: dict[str, list[CellResult]], axis: str) -> tuple[str, str] | None:
     """(group, value label) of the cell on ``axis`` whose contract equals the base, if any."""
     for group, cells in groups.items():
         for c in cells:
@@ -159,9 +169,9 @@ def _base_bar(groups: dict[str, list["CellResult"]], axis: str) -> tuple[str, st
     return None
 
 
-def _groups(result: "SweepResult", axis: str) -> dict[str, list["CellResult"]]:
+def _groups(result: SweepResult, axis: str) -> dict[str, list[CellResult]]:
     """Cells that set ``axis``, grouped by the values they give the other axes."""
-    out: dict[str, list["CellResult"]] = {}
+    out: dict[str, list[CellResult]] = {}
     for c in result.cells:
         if c.cell.label(axis) is None:
             continue
@@ -170,7 +180,7 @@ def _groups(result: "SweepResult", axis: str) -> dict[str, list["CellResult"]]:
     return out
 
 
-def sweep_figures(result: "SweepResult") -> list[tuple[str, Any]]:
+def sweep_figures(result: SweepResult) -> list[tuple[str, Figure]]:
     """(caption, matplotlib Figure) per axis: a line chart for dim and max length, bars otherwise."""
     from .html import bar_chart, line_chart
 
@@ -179,11 +189,11 @@ def sweep_figures(result: "SweepResult") -> list[tuple[str, Any]]:
     figures = []
     for axis in result.axes:
         groups = _groups(result, axis.name)
-        if axis.numeric:
+        if axis.declaration.numeric:
             x0 = getattr(base.contract, axis.name)
             series = {g: [(float(c.cell.label(axis.name) or 0), c.result.metrics) for c in cells]
                       for g, cells in groups.items()}
-            label = "dimension" if axis.name == "dim" else "max length (tokens)"
+            label = axis.declaration.label
             fig = line_chart(f"metric vs {label}", label, metrics, series, (float(x0), base.metrics))
             figures.append((f"Metrics vs {label}; the red star and dashed line are the base contract "
                             f"({axis.name}={x0}).", fig))
@@ -198,7 +208,7 @@ def sweep_figures(result: "SweepResult") -> list[tuple[str, Any]]:
     return figures
 
 
-def sweep_html(result: "SweepResult") -> str:
+def sweep_html(result: SweepResult) -> str:
     from . import html as h
 
     base = result.base
@@ -229,7 +239,7 @@ def sweep_html(result: "SweepResult") -> str:
         parts.append(h.figure_html(h.png_data_uri(fig), caption))
     ph, pr = _p_rows(result)
     parts += [h.heading("Significance (p-values vs base)"), h.table(ph, pr)]
-    if any(c.cell.label("dim") for c in result.cells):
+    if any(shows_storage(c) for c in result.cells):
         parts += [h.heading("Storage (float32, flat index)"),
                   h.table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result))]
     parts += [h.heading("Base contract"), h.table(["field", "value"], contract_rows(base.contract.to_dict())),
@@ -239,7 +249,7 @@ def sweep_html(result: "SweepResult") -> str:
     return h.page("evalsuite sweep", parts)
 
 
-def write_sweep_reports(result: "SweepResult", out_dir: str | Path) -> dict[str, Path]:
+def write_sweep_reports(result: SweepResult, out_dir: str | Path) -> dict[str, Path]:
     out = Path(out_dir)
     return {
         "sweep.json": atomic_write_json(out / "sweep.json", sweep_to_dict(result)),

@@ -1,6 +1,7 @@
 """Sweeps: single-variable (or grid) experiments around a base contract.
 
-Parsing and planning are pure and light; :func:`run_sweep` (encoding, search, scoring) is
+Each axis is declared once in :mod:`.registry` (see there how to add one). Parsing and planning
+are pure and light; :func:`run_sweep` (encoding, search, scoring) is
 imported on first use so that the pytest plugin can import this package cheaply.
 """
 
@@ -8,9 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .axes import AXES, Axis, AxisValue, axes_from_spec, parse_vary, sweep_from_mapping
+from .axes import AXES, Axis, AxisValue, axes_from_spec, axis_table, parse_axis, parse_vary, sweep_from_mapping
+from .axis_kinds import AxisDeclaration
 from .options import SWEEP_OPTIONS
 from .plan import BASE_NAME, Cell, ForwardPass, base_cell, plan_cells, plan_passes
+from .registry import DECLARATIONS, declaration
 
 if TYPE_CHECKING:
     from .execute import CellResult, PassRecord, SweepResult, SweepStats, run_sweep
@@ -26,6 +29,28 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["AXES", "Axis", "AxisValue", "axes_from_spec", "BASE_NAME", "Cell", "CellResult", "ForwardPass", "PassRecord",
-           "SWEEP_OPTIONS", "SweepResult", "SweepStats", "base_cell", "parse_vary", "plan_cells", "plan_passes",
-           "run_sweep", "sweep_from_mapping"]
+__all__ = [
+    "AXES",
+    "BASE_NAME",
+    "DECLARATIONS",
+    "SWEEP_OPTIONS",
+    "Axis",
+    "AxisDeclaration",
+    "AxisValue",
+    "Cell",
+    "CellResult",
+    "ForwardPass",
+    "PassRecord",
+    "SweepResult",
+    "SweepStats",
+    "axes_from_spec",
+    "axis_table",
+    "base_cell",
+    "declaration",
+    "parse_axis",
+    "parse_vary",
+    "plan_cells",
+    "plan_passes",
+    "run_sweep",
+    "sweep_from_mapping",
+]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -182,7 +183,7 @@ def run_sweep(prepared: Prepared, cells: Sequence[Cell], metrics: Sequence[str] 
     t0 = time.perf_counter()
     enc = _encode_passes(prepared, passes, factory)
     encode_seconds = time.perf_counter() - t0
-    seconds_by_key = {fp.key: rec.seconds for fp, rec in zip(passes, enc.records)}
+    seconds_by_key = {fp.key: rec.seconds for fp, rec in zip(passes, enc.records, strict=True)}
 
     def vectors(c: Contract, role: str) -> np.ndarray:
         return enc.pooled[(c.forward_key(role), c.pooling)]
@@ -221,7 +222,7 @@ def run_sweep(prepared: Prepared, cells: Sequence[Cell], metrics: Sequence[str] 
 
 def _role_timing(records: Sequence[PassRecord], passes: Sequence[ForwardPass],
                  key: tuple[str, ...]) -> dict[str, Any]:
-    for fp, rec in zip(passes, records):
+    for fp, rec in zip(passes, records, strict=True):
         if fp.key == key:
             return {"texts": rec.texts, "texts_encoded": rec.texts_encoded, "tokens": rec.tokens_encoded,
                     "seconds": round(rec.seconds, 4)}

@@ -1,19 +1,21 @@
 """Plan a sweep: cells around a base contract, and the forward passes they need (pure, no model).
 
 One-at-a-time (default): each cell differs from the base in exactly one axis. Grid: the full
-product of the axes. Cells are grouped by ``Contract.forward_key(role)``; pooling, dim and
-normalize never need a forward pass of their own.
+product of the axes. Forward passes are grouped by ``Contract.forward_key(role)`` of each cell's
+contract, so whether an axis value needs a pass of its own follows from the contract alone
+(pooling, dim and normalize never do; see ``AxisDeclaration.needs_forward_pass``).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from ..contract import ROLES, Contract
 from ..errors import SpecError
-from .axes import Axis, apply, conflicts
+from .axes import Axis, conflicts
 
 if TYPE_CHECKING:
     from ..model import ModelInfo
@@ -47,16 +49,26 @@ class Cell:
 
 @dataclass(frozen=True)
 class ForwardPass:
-    """One forward pass over one role's texts; it serves every listed pooling."""
+    """One forward pass over one role's texts; it serves every listed pooling. ``contract`` renders
+    the pass's texts and sets its encoder (every contract sharing ``key`` does both alike)."""
 
     role: str
     key: tuple[str, ...]
-    dtype: str
-    max_length: int
-    prefix: str
     poolings: tuple[str, ...]
     cells: tuple[str, ...]
-    contract: Contract  # renders this pass's texts (every contract sharing the key renders them alike)
+    contract: Contract
+
+    @property
+    def dtype(self) -> str:
+        return self.contract.dtype
+
+    @property
+    def max_length(self) -> int:
+        return self.contract.max_length
+
+    @property
+    def prefix(self) -> str:
+        return self.contract.prefix(self.role)
 
     @property
     def encoder_key(self) -> tuple[str, int]:
@@ -72,14 +84,14 @@ def _cell(base: Contract, settings: Sequence[tuple[Axis, int]]) -> Cell:
     varies = []
     for axis, i in settings:
         value = axis.values[i]
-        contract = apply(contract, axis.name, value.value)
+        contract = axis.declaration.apply(contract, value.value)
         varies.append((axis.name, value.label))
     name = ",".join(f"{a}={label}" for a, label in varies)
     return Cell(name, contract, tuple(varies), same_as_base=contract == base)
 
 
 def plan_cells(base: Contract, axes: Sequence[Axis], grid: bool = False, *,
-               info: "ModelInfo | None" = None) -> list[Cell]:
+               info: ModelInfo | None = None) -> list[Cell]:
     """The cells of a sweep, in axis order. A cell whose contract equals the base is kept (its
     row shows the base value) and marked ``same_as_base``; it is never encoded twice."""
     if not axes:
@@ -90,11 +102,11 @@ def plan_cells(base: Contract, axes: Sequence[Axis], grid: bool = False, *,
     if grid:
         clash = conflicts(axes)
         if clash:
-            a, b = clash[0]
-            raise SpecError(f"--grid cannot cross {a} with {b}: both set the same prefix; "
+            a, b, field = clash[0]
+            raise SpecError(f"--grid cannot cross {a} with {b}: both set the contract's {field}; "
                             "drop --grid or vary only one of them")
         combos = itertools.product(*(range(len(a.values)) for a in axes))
-        plans = [list(zip(axes, combo)) for combo in combos]
+        plans = [list(zip(axes, combo, strict=True)) for combo in combos]
     else:
         plans = [[(axis, i)] for axis in axes for i in range(len(axis.values))]
     cells = []
@@ -108,7 +120,7 @@ def plan_cells(base: Contract, axes: Sequence[Axis], grid: bool = False, *,
     return cells
 
 
-def validate_cells(cells: Sequence[Cell], base: Contract, info: "ModelInfo | None" = None) -> None:
+def validate_cells(cells: Sequence[Cell], base: Contract, info: ModelInfo | None = None) -> None:
     """Check every cell against what the model supports (dim, Matryoshka dims, max length)."""
     declared = base.matryoshka_dims or (info.matryoshka_dims if info else None)
     hidden = info.hidden_size if info else None
@@ -130,16 +142,15 @@ def plan_passes(base: Contract, cells: Sequence[Cell]) -> list[ForwardPass]:
     listing every pooling computed from it; ordered so passes sharing an encoder are adjacent."""
     poolings: dict[tuple[str, ...], dict[str, None]] = {}
     users: dict[tuple[str, ...], dict[str, None]] = {}
-    contracts: dict[tuple[str, ...], Contract] = {}
+    first: dict[tuple[str, ...], tuple[str, Contract]] = {}
     for cell in [base_cell(base), *cells]:
         for role in ROLES:
             key = cell.contract.forward_key(role)
             poolings.setdefault(key, {})[cell.contract.pooling] = None
             users.setdefault(key, {})[cell.name] = None
-            contracts.setdefault(key, cell.contract)
-    passes = [ForwardPass(role=key[5], key=key, dtype=contracts[key].dtype, max_length=contracts[key].max_length,
-                          prefix=contracts[key].prefix(key[5]), poolings=tuple(p), cells=tuple(users[key]),
-                          contract=contracts[key])
+            first.setdefault(key, (role, cell.contract))
+    passes = [ForwardPass(role=first[key][0], key=key, poolings=tuple(p), cells=tuple(users[key]),
+                          contract=first[key][1])
               for key, p in poolings.items()]
     order = {k: i for i, k in enumerate(dict.fromkeys(p.encoder_key for p in passes))}
     return sorted(passes, key=lambda p: order[p.encoder_key])

@@ -85,7 +85,7 @@ def test_spec_file_table():
     assert grid and [a.labels for a in axes] == [("cls", "mean"), ("256", "128")]
     axes, grid = sweep_from_mapping({"vary": ["pooling=cls"]}, source="x")
     assert not grid and axes[0].labels == ("cls",)
-    with pytest.raises(SpecError, match="evalsuite.toml: unknown sweep setting"):
+    with pytest.raises(SpecError, match=r"evalsuite\.toml: unknown sweep setting"):
         sweep_from_mapping({"vary": ["pooling=cls"], "grdi": True}, source="evalsuite.toml")
     with pytest.raises(SpecError, match="x: --vary pooling: 'max'"):
         sweep_from_mapping({"vary": {"pooling": ["max"]}}, source="x")

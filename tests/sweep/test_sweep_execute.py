@@ -27,7 +27,7 @@ def grid(spec):
 
 
 def test_grid_is_one_forward_pass_per_role(grid):
-    prepared, _, cells, result = grid
+    prepared, _, _, result = grid
     st = result.stats
     assert len(result.cells) == 9
     assert st.passes_by_role == {"query": 1, "document": 1}
@@ -39,7 +39,7 @@ def test_grid_is_one_forward_pass_per_role(grid):
 
 
 def test_each_cell_matches_a_run_of_that_config_alone(grid, spec):
-    prepared, _, _, result = grid
+    _, _, _, result = grid
     for name in ("pooling=cls,dim=16", "pooling=last,dim=8", "pooling=mean,dim=32"):
         cell = result.cell(name)
         alone = run(spec.replace(pooling=cell.result.contract.pooling, dim=cell.result.contract.dim,
@@ -67,7 +67,7 @@ def test_warm_rerun_encodes_nothing_and_loads_no_model(grid, spec):
     assert warm.stats.texts_encoded_by_role == {"query": 0, "document": 0}
     assert warm.stats.models_loaded == 0
     assert warm.stats.cache["misses"] == 0 and warm.stats.cache["hits"] > 0
-    for a, b in zip(cold.cells, warm.cells):
+    for a, b in zip(cold.cells, warm.cells, strict=True):
         assert a.result.metrics == pytest.approx(b.result.metrics, abs=1e-9)
 
 

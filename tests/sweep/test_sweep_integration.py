@@ -46,7 +46,7 @@ def test_grid_warm_rerun_and_corruption(spec, tmp_path):
     warm = run_sweep(prepare(spec), cells, axes=axes, grid=True)
     assert warm.stats.texts_encoded_by_role == {"query": 0, "document": 0}
     assert warm.stats.models_loaded == 0 and warm.stats.cache["misses"] == 0
-    for a, b in zip(cold.cells, warm.cells):
+    for a, b in zip(cold.cells, warm.cells, strict=True):
         assert a.result.metrics == pytest.approx(b.result.metrics, abs=1e-9)
 
     segments = sorted((tmp_path / "cache").rglob("*.seg"))
@@ -60,5 +60,5 @@ def test_grid_warm_rerun_and_corruption(spec, tmp_path):
     assert healed.stats.cache["corrupt"] == 1
     assert sum(healed.stats.texts_encoded_by_role.values()) > 0 and healed.stats.models_loaded == 1
     assert any("unusable" in w for w in healed.warnings)
-    for a, b in zip(cold.cells, healed.cells):
+    for a, b in zip(cold.cells, healed.cells, strict=True):
         assert a.result.metrics == pytest.approx(b.result.metrics, abs=1e-4)

@@ -1,0 +1,107 @@
+"""Every sweep axis, declared once: the one place the CLI, the plugin, the planner, the reports
+and the docs read what an axis is.
+
+How to add an axis (e.g. ``index=flat,hnsw``):
+
+1. Append one declaration to :data:`DECLARATIONS`: a kind from :mod:`.axis_kinds`
+   (``ChoiceAxis(name="index", choices=INDEXES, ...)``) whose ``name`` is the :class:`Contract`
+   field it sets, with a ``label`` (plots, tables), an ``explanation`` and ``examples`` (complete
+   ``--vary`` items; each must parse). When a value needs more than ``contract.replace(name=value)``,
+   declare a small subclass here overriding ``apply`` and ``sets`` (as :class:`NormalizeAxis`).
+2. Add its test beside ``tests/sweep/test_sweep_registry.py`` (parse, apply, forward-pass need).
+
+Nothing else changes: :data:`AXES`, ``--vary``'s help, the grid-conflict check (axes sharing a
+field in ``sets``), planning (a value needs its own forward pass exactly when it changes
+``Contract.forward_key``), plots (``numeric`` axes are lines) and :func:`.axes.axis_table` read
+the declarations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..contract import DTYPES, POOLINGS, Contract
+from .axis_kinds import AxisDeclaration, AxisValue, BoolAxis, ChoiceAxis, IntAxis, Setting, TextAxis, text_label
+
+PAIR_KEYWORDS = ("base", "none", "swapped", "query_only", "doc_only")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NormalizeAxis(BoolAxis):
+    """normalize=false also turns cosine similarity into dot (cosine needs unit vectors)."""
+
+    @property
+    def sets(self) -> tuple[str, ...]:
+        return ("normalize", "similarity")
+
+    def apply(self, contract: Contract, value: Setting) -> Contract:
+        similarity = "dot" if not value and contract.similarity == "cosine" else contract.similarity
+        return contract.replace(normalize=value, similarity=similarity)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrefixPairAxis(AxisDeclaration):
+    """The query and document prefixes together: a keyword of :data:`PAIR_KEYWORDS` (relative to
+    the base), ``QUERY|DOC``, or a JSON ``[query, doc]`` pair."""
+
+    keeps_spaces: ClassVar[bool] = True
+
+    @property
+    def sets(self) -> tuple[str, ...]:
+        return ("query_prefix", "doc_prefix")
+
+    def parse(self, item: object, *, literal: bool) -> AxisValue:
+        if isinstance(item, list):
+            if len(item) != 2 or not all(isinstance(s, str) for s in item):
+                raise self.error(f"{item!r} must be a [query prefix, document prefix] pair of strings")
+            return AxisValue(f"{text_label(item[0])}|{text_label(item[1])}", (item[0], item[1]))
+        if not isinstance(item, str):
+            raise self.error(f"{item!r} is not valid; e.g. {self.example_text}")
+        if item.strip().lower() in PAIR_KEYWORDS:
+            return AxisValue(item.strip().lower(), item.strip().lower())
+        if "|" in item:
+            q, _, d = item.partition("|")
+            return AxisValue(f"{text_label(q)}|{text_label(d)}", (q, d))
+        raise self.error(f"{item!r} is neither one of {', '.join(PAIR_KEYWORDS)} nor a "
+                         "'QUERY PREFIX|DOCUMENT PREFIX' pair")
+
+    def apply(self, contract: Contract, value: Setting) -> Contract:
+        q, d = contract.query_prefix, contract.doc_prefix
+        keywords = {"base": (q, d), "none": ("", ""), "swapped": (d, q), "query_only": (q, ""), "doc_only": ("", d)}
+        pair = keywords[value] if isinstance(value, str) else value
+        if not isinstance(pair, tuple):
+            raise TypeError(f"prefixes: {value!r} is not a parsed prefix pair")
+        return contract.replace(query_prefix=pair[0], doc_prefix=pair[1])
+
+
+DECLARATIONS: tuple[AxisDeclaration, ...] = (
+    ChoiceAxis(name="pooling", label="pooling", choices=POOLINGS, examples=("pooling=cls,mean,last",),
+               explanation="how token vectors become one vector; every pooling shares one forward pass"),
+    TextAxis(name="query_prefix", label="query prefix",
+             examples=("query_prefix=none,base", 'query_prefix=["query: ", ""]'),
+             explanation="text put before every query; none = empty, base = the base contract's"),
+    TextAxis(name="doc_prefix", label="document prefix",
+             examples=("doc_prefix=none,base", 'doc_prefix=["passage: ", ""]'),
+             explanation="text put before every document; none = empty, base = the base contract's"),
+    PrefixPairAxis(name="prefixes", label="query/document prefixes",
+                   examples=("prefixes=base,none,swapped,query_only,doc_only", "prefixes=query: |passage: "),
+                   explanation="both prefixes together: base, none, swapped, query_only, doc_only or QUERY|DOC"),
+    ChoiceAxis(name="dtype", label="dtype", choices=DTYPES, examples=("dtype=float32,bfloat16,float16",),
+               explanation="the model's compute precision (a forward pass per dtype)"),
+    IntAxis(name="max_length", label="max length (tokens)", minimum=2, examples=("max_length=128,256,512",),
+            explanation="tokens kept per text before truncation (a forward pass per length)"),
+    IntAxis(name="dim", label="dimension", minimum=1, examples=("dim=384,256,128",), shows_storage=True,
+            explanation="output dimension (Matryoshka: truncate, then re-normalize); shares the forward pass"),
+    NormalizeAxis(name="normalize", label="normalize", examples=("normalize=true,false",),
+                  explanation="unit-length vectors; false also turns cosine similarity into dot"),
+)
+
+AXES: tuple[str, ...] = tuple(d.name for d in DECLARATIONS)
+_BY_NAME = {d.name: d for d in DECLARATIONS}
+
+
+def declaration(name: str) -> AxisDeclaration | None:
+    """The declaration of axis ``name`` (``-`` and ``_`` alike), or None when there is none."""
+    return _BY_NAME.get(name.strip().replace("-", "_"))
+
