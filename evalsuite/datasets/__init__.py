@@ -41,8 +41,11 @@ def load_dataset(path: str | Path, split: str = "test", qrels: str | Path | None
     if not root.exists():
         raise DatasetError(root, "dataset path does not exist; pass --dataset DIR with a BEIR-layout directory")
     if not root.is_dir():
+        archive = any(root.name.endswith(s) for s in (".zip", ".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2"))
+        what = "extract the archive and pass the extracted directory" if archive \
+            else f"pass the directory that holds it: --dataset {root.parent}"
         raise DatasetError(root, f"dataset path must be a directory (BEIR layout or a saved Hugging Face dataset); "
-                           f"pass the directory that holds it: --dataset {root.parent}")
+                           f"{what}")
     if not split or any(c in split for c in "/\\") or split.strip() != split:
         raise DatasetError(root, f"split {split!r} is not a split name; pass e.g. --split test")
     if (root / "dataset_dict.json").is_file():

@@ -43,8 +43,15 @@ def find_variant(plain: Path) -> tuple[Path | None, list[str]]:
     return chosen, warnings
 
 
+_UNSUPPORTED = {b"PK\x03\x04": "a zip archive; unzip it", b"\x28\xb5\x2f\xfd": "zstd-compressed; decompress it "
+                "(unzstd) or recompress it with gzip"}
+
+
 def _compression(path: Path, head: bytes) -> str | None:
     """The compression suffix whose magic bytes start ``head``; a mismatch with a compressed name is an error."""
+    for magic, what in _UNSUPPORTED.items():
+        if head.startswith(magic):
+            raise DatasetError(path, f"the file is {what} (only plain, .gz, .bz2 and .xz files are read)")
     detected = next((s for s, magic in _MAGIC.items() if head.startswith(magic)), None)
     if path.suffix in COMPRESSED_SUFFIXES and detected != path.suffix:
         shown = head[:16].decode("latin-1").encode("unicode_escape").decode("ascii")

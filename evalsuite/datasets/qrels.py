@@ -43,21 +43,22 @@ def read_qrels(source: TextFile) -> list[Judgement]:
     out: list[Judgement] = []
     seen: dict[tuple[str, str], int] = {}
     fmt: str | None = None
-    tabs = True
+    sep: str | None = "\t"
     for ln, raw in source.lines():
         line = raw.rstrip()
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         if fmt is None:
-            fmt, tabs = _shape(source, ln, line)
+            fmt, sep = _shape(source, ln, line)
             if fmt == "beir-header":
                 fmt = "beir"
                 continue
         if fmt == "beir":
-            cols = line.split("\t") if tabs else line.split()
+            cols = line.split(sep)
             if len(cols) != 3:
-                raise DatasetError(path, f"expected 3 {'tab-separated ' if tabs else ''}columns (query-id, corpus-id, "
-                                   f"score), got {len(cols)}", ln)
+                how = {"\t": "tab-separated ", ",": "comma-separated "}.get(sep or "", "")
+                raise DatasetError(path, f"expected 3 {how}columns (query-id, corpus-id, score) like the header, got "
+                                   f"{len(cols)}", ln)
             qraw, draw, rel = cols
         else:
             cols = line.split()
@@ -76,13 +77,12 @@ def read_qrels(source: TextFile) -> list[Judgement]:
     return out
 
 
-def _shape(source: TextFile, ln: int, line: str) -> tuple[str, bool]:
-    """The format told by the first non-blank line: a BEIR header (tab- or space-separated) or TREC."""
-    tabs = "\t" in line
-    header = tuple(c.strip().lower() for c in (line.split("\t") if tabs else line.split()))
-    if header in _BEIR_HEADERS:
-        return "beir-header", tabs
+def _shape(source: TextFile, ln: int, line: str) -> tuple[str, str | None]:
+    """The format told by the first non-blank line: a BEIR header (tab-, comma- or space-separated) or TREC."""
+    for sep in ("\t", ",", None):
+        if tuple(c.strip().lower() for c in line.split(sep)) in _BEIR_HEADERS:
+            return "beir-header", sep
     if len(line.split()) == 3:
         raise DatasetError(source.path, "3-column qrels need a header row 'query-id\\tcorpus-id\\tscore' (TREC "
                            "qrels have 4 columns: qid iteration docid relevance)", ln)
-    return "trec", tabs
+    return "trec", None

@@ -36,7 +36,9 @@ def records(source: TextFile) -> Iterator[tuple[int, Mapping[str, object]]]:
             raise DatasetError(path, f"invalid JSON ({type(exc).__name__}: {str(exc)[:120]}); each line must be one "
                                "JSON object", ln) from None
         if not isinstance(obj, dict):
-            raise DatasetError(path, f"expected a JSON object, got {type(obj).__name__}", ln)
+            hint = "; the line is one JSON array: write one object per line (JSON lines)" \
+                if isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj) else ""
+            raise DatasetError(path, f"expected a JSON object, got {type(obj).__name__}{hint}", ln)
         yield ln, obj
 
 

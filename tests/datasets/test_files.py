@@ -1,6 +1,7 @@
 """Compressed files, encodings, line endings and paths: read transparently or refused with file:line."""
 
 import gzip
+import json
 
 import pytest
 
@@ -183,3 +184,27 @@ def test_empty_files(tmp_path, files):
         load_dataset(files.dataset(tmp_path / "b", queries=b""))
     with pytest.raises(DatasetError, match=r"test.tsv: no query of split 'test' .* no judgements"):
         load_dataset(files.dataset(tmp_path / "c", qrels=b"query-id\tcorpus-id\tscore\n"))
+
+
+@pytest.mark.parametrize("head, what", [(b"PK\x03\x04", "a zip archive"), (b"\x28\xb5\x2f\xfd", "zstd-compressed")])
+def test_unsupported_archives_are_named(tmp_path, files, head, what):
+    with pytest.raises(DatasetError, match=rf"corpus.jsonl: the file is {what}"):
+        load_dataset(files.dataset(tmp_path / "d", corpus=head + b"\0" * 20))
+
+
+def test_dataset_path_is_an_archive(tmp_path):
+    (tmp_path / "scifact.zip").write_bytes(b"PK\x03\x04")
+    with pytest.raises(DatasetError, match=r"scifact.zip: dataset path must be a directory .* extract the archive"):
+        load_dataset(tmp_path / "scifact.zip")
+
+
+def test_json_array_file_gets_a_hint(tmp_path, files):
+    corpus = json.dumps(files.CORPUS).encode() + b"\n"
+    with pytest.raises(DatasetError, match=r"corpus.jsonl:1: expected a JSON object, got list; the line is one JSON "
+                                           r"array: write one object per line"):
+        load_dataset(files.dataset(tmp_path / "d", corpus=corpus))
+
+
+def test_comma_separated_qrels_with_header(tmp_path, files):
+    qrels = b"query-id,corpus-id,score\nq1,d1,1\nq2,d2,1.0\n"
+    assert load_dataset(files.dataset(tmp_path / "d", qrels=qrels)).qrels == {"q1": {"d1": 1}, "q2": {"d2": 1}}
