@@ -13,8 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import DatasetError, SpecError
-from .model import (DEFAULT_EMPTY_DOCS, DEFAULT_EMPTY_QUERIES, EMPTY_POLICIES, Dataset, DatasetIdentity,
-                    EmptyPolicy)
+from .model import DEFAULT_EMPTY_DOCS, DEFAULT_EMPTY_QUERIES, EMPTY_POLICIES, Dataset, DatasetIdentity, EmptyPolicy
 
 __all__ = ["DEFAULT_EMPTY_DOCS", "DEFAULT_EMPTY_QUERIES", "EMPTY_POLICIES", "Dataset", "DatasetIdentity",
            "EmptyPolicy", "empty_policy", "load_dataset"]

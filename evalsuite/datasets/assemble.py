@@ -4,9 +4,9 @@ corpus and queries, explain any mismatch by side, and compute the dataset's iden
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from ..errors import DatasetError
 from .files import logical_name

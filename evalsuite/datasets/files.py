@@ -15,9 +15,10 @@ import gzip
 import hashlib
 import lzma
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from ..errors import DatasetError
 
@@ -38,9 +39,10 @@ def find_variant(plain: Path) -> tuple[Path | None, list[str]]:
     if not found:
         return None, []
     chosen, ignored = found[0], found[1:]
-    warnings = [f"{chosen} and {', '.join(p.name for p in ignored)} both exist; reading {chosen.name} only "
-                "(delete the other to silence this)"] if ignored else []
-    return chosen, warnings
+    if not ignored:
+        return chosen, []
+    return chosen, [(f"{chosen} and {', '.join(p.name for p in ignored)} both exist; reading {chosen.name} only "
+                    "(delete the other to silence this)")]
 
 
 _UNSUPPORTED = {b"PK\x03\x04": "a zip archive; unzip it", b"\x28\xb5\x2f\xfd": "zstd-compressed; decompress it "
@@ -67,7 +69,7 @@ def _open(path: Path) -> BinaryIO:
     if path.is_dir():
         raise DatasetError(path, "is a directory, expected a file")
     try:
-        fh = open(path, "rb")
+        fh = open(path, "rb")  # noqa: SIM115 - returned open; TextFile.lines closes it
     except OSError as exc:
         raise DatasetError(path, f"cannot be read ({exc.strerror or exc}); check its permissions") from None
     try:

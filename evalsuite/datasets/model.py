@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 EmptyPolicy = Literal["keep", "skip", "error"]
 EMPTY_POLICIES: tuple[EmptyPolicy, ...] = ("keep", "skip", "error")

@@ -9,8 +9,8 @@ a qrels file; a float id is refused because ``1.0`` and ``1`` would not match.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from ..errors import DatasetError
 from .files import TextFile
@@ -27,7 +27,7 @@ def records(source: TextFile) -> Iterator[tuple[int, Mapping[str, object]]]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg
+            reason = exc.msg.removesuffix(" at")
             hint = "; the file seems to use CR (old Mac) line endings: convert them to LF" if "\r" in line.strip() \
                 else ""
             raise DatasetError(path, f"invalid JSON ({reason} at column {exc.colno}); each line must be one JSON "

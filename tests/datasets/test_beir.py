@@ -44,7 +44,7 @@ def test_corpus_errors_name_file_and_line(small_beir, line, message):
     _corrupt_line(small_beir / "corpus.jsonl", 3, line)
     with pytest.raises(DatasetError) as err:
         load_dataset(small_beir, empty_docs="error")
-    assert f"corpus.jsonl:3: " in str(err.value)
+    assert "corpus.jsonl:3: " in str(err.value)
     assert message in str(err.value)
     assert err.value.line == 3
 
