@@ -56,6 +56,6 @@ class Writers:
     CORPUS, QUERIES, QRELS = CORPUS, QUERIES, QRELS
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def files() -> type[Writers]:
     return Writers
