@@ -14,7 +14,13 @@ DEFAULT_EMPTY_QUERIES: EmptyPolicy = "skip"
 
 @dataclass(frozen=True)
 class DatasetIdentity:
-    """What a result needs to say which data it was computed on."""
+    """What a result needs to say which data it was computed on.
+
+    ``files`` maps each file read (as named on disk, e.g. ``corpus.jsonl.gz``) to the sha256 of its
+    decompressed bytes; ``sha256`` digests those by name without compression suffix, plus each empty-text
+    policy that applied to at least one text: compressing a file keeps the identity, skipping empty
+    documents instead of keeping them changes it.
+    """
 
     name: str
     format: str

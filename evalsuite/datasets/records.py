@@ -25,7 +25,7 @@ def records(source: TextFile) -> Iterator[tuple[int, Mapping[str, object]]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, strict=False)  # raw tabs inside strings are common in exported texts
         except json.JSONDecodeError as exc:
             reason = exc.msg.removesuffix(" at")
             hint = "; the file seems to use CR (old Mac) line endings: convert them to LF" if "\r" in line.strip() \
@@ -56,7 +56,10 @@ def check_id(path: object, ln: int | None, value: object, what: str) -> str:
     ident = value.strip()
     if not ident:
         raise DatasetError(path, f"empty {what}; every record needs a non-empty id", ln)
-    bad = next((c for c in ident if c.isspace() or not c.isprintable()), None)
+    if ident.isprintable() and " " not in ident:  # fast path: isprintable() is False for every other space
+        bad = None
+    else:
+        bad = next((c for c in ident if c.isspace() or not c.isprintable()), None)
     if bad is not None:
         raise DatasetError(path, f"{what} {_cut(ident)!r} contains {_describe(bad)}; {_ID_HINT} (e.g. replace it "
                            "with '_') consistently in the corpus, queries and qrels", ln)

@@ -208,3 +208,11 @@ def test_json_array_file_gets_a_hint(tmp_path, files):
 def test_comma_separated_qrels_with_header(tmp_path, files):
     qrels = b"query-id,corpus-id,score\nq1,d1,1\nq2,d2,1.0\n"
     assert load_dataset(files.dataset(tmp_path / "d", qrels=qrels)).qrels == {"q1": {"d1": 1}, "q2": {"d2": 1}}
+
+
+def test_raw_tab_inside_a_json_string_is_read(tmp_path, files):
+    corpus = files.jsonl(files.CORPUS) + b'{"_id": "d4", "text": "col1\tcol2"}\n'
+    assert load_dataset(files.dataset(tmp_path / "d", corpus=corpus)).corpus["d4"] == "col1\tcol2"
+    corpus = files.jsonl(files.CORPUS) + b'{"_id": "d\t4", "text": "x"}\n'
+    with pytest.raises(DatasetError, match=r"corpus.jsonl:4: document id 'd\\t4' contains a tab"):
+        load_dataset(files.dataset(tmp_path / "e", corpus=corpus))
