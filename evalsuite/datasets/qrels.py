@@ -15,8 +15,10 @@ from .records import check_id
 
 Judgement = tuple[str, str, int, int]  # query id, doc id, relevance, line number
 
-_BEIR_HEADERS = {("query-id", "corpus-id", "score"), ("qid", "docid", "score"), ("query_id", "corpus_id", "score"),
-                 ("query-id", "corpus-id", "relevance"), ("qid", "docid", "relevance"), ("qid", "pid", "score")}
+_HEADER_NAMES = {"query-id": 0, "query_id": 0, "qid": 0, "query": 0,
+                 "corpus-id": 1, "corpus_id": 1, "docid": 1, "doc-id": 1, "doc_id": 1, "pid": 1, "doc": 1,
+                 "score": 2, "relevance": 2, "rel": 2, "label": 2}
+_HEADER_HINT = "'query-id\\tcorpus-id\\tscore'"
 
 
 def parse_relevance(path: object, line: int | None, raw: object) -> int:
@@ -44,12 +46,13 @@ def read_qrels(source: TextFile) -> list[Judgement]:
     seen: dict[tuple[str, str], int] = {}
     fmt: str | None = None
     sep: str | None = "\t"
+    order = (0, 1, 2)
     for ln, raw in source.lines():
         line = raw.rstrip()
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         if fmt is None:
-            fmt, sep = _shape(source, ln, line)
+            fmt, sep, order = _shape(source, ln, line)
             if fmt == "beir-header":
                 fmt = "beir"
                 continue
@@ -59,7 +62,7 @@ def read_qrels(source: TextFile) -> list[Judgement]:
                 how = {"\t": "tab-separated ", ",": "comma-separated "}.get(sep or "", "")
                 raise DatasetError(path, f"expected 3 {how}columns (query-id, corpus-id, score) like the header, got "
                                    f"{len(cols)}", ln)
-            qraw, draw, rel = cols
+            qraw, draw, rel = (cols[i] for i in order)
         else:
             cols = line.split()
             if len(cols) != 4:
@@ -77,12 +80,22 @@ def read_qrels(source: TextFile) -> list[Judgement]:
     return out
 
 
-def _shape(source: TextFile, ln: int, line: str) -> tuple[str, str | None]:
-    """The format told by the first non-blank line: a BEIR header (tab-, comma- or space-separated) or TREC."""
+def _shape(source: TextFile, ln: int, line: str) -> tuple[str, str | None, tuple[int, int, int]]:
+    """The format told by the first non-blank line: a BEIR header (tab-, comma- or space-separated; its column
+    names say which column is which) or TREC; the order gives the query, document and score column indices."""
     for sep in ("\t", ",", None):
-        if tuple(c.strip().lower() for c in line.split(sep)) in _BEIR_HEADERS:
-            return "beir-header", sep
-    if len(line.split()) == 3:
-        raise DatasetError(source.path, "3-column qrels need a header row 'query-id\\tcorpus-id\\tscore' (TREC "
-                           "qrels have 4 columns: qid iteration docid relevance)", ln)
-    return "trec", None
+        cols = [c.strip().lower() for c in line.split(sep)]
+        roles = [_HEADER_NAMES.get(c) for c in cols]
+        if len(cols) == 3 and sorted(r for r in roles if r is not None) == [0, 1, 2]:
+            order = tuple(roles.index(r) for r in (0, 1, 2))
+            return "beir-header", sep, (order[0], order[1], order[2])
+    cols = line.split("\t") if "\t" in line else line.split()
+    if len(cols) == 3:
+        try:
+            float(cols[2])
+        except ValueError:
+            raise DatasetError(source.path, f"header row {cols} is not recognised; name the columns {_HEADER_HINT} "
+                               f"(or qid/docid/score)", ln) from None
+        raise DatasetError(source.path, f"3-column qrels need a header row {_HEADER_HINT} (TREC qrels have 4 "
+                           "columns: qid iteration docid relevance)", ln)
+    return "trec", None, (0, 1, 2)

@@ -119,3 +119,14 @@ def test_three_column_qrels_without_header(tmp_path, files):
 def test_bad_split_name(tmp_path, files):
     with pytest.raises(DatasetError, match=r"split '../x' is not a split name"):
         load_dataset(files.dataset(tmp_path / "d"), split="../x")
+
+
+def test_header_names_say_which_column_is_which(tmp_path, files):
+    qrels = b"corpus-id\tquery-id\tscore\nd1\tq1\t2\n"
+    assert load_dataset(files.dataset(tmp_path / "d", qrels=qrels)).qrels == {"q1": {"d1": 2}}
+
+
+def test_unrecognised_header_is_named(tmp_path, files):
+    with pytest.raises(DatasetError, match=r"test.tsv:1: header row \['question', 'passage', 'grade'\] is not "
+                                           r"recognised; name the columns 'query-id\\tcorpus-id\\tscore'"):
+        load_dataset(files.dataset(tmp_path / "d", qrels=b"question\tpassage\tgrade\nq1\td1\t1\n"))
