@@ -37,7 +37,7 @@ def _examples(ids: Iterable[str], n: int = 3) -> str:
     return ", ".join(repr(i) for i in list(ids)[:n])
 
 
-def _unknown_report(qrels_path: Path, side: str, misses: list[tuple[str, int]], total: int, known: Texts) -> str:
+def _unknown_report(side: str, misses: list[tuple[str, int]], total: int, known: Texts) -> str:
     shown = "; ".join(f"{i!r} (line {ln})" for i, ln in misses[:3])
     return (f"{len(misses)} of {total} judgement(s) name {side} ids absent from {known.source} (e.g. {shown}); "
             f"{known.source} has ids like {_examples(known.texts) or '(none)'}")
@@ -73,8 +73,8 @@ def assemble(*, name: str, fmt: str, split: str, qrels_path: Path, corpus: Texts
         if rel < 0:
             negative, rel = negative + 1, 0
         qrels.setdefault(qid, {})[did] = rel
-    mismatch = [_unknown_report(qrels_path, "query", unknown_q, len(judgements), queries) if unknown_q else "",
-                _unknown_report(qrels_path, "document", unknown_d, len(judgements), corpus) if unknown_d else ""]
+    mismatch = [_unknown_report("query", unknown_q, len(judgements), queries) if unknown_q else "",
+                _unknown_report("document", unknown_d, len(judgements), corpus) if unknown_d else ""]
     mismatch = [m for m in mismatch if m]
     kept = {qid: q for qid, q in qrels.items() if any(r > 0 for r in q.values())}
     kept_queries = {qid: text for qid, text in qs.items() if qid in kept}
