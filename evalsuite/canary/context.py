@@ -6,8 +6,9 @@ One context per session (per xdist worker). Nothing heavy is imported until a ch
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable, TypeVar, cast
 
 from ..errors import EndpointError, SpecError
 from . import texts
@@ -16,12 +17,20 @@ from .settings import CanarySettings
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..encode.endpoint import EndpointEncoder
+    from ..contract import Contract
+    from ..encode.endpoint import EndpointEncoder, Secret
     from ..pipeline import Prepared
     from ..reference import ContractEncoder
     from ..result import Result
 
-_FROM_SETTINGS = object()
+T = TypeVar("T")
+
+
+class _FromSettings:
+    """Sentinel: the key named by the settings' ``api_key_env``."""
+
+
+FROM_SETTINGS = _FromSettings()
 
 
 @dataclass(frozen=True)
@@ -42,7 +51,7 @@ class CanarySet:
     roles: tuple[str, ...]
     texts: tuple[str, ...]
 
-    def rendered(self, contract: Any) -> list[str]:
+    def rendered(self, contract: "Contract") -> list[str]:
         """The model inputs the contract makes of these texts (what is sent to the server)."""
         return [contract.render(r, t) for r, t in zip(self.roles, self.texts)]
 
@@ -57,18 +66,18 @@ class CanaryContext:
         self.prepared = prepared
         self._reference_encoder = reference_encoder
         self._reference_result = reference_result
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, object] = {}
 
     def __repr__(self) -> str:
         return f"CanaryContext(endpoint={self.settings.endpoint!r}, model={self.prepared.contract.model!r})"
 
-    def _memo(self, key: str, make: Callable[[], Any]) -> Any:
+    def _memo(self, key: str, make: Callable[[], T]) -> T:
         if key not in self._cache:
             self._cache[key] = make()
-        return self._cache[key]
+        return cast(T, self._cache[key])
 
     @property
-    def contract(self) -> Any:
+    def contract(self) -> "Contract":
         return self.prepared.contract
 
     @property
@@ -94,18 +103,17 @@ class CanaryContext:
         """A client that checks no model name, for discovery (/v1/models, /info, /health)."""
         return self._memo("probe", lambda: self.make_client(model=None, models=frozenset()))
 
-    def make_client(self, *, model: str | None, models: frozenset[str], api_key: Any = _FROM_SETTINGS,
+    def make_client(self, *, model: str | None, models: frozenset[str],
+                    api_key: "Secret | None | _FromSettings" = FROM_SETTINGS,
                     max_retries: int | None = None) -> "EndpointEncoder":
         """A new client (the caller closes it); ``api_key=None`` sends no key, a Secret sends that one."""
-        from ..encode.endpoint import EndpointConfig, EndpointEncoder
+        from ..encode.endpoint import EndpointEncoder
         from ..encode.response import Expectation
 
         s = self.settings
-        config = EndpointConfig(url=s.endpoint, model=model,
-                                api_key=s.api_key() if api_key is _FROM_SETTINGS else api_key,
-                                timeout=s.timeout, concurrency=s.concurrency, batch_size=s.batch_size,
-                                encoding_format=s.encoding_format,
-                                max_retries=s.max_retries if max_retries is None else max_retries)
+        config = dataclasses.replace(
+            s.endpoint_config, model=model, api_key=s.api_key() if isinstance(api_key, _FromSettings) else api_key,
+            max_retries=s.endpoint_config.max_retries if max_retries is None else max_retries)
         return EndpointEncoder(config, Expectation(dim=self.hidden_size, normalized=self.contract.normalize,
                                                    models=models))
 
@@ -115,7 +123,7 @@ class CanaryContext:
     def known_served_model(self) -> str | None:
         """The served model's name if a check has already looked it up (no request is made)."""
         served = self._cache.get("served_model")
-        return served.name if served else None
+        return served.name if isinstance(served, ServedModel) else None
 
     def _discover_served_model(self) -> ServedModel:
         probe = self.probe_client()
@@ -200,6 +208,6 @@ class CanaryContext:
 
     def close(self) -> None:
         for key in ("client", "probe"):
-            enc = self._cache.pop(key, None)
+            enc = cast("EndpointEncoder | None", self._cache.pop(key, None))
             if enc is not None:
                 enc.close()

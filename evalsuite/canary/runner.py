@@ -11,6 +11,7 @@ from .checks import CanaryContext, Verdict, check_names, run_check
 from .settings import CanarySettings
 
 if TYPE_CHECKING:
+    from ..encode.base import Encoder
     from ..pipeline import Prepared
 
 SCHEMA_VERSION = 1
@@ -42,7 +43,7 @@ def local_context(settings: CanarySettings, prepared: "Prepared") -> CanaryConte
     from ..reference import ContractEncoder
 
     @lru_cache(maxsize=1)
-    def encoder() -> Any:
+    def encoder() -> "Encoder":
         return make_encoder(prepared)
 
     return CanaryContext(settings, prepared,
@@ -51,7 +52,7 @@ def local_context(settings: CanarySettings, prepared: "Prepared") -> CanaryConte
 
 
 def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None = None) -> CanaryOutcome:
-    verdicts = []
+    verdicts: list[Verdict] = []
     try:
         for name in check_names(ctx.settings):
             verdict = run_check(name, ctx)
