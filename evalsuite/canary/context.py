@@ -7,8 +7,9 @@ One context per session (per xdist worker). Nothing heavy is imported until a ch
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from ..errors import EndpointError, SpecError
 from . import texts
@@ -51,7 +52,7 @@ class CanarySet:
     roles: tuple[str, ...]
     texts: tuple[str, ...]
 
-    def rendered(self, contract: "Contract") -> list[str]:
+    def rendered(self, contract: Contract) -> list[str]:
         """The model inputs the contract makes of these texts (what is sent to the server)."""
         return [contract.render(r, t) for r, t in zip(self.roles, self.texts)]
 
@@ -59,9 +60,9 @@ class CanarySet:
 class CanaryContext:
     """Shared by all checks of one session; see :func:`evalsuite.canary.checks.run_check`."""
 
-    def __init__(self, settings: CanarySettings, prepared: "Prepared",
-                 reference_encoder: Callable[[], "ContractEncoder"],
-                 reference_result: Callable[[], "Result"]) -> None:
+    def __init__(self, settings: CanarySettings, prepared: Prepared,
+                 reference_encoder: Callable[[], ContractEncoder],
+                 reference_result: Callable[[], Result]) -> None:
         self.settings = settings
         self.prepared = prepared
         self._reference_encoder = reference_encoder
@@ -77,7 +78,7 @@ class CanaryContext:
         return cast(T, self._cache[key])
 
     @property
-    def contract(self) -> "Contract":
+    def contract(self) -> Contract:
         return self.prepared.contract
 
     @property
@@ -85,27 +86,27 @@ class CanaryContext:
         return int(self.prepared.model.hidden_size)
 
     # -- the two sides ----------------------------------------------------------------------------
-    def reference(self) -> "ContractEncoder":
+    def reference(self) -> ContractEncoder:
         return self._memo("reference", self._reference_encoder)
 
-    def reference_result(self) -> "Result":
+    def reference_result(self) -> Result:
         return self._memo("reference_result", self._reference_result)
 
-    def client(self) -> "EndpointEncoder":
+    def client(self) -> EndpointEncoder:
         """The endpoint encoder for the served model, checking every response against the contract."""
-        def make() -> "EndpointEncoder":
+        def make() -> EndpointEncoder:
             served = self.served_model()
             return self.make_client(model=served.name, models=served.aliases)
 
         return self._memo("client", make)
 
-    def probe_client(self) -> "EndpointEncoder":
+    def probe_client(self) -> EndpointEncoder:
         """A client that checks no model name, for discovery (/v1/models, /info, /health)."""
         return self._memo("probe", lambda: self.make_client(model=None, models=frozenset()))
 
     def make_client(self, *, model: str | None, models: frozenset[str],
-                    api_key: "Secret | None | _FromSettings" = FROM_SETTINGS,
-                    max_retries: int | None = None) -> "EndpointEncoder":
+                    api_key: Secret | None | _FromSettings = FROM_SETTINGS,
+                    max_retries: int | None = None) -> EndpointEncoder:
         """A new client (the caller closes it); ``api_key=None`` sends no key, a Secret sends that one."""
         from ..encode.endpoint import EndpointEncoder
         from ..encode.response import Expectation
@@ -159,9 +160,9 @@ class CanaryContext:
 
         return self._memo("canary_set", make)
 
-    def reference_vectors(self, dim: int | None = None) -> "np.ndarray":
+    def reference_vectors(self, dim: int | None = None) -> np.ndarray:
         """Reference vectors of the canary texts under the contract (or its Matryoshka ``dim``)."""
-        def make() -> "np.ndarray":
+        def make() -> np.ndarray:
             import numpy as np
 
             from ..reference import ContractEncoder
@@ -181,17 +182,17 @@ class CanaryContext:
 
         return self._memo(f"reference_vectors:{dim}", make)
 
-    def served_vectors(self) -> "np.ndarray":
+    def served_vectors(self) -> np.ndarray:
         """Raw served vectors of the canary texts (prefixes applied by the client), checked, full size."""
-        def make() -> "np.ndarray":
+        def make() -> np.ndarray:
             cs = self.canary_set()
             return self.client().embed(cs.rendered(self.contract), ids=list(cs.ids))
 
         return self._memo("served_vectors", make)
 
-    def endpoint_result(self) -> "Result":
+    def endpoint_result(self) -> Result:
         """The whole dataset through the endpoint, searched and scored like the reference."""
-        def make() -> "Result":
+        def make() -> Result:
             import time
 
             from ..pipeline import encode_dataset, encode_timing, role_stats_since, score, stats_snapshot

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import contract_rows, table
-from .checks.registry import BY_NAME, CHECKS
+from .checks import registry
 from .runner import CanaryOutcome
 
 
@@ -23,19 +23,19 @@ def checks_table() -> str:
 
     return table(["check", "label", "thresholds", "runs", "what it compares"],
                  [(c.name, c.label, ", ".join(c.thresholds) or "-", when(c.requires, c.per_dataset), c.explanation)
-                  for c in CHECKS])
+                  for c in registry.CHECKS])
 
 
 def render_markdown(outcome: CanaryOutcome) -> str:
     s = outcome.settings
     lines = [f"# Canary: {'PASS' if outcome.passed else 'FAIL'}", "",
-             f"Endpoint `{s.endpoint}`, served model `{outcome.served_model}`, "
-             f"against the local reference `{outcome.contract['model']}` @ `{outcome.contract['model_revision'][:16]}`"
-             f" on `{outcome.dataset['name']}`.", "",
+             (f"Endpoint `{s.endpoint}`, served model `{outcome.served_model}`, against the local reference "
+              f"`{outcome.contract['model']}` @ `{outcome.contract['model_revision'][:16]}` "
+              f"on `{outcome.dataset['name']}`."), "",
              table(["check", "verdict", "message"], [(v.check, v.status, v.message) for v in outcome.verdicts])]
     for v in outcome.verdicts:
-        check = BY_NAME.get(v.check)
-        if check is not None and check.report is not None:
+        check = registry.get_check(v.check)
+        if check.report is not None:
             lines += check.report(v)
     lines += ["## Settings", "", table(["setting", "value"], [(k, str(val)) for k, val in s.to_dict().items()]),
               "## Contract", "", table(["field", "value"], contract_rows(outcome.contract)),

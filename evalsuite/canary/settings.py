@@ -8,9 +8,11 @@ option in its metadata, so the option table, ``option_default`` and ``from_value
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import SpecError
 
@@ -65,20 +67,22 @@ class CanarySettings:
     max_ndcg_delta: float = _setting(0.005, "canary_max_ndcg_delta", low=0.0, high=1.0)
     dimensions: tuple[int, ...] = _setting((), "canary_dimensions")
 
-    def __init__(self, endpoint: "str | EndpointConfig | None" = None, *,
-                 endpoint_config: "EndpointConfig | None" = None, **values: object) -> None:
+    def __init__(self, endpoint: str | EndpointConfig | None = None, **values: object) -> None:
+        """``endpoint``: the URL or a whole EndpointConfig; ``values``: canary fields, EndpointConfig
+        fields (``served_model`` for ``model``), or ``endpoint_config`` (as ``dataclasses.replace`` passes)."""
         from ..encode.endpoint import EndpointConfig
 
         own = {f.name: f for f in dataclasses.fields(self) if f.name != "endpoint_config"}
         keywords = _endpoint_keywords()
-        unknown = set(values) - set(own) - set(keywords)
+        unknown = set(values) - set(own) - set(keywords) - {"endpoint_config"}
         if unknown:
             raise SpecError(f"unknown canary setting(s) {sorted(unknown)}; known: "
                             f"{', '.join(sorted(set(own) | set(keywords)))}")
         endpoint_values = {keywords[k]: v for k, v in values.items() if k in keywords}
-        if isinstance(endpoint, EndpointConfig):
-            endpoint_config = endpoint
-        elif endpoint is not None:
+        endpoint_config = values.get("endpoint_config", endpoint if isinstance(endpoint, EndpointConfig) else None)
+        if endpoint_config is not None and not isinstance(endpoint_config, EndpointConfig):
+            raise SpecError(f"endpoint_config must be an EndpointConfig, got {type(endpoint_config).__name__}")
+        if isinstance(endpoint, str):
             endpoint_values["url"] = endpoint
         if endpoint_config is None:
             if "url" not in endpoint_values:
@@ -100,7 +104,7 @@ class CanarySettings:
             if low is None:
                 continue
             value = getattr(self, f.name)
-            number = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+            number = isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
             too_low = number and (value <= low if f.metadata["low_open"] else value < low)
             if not number or too_low or (high is not None and value > high):
                 bounds = f"{'(' if f.metadata['low_open'] else '['}{low:g}, {high:g}]"
@@ -153,7 +157,7 @@ class CanarySettings:
         raise SpecError(f"canary setting {name!r} has no option; options: {', '.join(sorted(cls.option_fields()))}")
 
     @classmethod
-    def from_values(cls, values: Mapping[str, object]) -> "CanarySettings":
+    def from_values(cls, values: Mapping[str, object]) -> CanarySettings:
         """From ``evalsuite.options.collect(namespace, CANARY_OPTIONS, prefix)``; raises SpecError."""
         fields_by_option = cls.option_fields()
         unknown = set(values) - set(fields_by_option)
@@ -161,7 +165,8 @@ class CanarySettings:
             raise SpecError(f"unknown canary setting(s) {sorted(unknown)}; known: {', '.join(sorted(fields_by_option))}")
         if not values.get("endpoint"):
             raise SpecError("the canary needs --endpoint URL (the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)")
-        return cls(**{fields_by_option[k]: v for k, v in values.items() if v is not None})
+        kwargs = {fields_by_option[k]: v for k, v in values.items() if v is not None}
+        return cls(str(kwargs.pop("url")), **kwargs)
 
     @classmethod
     def option_default(cls, option: str) -> object:
@@ -178,7 +183,7 @@ class CanarySettings:
             f = by_option[option]
         return None if f.default is dataclasses.MISSING else f.default
 
-    def api_key(self) -> "Secret | None":
+    def api_key(self) -> Secret | None:
         """The key from the environment variable named by ``api_key_env`` (None when not configured)."""
         from ..encode.endpoint import Secret
 

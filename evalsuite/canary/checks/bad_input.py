@@ -32,7 +32,7 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
         except EndpointError as exc:
             failures.append(f"the server stopped answering after the {after}: {exc}")
 
-    def reference_raw(text: str) -> "np.ndarray":
+    def reference_raw(text: str) -> np.ndarray:
         ref = ctx.reference()
         pooled = ref.encoder.encode([text], poolings=[c.pooling], role="document")[c.pooling]
         return finalize(pooled, c.dim, c.normalize)

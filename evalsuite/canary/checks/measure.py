@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import statistics
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import httpx
@@ -13,7 +14,7 @@ TOP_K_OVERLAP = 10
 UNNORMALIZED_NORM_TOL = 1e-2
 
 
-def row_cosine(a: "np.ndarray", b: "np.ndarray") -> "np.ndarray":
+def row_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cosine of each row of ``a`` with the same row of ``b`` (0 for a zero row), in float64."""
     import numpy as np
 
@@ -28,7 +29,7 @@ def snippet(text: str, width: int = 50) -> str:
     return t if len(t) <= width else t[: width - 1] + "…"
 
 
-def cosine_summary(cos: "np.ndarray", ids: Sequence[str]) -> dict[str, Any]:
+def cosine_summary(cos: np.ndarray, ids: Sequence[str]) -> dict[str, Any]:
     worst = int(cos.argmin())
     return {"min": round(float(cos.min()), 6), "median": round(float(statistics.median(cos.tolist())), 6),
             "worst": ids[worst], "per_text": {i: round(float(c), 6) for i, c in zip(ids, cos)}}
@@ -45,7 +46,7 @@ def overlap(reference: dict[str, float], endpoint: dict[str, float], k: int = TO
     return len(set(ref_top) & set(list(endpoint)[:k])) / max(1, len(ref_top))
 
 
-def json_body(resp: "httpx.Response") -> object:
+def json_body(resp: httpx.Response) -> object:
     from ...encode.response import ResponseFormatError
 
     try:
