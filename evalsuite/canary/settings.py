@@ -107,7 +107,7 @@ class CanarySettings:
             number = isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
             too_low = number and (value <= low if f.metadata["low_open"] else value < low)
             if not number or too_low or (high is not None and value > high):
-                bounds = f"{'(' if f.metadata['low_open'] else '['}{low:g}, {high:g}]"
+                bounds = f"{'(' if f.metadata['low_open'] else '['}{low:g}, {'inf)' if high is None else f'{high:g}]'}"
                 raise SpecError(f"canary {f.name} must be in {bounds}, got {value!r}")
         if any(not isinstance(d, int) or d < 1 for d in self.dimensions):
             raise SpecError(f"canary dimensions must be positive integers, got {list(self.dimensions)}")

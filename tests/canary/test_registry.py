@@ -16,9 +16,9 @@ from evalsuite.canary.checks import (
     check_names,
     checks_for_dataset,
     get_check,
+    registry,
     run_check,
 )
-from evalsuite.canary.checks import registry
 from evalsuite.canary.report import checks_table, render_markdown
 from evalsuite.canary.runner import CanaryOutcome
 from evalsuite.errors import EndpointError, SpecError

@@ -8,7 +8,10 @@ Adding a check::
                           explanation="what it compares and why", example="widgets: a failure message",
                           thresholds=("widget_min",))           # requires=..., per_dataset=..., report=...
     # 2. one entry in CHECKS below, where it should run;
-    # 3. its threshold as a CanarySettings field: widget_min: float = _setting(0.9, "canary_widget_min", ...);
+    # 3. its threshold as a CanarySettings field (bounds validated from the declaration):
+    #        widget_min: float = _setting(0.9, "canary_widget_min", low=0.0, high=1.0)
+    #    and, if users may set it, the Option "--canary-widget-min" in canary/options.py
+    #    (tests/canary/test_settings.py fails while the two disagree);
     # 4. its test (tests/canary/): a faithful server passes it, the fault it names fails it.
 
 Labels, the list of checks a session runs, skip verdicts and the report sections follow from here.
