@@ -6,8 +6,10 @@ One context per session (per xdist worker). Nothing heavy is imported until a ch
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from ..errors import EndpointError, SpecError
 from . import texts
@@ -16,12 +18,20 @@ from .settings import CanarySettings
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..encode.endpoint import EndpointEncoder
+    from ..contract import Contract
+    from ..encode.endpoint import EndpointEncoder, Secret
     from ..pipeline import Prepared
     from ..reference import ContractEncoder
     from ..result import Result
 
-_FROM_SETTINGS = object()
+T = TypeVar("T")
+
+
+class _FromSettings:
+    """Sentinel: the key named by the settings' ``api_key_env``."""
+
+
+FROM_SETTINGS = _FromSettings()
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,7 @@ class CanarySet:
     roles: tuple[str, ...]
     texts: tuple[str, ...]
 
-    def rendered(self, contract: Any) -> list[str]:
+    def rendered(self, contract: Contract) -> list[str]:
         """The model inputs the contract makes of these texts (what is sent to the server)."""
         return [contract.render(r, t) for r, t in zip(self.roles, self.texts)]
 
@@ -50,25 +60,25 @@ class CanarySet:
 class CanaryContext:
     """Shared by all checks of one session; see :func:`evalsuite.canary.checks.run_check`."""
 
-    def __init__(self, settings: CanarySettings, prepared: "Prepared",
-                 reference_encoder: Callable[[], "ContractEncoder"],
-                 reference_result: Callable[[], "Result"]) -> None:
+    def __init__(self, settings: CanarySettings, prepared: Prepared,
+                 reference_encoder: Callable[[], ContractEncoder],
+                 reference_result: Callable[[], Result]) -> None:
         self.settings = settings
         self.prepared = prepared
         self._reference_encoder = reference_encoder
         self._reference_result = reference_result
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, object] = {}
 
     def __repr__(self) -> str:
         return f"CanaryContext(endpoint={self.settings.endpoint!r}, model={self.prepared.contract.model!r})"
 
-    def _memo(self, key: str, make: Callable[[], Any]) -> Any:
+    def _memo(self, key: str, make: Callable[[], T]) -> T:
         if key not in self._cache:
             self._cache[key] = make()
-        return self._cache[key]
+        return cast(T, self._cache[key])
 
     @property
-    def contract(self) -> Any:
+    def contract(self) -> Contract:
         return self.prepared.contract
 
     @property
@@ -76,36 +86,35 @@ class CanaryContext:
         return int(self.prepared.model.hidden_size)
 
     # -- the two sides ----------------------------------------------------------------------------
-    def reference(self) -> "ContractEncoder":
+    def reference(self) -> ContractEncoder:
         return self._memo("reference", self._reference_encoder)
 
-    def reference_result(self) -> "Result":
+    def reference_result(self) -> Result:
         return self._memo("reference_result", self._reference_result)
 
-    def client(self) -> "EndpointEncoder":
+    def client(self) -> EndpointEncoder:
         """The endpoint encoder for the served model, checking every response against the contract."""
-        def make() -> "EndpointEncoder":
+        def make() -> EndpointEncoder:
             served = self.served_model()
             return self.make_client(model=served.name, models=served.aliases)
 
         return self._memo("client", make)
 
-    def probe_client(self) -> "EndpointEncoder":
+    def probe_client(self) -> EndpointEncoder:
         """A client that checks no model name, for discovery (/v1/models, /info, /health)."""
         return self._memo("probe", lambda: self.make_client(model=None, models=frozenset()))
 
-    def make_client(self, *, model: str | None, models: frozenset[str], api_key: Any = _FROM_SETTINGS,
-                    max_retries: int | None = None) -> "EndpointEncoder":
+    def make_client(self, *, model: str | None, models: frozenset[str],
+                    api_key: Secret | None | _FromSettings = FROM_SETTINGS,
+                    max_retries: int | None = None) -> EndpointEncoder:
         """A new client (the caller closes it); ``api_key=None`` sends no key, a Secret sends that one."""
-        from ..encode.endpoint import EndpointConfig, EndpointEncoder
+        from ..encode.endpoint import EndpointEncoder
         from ..encode.response import Expectation
 
         s = self.settings
-        config = EndpointConfig(url=s.endpoint, model=model,
-                                api_key=s.api_key() if api_key is _FROM_SETTINGS else api_key,
-                                timeout=s.timeout, concurrency=s.concurrency, batch_size=s.batch_size,
-                                encoding_format=s.encoding_format,
-                                max_retries=s.max_retries if max_retries is None else max_retries)
+        config = dataclasses.replace(
+            s.endpoint_config, model=model, api_key=s.api_key() if isinstance(api_key, _FromSettings) else api_key,
+            max_retries=s.endpoint_config.max_retries if max_retries is None else max_retries)
         return EndpointEncoder(config, Expectation(dim=self.hidden_size, normalized=self.contract.normalize,
                                                    models=models))
 
@@ -115,7 +124,7 @@ class CanaryContext:
     def known_served_model(self) -> str | None:
         """The served model's name if a check has already looked it up (no request is made)."""
         served = self._cache.get("served_model")
-        return served.name if served else None
+        return served.name if isinstance(served, ServedModel) else None
 
     def _discover_served_model(self) -> ServedModel:
         probe = self.probe_client()
@@ -151,9 +160,9 @@ class CanaryContext:
 
         return self._memo("canary_set", make)
 
-    def reference_vectors(self, dim: int | None = None) -> "np.ndarray":
+    def reference_vectors(self, dim: int | None = None) -> np.ndarray:
         """Reference vectors of the canary texts under the contract (or its Matryoshka ``dim``)."""
-        def make() -> "np.ndarray":
+        def make() -> np.ndarray:
             import numpy as np
 
             from ..reference import ContractEncoder
@@ -173,17 +182,17 @@ class CanaryContext:
 
         return self._memo(f"reference_vectors:{dim}", make)
 
-    def served_vectors(self) -> "np.ndarray":
+    def served_vectors(self) -> np.ndarray:
         """Raw served vectors of the canary texts (prefixes applied by the client), checked, full size."""
-        def make() -> "np.ndarray":
+        def make() -> np.ndarray:
             cs = self.canary_set()
             return self.client().embed(cs.rendered(self.contract), ids=list(cs.ids))
 
         return self._memo("served_vectors", make)
 
-    def endpoint_result(self) -> "Result":
+    def endpoint_result(self) -> Result:
         """The whole dataset through the endpoint, searched and scored like the reference."""
-        def make() -> "Result":
+        def make() -> Result:
             import time
 
             from ..pipeline import encode_dataset, encode_timing, role_stats_since, score, stats_snapshot
@@ -200,6 +209,6 @@ class CanaryContext:
 
     def close(self) -> None:
         for key in ("client", "probe"):
-            enc = self._cache.pop(key, None)
+            enc = cast("EndpointEncoder | None", self._cache.pop(key, None))
             if enc is not None:
                 enc.close()

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .checks import CanaryContext, Verdict, check_names, run_check
 from .settings import CanarySettings
 
 if TYPE_CHECKING:
+    from ..encode.base import Encoder
     from ..pipeline import Prepared
 
 SCHEMA_VERSION = 1
@@ -23,7 +25,7 @@ class CanaryOutcome:
     dataset: dict[str, Any]
     served_model: str | None
     verdicts: tuple[Verdict, ...]
-    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     @property
     def passed(self) -> bool:
@@ -36,13 +38,13 @@ class CanaryOutcome:
                 "verdicts": [v.to_dict() for v in self.verdicts]}
 
 
-def local_context(settings: CanarySettings, prepared: "Prepared") -> CanaryContext:
+def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext:
     """A context whose reference is the local encoder of ``prepared`` (one model load, shared)."""
     from ..pipeline import make_encoder, run
     from ..reference import ContractEncoder
 
     @lru_cache(maxsize=1)
-    def encoder() -> Any:
+    def encoder() -> Encoder:
         return make_encoder(prepared)
 
     return CanaryContext(settings, prepared,
@@ -51,7 +53,7 @@ def local_context(settings: CanarySettings, prepared: "Prepared") -> CanaryConte
 
 
 def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None = None) -> CanaryOutcome:
-    verdicts = []
+    verdicts: list[Verdict] = []
     try:
         for name in check_names(ctx.settings):
             verdict = run_check(name, ctx)

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from evalsuite.canary.checks import CanarySettings, Verdict, check_names, run_check
+from evalsuite.canary.checks import CHECKS, CanarySettings, Verdict, check_names, run_check
 from evalsuite.errors import ContractError, SpecError
 
 from .conftest import API_KEY_ENV
@@ -36,6 +36,9 @@ def test_every_check_passes_against_a_faithful_server(fault_server, make_context
     assert list(verdicts) == ALL
     for v in verdicts.values():
         assert v.passed is True, v.message
+    for check in CHECKS:  # each run function answers under its declaration's name and label
+        assert verdicts[check.name].check == check.name
+        assert verdicts[check.name].message.startswith(check.label + ": ")
     assert verdicts["identity"].message.startswith("identity: 'tiny-model' is listed by /v1/models")
     assert verdicts["vector_agreement"].message.startswith("vector agreement: 27 texts, min cosine ")
     assert "delta +0.0000" in verdicts["retrieval_agreement"].message
