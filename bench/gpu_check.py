@@ -112,7 +112,8 @@ def environment(device: str) -> dict[str, Any]:
     return {"gpu": props.name, "gpu_memory_gib": round(props.total_memory / 2**30, 1),
             "compute_capability": f"{props.major}.{props.minor}", "gpu_count": torch.cuda.device_count(),
             "device": device, "torch": torch.__version__, "cuda": torch.version.cuda,
-            "cudnn": torch.backends.cudnn.version(), "python": platform.python_version(),
+            "cudnn": torch.backends.cudnn.version(),  # type: ignore[no-untyped-call]
+            "python": platform.python_version(),
             "platform": platform.platform(), "cpus": os.cpu_count(), "libraries": libraries}
 
 

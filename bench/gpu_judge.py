@@ -72,7 +72,9 @@ def judge_runs(reference: Mapping[str, float], runs: Mapping[str, tuple[str, Map
                thresholds: Thresholds, *, want_device: str = "cuda") -> Section:
     """``runs``: {dtype: (device the run reported, metrics)}; each must be on ``want_device`` and within
     the dtype's tolerance of the CPU float32 ``reference`` on every metric."""
-    checks, data, parts = [], {"reference_cpu_float32": dict(reference)}, []
+    checks: list[Check] = []
+    data: dict[str, Any] = {"reference_cpu_float32": dict(reference)}
+    parts = []
     for dtype, (device, metrics) in runs.items():
         deltas = metric_deltas(reference, metrics)
         worst = max_abs(deltas)

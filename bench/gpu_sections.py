@@ -115,7 +115,10 @@ def cli_run(ctx: Context, args: Sequence[str], out: Path) -> tuple[int, dict[str
     argv += ["--dataset", ctx.dataset] if ctx.dataset else []
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-        rc = main(argv)
+        try:
+            rc = main(argv)
+        except SystemExit as exc:  # argparse rejected the arguments: an exit status like the command's
+            rc = exc.code if isinstance(exc.code, int) else 2
     results = out / "results.json"
     return rc, json.loads(results.read_text()) if rc == 0 and results.is_file() else None, buf.getvalue()
 

@@ -18,7 +18,8 @@ from gpu_judge import (SweepFigures, compare_rankings, cosine_stats, judge_runs,
                        one_gpu_env, ray_skip_reason)
 from gpu_report import (Section, Thresholds, assemble, at_least, at_most, equals, exit_status, finish, json_text,
                         no_cuda_message, render_table, skipped)
-from gpu_sections import Context, ray_executor_modules, section_faiss, section_ray, section_run, section_vectors
+from gpu_sections import (Context, cli_run, ray_executor_modules, section_faiss, section_ray, section_run,
+                          section_vectors)
 from gpu_sweep import section_sweep
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "gpu_check.py"
@@ -269,6 +270,11 @@ def test_sweep_section_runs_twelve_cells_beside_sentence_transformers(cpu_ctx):
     assert s.data["cells"] == 12 and s.data["passes_by_role"] == {"query": 1, "document": 1}
     assert s.data["tokens"] > 0 and s.data["st_seconds"] > 0 and s.data["time_ratio"] > 0
     assert (s.data["documents"], s.data["queries"]) == (6, 3)   # q4 has no relevant document: dropped
+
+
+def test_cli_run_reports_a_rejected_command_instead_of_exiting(cpu_ctx):
+    rc, results, output = cli_run(cpu_ctx, ["--dtype", "float64"], cpu_ctx.workdir / "never")
+    assert (rc, results) == (2, None) and "invalid choice: 'float64'" in output
 
 
 def test_ray_and_faiss_sections_skip_with_a_reason_where_they_cannot_run(cpu_ctx):
