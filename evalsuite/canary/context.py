@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from ..encode.endpoint import EndpointEncoder
     from ..pipeline import Prepared
-    from ..reference import ContractEncoder
+    from ..encode.contract_encoder import ContractEncoder
     from ..result import Result
 
 _FROM_SETTINGS = object()
@@ -156,7 +156,7 @@ class CanaryContext:
         def make() -> "np.ndarray":
             import numpy as np
 
-            from ..reference import ContractEncoder
+            from ..encode.contract_encoder import ContractEncoder
 
             ref = self.reference()
             if dim is not None:

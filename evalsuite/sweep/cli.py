@@ -1,4 +1,4 @@
-"""`evalsuite sweep`: the base options of `evalsuite run`, plus --vary / --grid / --out."""
+"""`evalsuite sweep`: the options of `evalsuite run`, plus --vary / --grid / --out."""
 
 from __future__ import annotations
 
@@ -7,15 +7,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..options import RUN_OPTIONS, add_options, collect
+from ..options import OUT_OPTION, RUN_OPTIONS, add_options, collect
 from .options import SWEEP_OPTIONS
+
+OUT = OUT_OPTION.with_default("reports/<dataset>/<model>/sweep")
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("sweep", help="vary one setting at a time (or a grid) around the base contract; "
                                             "write sweep.json, report.md and report.html")
     add_options(p.add_argument, RUN_OPTIONS)
-    add_options(p.add_argument, SWEEP_OPTIONS)
+    add_options(p.add_argument, (*SWEEP_OPTIONS, OUT))
     p.set_defaults(func=cmd_sweep)
 
 

@@ -23,7 +23,8 @@ def _args(tiny, small_beir, *extra):
 
 
 def test_plugin_import_is_light():
-    code = ("import sys, evalsuite.pytest_plugin, evalsuite.options, evalsuite.gates, evalsuite.specfile; "
+    code = ("import sys, evalsuite.pytest_plugin, evalsuite.options, evalsuite.gating.kinds, evalsuite.gating.plan, "
+            "evalsuite.gating.policy, evalsuite.gating.report; "
             "heavy = [m for m in ('torch', 'faiss', 'transformers', 'numba', 'ranx') if m in sys.modules]; "
             "print(heavy); sys.exit(bool(heavy))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -42,7 +43,7 @@ def test_floor_gate_pass_and_fail(pytester, tiny, small_beir):
     result.assert_outcomes(passed=3, failed=1)  # contract, integrity, floor 0.0 / floor 1.5
     out = result.stdout.str()
     assert "is below the floor 1.5" in out and "ndcg@10 = " in out
-    assert "Traceback" not in out and "gate_session.py" not in out  # internal frames hidden
+    assert "Traceback" not in out and "session.py" not in out  # internal frames hidden
     assert result.ret == 1
     assert "evalsuite::small::gate[ndcg@10>=1.5]" in out
     report = json.loads((pytester.path / "reports" / "evalsuite" / "small" / "results.json").read_text())
