@@ -9,9 +9,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .contract import Contract
-from .encode.base import Encoder
-from .vectors import finalize
+from ..contract import Contract
+from ..vectors import finalize
+from .base import Encoder
 
 
 class ContractEncoder:
