@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .errors import EvalsuiteError
 from .options import OUT_OPTION, RUN_OPTIONS, add_options, collect

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 
 from .contract import DTYPES, POOLINGS, SIMILARITIES, TRUNCATIONS
 from .errors import SpecError
@@ -81,7 +82,7 @@ class Option:
             return self.help
         return f"{self.help} (default: {render_default(self.default)})"
 
-    def with_default(self, default: object) -> "Option":
+    def with_default(self, default: object) -> Option:
         return dataclasses.replace(self, default=default)
 
 

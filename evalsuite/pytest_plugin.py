@@ -21,7 +21,7 @@ from .gating.start import PREFIX, plugin_options
 if TYPE_CHECKING:
     from .datasets import Dataset
     from .encode.contract_encoder import ContractEncoder
-    from .gating.report import SessionReport
+    from .gating.report import SessionReport  # noqa: F401  (named by the StashKey below)
     from .gating.session import GateSession
     from .result import Result
 
@@ -100,7 +100,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config.stash[REPORT] = report
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
     report = config.stash.get(REPORT, None)
     if report is None:
         return
@@ -120,7 +121,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 # -- fixtures for users' own tests ------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def evalsuite_session(request: pytest.FixtureRequest) -> "GateSession":
+def evalsuite_session(request: pytest.FixtureRequest) -> GateSession:
     """The session's evalsuite state; with no evalsuite settings, the bundled model on the fixtures."""
     state = request.config.stash.get(SESSION, None)
     if state is None:
@@ -135,19 +136,19 @@ def evalsuite_session(request: pytest.FixtureRequest) -> "GateSession":
 
 
 @pytest.fixture(scope="session")
-def evalsuite_result(evalsuite_session: "GateSession") -> "Result":
+def evalsuite_result(evalsuite_session: GateSession) -> Result:
     """The candidate's Result on the first (or only) dataset, computed once per session."""
     return evalsuite_session.result(evalsuite_session.datasets[0].name)
 
 
 @pytest.fixture(scope="session")
-def evalsuite_dataset(evalsuite_session: "GateSession") -> "Dataset":
+def evalsuite_dataset(evalsuite_session: GateSession) -> Dataset:
     """The first (or only) dataset: corpus, queries and qrels."""
     return evalsuite_session.prepared[evalsuite_session.datasets[0].name].dataset
 
 
 @pytest.fixture(scope="session")
-def evalsuite_encoder(evalsuite_session: "GateSession") -> "ContractEncoder":
+def evalsuite_encoder(evalsuite_session: GateSession) -> ContractEncoder:
     """A ContractEncoder: ``embed_queries``, ``embed_documents`` and ``similarity(query, doc)``."""
     from .encode.contract_encoder import ContractEncoder
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..options import Option, int_at_least, spec_type
 from .settings import CanarySettings

@@ -5,7 +5,7 @@ This is what users' own tests (the ``evalsuite_encoder`` fixture) and the canary
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

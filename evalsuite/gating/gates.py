@@ -4,8 +4,9 @@ of a gate kind's declaration (each kind is one subclass in `kinds.py`, the regis
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Mapping
+from typing import ClassVar
 
 from ..errors import SpecError
 
@@ -72,6 +73,7 @@ class GateKind:
     form: ClassVar[str]  # the syntax, as help texts and errors show it
     example: ClassVar[str]  # a valid expression
     fails_when: ClassVar[str]  # one line for people, as the README's gate table shows it
+    optional_value: ClassVar[str] = ""  # e.g. "[=ALPHA]": shown after the example in the README's table
 
     def pattern(self) -> re.Pattern[str]:
         return re.compile(rf"^\s*(?P<metric>[^:\s]+)\s*:\s*{self.name}\s*(?:=\s*(?P<value>[-+0-9.eE]+%?))?\s*$")

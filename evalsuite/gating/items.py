@@ -36,7 +36,7 @@ class EvalsuiteItem(pytest.Item):
         self.dataset = dataset
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> "str | TerminalRepr":
+                     style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, (EvalsuiteFailure, EvalsuiteError)):
             return f"[evalsuite {self.dataset}] {excinfo.value}"
         return super().repr_failure(excinfo, style=style)
@@ -81,6 +81,9 @@ class IntegrityItem(EvalsuiteItem):
         problems = []
         for role, vectors, ids in (("query", result.query_vectors, result.dataset.query_ids),
                                    ("document", result.doc_vectors, result.dataset.doc_ids)):
+            if vectors is None:
+                problems.append(f"{role} vectors were not kept in the result")
+                continue
             report = check_vectors(vectors, dim=c.dim, normalized=c.normalize)
             self.user_properties.append((f"{role}_norm_range", f"{report.min_norm:.6f}..{report.max_norm:.6f}"))
             problems += [f"{role} vectors: {p}" for p in report.problems(ids)]

@@ -15,7 +15,7 @@ Adding a kind: one subclass of :class:`GateKind` below, listed in ``KINDS``, and
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ..errors import SpecError
 from ..metrics import paired_test, parse_metric
@@ -103,6 +103,7 @@ class NoSignificantDrop(GateKind):
     name = "no_significant_drop"
     form = "METRIC:no_significant_drop[=ALPHA]"
     example = "mrr@10:no_significant_drop"
+    optional_value = "[=ALPHA]"
     fails_when = ("a paired t-test over per-query scores (ranx's own test) finds a drop at p < alpha "
                   f"({DEFAULT_ALPHA:g})")
 
@@ -144,7 +145,7 @@ def gate_help() -> str:
 
 def kinds_markdown() -> str:
     """The README's gate table: one row per kind."""
-    rows = [f"| `{k.example}` | {k.fails_when} |" for k in KINDS]
+    rows = [f"| `{k.example}{k.optional_value}` | {k.fails_when} |" for k in KINDS]
     return "\n".join(["| expression | fails when |", "|---|---|", *rows]) + "\n"
 
 

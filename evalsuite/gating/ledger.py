@@ -10,7 +10,7 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Union
+from typing import TYPE_CHECKING, Literal
 
 from .gates import Outcome
 
@@ -41,7 +41,7 @@ class SweepCellRecord:
 @dataclass(frozen=True)
 class CanaryRecord:
     dataset: str
-    verdict: "Verdict"
+    verdict: Verdict
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class CandidateSeen:
 @dataclass(frozen=True)
 class ReferenceSeen:
     dataset: str
-    kind: "ReferenceKind"
+    kind: ReferenceKind
     label: str
     metrics: dict[str, float]
 
@@ -81,8 +81,8 @@ class BaselineWritten:
     path: Path
 
 
-Record = Union[GateRecord, SweepCellRecord, CanaryRecord, CandidateSeen, ReferenceSeen, Computation,
-               BaselineWritten]
+Record = (GateRecord | SweepCellRecord | CanaryRecord | CandidateSeen | ReferenceSeen | Computation
+          | BaselineWritten)
 
 
 @dataclass

@@ -7,8 +7,9 @@ tested without a model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Mapping, Sequence
+from typing import Literal
 
 from ..errors import SpecError
 from .gates import Gate

@@ -32,17 +32,17 @@ class Reference:
         return self.kind if self.revision is None else f"{self.kind} {self.revision[:12]}"
 
     @classmethod
-    def from_baseline(cls, baseline: Baseline) -> "Reference":
+    def from_baseline(cls, baseline: Baseline) -> Reference:
         return cls("baseline", None, baseline.scores(), baseline.contract, baseline.dataset_sha256, (),
                    baseline.path)
 
     @classmethod
-    def from_result(cls, result: "Result") -> "Reference":
+    def from_result(cls, result: Result) -> Reference:
         return cls("reference", result.contract.model_revision,
                    Scores("reference", result.metrics, result.per_query), result.contract,
                    result.dataset.identity.sha256, REVISION_FIELDS)
 
-    def problems(self, contract: "Contract", dataset_sha256: str) -> list[str]:
+    def problems(self, contract: Contract, dataset_sha256: str) -> list[str]:
         """Why a candidate with this contract and dataset is not comparable with this side (empty: it is)."""
         return comparability(self.contract, self.dataset_sha256, contract, dataset_sha256, ignore=self.ignore,
                              labels=(self.kind, "candidate"))

@@ -6,15 +6,23 @@ The session owns state (`session.py`); this module owns presentation.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import table
 from ..reports.run_reports import run_markdown
-from .ledger import (BaselineWritten, CanaryRecord, CandidateSeen, Computation, GateRecord, ReferenceSeen,
-                     SweepCellRecord)
+from .ledger import (
+    BaselineWritten,
+    CanaryRecord,
+    CandidateSeen,
+    Computation,
+    GateRecord,
+    ReferenceSeen,
+    SweepCellRecord,
+)
 
 if TYPE_CHECKING:
     from ..result import Result
@@ -57,7 +65,7 @@ def summary_rows(candidate: CandidateSeen | None, reference: ReferenceSeen | Non
 def format_rows(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """A plain aligned text table (the terminal summary)."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    return ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in [headers, *rows]]
+    return ["  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() for cells in [headers, *rows]]
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,7 @@ class DatasetReport:
     rows: tuple[SummaryRow, ...]
     results: dict[str, Any] | None  # results.json; None when the candidate was never computed
     markdown: str | None
-    sweep: "SweepResult | None"
+    sweep: SweepResult | None
 
     @property
     def headers(self) -> tuple[str, ...]:
@@ -86,7 +94,7 @@ class DatasetReport:
         return paths
 
 
-def dataset_report(name: str, directory: Path, result: "Result | None", sweep: "SweepResult | None",
+def dataset_report(name: str, directory: Path, result: Result | None, sweep: SweepResult | None,
                    candidate: CandidateSeen | None, reference: ReferenceSeen | None,
                    outcomes: Sequence[GateRecord | SweepCellRecord], notes: Sequence[str]) -> DatasetReport:
     """``outcomes``: the gate items' and sweep cells' records, in the order they were made."""

@@ -7,7 +7,8 @@ whichever worker asks first (`shared.py`), outcomes travel to the controller in 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from ..encode.base import Encoder
 from ..pipeline import Prepared, make_encoder, prepare, run
@@ -33,7 +34,7 @@ EncoderKey = tuple[str, str, str, int, str]
 
 class GateSession:
     def __init__(self, plan: SessionPlan, shared: ComputeOnce | None = None, *,
-                 canary: "CanarySettings | None" = None, worker: str = "main") -> None:
+                 canary: CanarySettings | None = None, worker: str = "main") -> None:
         self.plan = plan
         self.canary = canary
         self.worker = worker
@@ -44,7 +45,7 @@ class GateSession:
         self.baselines: dict[str, Baseline] = {}
         self.policy = SessionPolicy(())
         self._encoders: dict[EncoderKey, Encoder] = {}
-        self._canary_contexts: dict[str, "CanaryContext"] = {}
+        self._canary_contexts: dict[str, CanaryContext] = {}
         self._seen: set[tuple[str, str]] = set()
 
     @property
@@ -93,7 +94,7 @@ class GateSession:
             self._encoders[key] = make_encoder(prepared)
         return self._encoders[key]
 
-    def sweep_cells(self, name: str) -> list["Cell"]:
+    def sweep_cells(self, name: str) -> list[Cell]:
         """The cells of a dataset's sweep (pure planning; empty when no sweep is asked)."""
         dp = self.dataset_plan(name)
         if not dp.sweep:
@@ -103,7 +104,7 @@ class GateSession:
         prepared = self.prepared[name]
         return plan_cells(prepared.contract, dp.sweep, dp.grid, info=prepared.model)
 
-    def sweep(self, name: str) -> "SweepResult":
+    def sweep(self, name: str) -> SweepResult:
         """The dataset's sweep, run once per session (one forward pass per role where possible).
 
         The sweep loads its own encoders and frees them when done, so the session's shared encoder
@@ -159,7 +160,7 @@ class GateSession:
 
         return checks_for_dataset(self.canary, first=name == self.datasets[0].name)
 
-    def canary_context(self, name: str) -> "CanaryContext":
+    def canary_context(self, name: str) -> CanaryContext:
         if self.canary is None:
             raise RuntimeError("canary_context called in a session without --endpoint")
         if name not in self._canary_contexts:
@@ -173,7 +174,7 @@ class GateSession:
                 reference_result=lambda: self.result(name))
         return self._canary_contexts[name]
 
-    def record_verdict(self, name: str, verdict: "Verdict") -> None:
+    def record_verdict(self, name: str, verdict: Verdict) -> None:
         self.ledger.add(CanaryRecord(name, verdict))
 
     # -- the end -------------------------------------------------------------------------------------

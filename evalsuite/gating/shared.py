@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import fcntl
 import pickle
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar, cast
+from typing import TypeVar, cast
 
 from ..io import atomic_write_bytes
 
@@ -47,5 +48,5 @@ class ComputeOnce:
         if key in self._memo:
             return self._memo[key]
         if self.shared_dir is not None and (self.shared_dir / f"{key}.pkl").is_file():
-            return pickle.loads((self.shared_dir / f"{key}.pkl").read_bytes())
+            return cast(object, pickle.loads((self.shared_dir / f"{key}.pkl").read_bytes()))
         return None

@@ -3,8 +3,9 @@ session has no evalsuite settings at all (the plugin then stays inert)."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..options import RUN_OPTIONS, Option, collect
 from .options import GATE_OPTIONS
@@ -25,7 +26,7 @@ def plugin_options() -> tuple[Option, ...]:
     return (*RUN_OPTIONS, *GATE_OPTIONS, *SWEEP_OPTIONS, *CANARY_OPTIONS)
 
 
-def start_session(values: Any, cwd: Path, *, shared_dir: Path | None, worker: str) -> "GateSession | None":
+def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | None, worker: str) -> GateSession | None:
     """``values``: pytest's ``config.option``. Raises EvalsuiteError for bad settings."""
     from ..canary.options import CANARY_OPTIONS
     from ..sweep.options import SWEEP_OPTIONS
@@ -48,7 +49,7 @@ def start_session(values: Any, cwd: Path, *, shared_dir: Path | None, worker: st
     return prepared_session(plan, shared_dir=shared_dir, worker=worker, canary=canary)
 
 
-def default_session(cwd: Path) -> "GateSession":
+def default_session(cwd: Path) -> GateSession:
     """The bundled model on the fixture dataset: what the fixtures use when no setting is given."""
     from .plan import build_plan
 
@@ -56,8 +57,8 @@ def default_session(cwd: Path) -> "GateSession":
     return prepared_session(plan, shared_dir=None, worker="main")
 
 
-def prepared_session(plan: "SessionPlan", *, shared_dir: Path | None, worker: str,
-                     canary: "CanarySettings | None" = None) -> "GateSession":
+def prepared_session(plan: SessionPlan, *, shared_dir: Path | None, worker: str,
+                     canary: CanarySettings | None = None) -> GateSession:
     from .session import GateSession
     from .shared import ComputeOnce
 

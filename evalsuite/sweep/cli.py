@@ -48,7 +48,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     headers, rows = sweep_table_rows(result)
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
     for row in [headers, *rows]:
-        print("  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths)))
+        print("  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
