@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .contract import DTYPES, POOLINGS, SIMILARITIES, TRUNCATIONS
+from .datasets.model import EMPTY_POLICIES
 from .errors import SpecError
 from .metrics import parse_metrics
 from .spec import RunSpec
@@ -102,6 +103,10 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("--dataset", "dataset directory: BEIR layout or a saved Hugging Face dataset (default: bundled fixtures)"),
     run_option("--split", "qrels split"),
     Option("--qrels", "qrels file to use instead of qrels/<split>.tsv (BEIR TSV or TREC 'qid 0 docid rel')"),
+    run_option("--empty-docs", "documents with empty title and text: keep (encode ''), skip (drop them and their "
+               "judgements) or error", {"choices": EMPTY_POLICIES}),
+    run_option("--empty-queries", "queries with empty text: skip (drop them), keep (encode '') or error",
+               {"choices": EMPTY_POLICIES}),
     Option("--pooling", "pooling (default: what the model declares)", {"choices": POOLINGS}),
     Option("--query-prefix", "text prepended to every query (default: the model's 'query' prompt, else none)"),
     Option("--doc-prefix", "text prepended to every document (default: the model's document prompt, else none)"),
