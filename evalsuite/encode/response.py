@@ -42,7 +42,7 @@ class ResponseFormatError(ResponseError):
     """Not JSON, no ``data`` list, an entry that is not an object, an embedding of the wrong type."""
 
 
-class ServerReportedError(ResponseError):
+class ServerReportedError(ResponseFormatError):
     """A 200 whose body is ``{"error": ...}``: the server's own failure message, shown as given."""
 
 
