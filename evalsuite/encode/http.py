@@ -12,8 +12,9 @@ from __future__ import annotations
 import threading
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from .response import check_info, check_models, load_json
 from .secret import RedactedError, cut
@@ -77,7 +78,7 @@ class Deadline:
     what: str = "the overall deadline"
 
     @classmethod
-    def after(cls, seconds: float, what: str = "the overall deadline") -> "Deadline":
+    def after(cls, seconds: float, what: str = "the overall deadline") -> Deadline:
         return cls(time.monotonic() + seconds, seconds, what)
 
     def remaining(self) -> float:
@@ -117,7 +118,7 @@ class _Scope:
         _active.at = self.prev
 
 
-def make_transport(max_connections: int, max_keepalive: int) -> "httpx.BaseTransport":
+def make_transport(max_connections: int, max_keepalive: int) -> httpx.BaseTransport:
     """An httpx transport whose sockets obey the calling thread's request deadline."""
     import httpcore
     import httpx
@@ -271,7 +272,7 @@ class EndpointResponse:
         return payload
 
 
-def read_body(resp: "httpx.Response", *, cap: int, what: str) -> tuple[bytes, bool]:
+def read_body(resp: httpx.Response, *, cap: int, what: str) -> tuple[bytes, bool]:
     """The decoded body of a streamed response, at most ``cap`` bytes (ResponseTooLarge beyond, for a
     2xx; a longer error body is cut at ERROR_BODY_CAP). Transport errors propagate (httpx's)."""
     ok = resp.status_code < 300

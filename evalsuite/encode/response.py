@@ -16,8 +16,9 @@ import base64
 import binascii
 import json
 import reprlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -202,7 +203,7 @@ def parse_embeddings(payload: Any, labels: Sequence[str], expect: Expectation, *
     if expect.models:
         if not isinstance(model, str):
             raise ModelMismatch(f"response has no 'model' string (got {describe(model)}); "
-                                f"expected {sorted(expect.models)[0]!r}")
+                                f"expected {min(expect.models)!r}")
         if not model_matches(model, expect.models):
             raise ModelMismatch(f"response names model {describe(model)}, but the served model is "
                                 f"{' or '.join(repr(m) for m in sorted(expect.models))}; "

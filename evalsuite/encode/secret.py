@@ -38,7 +38,7 @@ class Secret:
             _register(value)
 
     @classmethod
-    def validated(cls, value: str, env_name: str) -> "Secret":
+    def validated(cls, value: str, env_name: str) -> Secret:
         """The key read from ``$env_name``, surrounding whitespace stripped; SpecError (naming the
         variable, never the value) unless it is non-empty printable ASCII without whitespace."""
         key = value.strip()
@@ -111,9 +111,9 @@ def _char(ch: str) -> str:
     code = ord(ch)
     alts = [re.escape(ch)]
     if code < 0x10000:
-        alts.append(r"(?i:\\+u%04x)" % code)
+        alts.append(rf"(?i:\\+u{code:04x})")
     if code < 0x100:
-        alts.append("(?i:%%%02x)" % code)
+        alts.append(f"(?i:%{code:02x})")
     if ch in '/"\\':
         alts.append(r"\\+" + re.escape(ch))
     return "(?:" + "|".join(alts) + ")"

@@ -10,7 +10,8 @@ import time
 import tracemalloc
 import urllib.parse
 import zlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -129,8 +130,9 @@ def test_stalled_concurrent_batches_all_end_within_the_deadline(raw_server):
     texts = [f"text {i}" for i in range(8)]
     exc, elapsed = fail(raw_server, trickle_body, EndpointTimeout, texts=texts, timeout=1.0, batch_size=1,
                         concurrency=4)
-    assert elapsed < 3.5
+    assert elapsed < 2.5  # the four in flight end together; the four queued are never sent
     assert "batch " in str(exc) and "of 8: 1 input(s)" in str(exc)
+    assert len(raw_server.requests) == 4
 
 
 def test_the_overall_deadline_ends_a_request_before_its_own_timeout(raw_server):
@@ -175,7 +177,7 @@ def test_a_compression_bomb_is_refused_while_decoding_with_bounded_memory(raw_se
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert "decodes to more than" in str(exc) and "max_response_bytes" in str(exc)
+    assert "decodes to more than" in str(exc) and "max_response_bytes" in str(exc) and elapsed < 5.0
     assert peak < 24 << 20, f"peak {peak >> 20} MiB while refusing a 64 MiB bomb"
 
 
@@ -188,11 +190,11 @@ def test_an_endless_body_is_refused_at_the_cap_with_bounded_memory(raw_server):
 
     tracemalloc.start()
     try:
-        exc, _ = fail(raw_server, endless, ResponseTooLarge, timeout=10.0)
+        exc, elapsed = fail(raw_server, endless, ResponseTooLarge, timeout=10.0)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert "is more than" in str(exc)
+    assert "is more than" in str(exc) and elapsed < 8.0
     assert peak < 24 << 20
 
 
@@ -311,6 +313,7 @@ def test_a_connection_reset_mid_body_is_named_and_retried(raw_server):
         yield "reset"
 
     exc, elapsed = fail(raw_server, reset, EndpointConnectionDropped)
+    assert elapsed < 3.0
     assert "dropped mid-response" in str(exc) and "HTTP 200 headers received" in str(exc)
     assert "is the server up" not in str(exc)
     assert len(raw_server.requests) == 4
