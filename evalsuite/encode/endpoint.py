@@ -11,6 +11,7 @@ in a :class:`Secret`: it is sent in the ``Authorization`` header and appears now
 from __future__ import annotations
 
 import dataclasses
+import json as _json
 import random
 import threading
 import time
@@ -130,7 +131,8 @@ class EndpointEncoder:
         label = f"{method} {url}" + (f" ({what})" if what else "")
         attempts = self.config.max_retries + 1 if retry else 1
         cap = self.response_cap(json)
-        failure, dropped = "", False
+        failure, dropped, hint = "", False, ""
+        sent = _json.dumps(json).encode() if json is not None else None  # ASCII: lone surrogates survive
         for attempt in range(attempts):
             at, overall = self._attempt_deadline(label)
             self.requests += 1
@@ -138,7 +140,8 @@ class EndpointEncoder:
             phase = "no response headers"
             try:
                 with _Scope(at):
-                    req = self._client.build_request(method, url, json=json, headers=headers or self.headers(auth=auth))
+                    req = self._client.build_request(method, url, content=sent,
+                                                     headers=headers or self.headers(auth=auth))
                     resp = self._client.send(req, stream=True)
                     phase = f"HTTP {resp.status_code} headers received, the body incomplete"
                     try:
@@ -151,9 +154,7 @@ class EndpointEncoder:
                 if time.monotonic() >= at:
                     raise self._timeout(label, phase, overall, exc) from None
                 dropped = phase != "no response headers"
-                failure = (f"the connection dropped mid-response ({phase}; {type(exc).__name__}: "
-                           f"{cut(self._redact(str(exc)), 120)})" if dropped else
-                           f"{type(exc).__name__}: {cut(self._redact(str(exc)), 120)}")
+                failure, hint = self._transport_failure(exc, phase)
             else:
                 answer = EndpointResponse(method, url, resp.status_code, resp.headers, content, label, truncated)
                 if 300 <= resp.status_code < 400:
@@ -165,10 +166,27 @@ class EndpointEncoder:
                 self._wait(attempt, retry_after, label)
                 self.retries += 1
         # chained exceptions are dropped on purpose: httpx's carry the request and its headers
-        if dropped:
-            raise EndpointConnectionDropped(f"{label}: {failure} ({attempts} attempt(s)); the server (or a proxy in "
-                                            "front of it) closes connections mid-answer: check its logs")
-        raise EndpointUnreachable(f"{label}: {failure} ({attempts} attempt(s)); is the server up and the URL right?")
+        cls = EndpointConnectionDropped if dropped else EndpointUnreachable
+        raise cls(f"{label}: {failure} ({attempts} attempt(s)); {hint}")
+
+    def _transport_failure(self, exc: Exception, phase: str) -> tuple[str, str]:
+        """What went wrong on the wire, and what to check."""
+        import httpx
+
+        detail = f"{type(exc).__name__}: {cut(self._redact(str(exc)), 120)}"
+        if phase != "no response headers":
+            if isinstance(exc, httpx.RemoteProtocolError) and "peer closed" not in str(exc):
+                return (f"the response broke HTTP mid-body ({phase}; {detail})",
+                        "the server (or a proxy in front of it) sends malformed answers: check its logs")
+            return (f"the connection dropped mid-response ({phase}; {detail})",
+                    "the server (or a proxy in front of it) closes connections mid-answer: check its logs")
+        if isinstance(exc, httpx.ConnectError):
+            return f"could not connect ({detail})", "is the server up and the URL right?"
+        if isinstance(exc, httpx.RemoteProtocolError) and "without sending" not in str(exc):
+            return (f"the answer is not valid HTTP/1.1 ({detail})",
+                    "is --endpoint an HTTP server (not HTTPS, gRPC or another protocol)?")
+        return (f"the connection closed before any answer ({detail})",
+                "is the server up, and is it an HTTP server?")
 
     def _attempt_deadline(self, label: str) -> tuple[float, bool]:
         """When this attempt must end, and whether the overall deadline (not the timeout) sets it."""

@@ -380,3 +380,23 @@ def test_probes_parse_in_the_configured_encoding(fault_server):
     assert fault_server.bodies[-1]["encoding_format"] == "base64"
     np.testing.assert_allclose(got, fault_server.expected([""]), atol=1e-6)
     np.testing.assert_array_equal(got, again)
+
+
+@pytest.mark.parametrize("handler, error, needle", [
+    (lambda req: [b"SSH-2.0-OpenSSH_9.6\r\n\r\n", 1.0], EndpointUnreachable, "not valid HTTP/1.1"),
+    (lambda req: [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"], EndpointConnectionDropped,
+     "broke HTTP mid-body"),
+    (lambda req: [b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 200_000 + b"\r\n\r\n{}"], EndpointUnreachable,
+     "not valid HTTP/1.1"),
+    (lambda req: [b"HTTP/1.1 102 Processing\r\n\r\n" * 3, 30.0], EndpointTimeout, "no response headers"),
+])
+def test_broken_http_is_named_for_what_it_is(raw_server, handler, error, needle):
+    exc, elapsed = fail(raw_server, handler, error)
+    assert needle in str(exc) and elapsed < 2.5
+
+
+def test_texts_that_are_not_valid_utf8_are_still_sent(raw_server):
+    raw_server.handler = lambda req: [ok_json(req, n=2)]
+    with client(raw_server.url) as c:
+        assert c.embed(["broken \ud800 surrogate", "fine"], sort_by_length=False).shape == (2, DIM)
+    assert raw_server.requests[0].json()["input"][0] == "broken \ud800 surrogate"
