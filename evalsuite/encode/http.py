@@ -178,33 +178,43 @@ class _Decoder:
 
     def __init__(self, coding: str) -> None:
         self.coding = coding
-        self.first = True
+        self.gzip = coding in ("gzip", "x-gzip")
+        self.fed = False
+        self.raw = False  # deflate sent without its zlib wrapper (some servers do)
+        self.head = b""  # deflate input before any output: fed again if it turns out to be raw
+        self.produced = False
         self._obj = self._new()
 
     def _new(self) -> Any:
-        if self.coding in ("gzip", "x-gzip"):
+        if self.gzip:
             return zlib.decompressobj(16 + zlib.MAX_WBITS)
-        return zlib.decompressobj(zlib.MAX_WBITS)  # deflate: zlib-wrapped, or raw (see feed)
+        return zlib.decompressobj(-zlib.MAX_WBITS if self.raw else zlib.MAX_WBITS)
 
     def feed(self, data: bytes, room: int) -> Iterator[bytes]:
+        self.fed = self.fed or bool(data)
+        if not self.gzip and not self.produced and not self.raw:
+            self.head += data
         while data:
             try:
                 out = self._obj.decompress(data, room + 1)
             except zlib.error:
-                if self.coding == "deflate" and self.first:  # some servers send raw deflate
-                    self._obj, self.first = zlib.decompressobj(-zlib.MAX_WBITS), False
+                if not self.gzip and not self.produced and not self.raw:
+                    self.raw = True
+                    self._obj, data = self._new(), self.head
                     continue
                 raise
-            self.first = False
             if out:
+                self.produced, self.head = True, b""
                 yield out
             data = self._obj.unconsumed_tail
-            if self._obj.eof and self._obj.unused_data:  # another gzip member follows
-                data, self._obj = self._obj.unused_data, self._new()
+            if self._obj.eof and self._obj.unused_data:
+                if not self.gzip or not self._obj.unused_data.strip(b"\0"):
+                    raise zlib.error("data after the end of the compressed stream")
+                data, self._obj = self._obj.unused_data, self._new()  # another gzip member follows
 
     def finish(self) -> bytes:
         out: bytes = self._obj.flush()  # bounded: inflate holds at most its window back
-        if not self._obj.eof and not self.first:
+        if self.fed and not self._obj.eof:
             raise zlib.error("the compressed stream ends early")
         return out
 
