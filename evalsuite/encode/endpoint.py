@@ -1,11 +1,14 @@
 """Client for an OpenAI-compatible ``/v1/embeddings`` endpoint: batching, a concurrency limit,
-timeouts, bounded retries, float or base64, ``dimensions``, the served model name.
+a total deadline per request and an optional overall one, bounded retries, float or base64,
+``dimensions``, the served model name.
 
 Every response goes through :func:`evalsuite.encode.response.parse_embeddings` before a vector
-leaves this module, so a broken answer raises a typed ``EndpointError`` naming the item.
+leaves this module, so a broken answer raises a typed ``EndpointError`` naming the item; bodies
+are size-capped while decoding (:mod:`.body`); every socket operation obeys the deadline (:mod:`.http`).
 
 Texts arrive rendered by the contract (prefixes applied). The API key is held
-in a :class:`Secret`: it is sent in the ``Authorization`` header and appears nowhere else.
+in a :class:`Secret`: it is sent in the ``Authorization`` header, never to a redirect target, and
+is redacted from every message in any form (:mod:`.secret`).
 """
 
 from __future__ import annotations
@@ -17,30 +20,34 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
 from ..errors import SpecError
 from .base import EncodeStats
+from .body import (
+    ACCEPT_ENCODING,
+    EndpointResponse,
+    ResponseDecodingError,
+    ResponseTooLarge,
+    body_cap,
+    read_body,
+)
 from .endpoint_config import EndpointConfig, base_url
 from .http import (
-    ACCEPT_ENCODING,
+    NO_HEADERS,
     Deadline,
     EndpointAuthError,
     EndpointConnectionDropped,
     EndpointDeadlineExceeded,
     EndpointHTTPError,
     EndpointRedirect,
-    EndpointResponse,
     EndpointTimeout,
     EndpointUnreachable,
-    ResponseDecodingError,
-    ResponseTooLarge,
     _Scope,
-    body_cap,
     make_transport,
-    read_body,
+    transport_failure,
 )
 from .response import (
     Expectation,
@@ -137,7 +144,7 @@ class EndpointEncoder:
             at, overall = self._attempt_deadline(label)
             self.requests += 1
             retry_after = None
-            phase = "no response headers"
+            phase = NO_HEADERS
             try:
                 with _Scope(at):
                     req = self._client.build_request(method, url, content=sent,
@@ -153,8 +160,7 @@ class EndpointEncoder:
             except httpx.TransportError as exc:  # refused, reset, dropped, broken HTTP: retried
                 if time.monotonic() >= at:
                     raise self._timeout(label, phase, overall, exc) from None
-                dropped = phase != "no response headers"
-                failure, hint = self._transport_failure(exc, phase)
+                failure, hint, dropped = transport_failure(exc, phase)  # its text is cut, hence redacted
             else:
                 answer = EndpointResponse(method, url, resp.status_code, resp.headers, content, label, truncated)
                 if 300 <= resp.status_code < 400:
@@ -168,25 +174,6 @@ class EndpointEncoder:
         # chained exceptions are dropped on purpose: httpx's carry the request and its headers
         cls = EndpointConnectionDropped if dropped else EndpointUnreachable
         raise cls(f"{label}: {failure} ({attempts} attempt(s)); {hint}")
-
-    def _transport_failure(self, exc: Exception, phase: str) -> tuple[str, str]:
-        """What went wrong on the wire, and what to check."""
-        import httpx
-
-        detail = f"{type(exc).__name__}: {cut(self._redact(str(exc)), 120)}"
-        if phase != "no response headers":
-            if isinstance(exc, httpx.RemoteProtocolError) and "peer closed" not in str(exc):
-                return (f"the response broke HTTP mid-body ({phase}; {detail})",
-                        "the server (or a proxy in front of it) sends malformed answers: check its logs")
-            return (f"the connection dropped mid-response ({phase}; {detail})",
-                    "the server (or a proxy in front of it) closes connections mid-answer: check its logs")
-        if isinstance(exc, httpx.ConnectError):
-            return f"could not connect ({detail})", "is the server up and the URL right?"
-        if isinstance(exc, httpx.RemoteProtocolError) and "without sending" not in str(exc):
-            return (f"the answer is not valid HTTP/1.1 ({detail})",
-                    "is --endpoint an HTTP server (not HTTPS, gRPC or another protocol)?")
-        return (f"the connection closed before any answer ({detail})",
-                "is the server up, and is it an HTTP server?")
 
     def _attempt_deadline(self, label: str) -> tuple[float, bool]:
         """When this attempt must end, and whether the overall deadline (not the timeout) sets it."""
@@ -305,7 +292,7 @@ class EndpointEncoder:
             return out
         with ThreadPoolExecutor(max_workers=min(self.config.concurrency, len(chunks))) as pool:
             futures = [pool.submit(one, k, c) for k, c in enumerate(chunks)]
-            done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            _, pending = wait(futures, return_when=FIRST_EXCEPTION)
             for f in pending:
                 f.cancel()
             for f in futures:

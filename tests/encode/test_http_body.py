@@ -10,13 +10,8 @@ import zlib
 import numpy as np
 import pytest
 
-from evalsuite.encode.http import (
-    Deadline,
-    ResponseDecodingError,
-    _Decoder,
-    _decoders,
-    body_cap,
-)
+from evalsuite.encode.body import ResponseDecodingError, _Decoder, _decoders, body_cap
+from evalsuite.encode.http import Deadline
 
 BODY = b'{"x": ' + b"1," * 50_000 + b"1}"
 
