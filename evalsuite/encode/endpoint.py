@@ -100,7 +100,7 @@ class EndpointEncoder:
         if self._own_client:
             self._client.close()
 
-    def __enter__(self) -> EndpointEncoder:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
