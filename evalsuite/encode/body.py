@@ -154,8 +154,19 @@ def read_body(resp: httpx.Response, *, cap: int, what: str) -> tuple[bytes, bool
         raise ResponseDecodingError(f"{what}: HTTP {resp.status_code}: {exc}") from None
     parts: list[bytes] = []
     size = 0
+    raw_limit = limit + (1 << 20)  # compressed data that decodes to little is still bounded
+
+    def raw() -> Iterator[bytes]:
+        got = 0
+        for chunk in resp.iter_raw():
+            got += len(chunk)
+            if got > raw_limit:
+                raise ResponseTooLarge(f"{what}: HTTP {resp.status_code} sends more than {raw_limit} bytes (the cap "
+                                       "for this request); stopped reading")
+            yield chunk
+
     try:
-        for part in _decode_chain(resp.iter_raw(), decoders, limit):
+        for part in _decode_chain(raw(), decoders, limit):
             size += len(part)
             if size > limit:
                 if not ok:

@@ -185,6 +185,10 @@ class EndpointEncoder:
         return self.deadline.at, True
 
     def _timeout(self, label: str, phase: str, overall: bool, exc: Exception) -> EndpointTimeout:
+        import httpx
+
+        if isinstance(exc, httpx.ConnectTimeout):
+            phase = "could not connect"
         if overall and self.deadline is not None:
             return EndpointDeadlineExceeded(f"{label}: {self.deadline.describe()} ran out during this request "
                                             f"({phase})")

@@ -153,10 +153,11 @@ def redact(text: str) -> str:
 
 
 def cut(text: str, limit: int = TEXT_LIMIT) -> str:
-    """At most ``limit`` characters of server text, on one line, with ``…(N more)`` when cut.
+    """At most ``limit`` characters of server text, on one line, control characters escaped (no terminal
+    escape sequence gets through), with ``…(N more)`` when cut.
 
     Secrets are removed first, so a cut never leaves the start of a key behind."""
-    flat = " ".join(redact(str(text)).split())
+    flat = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in " ".join(redact(str(text)).split()))
     if len(flat) <= limit:
         return flat
     return f"{flat[:limit]}…({len(flat) - limit} more)"

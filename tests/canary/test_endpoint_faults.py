@@ -400,3 +400,16 @@ def test_texts_that_are_not_valid_utf8_are_still_sent(raw_server):
     with client(raw_server.url) as c:
         assert c.embed(["broken \ud800 surrogate", "fine"], sort_by_length=False).shape == (2, DIM)
     assert raw_server.requests[0].json()["input"][0] == "broken \ud800 surrogate"
+
+
+def test_a_flood_of_compressed_nothing_is_bounded_too(raw_server):
+    def empty_blocks(req: Any) -> Iterator[Any]:
+        yield (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: deflate\r\n"
+               b"Transfer-Encoding: chunked\r\n\r\n")
+        block = b"\x00\x00\x00\xff\xff" * 13107  # empty stored deflate blocks: raw bytes that decode to nothing
+        yield b"%x\r\n%s\r\n" % (len(block), block)
+        while True:
+            yield b"%x\r\n%s\r\n" % (len(block), block)
+
+    exc, elapsed = fail(raw_server, empty_blocks, ResponseTooLarge, timeout=10.0)
+    assert "sends more than" in str(exc) and elapsed < 8.0

@@ -109,3 +109,7 @@ def test_load_json_names_what_is_wrong():
     with pytest.raises(ResponseError, match=r"HTTP 200 \(text/html\) is not JSON .*'<p>hi</p>'"):
         load_json(b"<p>hi</p>", "GET u", content_type="text/html")
     assert load_json(b'{"a": [1, 2.5, NaN]}', "GET u")["a"][:2] == [1, 2.5]
+
+
+def test_cut_escapes_control_characters():
+    assert cut("red \x1b[31m alert\x07 \u200b") == "red \\x1b[31m alert\\x07 \\u200b"
