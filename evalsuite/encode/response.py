@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .secret import RedactedError, cut
+from .secret import RedactedError, cut, redact
 
 NORM_TOL = 1e-3
 _SNIPPET = 40
@@ -182,6 +182,8 @@ def _check_name(name: Any, where: str) -> None:
         raise ResponseFormatError(f"{where} is {describe(name)}, expected a model name")
     if len(name) > MAX_MODEL_NAME:
         raise ResponseFormatError(f"{where} is {len(name)} characters long ({describe(name)}), not a model name")
+    if redact(name) != name:  # kept out of every later message, report and request
+        raise ResponseFormatError(f"{where} holds the API key ({describe(name)}): the server echoes credentials")
 
 
 # -- response checks (pure) -----------------------------------------------------------------------

@@ -413,3 +413,12 @@ def test_a_flood_of_compressed_nothing_is_bounded_too(raw_server):
 
     exc, elapsed = fail(raw_server, empty_blocks, ResponseTooLarge, timeout=10.0)
     assert "sends more than" in str(exc) and elapsed < 8.0
+
+
+def test_a_model_list_that_echoes_the_key_is_refused(raw_server):
+    raw_server.handler = lambda req: [http_response(json.dumps(
+        {"data": [{"id": req.headers.get("authorization", "")}]}))]
+    with client(raw_server.url) as c, pytest.raises(ResponseFormatError, match="echoes credentials") as info:
+        c.get_json(c.config.models_url)
+    assert "'Bearer ***'" in str(info.value)
+    assert_clean(info.value)
