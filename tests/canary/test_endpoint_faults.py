@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import time
 import tracemalloc
 import urllib.parse
@@ -45,6 +46,7 @@ from .conftest import RawServer, embeddings_json, http_response
 KEY = "sk-fault/key+test_0123456789abcdef"  # a "/" and a "+" so that escaped and encoded forms differ
 DIM = 8
 TEXTS = ["alpha", "beta", "gamma", "delta"]
+HANG_LIMIT_S = 20.0
 
 
 def key_forms(key: str = KEY) -> list[str]:
@@ -74,12 +76,28 @@ def client(url: str, **kw: Any) -> EndpointEncoder:
 def fail(server: RawServer, handler: Any, error: type[Exception] = EndpointError, texts: list[str] = TEXTS,
          **kw: Any) -> tuple[Exception, float]:
     server.handler = handler
+    raised: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            with client(server.url, **kw) as c:
+                c.embed(texts)
+        except BaseException as exc:  # noqa: BLE001 - whatever escapes is what the test checks
+            raised.append(exc)
+
     t0 = time.monotonic()
-    with client(server.url, **kw) as c, pytest.raises(error) as info:
-        c.embed(texts)
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(HANG_LIMIT_S)  # a hang fails the test instead of stalling the run
     elapsed = time.monotonic() - t0
-    assert_clean(info.value)
-    return info.value, elapsed
+    if worker.is_alive():
+        server.stop()
+        pytest.fail(f"the client still waited after {HANG_LIMIT_S}s")
+    assert raised, "the fault was accepted silently"
+    exc = raised[0]
+    assert isinstance(exc, error), f"{type(exc).__name__}: {exc}"
+    assert_clean(exc)
+    return exc, elapsed  # type: ignore[return-value]
 
 
 def ok_json(req: Any, n: int = len(TEXTS), **kw: Any) -> bytes:
