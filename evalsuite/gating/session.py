@@ -8,9 +8,11 @@ whichever worker asks first (`shared.py`), outcomes travel to the controller in 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ..encode.base import Encoder
+from ..errors import SpecError
 from ..pipeline import Prepared, make_encoder, prepare, run
 from ..result import Result
 from .baseline import Baseline, load_baseline, write_baseline
@@ -120,16 +122,24 @@ class GateSession:
         """The candidate's result on a dataset; writes the baseline when the session updates it."""
         def compute() -> Result:
             prepared = self.prepared[name]
-            result = run(prepared.spec, prepared, encoder=self.encoder(prepared))
-            dp = self.dataset_plan(name)
-            if self.plan.update_baseline and dp.baseline is not None:
-                write_baseline(result, dp.baseline)
-                self.ledger.add(BaselineWritten(name, dp.baseline))
-            return result
+            return run(prepared.spec, prepared, encoder=self.encoder(prepared))
 
         result = self._once("candidate", name, compute)
+        baseline = self.dataset_plan(name).baseline
+        if self.plan.update_baseline and baseline is not None:
+            # apart from the result: a failed write must not make the next item evaluate again
+            self.shared.get(f"baseline-{name}", lambda: self._write_baseline(name, result, baseline))
         self._record_once(CandidateSeen(name, dict(result.metrics)), ("candidate", name))
         return result
+
+    def _write_baseline(self, name: str, result: Result, path: Path) -> Path:
+        try:
+            written = write_baseline(result, path)
+        except OSError as exc:
+            raise SpecError(f"--update-baseline: cannot write the baseline {path} ({exc.strerror or exc}); "
+                            "choose a --baseline path in a directory you can write") from None
+        self.ledger.add(BaselineWritten(name, path))
+        return written
 
     def reference(self, name: str) -> Reference | None:
         """The side the dataset's gates compare with (computing a reference run once), or None."""
