@@ -84,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvalsuiteError as exc:
         print(f"evalsuite: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file-system failure the preflight could not foresee (disk full, a race): one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"evalsuite: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("evalsuite: interrupted", file=sys.stderr)
         return 130

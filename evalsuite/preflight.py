@@ -46,20 +46,28 @@ def _probe(directory: Path) -> str | None:
     return None
 
 
+def dir_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be (made) a directory this process writes into, or None when it can."""
+    if os.path.lexists(path) and not path.is_dir():
+        return "exists and is not a directory"
+    anchor = _nearest_existing(path.absolute())
+    if not anchor.is_dir():
+        return f"cannot be created because {anchor} is a file, not a directory"
+    reason = _probe(anchor)
+    if reason is None:
+        return None
+    if anchor == path.absolute():
+        return f"is not writable ({reason})"
+    return f"cannot be created: {anchor} is not writable ({reason})"
+
+
 def check_writable_dir(path: str | os.PathLike[str], what: str, hint: str) -> Path:
     """``path`` is (or can be made) a directory this process writes into; raises SpecError naming
     ``what`` (e.g. ``--out``) and the path, with ``hint`` saying what to do. Returns the path."""
     target = Path(path).expanduser()
-    if os.path.lexists(target) and not target.is_dir():
-        raise SpecError(f"{what} {target}: exists and is not a directory; {hint}")
-    anchor = _nearest_existing(target.absolute())
-    if not anchor.is_dir():
-        raise SpecError(f"{what} {target}: cannot be created because {anchor} is a file, not a directory; {hint}")
-    reason = _probe(anchor)
-    if reason is not None:
-        where = "directory is not writable" if anchor == target.absolute() else \
-            f"cannot be created: {anchor} is not writable"
-        raise SpecError(f"{what} {target}: {where} ({reason}); {hint}")
+    problem = dir_problem(target)
+    if problem is not None:
+        raise SpecError(f"{what} {target}: {problem}; {hint}")
     return target
 
 
@@ -68,7 +76,9 @@ def check_writable_file(path: str | os.PathLike[str], what: str, hint: str) -> P
     target = Path(path).expanduser()
     if target.is_dir():
         raise SpecError(f"{what} {target}: is a directory; name a file, {hint}")
-    check_writable_dir(target.parent, what, hint)
+    problem = dir_problem(target.parent)
+    if problem is not None:
+        raise SpecError(f"{what} {target}: cannot be written, its directory {target.parent} {problem}; {hint}")
     return target
 
 
@@ -100,7 +110,8 @@ def run_paths(spec: RunSpec, out: Path | None, option: str = "--out") -> None:
 
 
 def uncomputed_gates(gates: Iterable[Gate], metrics: Sequence[str]) -> list[str]:
-    return [f"{g.expr!r} (on {g.metric})" for g in gates if g.metric not in metrics]
+    """``"'GATE' needs METRIC"`` for each gate on a metric not in ``metrics``."""
+    return [f"{g.expr!r} needs {g.metric}" for g in gates if g.metric not in metrics]
 
 
 def session_plan(plan: SessionPlan) -> None:
@@ -108,12 +119,15 @@ def session_plan(plan: SessionPlan) -> None:
     for dp in plan.datasets:
         missing = uncomputed_gates(dp.gates, dp.spec.metrics)
         if missing:
-            raise SpecError(f"{dp.name}: gate {', '.join(missing)} is on a metric that is not computed; add it to "
-                            f"--metrics (computed: {','.join(dp.spec.metrics)}) or drop the gate")
+            raise SpecError(f"{dp.name}: gate {', '.join(missing)}, which is not computed; add it to --metrics "
+                            f"(computed: {','.join(dp.spec.metrics)}) or drop the gate")
     for dp in plan.datasets:
         if plan.update_baseline and dp.baseline is not None:
             check_writable_file(dp.baseline, "--update-baseline: baseline",
                                 "choose a --baseline path in a directory you can write")
+        elif dp.baseline is not None and dp.baseline.is_dir():
+            raise SpecError(f"baseline {dp.baseline}: is a directory; name the baseline JSON file "
+                            "(create it with --update-baseline)")
         cache_dir(dp.spec)
     check_writable_dir(plan.reports_dir, "--reports-dir",
                        "pass --reports-dir a directory you can write (it is created if missing)")
@@ -123,5 +137,5 @@ def baseline_metrics(name: str, gates: Iterable[Gate], baseline: Path, metrics: 
     """A gate that compares with a baseline needs the metric in the baseline file."""
     missing = uncomputed_gates((g for g in gates if g.needs_reference), metrics)
     if missing:
-        raise SpecError(f"{name}: gate {', '.join(missing)} compares with the baseline {baseline}, which has no such "
-                        f"metric (it has {','.join(metrics)}); regenerate it with --update-baseline or drop the gate")
+        raise SpecError(f"{name}: gate {', '.join(missing)}, which the baseline {baseline} does not hold "
+                        f"(it has {','.join(metrics)}); regenerate it with --update-baseline or drop the gate")
