@@ -7,6 +7,7 @@ reports, baselines and cache segments; directories are created ``0o777`` less th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -39,10 +40,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     return target
 

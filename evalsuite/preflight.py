@@ -11,6 +11,7 @@ Nothing here creates the directories themselves.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -39,10 +40,8 @@ def _probe(directory: Path) -> str | None:
     except OSError as exc:
         return exc.strerror or type(exc).__name__
     os.close(fd)
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(tmp)
-    except OSError:
-        pass
     return None
 
 
