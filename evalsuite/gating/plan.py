@@ -88,6 +88,10 @@ def read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: invalid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start}); save the spec file as UTF-8") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 def _path(base: Path, value: Any, where: str) -> Path:
@@ -117,6 +121,8 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
         raw["model"] = str(base_dir / raw["model"])
     if "dataset" in raw:
         raw["dataset"] = str(_path(base_dir, raw["dataset"], f"{src}: dataset"))
+    if "qrels" in raw:
+        raw["qrels"] = str(_path(base_dir, raw["qrels"], f"{src}: qrels"))
     base = RunSpec.from_mapping({**raw, **{k: v for k, v in run_flags.items() if k != "dataset"}}, source=src)
 
     def session(key: str, default: Any = None) -> Any:
@@ -150,9 +156,10 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
             raise SpecError(f"{where}: needs 'path'")
         path = str(_path(entry_dir, entry["path"], f"{where}.path"))
         changes: dict[str, Any] = {"dataset": path}
-        for key in ("split", "qrels"):
-            if key in entry:
-                changes[key] = entry[key]
+        if "split" in entry:
+            changes["split"] = entry["split"]
+        if "qrels" in entry:  # relative to the spec file, as 'path' is
+            changes["qrels"] = str(_path(entry_dir, entry["qrels"], f"{where}.qrels"))
         if "metrics" in entry:
             changes["metrics"] = RunSpec.from_mapping({"metrics": entry["metrics"]}, source=where).metrics
         if run_flags.get("split"):

@@ -139,3 +139,12 @@ def test_update_baseline_into_a_read_only_directory(run_evalsuite, pytester, tin
         _usage_error(run, pytester, f"baseline {ro / 'b.json'}", f"its directory {ro} is not writable")
     finally:
         ro.chmod(stat.S_IRWXU)
+
+
+def test_spec_file_and_baseline_that_are_not_utf8(run_evalsuite, pytester, tiny, small_beir, no_model):
+    (pytester.path / "b.json").write_bytes(b'{"schema_version": 1, "x": "\xff\xfe"}')
+    run = run_evalsuite(*_args(tiny, small_beir, "--no-cache", "--baseline", "b.json"))
+    _usage_error(run, pytester, "b.json: baseline is not UTF-8 JSON", "--update-baseline")
+    (pytester.path / "evalsuite.toml").write_bytes(b'model = "\xff"\n')
+    run = run_evalsuite(*BASE)
+    _usage_error(run, pytester, "evalsuite.toml: not UTF-8 text", "save the spec file as UTF-8")
