@@ -85,7 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evalsuite: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a file-system failure the preflight could not foresee (disk full, a race): one line
-        where = f"{exc.filename}: " if exc.filename else ""
+        path = exc.filename2 or exc.filename  # os.replace(tmp, target) names the target second
+        where = f"{path}: " if path else ""
         print(f"evalsuite: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -169,3 +169,10 @@ def test_unforeseen_os_error_is_one_line(base, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(reports, "write_run_reports", full_disk)
     rc, err = _run(["run", *base, "--no-cache", "--out", str(tmp_path / "out")], capsys)
     _one_line_error(rc, err, str(tmp_path / "out" / "results.json"), "No space left on device")
+
+
+def test_report_file_blocked_by_a_directory_names_the_file(base, tmp_path, capsys):
+    blocked = tmp_path / "out" / "results.json"
+    blocked.mkdir(parents=True)
+    rc, err = _run(["run", *base, "--no-cache", "--out", str(tmp_path / "out")], capsys)
+    _one_line_error(rc, err, f"evalsuite: error: {blocked}: Is a directory")

@@ -148,3 +148,15 @@ def test_spec_file_and_baseline_that_are_not_utf8(run_evalsuite, pytester, tiny,
     (pytester.path / "evalsuite.toml").write_bytes(b'model = "\xff"\n')
     run = run_evalsuite(*BASE)
     _usage_error(run, pytester, "evalsuite.toml: not UTF-8 text", "save the spec file as UTF-8")
+
+
+def test_reports_that_cannot_be_written_at_the_end(run_evalsuite, pytester, tiny, small_beir):
+    """A report path blocked after the start-up check (here: results.json is a directory) is one line, not a
+    traceback, and the session does not exit 0."""
+    blocked = pytester.path / "reports" / "evalsuite" / "small" / "results.json"
+    blocked.mkdir(parents=True)
+    run = run_evalsuite(*_args(tiny, small_beir, "--no-cache", "--gate", "ndcg@10>=0"))
+    out = run.result.stdout.str()
+    assert run.result.ret == pytest.ExitCode.USAGE_ERROR, out
+    assert "Traceback" not in out + run.result.stderr.str() and "INTERNALERROR" not in out
+    assert f"evalsuite: error: {blocked}" in out and "not all reports were written" in out
