@@ -162,8 +162,9 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
             changes["qrels"] = str(_path(entry_dir, entry["qrels"], f"{where}.qrels"))
         if "metrics" in entry:
             changes["metrics"] = RunSpec.from_mapping({"metrics": entry["metrics"]}, source=where).metrics
-        if run_flags.get("split"):
-            changes["split"] = run_flags["split"]
+        for key in ("split", "qrels"):  # flags win over the spec file, as everywhere else
+            if run_flags.get(key):
+                changes[key] = run_flags[key]
         gates = flag_gates if flag_gates is not None else (
             parse_gates(_list(entry["gates"], f"{where}.gates")) if "gates" in entry else top_gates)
         baseline: Path | None = None
