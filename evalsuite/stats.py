@@ -99,9 +99,9 @@ def _differences(cand: np.ndarray, ref: np.ndarray) -> np.ndarray:
     if a.shape != b.shape or a.ndim not in (1, 2):
         raise ContractError(f"paired scores must have the same shape (n_queries,) or (n_queries, n_metrics); "
                             f"got {a.shape} and {b.shape}")
-    d = (a - b).reshape(len(a), -1)
-    if d.shape[0] == 0:
+    if len(a) == 0:
         raise ContractError("paired scores: no queries to compare")
+    d = (a - b).reshape(len(a), -1)
     if not np.isfinite(d).all():
         raise ContractError("paired scores contain NaN or infinity; every query needs a finite score on both sides")
     return d
