@@ -118,9 +118,13 @@ def _check_resamples(n_resamples: int) -> None:
         raise SpecError(f"n_resamples {n_resamples} must be >= 1")
 
 
-def _blocks(n_resamples: int) -> Iterator[int]:
-    for start in range(0, n_resamples, _BLOCK):
-        yield min(_BLOCK, n_resamples - start)
+def _groups(n_resamples: int, n: int) -> Iterator[tuple[int, list[int]]]:
+    """(first resample, block sizes) per group of resamples: random draws go by blocks of ``_BLOCK``
+    rows (the seed logic), the matrix product by groups of whole blocks (about 32 MB of float64)."""
+    group = _BLOCK * max(1, min(16, (1 << 22) // (n * _BLOCK)))
+    for start in range(0, n_resamples, group):
+        g = min(group, n_resamples - start)
+        yield start, [min(_BLOCK, g - t) for t in range(0, g, _BLOCK)]
 
 
 def bootstrap_means(d: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> np.ndarray:
@@ -129,12 +133,17 @@ def bootstrap_means(d: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int 
     rng = np.random.default_rng(seed)
     out = np.empty((n_resamples, d.shape[1]), dtype=np.float64)
     offsets = np.arange(_BLOCK, dtype=np.uint32 if _BLOCK * n < 2**32 else np.intp)[:, None] * n
-    row = 0
-    for rows in _blocks(n_resamples):
-        idx = rng.integers(0, n, size=(rows, n), dtype=np.uint32) + offsets[:rows]
-        counts = np.bincount(idx.ravel(), minlength=rows * n).reshape(rows, n)
-        out[row:row + rows] = (counts @ d) / n  # how often each query was drawn, times its difference
-        row += rows
+    counts = np.empty((0, n))
+    for start, blocks in _groups(n_resamples, n):
+        g = sum(blocks)
+        if counts.shape[0] < g:
+            counts = np.empty((g, n), dtype=np.float64)
+        row = 0
+        for rows in blocks:  # how often each query is drawn in each resample
+            idx = rng.integers(0, n, size=(rows, n), dtype=np.uint32) + offsets[:rows]
+            counts[row:row + rows] = np.bincount(idx.ravel(), minlength=rows * n).reshape(rows, n)
+            row += rows
+        out[start:start + g] = (counts[:g] @ d) / n
     return out
 
 
@@ -170,10 +179,17 @@ def sign_flip_test(cand: np.ndarray, ref: np.ndarray, *, n_resamples: int = N_RE
         return np.asarray(extreme / 2**n, dtype=np.float64)
     rng = np.random.default_rng(seed)
     extreme = np.zeros(d.shape[1], dtype=np.int64)
-    for rows in _blocks(n_resamples):
-        packed = rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8)
-        bits = np.unpackbits(packed, axis=1, count=n)  # 1 flips the sign of that query's difference
-        extreme += (np.abs(total - 2 * (bits @ d)) >= threshold).sum(axis=0)
+    flips = np.empty((0, n))
+    for _start, blocks in _groups(n_resamples, n):
+        g = sum(blocks)
+        if flips.shape[0] < g:
+            flips = np.empty((g, n), dtype=np.float64)
+        row = 0
+        for rows in blocks:  # 1 flips the sign of that query's difference
+            packed = rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8)
+            flips[row:row + rows] = np.unpackbits(packed, axis=1, count=n)
+            row += rows
+        extreme += (np.abs(total - 2 * (flips[:g] @ d)) >= threshold).sum(axis=0)
     return np.asarray((1 + extreme) / (n_resamples + 1), dtype=np.float64)
 
 

@@ -36,14 +36,15 @@ def test_bootstrap_equals_a_loop_over_resamples():
     ref = rng.random((37, 3))
     cand = ref + rng.normal([0.0, 0.05, -0.02], 0.1, size=(37, 3))
     for confidence in (0.95, 0.9):
-        cis = stats.paired_bootstrap(cand, ref, n_resamples=300, seed=11, confidence=confidence)  # 300: a partial block
-        expected = loop_bootstrap(cand - ref, 300, 11, confidence)
+        # 1100 resamples: more than one matrix-product group (1024 rows here) and a partial block
+        cis = stats.paired_bootstrap(cand, ref, n_resamples=1100, seed=11, confidence=confidence)
+        expected = loop_bootstrap(cand - ref, 1100, 11, confidence)
         for ci, (low, high, lower, upper) in zip(cis, expected):
             assert (ci.low, ci.high, ci.lower_bound, ci.upper_bound) == pytest.approx((low, high, lower, upper),
                                                                                       abs=1e-12)
             assert ci.low < ci.lower_bound < ci.delta < ci.upper_bound < ci.high
     assert [ci.delta for ci in cis] == pytest.approx((cand - ref).mean(axis=0).tolist())
-    assert cis[0].n_queries == 37 and cis[0].n_resamples == 300 and cis[0].confidence == 0.9
+    assert cis[0].n_queries == 37 and cis[0].n_resamples == 1100 and cis[0].confidence == 0.9
 
 
 def test_bootstrap_is_seeded_and_columns_are_independent_of_each_other():
