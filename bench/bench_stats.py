@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalsuite import stats  # noqa: E402
+from evalsuite import stats
 
 TARGET_SECONDS = 1.0
 

@@ -119,7 +119,7 @@ def index_kind(similarity: str) -> str:
 def build_index(doc_vectors: np.ndarray, similarity: str) -> faiss.Index:
     import faiss
 
-    index = getattr(faiss, index_kind(similarity))(doc_vectors.shape[1])
+    index: faiss.Index = getattr(faiss, index_kind(similarity))(doc_vectors.shape[1])
     index.add(np.ascontiguousarray(doc_vectors, dtype=np.float32))
     return index
 

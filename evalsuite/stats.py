@@ -31,6 +31,7 @@ import numpy as np
 from .errors import ContractError, SpecError
 
 Decision = Literal["pass", "fail", "inconclusive"]
+Margin = float | Sequence[float] | np.ndarray  # one for all metric columns, or one per column
 CONFIDENCE = 0.95
 N_RESAMPLES = 10_000
 POWER = 0.8
@@ -210,7 +211,7 @@ def minimum_detectable_effect(differences: np.ndarray, *, alpha: float = 1 - CON
     return np.asarray(_z(alpha, power) * d.std(axis=0, ddof=1) / math.sqrt(n), dtype=np.float64)
 
 
-def queries_needed(differences: np.ndarray, margin: float | Sequence[float], *, alpha: float = 1 - CONFIDENCE,
+def queries_needed(differences: np.ndarray, margin: Margin, *, alpha: float = 1 - CONFIDENCE,
                    power: float = POWER) -> np.ndarray:
     """Roughly how many queries would decide ``delta >= -margin`` either way, per metric column.
 
@@ -227,7 +228,7 @@ def queries_needed(differences: np.ndarray, margin: float | Sequence[float], *, 
     return np.where(gap > 0, np.maximum(np.nan_to_num(n, nan=2.0), 2.0), np.inf)
 
 
-def _margins(margin: float | Sequence[float], n_metrics: int) -> np.ndarray:
+def _margins(margin: Margin, n_metrics: int) -> np.ndarray:
     m = np.broadcast_to(np.asarray(margin, dtype=np.float64), (n_metrics,)) if np.ndim(margin) == 0 \
         else np.asarray(margin, dtype=np.float64)
     if m.shape != (n_metrics,) or not np.isfinite(m).all() or (m < 0).any():
@@ -245,7 +246,7 @@ def decide(ci: DeltaCI, margin: float) -> Decision:
     return "inconclusive"
 
 
-def non_inferiority(cand: np.ndarray, ref: np.ndarray, *, margin: float | Sequence[float],
+def non_inferiority(cand: np.ndarray, ref: np.ndarray, *, margin: Margin,
                     n_resamples: int = N_RESAMPLES, seed: int = 0, confidence: float = CONFIDENCE,
                     power: float = POWER) -> tuple[NonInferiority, ...]:
     """Non-inferiority of ``cand`` against ``ref`` within ``margin``, one verdict per metric column."""

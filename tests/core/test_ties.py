@@ -5,6 +5,7 @@ id sorts after the relevant one's and for half before, so the tie order puts the
 above its twin for some queries and below it for others, also across the metric cut-offs.
 """
 
+import itertools
 import math
 
 import numpy as np
@@ -91,7 +92,7 @@ def test_metrics_equal_the_rescored_run_file(tmp_path, similarity):
     assert written == {q: list(ranking.doc_ids[q]) for q in qids}  # trec_eval reads the written order
     for q in qids:  # strictly decreasing as float32: no tool has a tie to break
         s = [np.float32(float(line.split()[4])) for line in text.splitlines() if line.split()[0] == q]
-        assert all(a > b for a, b in zip(s, s[1:]))
+        assert all(a > b for a, b in itertools.pairwise(s))
     for m in METRICS:
         expected = oracle(qrels, written, m)
         assert per_query[m] == pytest.approx(expected, abs=1e-12), m
