@@ -55,8 +55,9 @@ class Ranking(Mapping[str, Mapping[str, float]]):
     """Per query, the retrieved documents best first in the documented tie order, with raw scores.
 
     Read as a mapping it is ``{qid: {docid: score}}`` with each inner dict in rank order.
-    ``depth`` is how many documents each query was asked for and ``corpus_size`` how many there
-    were (both ``None`` when the ranking was built from scores rather than by :func:`search`).
+    ``depth`` is the most documents a query holds (the search's ``k``, or the corpus size when that
+    is smaller) and ``corpus_size`` how many documents were searched (both ``None`` when the ranking
+    was built from scores rather than by :func:`search`).
     """
 
     doc_ids: Mapping[str, tuple[str, ...]]
