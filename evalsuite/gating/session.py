@@ -11,15 +11,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from ..encode.base import Encoder
+from ..errors import EvalsuiteError
 from ..pipeline import Prepared, make_encoder, prepare, run
 from ..result import Result
 from .baseline import Baseline, load_baseline, write_baseline
 from .ledger import BaselineWritten, CanaryRecord, CandidateSeen, Computation, Computed, Ledger, Record, ReferenceSeen
 from .plan import DatasetPlan, SessionPlan
+from .gates import Gate, Outcome, Scores
 from .policy import DatasetPolicy, SessionPolicy, session_policy
 from .reference import Reference
 from .report import SessionReport, dataset_report
 from .shared import ComputeOnce
+from .verdicts import GateRequest, judge_all, significance_count
 
 if TYPE_CHECKING:
     from ..canary.checks import Verdict
@@ -144,6 +147,28 @@ class GateSession:
         self._record_once(ReferenceSeen(name, ref.kind, ref.label, dict(ref.scores.metrics)), ("reference", name))
         return ref
 
+    def verdicts(self) -> dict[str, Outcome | EvalsuiteError]:
+        """Every gate item's outcome, keyed by :meth:`verdict_key`, judged together once per session
+        (the multiplicity correction needs every p-value; under xdist one worker computes, all read)."""
+        def compute() -> dict[str, Outcome | EvalsuiteError]:
+            requests = []
+            for dp in self.datasets:
+                gates = self.dataset_policy(dp.name).gates
+                if not gates:
+                    continue
+                result = self.result(dp.name)
+                ref = self.reference(dp.name)
+                cand = Scores("candidate", result.metrics, result.per_query)
+                requests += [GateRequest(self.verdict_key(dp.name, g), g, cand, ref.scores if ref else None)
+                             for g in gates if ref is not None or not g.needs_reference]
+            return judge_all(requests, self.plan.verdicts.multiplicity)
+
+        return self.shared.get("verdicts", compute)[0]
+
+    @staticmethod
+    def verdict_key(dataset: str, gate: Gate) -> str:
+        return f"{dataset}/{gate.expr}"
+
     def contract_problems(self, name: str) -> list[str]:
         ref = self.reference(name)
         if ref is None:
@@ -182,17 +207,19 @@ class GateSession:
         """The report of the whole session (on the controller, after the workers' ledgers are merged)."""
         from ..sweep.execute import SweepResult
 
+        gates = [g for d in self.policy.datasets for g in d.gates]
+        statement = self.plan.verdicts.statement(significance_count(gates)) if gates else None
         datasets = []
         for dp in self.datasets:
             sweep, result = self.shared.peek(f"sweep-{dp.name}"), self.shared.peek(f"candidate-{dp.name}")
             datasets.append(dataset_report(
                 dp.name, self.plan.reports_dir / dp.name, result if isinstance(result, Result) else None,
                 sweep if isinstance(sweep, SweepResult) else None, self.ledger.candidate(dp.name),
-                self.ledger.reference(dp.name), self.ledger.outcomes(dp.name), self.policy.notes))
+                self.ledger.reference(dp.name), self.ledger.outcomes(dp.name), self.policy.notes, statement))
         return SessionReport(notes=self.policy.notes, canary=tuple(self.ledger.canary()),
                              computations=tuple(self.ledger.computations()),
                              baselines_written=tuple(self.ledger.baselines_written()), datasets=tuple(datasets),
-                             reports_dir=self.plan.reports_dir)
+                             reports_dir=self.plan.reports_dir, statement=statement)
 
     def close(self) -> None:
         for ctx in self._canary_contexts.values():
