@@ -1,0 +1,136 @@
+"""Verdicts through the plugin: non-inferiority pass / fail / inconclusive with delta, CI and MDE printed,
+the exit status each gives, the --inconclusive policy, a real regression failing max_drop, and xdist.
+
+The tiny random BERT maps every word to [UNK], so its vectors are a function of the token count: on
+a "length-coded" dataset (document i has i words; each query has as many words as its relevant
+document) mean pooling retrieves perfectly and CLS pooling measurably worse, a real regression.
+"""
+
+import json
+
+import pytest
+
+from evalsuite.model import directory_digest
+
+BASE = ["-p", "no:randomly", "-p", "no:cacheprovider"]
+GATE = "ndcg@10:non_inferior=0.01"
+
+
+def _length_coded(make_beir, root, lengths):
+    docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["word"] * n)} for n in range(1, 61)]
+    queries = [{"_id": f"q{j:03d}", "text": " ".join(["query"] * n)} for j, n in enumerate(lengths)]
+    return make_beir(root, docs, queries, [(f"q{j:03d}", f"d{n:02d}", 1) for j, n in enumerate(lengths)])
+
+
+@pytest.fixture
+def coded(make_beir, tmp_path):
+    """120 queries (every length twice) and the same data cut to 20 queries."""
+    full = _length_coded(make_beir, tmp_path / "coded", list(range(1, 61)) * 2)
+    cut = _length_coded(make_beir, tmp_path / "coded20", list(range(1, 20)) + [40])
+    return full, cut
+
+
+def _args(tiny_model_dir, dataset, *extra):
+    return [*BASE, "--model", str(tiny_model_dir), "--model-rev", directory_digest(tiny_model_dir),
+            "--dataset", str(dataset), "--no-cache", "--device", "cpu", *extra]
+
+
+def _baseline(pytester, tiny_model_dir, dataset, name="b.json"):
+    path = pytester.path / name
+    pytester.runpytest(*_args(tiny_model_dir, dataset, "--update-baseline", "--baseline", str(path))) \
+        .assert_outcomes(passed=2)
+    return path
+
+
+def _gate_record(run, dataset="coded"):
+    return next(o for o in run.report.dataset(dataset).results["gates"] if o["item"] == f"gate[{GATE}]")
+
+
+def test_non_inferior_passes_fails_and_is_inconclusive(run_evalsuite, pytester, tiny_model_dir, coded):
+    full, cut = coded
+    baseline = _baseline(pytester, tiny_model_dir, full)
+    same = run_evalsuite(*_args(tiny_model_dir, full, "--baseline", str(baseline), "--gate", GATE))
+    assert same.result.ret == 0
+    same.result.assert_outcomes(passed=3)
+    out = same.result.stdout.str()
+    assert f"PASS         {GATE}: delta +0.0000 (95% CI +0.0000 .. +0.0000), sign-flip p 1, MDE 0.0000 " \
+           "(120 queries)" in out
+    assert "an inconclusive gate fails the run (--inconclusive fail|xfail|skip)" in out
+    row = _gate_record(same)
+    assert row["verdict"] == "pass" and row["ci"]["n_queries"] == 120 and row["mde"] == 0.0
+
+    # CLS pooling: a real drop (~0.29) well beyond the margin
+    cls = run_evalsuite(*_args(tiny_model_dir, full, "--baseline", str(baseline), "--pooling", "cls", "--gate", GATE))
+    assert cls.result.ret == 1
+    row = _gate_record(cls)
+    assert row["verdict"] == "fail" and row["ci"]["upper_bound"] < -0.01 and row["delta"] < -0.2
+    out = cls.result.stdout.str()
+    assert "the drop exceeds the margin (gate ndcg@10:non_inferior=0.01)" in out
+    assert "queries that lost most:" in out and "MDE " in out
+
+    # the same change on 20 queries: the data cannot decide it
+    cut_baseline = _baseline(pytester, tiny_model_dir, cut, "b20.json")
+    few = run_evalsuite(*_args(tiny_model_dir, cut, "--baseline", str(cut_baseline), "--pooling", "cls",
+                               "--gate", GATE, "-k", "gate"))
+    assert few.result.ret == 1
+    few.result.assert_outcomes(failed=1)
+    row = _gate_record(few, "coded20")
+    assert row["verdict"] == "inconclusive" and row["ci"]["lower_bound"] < -0.01 <= row["ci"]["upper_bound"]
+    assert row["queries_needed"] > 20
+    out = few.result.stdout.str()
+    assert "[evalsuite coded20] INCONCLUSIVE (fail: --inconclusive fail): ndcg@10: baseline 1.0000" in out
+    assert f"minimum detectable effect {row['mde']:.4f} with 20 queries, about {row['queries_needed']} queries" in out
+    assert f"INCONCLUSIVE {GATE}: delta " in out
+
+    # the policy decides what inconclusive does to the exit status
+    skip = run_evalsuite(*_args(tiny_model_dir, cut, "--baseline", str(cut_baseline), "--pooling", "cls",
+                                "--gate", GATE, "-k", "gate", "--inconclusive", "skip"))
+    assert skip.result.ret == 0
+    skip.result.assert_outcomes(skipped=1)
+    assert "an inconclusive gate is skipped (exit status unaffected)" in skip.result.stdout.str()
+    xfail = pytester.runpytest(*_args(tiny_model_dir, cut, "--baseline", str(cut_baseline), "--pooling", "cls",
+                                      "--gate", GATE, "-k", "gate", "--inconclusive", "xfail"))
+    assert xfail.ret == 0
+    xfail.assert_outcomes(xfailed=1)
+
+
+def test_a_real_regression_fails_max_drop_with_exit_1(run_evalsuite, pytester, tiny_model_dir, coded):
+    full, _ = coded
+    baseline = _baseline(pytester, tiny_model_dir, full)
+    run = run_evalsuite(*_args(tiny_model_dir, full, "--baseline", str(baseline), "--pooling", "cls",
+                               "--gate", "ndcg@10:max_drop=0.05", "--gate", "recall@100:max_drop=0.05"))
+    assert run.result.ret == 1
+    gates = {o["gate"]: o for o in run.report.dataset("coded").results["gates"]}
+    assert gates["ndcg@10:max_drop=0.05"]["verdict"] == "fail"
+    assert gates["recall@100:max_drop=0.05"]["verdict"] == "pass"  # every relevant document is still in the top 100
+    out = run.result.stdout.str()
+    assert "ndcg@10: baseline 1.0000, candidate 0.70" in out and "allowed drop 0.05" in out
+
+
+def test_junit_properties_carry_the_uncertainty(pytester, tiny_model_dir, coded):
+    full, _ = coded
+    baseline = _baseline(pytester, tiny_model_dir, full)
+    xml = pytester.path / "junit.xml"
+    pytester.runpytest(*_args(tiny_model_dir, full, "--baseline", str(baseline), "--gate", GATE,
+                              "--gate", "mrr@10:no_significant_drop", f"--junitxml={xml}"))
+    text = xml.read_text()
+    for name in ("ndcg@10:delta", "ndcg@10:ci_low", "ndcg@10:ci_high", "ndcg@10:mde", "ndcg@10:sign_flip_p",
+                 f"{GATE}:verdict", "mrr@10:p_value", "mrr@10:p_holm"):
+        assert f'property name="{name}"' in text, name
+
+
+def test_xdist_workers_judge_with_the_same_corrected_p_values(run_evalsuite, pytester, tiny_model_dir, coded):
+    full, _ = coded
+    baseline = _baseline(pytester, tiny_model_dir, full)
+    gates = ["ndcg@10:no_significant_drop", "mrr@10:no_significant_drop", "recall@10:no_significant_drop"]
+    run = run_evalsuite(*_args(tiny_model_dir, full, "--baseline", str(baseline), "--pooling", "cls", "-n", "2",
+                               *[a for g in gates for a in ("--gate", g)]))
+    rows = [o for o in json.loads((pytester.path / "reports" / "evalsuite" / "coded" / "results.json").read_text())
+            ["gates"] if o["item"].startswith("gate[")]
+    assert sorted(o["gate"] for o in rows) == sorted(gates)
+    from evalsuite.stats import holm
+
+    expected = holm([o["p_value"] for o in rows])
+    assert [o["p_adjusted"] for o in rows] == pytest.approx(list(expected))
+    assert all(o["correction"] == "holm" for o in rows)
+    assert "Holm-Bonferroni across the session's 3 significance-based gate(s)" in run.result.stdout.str()
