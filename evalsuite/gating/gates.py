@@ -89,7 +89,7 @@ class Outcome:
         c = self.comparison
         if c is None:
             return ""
-        text = (f"delta {c.ci.delta:+.4f} ({c.ci.confidence:.0%} CI {c.ci.low:+.4f} .. {c.ci.high:+.4f}), "
+        text = (f"delta {signed(c.ci.delta)} ({c.ci.confidence:.0%} CI {signed(c.ci.low)} .. {signed(c.ci.high)}), "
                 f"sign-flip p {c.p_value:.3g}")
         if self.p_value is not None:
             text += f", t-test p {self.p_value:.3g}"
@@ -108,6 +108,11 @@ class Judgement:
     @classmethod
     def of(cls, passed: bool) -> Judgement:
         return cls("pass" if passed else "fail")
+
+
+def signed(x: float) -> str:
+    """``+0.0123``; never ``-0.0000``."""
+    return f"{round(x, 4) + 0.0:+.4f}"
 
 
 def number(text: str, expr: str) -> float:

@@ -110,7 +110,8 @@ class NoSignificantDrop(GateKind):
     example = "mrr@10:no_significant_drop"
     optional_value = "[=ALPHA]"
     fails_when = ("a paired t-test over per-query scores (ranx's own test) finds a drop at p < alpha "
-                  f"({DEFAULT_ALPHA:g})")
+                  f"({DEFAULT_ALPHA:g}), p Holm-adjusted across the session's significance gates; no evidence of a "
+                  "drop is not evidence of no drop (see below)")
 
     def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
         alpha = number(raw, expr) if raw else DEFAULT_ALPHA

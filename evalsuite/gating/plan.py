@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ class SessionPlan:
     reference_rev: str | None
     reports_dir: Path
     source: str
-    verdicts: VerdictPolicy = VerdictPolicy()
+    verdicts: VerdictPolicy = field(default_factory=VerdictPolicy)
 
     @property
     def has_reference_run(self) -> bool:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import table
 from ..reports.run_reports import run_markdown
-from .gates import GateVerdict, Outcome
+from .gates import GateVerdict, Outcome, signed
 from .ledger import (
     BaselineWritten,
     CanaryRecord,
@@ -34,10 +34,6 @@ SUMMARY_HEADERS = ("metric", "{side}", "candidate", "delta", "95% CI", "MDE", "v
 _SEVERITY: dict[GateVerdict, int] = {"pass": 0, "inconclusive": 1, "fail": 2}
 
 
-def _signed(x: float) -> str:
-    return f"{round(x, 4) + 0.0:+.4f}"
-
-
 @dataclass(frozen=True)
 class SummaryRow:
     """One metric: reference value, candidate value, delta with its CI and MDE, and the gate items' verdict."""
@@ -54,8 +50,8 @@ class SummaryRow:
 
     def cells(self) -> tuple[str, str, str, str, str, str, str]:
         c = self.comparison
-        delta = "-" if self.delta is None else _signed(self.delta)
-        ci = "-" if c is None else f"{_signed(c.ci.low)} .. {_signed(c.ci.high)}"
+        delta = "-" if self.delta is None else signed(self.delta)
+        ci = "-" if c is None else f"{signed(c.ci.low)} .. {signed(c.ci.high)}"
         mde = "-" if c is None else f"{c.mde:.4f}"
         verdict = "-" if self.verdict is None else self.verdict.upper()
         return (self.metric, "-" if self.reference is None else f"{self.reference:.4f}",
@@ -72,8 +68,16 @@ def summary_rows(candidate: CandidateSeen | None, reference: ReferenceSeen | Non
         verdicts.setdefault(g.outcome.gate.metric, []).append(g.outcome.verdict)
         if g.outcome.comparison is not None:
             comparisons.setdefault(g.outcome.gate.metric, g.outcome.comparison)
-    return [SummaryRow(m, ref.get(m), cand.get(m), max(verdicts[m], key=_SEVERITY.__getitem__) if m in verdicts
-                       else None, comparisons.get(m)) for m in dict.fromkeys(list(cand) + list(ref))]
+    return [SummaryRow(m, ref.get(m), cand.get(m), _worst(verdicts.get(m, [])), comparisons.get(m))
+            for m in dict.fromkeys(list(cand) + list(ref))]
+
+
+def _worst(verdicts: Sequence[GateVerdict]) -> GateVerdict | None:
+    """fail over inconclusive over pass; None without a gate."""
+    if not verdicts:
+        return None
+    worst: GateVerdict = max(verdicts, key=lambda v: _SEVERITY[v])
+    return worst
 
 
 def gate_line(outcome: Outcome) -> str:
@@ -125,7 +129,7 @@ def _uncertainty_cells(o: Outcome) -> tuple[str, str, str, str, str]:
     if c is None:
         return ("-", "-", "-", "-", "-")
     adj = "-" if o.evidence.correction != "holm" or o.evidence.p_adjusted is None else f"{o.evidence.p_adjusted:.4g}"
-    return (_signed(c.ci.delta), f"{_signed(c.ci.low)} .. {_signed(c.ci.high)}", f"{c.p_value:.4g}",
+    return (signed(c.ci.delta), f"{signed(c.ci.low)} .. {signed(c.ci.high)}", f"{c.p_value:.4g}",
             "-" if o.p_value is None else f"{o.p_value:.4g}" + ("" if adj == "-" else f" (Holm {adj})"),
             f"{c.mde:.4f}")
 

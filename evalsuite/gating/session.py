@@ -15,9 +15,9 @@ from ..errors import EvalsuiteError
 from ..pipeline import Prepared, make_encoder, prepare, run
 from ..result import Result
 from .baseline import Baseline, load_baseline, write_baseline
+from .gates import Gate, Outcome, Scores
 from .ledger import BaselineWritten, CanaryRecord, CandidateSeen, Computation, Computed, Ledger, Record, ReferenceSeen
 from .plan import DatasetPlan, SessionPlan
-from .gates import Gate, Outcome, Scores
 from .policy import DatasetPolicy, SessionPolicy, session_policy
 from .reference import Reference
 from .report import SessionReport, dataset_report
@@ -159,7 +159,8 @@ class GateSession:
                 result = self.result(dp.name)
                 ref = self.reference(dp.name)
                 cand = Scores("candidate", result.metrics, result.per_query)
-                requests += [GateRequest(self.verdict_key(dp.name, g), g, cand, ref.scores if ref else None)
+                requests += [GateRequest(self.verdict_key(dp.name, g), g, ref.comparable(cand) if ref else cand,
+                                         ref.scores if ref else None)
                              for g in gates if ref is not None or not g.needs_reference]
             return judge_all(requests, self.plan.verdicts.multiplicity)
 

@@ -241,10 +241,10 @@ def sweep_figures(result: SweepResult) -> list[tuple[str, Figure]]:
         else:
             cats = list(axis.labels)
             bars = {g: {c.cell.label(axis.name) or "": c.result.metrics for c in cells} for g, cells in groups.items()}
-            errors = {g: {c.cell.label(axis.name) or "": _bar(c, base.metrics) for c in cells}
-                      for g, cells in groups.items()}
+            bar_errors = {g: {c.cell.label(axis.name) or "": _bar(c, base.metrics) for c in cells}
+                          for g, cells in groups.items()}
             base_bar = _base_bar(groups, axis.name)
-            fig = bar_chart(f"metrics per {axis.name}", metrics, cats, bars, base.metrics, base_bar, errors=errors)
+            fig = bar_chart(f"metrics per {axis.name}", metrics, cats, bars, base.metrics, base_bar, errors=bar_errors)
             figures.append((f"Metrics per {axis.name} value; the dashed red line is the base contract"
                             + (f", the hatched bar the cell equal to it ({base_bar[1]})." if base_bar else ".")
                             + f" {_ERROR_BARS}", fig))

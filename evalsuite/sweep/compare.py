@@ -28,7 +28,7 @@ class CellStats:
     def significant(self, alpha: float) -> bool:
         return self.q_value < alpha
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, float]:
         c = self.comparison.ci
         return {"delta": c.delta, "ci_low": c.low, "ci_high": c.high, "confidence": c.confidence,
                 "sign_flip_p": self.comparison.p_value, "mde": self.comparison.mde, "p_value": self.p_value,

@@ -49,7 +49,7 @@ def cran_run(request, tmp_path_factory, files, tiny_model_dir):
     ds = result.dataset
     sims = result.query_vectors @ result.doc_vectors.T
     # the documented tie order: score descending, then document id descending
-    ranked = {qid: [d for _, d in sorted(zip(sims[qi].round(5).tolist(), ds.doc_ids), reverse=True)]
+    ranked = {qid: [d for _, d in sorted(zip(sims[qi].round(5).tolist(), ds.doc_ids, strict=True), reverse=True)]
               for qi, qid in enumerate(ds.query_ids)}
     return policy, result, ranked
 

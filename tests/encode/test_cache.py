@@ -176,7 +176,7 @@ def test_prefixes_and_roles_rendered_by_the_contract_stay_apart_on_a_warm_cache(
     direct = LocalEncoder(info, device="cpu", max_length=64).encode(rendered, poolings=["mean"])["mean"]
     assert not np.allclose(direct[0], direct[1]) and not np.allclose(direct[0], direct[2])
     loads = []
-    for (c, role), text, expected in zip(inputs, rendered, direct, strict=True):  # cold, one role at a time
+    for (_, role), text, expected in zip(inputs, rendered, direct, strict=True):  # cold, one role at a time
         out = _cached(info, tmp_path, loads).encode([text], poolings=["mean"], role=role)["mean"][0]
         np.testing.assert_allclose(out, expected, atol=1e-6)
     for (c, role), text, expected in zip(inputs, rendered, direct, strict=True):  # warm: nothing encoded

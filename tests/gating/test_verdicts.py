@@ -82,7 +82,7 @@ def test_non_inferiority_decisions_agree_with_an_independent_bootstrap(shift, ex
     assert c.mde == pytest.approx((1.6448536 + 0.8416212) * d.std(ddof=1) / np.sqrt(60), rel=1e-5)
     if expected == "inconclusive":
         assert out.queries_needed is not None and out.queries_needed > 60
-        assert "about %d queries would decide it" % out.queries_needed in explain(out, {})
+        assert f"about {out.queries_needed} queries would decide it" in explain(out, {})
 
 
 def test_non_inferiority_lower_bound_exactly_at_the_margin_passes():

@@ -27,7 +27,7 @@ def _length_coded(make_beir, root, lengths):
 def coded(make_beir, tmp_path):
     """120 queries (every length twice) and the same data cut to 20 queries."""
     full = _length_coded(make_beir, tmp_path / "coded", list(range(1, 61)) * 2)
-    cut = _length_coded(make_beir, tmp_path / "coded20", list(range(1, 20)) + [40])
+    cut = _length_coded(make_beir, tmp_path / "coded20", [*range(1, 20), 40])
     return full, cut
 
 
@@ -135,3 +135,45 @@ def test_xdist_workers_judge_with_the_same_corrected_p_values(run_evalsuite, pyt
     assert [o["p_adjusted"] for o in rows] == pytest.approx(list(expected))
     assert all(o["correction"] == "holm" for o in rows)
     assert "Holm-Bonferroni across the session's 3 significance-based gate(s)" in run.result.stdout.str()
+
+
+@pytest.mark.integration
+def test_bundled_model_non_inferiority_on_the_fixtures(run_evalsuite, pytester, minibeir_dir, make_beir, tmp_path):
+    """The real model on the fixtures (190 queries): its own baseline passes, CLS pooling fails; a smaller
+    change (dim 128) fails on every query but is inconclusive on the first 20."""
+    from evalsuite.encode.local import LocalEncoder
+    from evalsuite.model import bundled_model_dir, resolve_model
+
+    # load the real model once in this process: a module imported for the first time inside an in-process
+    # pytester run is dropped afterwards, and torch crashes when the next run imports it again
+    LocalEncoder(resolve_model(None), device="cpu", max_length=16).encode(["warm up"], poolings=["mean"])
+    rev = directory_digest(bundled_model_dir())
+    cache = str(tmp_path / "cache")
+
+    def args(dataset, *extra):
+        return [*BASE, "--model-rev", rev, "--dataset", str(dataset), "--cache-dir", cache, "--device", "cpu", *extra]
+
+    pytester.runpytest(*args(minibeir_dir, "--update-baseline", "--baseline", "b.json")).assert_outcomes(passed=2)
+    same = run_evalsuite(*args(minibeir_dir, "--baseline", "b.json", "--gate", GATE))
+    assert same.result.ret == 0 and _gate_record(same, "minibeir")["verdict"] == "pass"
+    assert f"PASS         {GATE}: delta +0.0000 (95% CI +0.0000 .. +0.0000)" in same.result.stdout.str()
+    cls = run_evalsuite(*args(minibeir_dir, "--baseline", "b.json", "--pooling", "cls", "--gate", GATE, "-k", "gate"))
+    assert cls.result.ret == 1
+    row = _gate_record(cls, "minibeir")
+    assert row["verdict"] == "fail" and row["ci"]["upper_bound"] < -0.01 and row["ci"]["n_queries"] == 190
+    assert f"FAIL         {GATE}: delta -0.09" in cls.result.stdout.str()
+    dim = run_evalsuite(*args(minibeir_dir, "--baseline", "b.json", "--dim", "128", "--gate", GATE, "-k", "gate"))
+    assert _gate_record(dim, "minibeir")["verdict"] == "fail"
+
+    lines = (minibeir_dir / "queries.jsonl").read_text().splitlines()[:20]
+    queries = [json.loads(line) for line in lines]
+    ids = {q["_id"] for q in queries}
+    qrels = [tuple(r.split("\t")) for r in (minibeir_dir / "qrels" / "test.tsv").read_text().splitlines()[1:]]
+    corpus = [json.loads(line) for line in (minibeir_dir / "corpus.jsonl").read_text().splitlines()]
+    cut = make_beir(tmp_path / "minibeir20", corpus, queries, [(q, d, int(r)) for q, d, r in qrels if q in ids])
+    pytester.runpytest(*args(cut, "--update-baseline", "--baseline", "b20.json")).assert_outcomes(passed=2)
+    few = run_evalsuite(*args(cut, "--baseline", "b20.json", "--dim", "128", "--gate", GATE, "-k", "gate"))
+    assert few.result.ret == 1
+    row = _gate_record(few, "minibeir20")
+    assert row["verdict"] == "inconclusive" and row["ci"]["n_queries"] == 20 and row["queries_needed"] > 20
+    assert "INCONCLUSIVE (fail: --inconclusive fail)" in few.result.stdout.str()
