@@ -6,8 +6,8 @@ The session owns state (`session.py`); this module owns presentation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -137,13 +137,16 @@ def _uncertainty_cells(o: Outcome) -> tuple[str, str, str, str, str]:
 def dataset_report(name: str, directory: Path, result: Result | None, sweep: SweepResult | None,
                    candidate: CandidateSeen | None, reference: ReferenceSeen | None,
                    outcomes: Sequence[GateRecord | SweepCellRecord], notes: Sequence[str],
-                   statement: str | None = None) -> DatasetReport:
+                   statement: str | None = None, comparisons: Mapping[str, Comparison] | None = None) -> DatasetReport:
+    """``comparisons``: every metric's paired comparison with the reference side (rows a gate does not
+    test show these)."""
     """``outcomes``: the gate items' and sweep cells' records, in the order they were made."""
     gates = [r for r in outcomes if isinstance(r, GateRecord)]
     if candidate is None and result is not None:
         candidate = CandidateSeen(name, dict(result.metrics))
     side = reference.kind if reference else "baseline"
-    rows = tuple(summary_rows(candidate, reference, gates))
+    rows = tuple(r if r.comparison is not None or not comparisons or r.metric not in comparisons
+                 else replace(r, comparison=comparisons[r.metric]) for r in summary_rows(candidate, reference, gates))
     results = markdown = None
     if result is not None:
         rows_out = [{"dataset": r.dataset, "item": r.item, **r.outcome.to_dict()} for r in outcomes]
@@ -151,6 +154,8 @@ def dataset_report(name: str, directory: Path, result: Result | None, sweep: Swe
         results["gates"] = rows_out
         if reference is not None:
             results["reference"] = {"label": reference.label, "metrics": reference.metrics}
+        if comparisons:
+            results["comparison"] = {m: c.to_dict() for m, c in comparisons.items()}
         headers = tuple(h.format(side=side) for h in SUMMARY_HEADERS)
         markdown = run_markdown(result) + "\n## Gates\n\n" + table(headers, [r.cells() for r in rows])
         if outcomes:

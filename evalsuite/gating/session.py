@@ -25,6 +25,7 @@ from .shared import ComputeOnce
 from .verdicts import GateRequest, judge_all, significance_count
 
 if TYPE_CHECKING:
+    from ..stats import Comparison
     from ..canary.checks import Verdict
     from ..canary.context import CanaryContext
     from ..canary.settings import CanarySettings
@@ -213,14 +214,40 @@ class GateSession:
         datasets = []
         for dp in self.datasets:
             sweep, result = self.shared.peek(f"sweep-{dp.name}"), self.shared.peek(f"candidate-{dp.name}")
+            result = result if isinstance(result, Result) else None
             datasets.append(dataset_report(
-                dp.name, self.plan.reports_dir / dp.name, result if isinstance(result, Result) else None,
+                dp.name, self.plan.reports_dir / dp.name, result,
                 sweep if isinstance(sweep, SweepResult) else None, self.ledger.candidate(dp.name),
-                self.ledger.reference(dp.name), self.ledger.outcomes(dp.name), self.policy.notes, statement))
+                self.ledger.reference(dp.name), self.ledger.outcomes(dp.name), self.policy.notes, statement,
+                self._comparisons(dp.name, result)))
         return SessionReport(notes=self.policy.notes, canary=tuple(self.ledger.canary()),
                              computations=tuple(self.ledger.computations()),
                              baselines_written=tuple(self.ledger.baselines_written()), datasets=tuple(datasets),
                              reports_dir=self.plan.reports_dir, statement=statement)
+
+    def _comparisons(self, name: str, result: Result | None) -> dict[str, Comparison]:
+        """Every metric's delta against the baseline or reference run with its CI (empty without both sides),
+        so the summary's A/B rows carry their uncertainty whether or not a gate tests them."""
+        if result is None:
+            return {}
+        if name in self.baselines:
+            ref: Reference | None = Reference.from_baseline(self.baselines[name])
+        else:
+            computed = self.shared.peek(f"reference-{name}")
+            ref = Reference.from_result(computed) if isinstance(computed, Result) else None
+        if ref is None:
+            return {}
+        from ..stats import compare, paired_scores
+
+        cand = ref.comparable(Scores("candidate", result.metrics, result.per_query))
+        metrics = [m for m in cand.per_query if m in ref.scores.per_query]
+        if not metrics:
+            return {}
+        try:
+            _, a, b = paired_scores(cand.per_query, ref.scores.per_query, metrics)
+        except EvalsuiteError:
+            return {}  # the sides share no query: the contract item already says why
+        return dict(zip(metrics, compare(a, b), strict=True))
 
     def close(self) -> None:
         for ctx in self._canary_contexts.values():
