@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import EvalsuiteError
-from .gates import Gate, Outcome, Scores
-from .kinds import evaluate_gate, explain
+from .gates import Gate, Outcome
+from .kinds import explain
 from .ledger import GateRecord, SweepCellRecord
 from .session import GateSession
 
@@ -155,13 +155,15 @@ class SweepCellItem(EvalsuiteItem):
     def runtest(self) -> None:
         __tracebackhide__ = True
         sweep = self.state.sweep(self.dataset)
-        cell, base = sweep.cell(self.cell), sweep.base
+        base = sweep.base
         self.user_properties.append(("cell", self.cell))
         failures: list[str] = []
         inconclusive: list[str] = []
+        verdicts = self.state.sweep_verdicts(self.dataset)
         for gate in self.gates:
-            outcome = evaluate_gate(gate, Scores("cell", cell.result.metrics, cell.result.per_query),
-                                    Scores("base", base.metrics, base.per_query))
+            outcome = verdicts[f"{self.cell}/{gate.expr}"]
+            if isinstance(outcome, EvalsuiteError):
+                raise outcome
             self.state.ledger.add(SweepCellRecord(self.dataset, self.name, self.cell, outcome))
             _properties(self, outcome, "base")
             if outcome.verdict == "fail":

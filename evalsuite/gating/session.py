@@ -25,10 +25,10 @@ from .shared import ComputeOnce
 from .verdicts import GateRequest, judge_all, significance_count
 
 if TYPE_CHECKING:
-    from ..stats import Comparison
     from ..canary.checks import Verdict
     from ..canary.context import CanaryContext
     from ..canary.settings import CanarySettings
+    from ..stats import Comparison
     from ..sweep.execute import SweepResult
     from ..sweep.plan import Cell
 
@@ -170,6 +170,18 @@ class GateSession:
     @staticmethod
     def verdict_key(dataset: str, gate: Gate) -> str:
         return f"{dataset}/{gate.expr}"
+
+    def sweep_verdicts(self, name: str) -> dict[str, Outcome | EvalsuiteError]:
+        """Every sweep cell's gate outcomes on a dataset against the base, keyed ``cell/gate``, judged together
+        once (the cells' significance-based gates are one family, corrected as the session's policy says)."""
+        def compute() -> dict[str, Outcome | EvalsuiteError]:
+            sweep, gates = self.sweep(name), self.dataset_policy(name).sweep_gates
+            base = Scores("base", sweep.base.metrics, sweep.base.per_query)
+            requests = [GateRequest(f"{c.cell.name}/{g.expr}", g, Scores("cell", c.result.metrics, c.result.per_query),
+                                    base) for c in sweep.cells for g in gates]
+            return judge_all(requests, self.plan.verdicts.multiplicity)
+
+        return self.shared.get(f"sweep-verdicts-{name}", compute)[0]
 
     def contract_problems(self, name: str) -> list[str]:
         ref = self.reference(name)

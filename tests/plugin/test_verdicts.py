@@ -137,6 +137,22 @@ def test_xdist_workers_judge_with_the_same_corrected_p_values(run_evalsuite, pyt
     assert "Holm-Bonferroni across the session's 3 significance-based gate(s)" in run.result.stdout.str()
 
 
+
+def test_sweep_cell_gates_are_corrected_together(run_evalsuite, tiny_model_dir, coded):
+    full, _ = coded
+    run = run_evalsuite(*_args(tiny_model_dir, full, "--vary", "max_length=24,32,48", "--vary", "dim=16",
+                               "--gate", "ndcg@10:no_significant_drop", "--gate", GATE))
+    rows = [o for o in run.report.dataset("coded").results["gates"] if o["item"].startswith("sweep[")]
+    tested = [o for o in rows if o["kind"] == "no_significant_drop"]
+    assert len(tested) == 4 and all(o["correction"] == "holm" for o in tested)
+    from evalsuite.stats import holm
+
+    assert [o["p_adjusted"] for o in tested] == pytest.approx(list(holm([o["p_value"] for o in tested])))
+    verdicts = {o["item"]: o["verdict"] for o in rows if o["kind"] == "non_inferior"}
+    assert verdicts["sweep[dim=16]"] == "pass" and verdicts["sweep[max_length=24]"] == "fail"
+    assert all(o["ci"] is not None and o["mde"] is not None for o in rows)
+
+
 @pytest.mark.integration
 def test_bundled_model_non_inferiority_on_the_fixtures(run_evalsuite, pytester, minibeir_dir, make_beir, tmp_path):
     """The real model on the fixtures (190 queries): its own baseline passes, CLS pooling fails; a smaller
