@@ -154,15 +154,12 @@ def test_sweep_cell_gates_are_corrected_together(run_evalsuite, tiny_model_dir, 
 
 
 @pytest.mark.integration
-def test_bundled_model_non_inferiority_on_the_fixtures(run_evalsuite, pytester, minibeir_dir, make_beir, tmp_path):
+def test_bundled_model_non_inferiority_on_the_fixtures(run_evalsuite, pytester, minibeir_dir, make_beir, tmp_path,
+                                                       bundled_model_loaded):
     """The real model on the fixtures (190 queries): its own baseline passes, CLS pooling fails; a smaller
     change (dim 128) fails on every query but is inconclusive on the first 20."""
-    from evalsuite.encode.local import LocalEncoder
-    from evalsuite.model import bundled_model_dir, resolve_model
+    from evalsuite.model import bundled_model_dir
 
-    # load the real model once in this process: a module imported for the first time inside an in-process
-    # pytester run is dropped afterwards, and torch crashes when the next run imports it again
-    LocalEncoder(resolve_model(None), device="cpu", max_length=16).encode(["warm up"], poolings=["mean"])
     rev = directory_digest(bundled_model_dir())
     cache = str(tmp_path / "cache")
 
