@@ -21,6 +21,7 @@ class Texts:
     source: str
     texts: dict[str, str]
     empty: dict[str, str] = field(default_factory=dict)
+    fields: dict[str, dict[str, str]] = field(default_factory=dict)  # id -> metadata (records without any absent)
 
 
 def dataset_sha256(files: Mapping[str, str], variant: Mapping[str, str] | None = None) -> str:
@@ -106,7 +107,9 @@ def assemble(*, name: str, fmt: str, split: str, qrels_path: Path, corpus: Texts
         n_queries_dropped_empty_docs=lost_queries, n_negative_relevance=negative,
     )
     return Dataset(corpus=docs, queries=kept_queries, qrels={q: dict(kept[q]) for q in kept_queries},
-                   identity=identity, warnings=tuple(notes))
+                   identity=identity, warnings=tuple(notes),
+                   query_fields={q: f for q, f in queries.fields.items() if q in kept_queries},
+                   doc_fields={d: f for d, f in corpus.fields.items() if d in docs})
 
 
 def _apply_policy(items: Texts, policy: EmptyPolicy, role: str, notes: list[str]) -> dict[str, str]:

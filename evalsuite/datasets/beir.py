@@ -10,7 +10,7 @@ from .assemble import Texts, assemble
 from .files import TextFile, find_variant, logical_name
 from .model import Dataset, EmptyPolicy
 from .qrels import read_qrels
-from .records import check_text, id_field, join_title, records, text_field
+from .records import check_text, id_field, join_title, metadata, records, text_field
 
 QRELS_SUFFIXES = (".tsv", ".trec", ".qrels", ".txt")
 _LAYOUT = "a BEIR dataset directory holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv (each may be .gz)"
@@ -24,6 +24,7 @@ def read_corpus(source: TextFile, policy: EmptyPolicy = "keep") -> Texts:
     corpus: dict[str, str] = {}
     empty: dict[str, str] = {}
     first: dict[str, int] = {}
+    fields: dict[str, dict[str, str]] = {}
     for ln, obj in records(source):
         did = id_field(path, ln, obj, "document")
         if did in corpus:
@@ -38,9 +39,12 @@ def read_corpus(source: TextFile, policy: EmptyPolicy = "keep") -> Texts:
             empty[did] = f"line {ln} ({did!r})"
         corpus[did] = text
         first[did] = ln
+        meta = metadata(obj) if len(obj) > 2 else None
+        if meta:
+            fields[did] = meta
     if not corpus:
         raise DatasetError(path, "no documents; the file holds no JSON lines")
-    return Texts(str(path), corpus, empty)
+    return Texts(str(path), corpus, empty, fields)
 
 
 def read_queries(source: TextFile, policy: EmptyPolicy = "skip") -> Texts:
@@ -49,6 +53,7 @@ def read_queries(source: TextFile, policy: EmptyPolicy = "skip") -> Texts:
     queries: dict[str, str] = {}
     empty: dict[str, str] = {}
     first: dict[str, int] = {}
+    fields: dict[str, dict[str, str]] = {}
     for ln, obj in records(source):
         qid = id_field(path, ln, obj, "query")
         if qid in queries:
@@ -61,9 +66,12 @@ def read_queries(source: TextFile, policy: EmptyPolicy = "skip") -> Texts:
             empty[qid] = f"line {ln} ({qid!r})"
         queries[qid] = text
         first[qid] = ln
+        meta = metadata(obj) if len(obj) > 2 else None
+        if meta:
+            fields[qid] = meta
     if not queries:
         raise DatasetError(path, "no queries; the file holds no JSON lines")
-    return Texts(str(path), queries, empty)
+    return Texts(str(path), queries, empty, fields)
 
 
 def _present(d: Path) -> str:

@@ -16,7 +16,7 @@ from ..errors import DatasetError
 from .assemble import Texts, assemble
 from .model import Dataset, EmptyPolicy
 from .qrels import Judgement, parse_relevance
-from .records import check_id, check_text, join_title
+from .records import TEXT_KEYS, check_id, check_text, join_title, metadata
 
 
 def _dir_files(root: Path) -> dict[str, str]:
@@ -41,6 +41,8 @@ def _texts(split: Any, where: Path, role: str, policy: EmptyPolicy) -> Texts:
     has_title = "title" in split.column_names
     out: dict[str, str] = {}
     empty: dict[str, str] = {}
+    fields: dict[str, dict[str, str]] = {}
+    extra = [c for c in split.column_names if c not in TEXT_KEYS]
     for i, row in enumerate(split, start=1):
         ident = check_id(where, i, row["_id"], f"{role} id")
         if ident in out:
@@ -53,9 +55,12 @@ def _texts(split: Any, where: Path, role: str, policy: EmptyPolicy) -> Texts:
                 raise DatasetError(where, f"{role} {ident!r} has empty text; give it text or choose {flag} keep|skip", i)
             empty[ident] = f"row {i} ({ident!r})"
         out[ident] = text
+        meta = metadata({c: row[c] for c in extra}) if extra else None
+        if meta:
+            fields[ident] = meta
     if not out:
         raise DatasetError(where, f"the split has no rows; a {role} split needs at least one")
-    return Texts(str(where), out, empty)
+    return Texts(str(where), out, empty, fields)
 
 
 def load_hf(root: Path, split: str = "test", *, empty_docs: EmptyPolicy = "keep",

@@ -94,6 +94,35 @@ def id_field(path: Path, ln: int, obj: Mapping[str, object], role: str) -> str:
     return check_id(path, ln, obj["_id"], f"{role} id")
 
 
+TEXT_KEYS = ("_id", "title", "text")
+
+
+def metadata(obj: Mapping[str, object], skip: tuple[str, ...] = TEXT_KEYS) -> dict[str, str]:
+    """A record's metadata fields as strings: every scalar field but the id and texts (``"topic":
+    "finance"``, ``"year": 2020`` as ``"2020"``), and the scalars of a nested object one level down as
+    ``parent.key`` (BEIR corpora keep a ``metadata`` object). Lists, nulls and deeper objects are left out:
+    a slice groups queries by one value each."""
+    out: dict[str, str] = {}
+    for key, value in obj.items():
+        if key in skip:
+            continue
+        if isinstance(value, dict):
+            for sub, v in value.items():
+                if _scalar(v):
+                    out[f"{key}.{sub}"] = _as_text(v)
+        elif _scalar(value):
+            out[key] = _as_text(value)
+    return out
+
+
+def _scalar(value: object) -> bool:
+    return isinstance(value, (str, int, float, bool))
+
+
+def _as_text(value: object) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
 def join_title(title: str, text: str) -> str:
     """Document text as the model sees it, as BEIR and MTEB build it: ``(title + " " + text).strip()``."""
     return f"{title} {text}".strip() if title else text.strip()
