@@ -127,6 +127,9 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("--cache-dir", "embedding cache directory (default: the user cache directory)"),
     Option("--no-cache", "do not read or write the embedding cache",
            {"action": "store_const", "const": False, "dest_name": "use_cache"}),
+    Option("--slice-by", "report metrics per value of this query metadata field (doc.FIELD: of the relevant "
+           "documents), repeatable; query and document length slices are always reported "
+           "(default: topic or domain when the queries have it)", {"action": "append", "metavar": "FIELD"}),
 )
 
 # The report directory of `evalsuite run`, `sweep` and `canary`; each command states its default.

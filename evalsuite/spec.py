@@ -42,6 +42,7 @@ class RunSpec:
     trust_remote_code: bool = False
     cache_dir: str | None = None
     use_cache: bool = True
+    slice_by: tuple[str, ...] = ()  # metadata fields to slice by (empty: topic/domain when the queries have them)
 
     def replace(self, **changes: Any) -> "RunSpec":
         return dataclasses.replace(self, **changes)
@@ -57,7 +58,17 @@ class RunSpec:
             kw[name] = value
         if "metrics" in kw:
             kw["metrics"] = parse_metrics(kw["metrics"])
+        if "slice_by" in kw:
+            kw["slice_by"] = _fields(kw["slice_by"], source)
         return cls(**kw)
+
+
+def _fields(value: Any, source: str) -> tuple[str, ...]:
+    """``slice_by``: a list of field names (or one name, or comma-separated names)."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in items):
+        raise SpecError(f"{source}: slice_by must be a list of metadata field names, e.g. [\"topic\"]; got {value!r}")
+    return tuple(dict.fromkeys(v.strip() for v in items))
 
 
 def default_dataset_dir() -> Path:

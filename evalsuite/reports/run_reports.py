@@ -8,6 +8,7 @@ from pathlib import Path
 from ..io import atomic_write_json, atomic_write_text
 from ..result import Result
 from .markdown import contract_rows, table
+from .slices import slice_markdown
 from .trec import trec_run
 
 
@@ -22,6 +23,7 @@ def run_markdown(result: Result) -> str:
         f"on dataset **{ident.name}** (split `{ident.split}`, sha256 `{ident.sha256[:16]}…`).\n",
         "## Metrics\n",
         table(["metric", "value"], [(k, v) for k, v in result.metrics.items()]),
+        slice_markdown(result.slice_rows(), tuple(result.metrics)),
         "\n## Dataset\n",
         table(["count", "value"], list(counts.items())),
         "\n## Contract\n",
