@@ -10,6 +10,9 @@ Forms::
     ndcg@10:non_inferior=0.01       one-sided 95% lower bound of (candidate - reference) >= -0.01
                                     (pass), upper bound < -0.01 (fail), else inconclusive
 
+Every kind takes a slice after the metric: ``ndcg@10[topic=finance]:max_drop=0.02``,
+``recall@100[doclen>256]>=0.6`` judge that slice's queries only (`slices.py` says how).
+
 Every relative gate's outcome carries the paired comparison (:class:`~evalsuite.gating.gates.Evidence`):
 delta with its bootstrap CI, the sign-flip p-value and the minimum detectable effect.
 
@@ -25,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from ..errors import SpecError
 from ..metrics import paired_test, parse_metric
 from .gates import Evidence, Gate, GateKind, Judgement, Outcome, Scores, number
+from .slices import judge_slice, slice_sides, split_selector, with_selector
 
 DEFAULT_MAX_DROP = 0.01
 DEFAULT_ALPHA = 0.05
@@ -203,13 +207,17 @@ def kinds_markdown() -> str:
 
 
 def parse_gate(expr: str) -> Gate:
-    """Parse one gate expression; errors say which forms are allowed."""
+    """Parse one gate expression (with an optional ``[slice]`` after the metric); errors say which forms are
+    allowed."""
+    plain, selector = split_selector(expr)
     for kind in KINDS:
-        m = kind.pattern().match(expr)
+        m = kind.pattern().match(plain)
         if m:
             metric = parse_metric(m.group("metric"))
             threshold, canonical = kind.threshold(m.group("value"), metric, expr)
-            return Gate(metric, kind.name, threshold, canonical, kind.needs_reference)
+            return Gate(metric, kind.name, threshold, with_selector(canonical, metric, selector), kind.needs_reference,
+                        selector.text if selector else None)
+    expr = plain
     m = _RELATIVE.match(expr)
     if m:
         parse_metric(m.group("metric"))
@@ -246,6 +254,13 @@ def gather_evidence(gate: Gate, candidate: Scores, reference: Scores | None) -> 
                         f"it has {', '.join(reference.metrics)}")
     from ..stats import compare, paired_scores
 
+    if gate.selector is not None:
+        candidate, sliced, n = slice_sides(gate, candidate, reference)
+        assert sliced is not None
+        reference = sliced
+        if n == 0:
+            return Evidence()
+
     _, a, b = paired_scores(candidate.per_query, reference.per_query, [gate.metric])
     p = kind.p_value(gate, candidate, reference)
     return Evidence(compare(a, b)[0], p, p, "none" if kind.tests_significance else None)
@@ -253,14 +268,29 @@ def gather_evidence(gate: Gate, candidate: Scores, reference: Scores | None) -> 
 
 def judge_gate(gate: Gate, candidate: Scores, reference: Scores | None, evidence: Evidence) -> Outcome:
     """The outcome of one gate given its evidence (whose ``p_adjusted`` the session may have corrected)."""
-    kind, value = kind_of(gate), candidate.metrics[gate.metric]
+    kind = kind_of(gate)
+    n: int | None = None
+    if gate.selector is not None:
+        candidate, sliced, n = slice_sides(gate, candidate, reference)
+        reference = sliced if kind.needs_reference else None
+    value = candidate.metrics[gate.metric]
     if not kind.needs_reference or reference is None:
-        return Outcome(gate, kind.judge(gate, candidate, None, value, None, evidence).verdict, value)
+        judged = kind.judge(gate, candidate, None, value, None, evidence)
+        if n is None:
+            return Outcome(gate, judged.verdict, value)
+        judged, note = judge_slice(gate, judged, candidate, None, evidence, n)
+        return Outcome(gate, judged.verdict, value, note=note, n_queries=n)
     ref = reference.metrics[gate.metric]
-    judged = kind.judge(gate, candidate, reference, value, ref, evidence)
+    note = None
+    if n is not None and (n < 1 or evidence.comparison is None):
+        judged, note = judge_slice(gate, Judgement("inconclusive"), candidate, reference, evidence, n)
+    else:
+        judged = kind.judge(gate, candidate, reference, value, ref, evidence)
+        if n is not None:
+            judged, note = judge_slice(gate, judged, candidate, reference, evidence, n)
     losers = _losers(reference.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}))
     return Outcome(gate, judged.verdict, value, ref, value - ref, evidence.p_value, losers, evidence,
-                   judged.queries_needed)
+                   judged.queries_needed, note, n)
 
 
 def evaluate_gate(gate: Gate, candidate: Scores, reference: Scores | None) -> Outcome:
@@ -271,12 +301,18 @@ def evaluate_gate(gate: Gate, candidate: Scores, reference: Scores | None) -> Ou
 def explain(outcome: Outcome, queries: Mapping[str, str], reference_label: str = "baseline") -> str:
     """A failure message a person can act on."""
     g, kind = outcome.gate, kind_of(outcome.gate)
-    if not kind.needs_reference:
+    if outcome.note is not None:
+        head = f"{g.metric} on [{g.selector}]: candidate {outcome.candidate:.4f}"
+        if outcome.reference is not None:
+            head += f", {reference_label} {outcome.reference:.4f}, {outcome.uncertainty()}"
+        head += f"; {outcome.note} (gate {g.expr})"
+    elif not kind.needs_reference:
         return kind.explain(outcome)
-    if outcome.reference is None or outcome.delta is None:
+    elif outcome.reference is None or outcome.delta is None:
         raise ValueError(f"outcome of {g.expr} has no reference value to explain")
-    head = (f"{g.metric}: {reference_label} {outcome.reference:.4f}, candidate {outcome.candidate:.4f}, "
-            f"{outcome.uncertainty() or f'delta {outcome.delta:+.4f}'}; {kind.explain(outcome)}")
+    else:
+        head = (f"{g.metric}: {reference_label} {outcome.reference:.4f}, candidate {outcome.candidate:.4f}, "
+                f"{outcome.uncertainty() or f'delta {outcome.delta:+.4f}'}; {kind.explain(outcome)}")
     if outcome.losers:
         head += "\nqueries that lost most:"
         for qid, ref, cand in outcome.losers:

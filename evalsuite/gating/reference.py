@@ -50,7 +50,7 @@ class Reference:
             return candidate
         return Scores(candidate.label, {m: round(v, BASELINE_DECIMALS) for m, v in candidate.metrics.items()},
                       {m: {q: round(s, BASELINE_DECIMALS) for q, s in pq.items()}
-                       for m, pq in candidate.per_query.items()})
+                       for m, pq in candidate.per_query.items()}, candidate.slices)
 
     def problems(self, contract: Contract, dataset_sha256: str) -> list[str]:
         """Why a candidate with this contract and dataset is not comparable with this side (empty: it is)."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import table
 from ..reports.run_reports import run_markdown
+from ..reports.slices import moved_lines, moved_markdown
 from .gates import GateVerdict, Outcome, signed
 from .ledger import (
     BaselineWritten,
@@ -27,6 +28,7 @@ from .ledger import (
 
 if TYPE_CHECKING:
     from ..result import Result
+    from ..slicing.compare import SliceMove
     from ..stats import Comparison
     from ..sweep.execute import SweepResult
 
@@ -83,9 +85,10 @@ def _worst(verdicts: Sequence[GateVerdict]) -> GateVerdict | None:
 def gate_line(outcome: Outcome) -> str:
     """One gate item in the terminal summary: verdict, gate, delta with CI, p-values, MDE."""
     head = f"{outcome.verdict.upper():<12} {outcome.gate.expr}"
+    note = f"; {outcome.note}" if outcome.note else ""
     if outcome.comparison is None:
-        return f"{head}: {outcome.gate.metric} {outcome.candidate:.4f}"
-    text = f"{head}: {outcome.uncertainty()}"
+        return f"{head}: {outcome.gate.metric} {outcome.candidate:.4f}{note}"
+    text = f"{head}: {outcome.uncertainty()}{note}"
     if outcome.queries_needed is not None and outcome.verdict == "inconclusive":
         text += f"; about {outcome.queries_needed} queries would decide it"
     return text
@@ -107,6 +110,7 @@ class DatasetReport:
     markdown: str | None
     sweep: SweepResult | None
     gate_lines: tuple[str, ...] = ()
+    slice_lines: tuple[str, ...] = ()  # the slices that moved most against the reference side
 
     @property
     def headers(self) -> tuple[str, ...]:
@@ -137,7 +141,8 @@ def _uncertainty_cells(o: Outcome) -> tuple[str, str, str, str, str]:
 def dataset_report(name: str, directory: Path, result: Result | None, sweep: SweepResult | None,
                    candidate: CandidateSeen | None, reference: ReferenceSeen | None,
                    outcomes: Sequence[GateRecord | SweepCellRecord], notes: Sequence[str],
-                   statement: str | None = None, comparisons: Mapping[str, Comparison] | None = None) -> DatasetReport:
+                   statement: str | None = None, comparisons: Mapping[str, Comparison] | None = None,
+                   moves: Sequence[SliceMove] = ()) -> DatasetReport:
     """``comparisons``: every metric's paired comparison with the reference side (rows a gate does not
     test show these)."""
     """``outcomes``: the gate items' and sweep cells' records, in the order they were made."""
@@ -156,6 +161,8 @@ def dataset_report(name: str, directory: Path, result: Result | None, sweep: Swe
             results["reference"] = {"label": reference.label, "metrics": reference.metrics}
         if comparisons:
             results["comparison"] = {m: c.to_dict() for m, c in comparisons.items()}
+        if moves:
+            results["slice_comparison"] = [m.to_dict() for m in moves]
         headers = tuple(h.format(side=side) for h in SUMMARY_HEADERS)
         markdown = run_markdown(result) + "\n## Gates\n\n" + table(headers, [r.cells() for r in rows])
         if outcomes:
@@ -168,6 +175,7 @@ def dataset_report(name: str, directory: Path, result: Result | None, sweep: Swe
             markdown += ("\nThe 95% CI is a paired bootstrap over queries (10,000 resamples, seeded); sign-flip p is "
                          "a paired randomization test; MDE is the smallest true drop a one-sided 5% test would "
                          "detect with 80% power on these queries.\n")
+        markdown += moved_markdown(moves, side)
         if statement:
             markdown += f"\n{statement}\n"
         if notes:
@@ -175,7 +183,7 @@ def dataset_report(name: str, directory: Path, result: Result | None, sweep: Swe
     lines = tuple(gate_line(r.outcome) for r in gates)
     if results is not None and statement:
         results["verdict_policy"] = statement
-    return DatasetReport(name, directory, side, rows, results, markdown, sweep, lines)
+    return DatasetReport(name, directory, side, rows, results, markdown, sweep, lines, tuple(moved_lines(moves, side)))
 
 
 @dataclass(frozen=True)
@@ -206,6 +214,7 @@ class SessionReport:
             out.append(f"{d.name}:")
             out += ["  " + line for line in format_rows(d.headers, [r.cells() for r in d.rows])]
             out += ["  " + line for line in d.gate_lines]
+            out += ["  " + line for line in d.slice_lines]
         out.append(f"reports: {self.reports_dir}")
         return out
 

@@ -15,6 +15,8 @@ from ..encode.base import Encoder
 from ..errors import EvalsuiteError, SpecError
 from ..pipeline import Prepared, make_encoder, prepare, run
 from ..result import Result
+from ..slicing import SliceIndex
+from ..slicing.attach import slice_index
 from .baseline import Baseline, load_baseline, write_baseline
 from .gates import Gate, Outcome, Scores
 from .ledger import BaselineWritten, CanaryRecord, CandidateSeen, Computation, Computed, Ledger, Record, ReferenceSeen
@@ -23,12 +25,14 @@ from .policy import DatasetPolicy, SessionPolicy, session_policy
 from .reference import Reference
 from .report import SessionReport, dataset_report
 from .shared import ComputeOnce
+from .slices import check_gate_slices
 from .verdicts import GateRequest, judge_all, significance_count
 
 if TYPE_CHECKING:
     from ..canary.checks import Verdict
     from ..canary.context import CanaryContext
     from ..canary.settings import CanarySettings
+    from ..slicing.compare import SliceMove
     from ..stats import Comparison
     from ..sweep.execute import SweepResult
     from ..sweep.plan import Cell
@@ -52,6 +56,7 @@ class GateSession:
         self._encoders: dict[EncoderKey, Encoder] = {}
         self._canary_contexts: dict[str, CanaryContext] = {}
         self._seen: set[tuple[str, str]] = set()
+        self.slices: dict[str, SliceIndex] = {}
 
     @property
     def datasets(self) -> tuple[DatasetPlan, ...]:
@@ -70,6 +75,8 @@ class GateSession:
         plan = self.plan
         for dp in plan.datasets:
             self.prepared[dp.name] = prepare(dp.spec)
+            self.slices[dp.name] = slice_index(self.prepared[dp.name])  # tokens counted, no model loaded
+            check_gate_slices(dp.gates, self.slices[dp.name], dp.name)
             if plan.has_reference_run:
                 self.reference_prepared[dp.name] = prepare(dp.spec.replace(
                     model=plan.reference_model or dp.spec.model, model_rev=plan.reference_rev, tokenizer_rev=None))
@@ -125,7 +132,9 @@ class GateSession:
         """The candidate's result on a dataset; writes the baseline when the session updates it."""
         def compute() -> Result:
             prepared = self.prepared[name]
-            return run(prepared.spec, prepared, encoder=self.encoder(prepared))
+            result = run(prepared.spec, prepared, encoder=self.encoder(prepared))
+            result.slices = self.slices.get(name)
+            return result
 
         result = self._once("candidate", name, compute)
         baseline = self.dataset_plan(name).baseline
@@ -168,7 +177,7 @@ class GateSession:
                     continue
                 result = self.result(dp.name)
                 ref = self.reference(dp.name)
-                cand = Scores("candidate", result.metrics, result.per_query)
+                cand = Scores("candidate", result.metrics, result.per_query, result.slices)
                 requests += [GateRequest(self.verdict_key(dp.name, g), g, ref.comparable(cand) if ref else cand,
                                          ref.scores if ref else None)
                              for g in gates if ref is not None or not g.needs_reference]
@@ -186,8 +195,10 @@ class GateSession:
         def compute() -> dict[str, Outcome | EvalsuiteError]:
             sweep, gates = self.sweep(name), self.dataset_policy(name).sweep_gates
             base = Scores("base", sweep.base.metrics, sweep.base.per_query)
-            requests = [GateRequest(f"{c.cell.name}/{g.expr}", g, Scores("cell", c.result.metrics, c.result.per_query),
-                                    base) for c in sweep.cells for g in gates]
+            index = self.slices.get(name)  # the base contract's membership: cells are paired on the same queries
+            requests = [GateRequest(f"{c.cell.name}/{g.expr}", g,
+                                    Scores("cell", c.result.metrics, c.result.per_query, index), base)
+                        for c in sweep.cells for g in gates]
             return judge_all(requests, self.plan.verdicts.multiplicity)
 
         return self.shared.get(f"sweep-verdicts-{name}", compute)[0]
@@ -240,22 +251,39 @@ class GateSession:
                 dp.name, self.plan.reports_dir / dp.name, result,
                 sweep if isinstance(sweep, SweepResult) else None, self.ledger.candidate(dp.name),
                 self.ledger.reference(dp.name), self.ledger.outcomes(dp.name), self.policy.notes, statement,
-                self._comparisons(dp.name, result)))
+                self._comparisons(dp.name, result), self._slice_moves(dp.name, result)))
         return SessionReport(notes=self.policy.notes, canary=tuple(self.ledger.canary()),
                              computations=tuple(self.ledger.computations()),
                              baselines_written=tuple(self.ledger.baselines_written()), datasets=tuple(datasets),
                              reports_dir=self.plan.reports_dir, statement=statement)
+
+    def _reference_side(self, name: str) -> Reference | None:
+        """The baseline or the computed reference run, without computing anything."""
+        if name in self.baselines:
+            return Reference.from_baseline(self.baselines[name])
+        computed = self.shared.peek(f"reference-{name}")
+        return Reference.from_result(computed) if isinstance(computed, Result) else None
+
+    def _slice_moves(self, name: str, result: Result | None) -> list[SliceMove]:
+        """Every reported slice's delta against the baseline or reference run, with its CI, largest first."""
+        ref = self._reference_side(name) if result is not None else None
+        if result is None or result.slices is None or ref is None:
+            return []
+        p = self.prepared[name]
+        if ref.problems(p.contract, p.dataset.identity.sha256):
+            return []  # not comparable: the contract item says why
+        from ..slicing.compare import slice_moves
+
+        cand = ref.comparable(Scores("candidate", result.metrics, result.per_query))
+        return slice_moves(result.slices, cand.per_query, ref.scores.per_query,
+                           [m for m in result.metrics if m in ref.scores.per_query])
 
     def _comparisons(self, name: str, result: Result | None) -> dict[str, Comparison]:
         """Every metric's delta against the baseline or reference run with its CI (empty without both sides),
         so the summary's A/B rows carry their uncertainty whether or not a gate tests them."""
         if result is None:
             return {}
-        if name in self.baselines:
-            ref: Reference | None = Reference.from_baseline(self.baselines[name])
-        else:
-            computed = self.shared.peek(f"reference-{name}")
-            ref = Reference.from_result(computed) if isinstance(computed, Result) else None
+        ref = self._reference_side(name)
         if ref is None:
             return {}
         from ..stats import compare, paired_scores

@@ -57,6 +57,7 @@ MOVED_HEADERS = ("slice", "metric", "queries", "{side}", "candidate", "delta", "
 
 def moved_lines(moves: Sequence[SliceMove], side: str, n: int = 5) -> list[str]:
     """The ``n`` slices that moved most (largest |delta|), with their CIs, for the terminal."""
+    moves = [m for m in moves if m.comparison.ci.delta != 0]
     if not moves:
         return []
     headers = [h.format(side=side) for h in MOVED_HEADERS]
@@ -65,6 +66,7 @@ def moved_lines(moves: Sequence[SliceMove], side: str, n: int = 5) -> list[str]:
 
 
 def moved_markdown(moves: Sequence[SliceMove], side: str, n: int = 10) -> str:
+    moves = [m for m in moves if m.comparison.ci.delta != 0]
     if not moves:
         return ""
     headers = [h.format(side=side) for h in MOVED_HEADERS]
