@@ -42,7 +42,7 @@ class RunSpec:
     trust_remote_code: bool = False
     cache_dir: str | None = None
     use_cache: bool = True
-    slice_by: tuple[str, ...] = ()  # metadata fields to slice by (empty: topic/domain when the queries have them)
+    slice_by: tuple[str, ...] | None = None  # metadata fields to slice by (None: topic/domain when the queries have them)
 
     def replace(self, **changes: Any) -> "RunSpec":
         return dataclasses.replace(self, **changes)

@@ -130,9 +130,9 @@ def default_slice_by(dataset: Dataset) -> tuple[str, ...]:
 
 
 def build_slice_index(dataset: Dataset, contract: Contract, tokenizer_dir: Path,
-                      slice_by: Sequence[str] = ()) -> SliceIndex:
+                      slice_by: Sequence[str] | None = None) -> SliceIndex:
     """Count the tokens of every query and relevant document as ``contract`` renders them, and profile
-    each query. ``slice_by`` (empty: :data:`DEFAULT_FIELDS` present on the queries) is checked against
+    each query. ``slice_by`` (None: :data:`DEFAULT_FIELDS` present on the queries) is checked against
     the dataset's fields; an unknown one is a SpecError listing the known ones."""
     qids = dataset.query_ids
     relevant = {q: [d for d, g in dataset.qrels[q].items() if g >= 1] for q in qids}
@@ -150,7 +150,7 @@ def build_slice_index(dataset: Dataset, contract: Contract, tokenizer_dir: Path,
                                    dict(dataset.query_fields.get(q, {})),
                                    {k: frozenset(v) for k, v in docs.items()})
     index = SliceIndex(contract.max_length, profiles)
-    fields = tuple(dict.fromkeys(slice_by)) if slice_by else default_slice_by(dataset)
+    fields = tuple(dict.fromkeys(slice_by)) if slice_by is not None else default_slice_by(dataset)
     for f in fields:
         index.check_field(f, "--slice-by")
     return SliceIndex(contract.max_length, profiles, tuple(f for f in fields if f not in LENGTHS))
