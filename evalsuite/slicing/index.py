@@ -139,7 +139,8 @@ def build_slice_index(dataset: Dataset, contract: Contract, tokenizer_dir: Path,
     dids = list(dict.fromkeys(d for q in qids for d in relevant[q]))
     qlen = count_tokens(tokenizer_dir, contract.render_all("query", [dataset.queries[q] for q in qids]))
     dlen = dict(zip(dids, count_tokens(tokenizer_dir, contract.render_all("document",
-                                                                          [dataset.corpus[d] for d in dids]))))
+                                                                          [dataset.corpus[d] for d in dids])),
+                    strict=True))
     profiles = {}
     for q, n in zip(qids, qlen, strict=True):
         docs: dict[str, set[str]] = {}

@@ -17,6 +17,7 @@ or value exists is checked against one (:meth:`SliceIndex.check`).
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from dataclasses import dataclass
 from typing import Literal
 
@@ -108,6 +109,6 @@ def length_buckets(dimension: str) -> tuple[Selector, ...]:
     """``≤32, 33..128, 129..256, 257..512, >512`` and ``truncated``, as selectors of ``dimension``."""
     edges = BUCKET_EDGES
     out = [parse_selector(f"{dimension}<={edges[0]}")]
-    out += [parse_selector(f"{dimension}={lo + 1}..{hi}") for lo, hi in zip(edges, edges[1:])]
+    out += [parse_selector(f"{dimension}={lo + 1}..{hi}") for lo, hi in pairwise(edges)]
     out += [parse_selector(f"{dimension}>{edges[-1]}"), parse_selector(f"{dimension}={TRUNCATED}")]
     return tuple(out)

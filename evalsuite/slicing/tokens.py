@@ -28,7 +28,7 @@ def count_tokens(tokenizer_dir: Path, texts: Sequence[str]) -> list[int]:
 
     try:
         tok = Tokenizer.from_file(str(path))
-    except Exception as exc:  # noqa: BLE001 - a bad tokenizer file is a model problem, said once
+    except Exception as exc:  # a bad tokenizer file is a model problem, said once
         raise ModelError(f"{path}: cannot be read as a fast tokenizer ({type(exc).__name__}: {str(exc)[:160]}); "
                          "the slices by length need the model's tokenizer") from None
     tok.no_truncation()

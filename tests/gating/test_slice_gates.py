@@ -85,7 +85,7 @@ def test_a_slice_ci_too_wide_is_inconclusive():
 
 
 def test_max_rel_drop_on_a_slice_allows_a_fraction_of_the_slice_reference():
-    cand, ref, c, r = _sides(lambda q, t, v: v * 0.97 if t == "finance" else v)  # every query -3%
+    cand, ref, _, r = _sides(lambda q, t, v: v * 0.97 if t == "finance" else v)  # every query -3%
     assert evaluate_gate(parse_gate("ndcg@10[topic=finance]:max_rel_drop=5%"), cand, ref).verdict == "pass"
     out = evaluate_gate(parse_gate("ndcg@10[topic=finance]:max_rel_drop=1%"), cand, ref)
     assert out.verdict == "fail" and f"-{0.01 * _mean(r, 'finance'):.4g}" in out.note
