@@ -22,9 +22,9 @@ def _print_metrics(metrics: dict[str, float]) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .pipeline import prepare, run
-    from .slicing.attach import slice_index
     from .reports import write_run_reports
     from .reports.run_reports import default_run_dir
+    from .slicing.attach import slice_index
     from .spec import RunSpec
 
     spec = RunSpec.from_mapping(collect(args), source="command line")

@@ -17,8 +17,8 @@ or value exists is checked against one (:meth:`SliceIndex.check`).
 from __future__ import annotations
 
 import re
-from itertools import pairwise
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 from ..errors import SpecError
