@@ -7,6 +7,8 @@ relevant document) it retrieves perfectly. The cell ``max_length=24`` cuts every
 documents of 23 words or more tie: only the long queries lose, and only the ``finance`` queries are long.
 """
 
+import json
+
 import pytest
 
 from evalsuite.model import directory_digest
@@ -58,3 +60,35 @@ def test_a_sweep_cell_that_hurts_one_topic_fails_its_gate(pytester, tiny_model_d
     out = result.stdout.str()
     assert "sweep cell max_length=24 against the base contract:" in out
     assert "ndcg@10 on [topic=finance]: candidate" in out and "slice [topic=finance] has 12 queries" in out
+
+
+def test_an_ab_session_reports_the_slices_that_moved_most(tiny_model_dir, make_tiny_bert, minibeir_dir, tmp_path):
+    import numpy as np
+
+    from evalsuite.gating.plan import build_plan
+    from evalsuite.gating.start import prepared_session
+
+    other = make_tiny_bert(tmp_path / "other", seed=7)
+    plan = build_plan(file_settings=None, file_path=None, cwd=tmp_path,
+                      run_flags={"model": str(tiny_model_dir), "dataset": str(minibeir_dir), "use_cache": False,
+                                 "device": "cpu", "metrics": ("ndcg@10", "recall@100")},
+                      session_flags={"reference_model": str(other), "reference_rev": directory_digest(other),
+                                     "gates": ["ndcg@10:max_drop=1"]})
+    session = prepared_session(plan, shared_dir=None, worker="main")
+    result, ref = session.result("minibeir"), session.reference("minibeir")
+    report = session.finish().dataset("minibeir")
+    moves = report.results["slice_comparison"]
+    deltas = [abs(m["ci"]["delta"]) for m in moves]
+    assert deltas == sorted(deltas, reverse=True) and deltas[0] > 0
+    topics = {q: json.loads(line)["topic"] for line in (minibeir_dir / "queries.jsonl").read_text().splitlines()
+              for q in [json.loads(line)["_id"]]}
+    for m in (x for x in moves if x["slice"].startswith("topic=")):
+        qids = [q for q, t in topics.items() if f"topic={t}" == m["slice"]]
+        cand, base = result.per_query[m["metric"]], ref.scores.per_query[m["metric"]]
+        assert m["n_queries"] == len(qids)
+        assert m["ci"]["delta"] == pytest.approx(np.mean([cand[q] - base[q] for q in qids]))
+        assert m["ci"]["low"] <= m["ci"]["delta"] <= m["ci"]["high"]
+    top = moves[0]
+    assert "slices that moved most:" in report.slice_lines[0]
+    assert report.slice_lines[2].split()[:2] == [top["slice"], top["metric"]]
+    assert "## Slices that moved most" in report.markdown and "## Slices\n" in report.markdown
