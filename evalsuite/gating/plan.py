@@ -13,7 +13,8 @@
     name = "minibeir"
     path = "../../fixtures/minibeir"   # relative to this file
     baseline = "baselines/minibeir.json"
-    gates = ["ndcg@10>=0.5", "mrr@10:no_significant_drop"]
+    gates = ["ndcg@10>=0.5", "mrr@10:no_significant_drop", "ndcg@10[topic=finance]:max_drop=0.02"]
+    slice_by = ["topic"]               # metadata fields reported per slice (default: topic or domain if present)
     sweep = ["pooling=cls,mean"]       # optional: one item per sweep cell, gated against the base;
                                        # or a table: sweep = {pooling = ["cls", "mean"]}
 """
@@ -36,7 +37,7 @@ from .verdicts import VerdictPolicy
 SESSION_KEYS = ("baseline", "gates", "reference_model", "reference_rev", "reports_dir", "sweep", "grid",
                 "update_baseline", "inconclusive", "multiplicity")
 DEFAULT_REPORTS_DIR = Path("reports") / "evalsuite"  # relative to the directory pytest runs in
-DATASET_KEYS = ("name", "path", "split", "qrels", "baseline", "gates", "sweep", "grid", "metrics")
+DATASET_KEYS = ("name", "path", "split", "qrels", "baseline", "gates", "sweep", "grid", "metrics", "slice_by")
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,8 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
             changes["qrels"] = str(_path(entry_dir, entry["qrels"], f"{where}.qrels"))
         if "metrics" in entry:
             changes["metrics"] = RunSpec.from_mapping({"metrics": entry["metrics"]}, source=where).metrics
+        if "slice_by" in entry:
+            changes["slice_by"] = RunSpec.from_mapping({"slice_by": entry["slice_by"]}, source=where).slice_by
         for key in ("split", "qrels"):  # flags win over the spec file, as everywhere else
             if run_flags.get(key):
                 changes[key] = run_flags[key]

@@ -141,3 +141,16 @@ def test_the_session_refuses_an_unknown_topic_before_encoding(tiny_model_dir, mi
                       session_flags={"gates": ["ndcg@10[topic=fnance]>=0.5"]})
     with pytest.raises(SpecError, match=r"no query has topic='fnance'; topic takes astronomy, cooking, databases"):
         prepared_session(plan, shared_dir=None, worker="main")
+
+
+def test_slice_by_from_a_spec_file_and_per_dataset(tmp_path, minibeir_dir):
+    from evalsuite.gating.plan import build_plan
+
+    settings = {"slice_by": ["topic"], "datasets": [{"name": "a", "path": str(minibeir_dir)},
+                                                    {"name": "b", "path": str(minibeir_dir), "slice_by": "doc.x,topic"}]}
+    plan = build_plan(file_settings=settings, file_path=tmp_path / "evalsuite.toml", run_flags={}, session_flags={},
+                      cwd=tmp_path)
+    assert [d.spec.slice_by for d in plan.datasets] == [("topic",), ("doc.x", "topic")]
+    with pytest.raises(SpecError, match="slice_by must be a list of metadata field names"):
+        build_plan(file_settings={"slice_by": [1]}, file_path=tmp_path / "evalsuite.toml", run_flags={},
+                   session_flags={}, cwd=tmp_path)
