@@ -197,7 +197,9 @@ def forms() -> str:
 
 
 def gate_help() -> str:
-    return "gate expression, repeatable: " + ", ".join(f"'{k.example}'" for k in KINDS)
+    return ("gate expression, repeatable: " + ", ".join(f"'{k.example}'" for k in KINDS)
+            + "; a [slice] after the metric judges that slice's queries: 'ndcg@10[topic=finance]:max_drop=0.02', "
+            "'recall@100[doclen>256]>=0.6'")
 
 
 def kinds_markdown() -> str:
