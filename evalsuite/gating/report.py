@@ -67,6 +67,8 @@ def summary_rows(candidate: CandidateSeen | None, reference: ReferenceSeen | Non
     verdicts: dict[str, list[GateVerdict]] = {}
     comparisons: dict[str, Comparison] = {}
     for g in gates:
+        if g.outcome.gate.selector is not None:
+            continue  # a slice gate judges part of the queries: its own line says so, the metric's row is the whole
         verdicts.setdefault(g.outcome.gate.metric, []).append(g.outcome.verdict)
         if g.outcome.comparison is not None:
             comparisons.setdefault(g.outcome.gate.metric, g.outcome.comparison)

@@ -154,3 +154,19 @@ def test_slice_by_from_a_spec_file_and_per_dataset(tmp_path, minibeir_dir):
     with pytest.raises(SpecError, match="slice_by must be a list of metadata field names"):
         build_plan(file_settings={"slice_by": [1]}, file_path=tmp_path / "evalsuite.toml", run_flags={},
                    session_flags={}, cwd=tmp_path)
+
+
+def test_a_slice_gate_does_not_decide_its_metrics_row():
+    from evalsuite.gating.ledger import CandidateSeen, GateRecord, ReferenceSeen
+    from evalsuite.gating.report import gate_line, summary_rows
+
+    cand, ref, *_ = _sides(lambda q, t, v: v - 0.1 - 0.01 * (int(q[1:]) % 3) if t == "finance" else v)
+    sliced = evaluate_gate(parse_gate("ndcg@10[topic=finance]:max_drop=0.02"), cand, ref)
+    whole = evaluate_gate(parse_gate("ndcg@10:max_drop=0.03"), cand, ref)
+    records = [GateRecord("d", "gate[s]", sliced), GateRecord("d", "gate[w]", whole)]
+    row = summary_rows(CandidateSeen("d", dict(cand.metrics)), ReferenceSeen("d", "baseline", "baseline",
+                                                                            dict(ref.metrics)), records)[0]
+    assert row.verdict == "pass" and row.comparison is whole.comparison  # bug caught: the slice's CI on the row
+    line = gate_line(sliced)
+    assert line.startswith("FAIL         ndcg@10[topic=finance]:max_drop=0.02: delta ")
+    assert "(12 queries); slice [topic=finance] has 12 queries" in line
