@@ -92,8 +92,10 @@ class IntegrityItem(EvalsuiteItem):
 
 
 def _properties(item: EvalsuiteItem, outcome: Outcome, side: str) -> None:
-    """JUnit properties of one gate's outcome: values, verdict, and the delta with its uncertainty."""
-    metric = outcome.gate.metric
+    """JUnit properties of one gate's outcome: values, verdict, and the delta with its uncertainty (a slice gate's
+    keys name the slice: ``ndcg@10[topic=finance]:delta``)."""
+    sel = outcome.gate.selector
+    metric = outcome.gate.metric + (f"[{sel}]" if sel else "")
     props: list[tuple[str, object]] = [(metric, round(outcome.candidate, 6))]
     if outcome.reference is not None:
         props.append((f"{metric}:{side}", round(outcome.reference, 6)))
@@ -108,6 +110,8 @@ def _properties(item: EvalsuiteItem, outcome: Outcome, side: str) -> None:
         props.append((f"{metric}:p_holm", round(outcome.evidence.p_adjusted, 6)))
     if outcome.queries_needed is not None:
         props.append((f"{metric}:queries_needed", outcome.queries_needed))
+    if outcome.n_queries is not None:
+        props.append((f"{metric}:slice_queries", outcome.n_queries))
     props.append((f"{outcome.gate.expr}:verdict", outcome.verdict))
     item.user_properties.extend(props)
 
