@@ -46,7 +46,7 @@ def test_a_sweep_cell_that_hurts_one_topic_fails_its_gate(pytester, tiny_model_d
         "-p", "no:randomly", "-p", "no:cacheprovider", "--model", str(tiny_model_dir),
         "--model-rev", directory_digest(tiny_model_dir), "--dataset", str(coded), "--no-cache", "--device", "cpu",
         "--vary", "max_length=24", "--gate", "ndcg@10:max_drop=0.1", "--gate", "ndcg@10[topic=finance]:max_drop=0.02",
-        "--gate", "ndcg@10[topic=sports]:max_drop=0.02", plugins=[keep])
+        "--gate", "ndcg@10[topic=sports]:max_drop=0.02", "--junitxml", "junit.xml", plugins=[keep])
     assert result.ret == 1
     rows = {r["gate"]: r for r in keep.report.dataset("coded").results["gates"] if r["item"].startswith("sweep")}
     overall, finance, sports = (rows["ndcg@10:max_drop=0.1"], rows["ndcg@10[topic=finance]:max_drop=0.02"],
@@ -60,6 +60,9 @@ def test_a_sweep_cell_that_hurts_one_topic_fails_its_gate(pytester, tiny_model_d
     out = result.stdout.str()
     assert "sweep cell max_length=24 against the base contract:" in out
     assert "ndcg@10 on [topic=finance]: candidate" in out and "slice [topic=finance] has 12 queries" in out
+    junit = (pytester.path / "junit.xml").read_text()
+    assert '<property name="ndcg@10[topic=finance]:slice_queries" value="12"' in junit
+    assert '<property name="ndcg@10[topic=finance]:max_drop=0.02:verdict" value="fail"' in junit
 
 
 def test_an_ab_session_reports_the_slices_that_moved_most(tiny_model_dir, make_tiny_bert, minibeir_dir, tmp_path):
