@@ -52,6 +52,8 @@ class RerankAPI:
             body = {"query": query, "documents": documents, "return_documents": False}
             if top_n is not None:
                 body["top_n"] = top_n
+            if raw_scores:  # Infinity's name for "no activation"; other engines may refuse it (a 4xx, reported)
+                body["raw_scores"] = True
         if model:
             body["model"] = model
         return body
