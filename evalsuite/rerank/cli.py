@@ -50,8 +50,9 @@ def cmd_rerank(args: argparse.Namespace) -> int:
                                                + "+rerank")
     paths = write_two_stage_reports(results, out)
     print(f"first stage  {first.contract.model} @ {first.contract.model_revision[:16]}")
-    print(f"reranker     {results[0].contract.model} @ {results[0].contract.model_revision[:16]} "
-          f"(activation {results[0].contract.activation}, max length {results[0].contract.max_length})")
+    c = results[0].contract.to_dict()
+    print(f"reranker     {c['model']} @ {c['model_revision'][:16]} (activation {c['activation']}, "
+          f"max length {c['max_length']})")
     for r in results:
         print(f"depth {r.depth}")
         for d in r.deltas:

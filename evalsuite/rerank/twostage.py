@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -22,12 +22,25 @@ from ..datasets import Dataset
 from ..errors import SpecError
 from ..metrics import evaluate as score_metrics
 from ..result import Result
-from .contract import RerankerContract
 from .gain import StageDelta, stage_deltas
 
 Ranking = dict[str, dict[str, float]]
 PairScorer = Callable[[Sequence[tuple[str, str]], Sequence[str]], np.ndarray]  # (pairs, labels) -> scores
 PairScores = dict[str, dict[str, float]]  # {qid: {docid: reranker score}}
+
+
+class ScoringContract(Protocol):
+    """What a second stage's contract must tell a report: a reranker's, or a late-interaction one."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def model_revision(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def fingerprint(self) -> str: ...
 
 
 def top_ids(ranking: Any, qid: str, k: int) -> list[str]:
@@ -80,7 +93,7 @@ class TwoStageResult:
     """Both stages of one evaluation at one rerank depth, side by side."""
 
     first: Result
-    contract: RerankerContract
+    contract: ScoringContract
     depth: int
     ranking: Ranking
     pair_scores: PairScores = field(repr=False)
@@ -116,7 +129,7 @@ def first_stage_depth(first: Any, query_ids: Sequence[str]) -> int:
     return max((len(top_ids(first, q, 1 << 30)) for q in query_ids), default=0)
 
 
-def evaluate_depths(first: Result, contract: RerankerContract, scorer: PairScorer, depths: Sequence[int],
+def evaluate_depths(first: Result, contract: ScoringContract, scorer: PairScorer, depths: Sequence[int],
                     metrics: Sequence[str], *, seed: int = 0) -> list[TwoStageResult]:
     """Rerank ``first`` at every depth in ``depths`` (scoring the deepest one's pairs once) and score both stages."""
     if not depths or min(depths) < 1:
