@@ -1,4 +1,4 @@
-"""`evalsuite rerank`, `evalsuite rerank-sweep` and `evalsuite rerank-canary`: thin shells over this package.
+"""`evalsuite rerank`, `rerank-sweep`, `rerank-canary` and `late`: thin shells over these packages.
 
 Exit codes: 0 done (every canary check passed), 1 a canary check failed, 2 a usage or input error.
 """
@@ -27,6 +27,10 @@ def register(subparsers: Any) -> None:
     from .canary.cli import register as register_canary
 
     register_canary(subparsers)
+
+    from ..late.cli import register as register_late
+
+    register_late(subparsers)
 
 
 def rerank_spec(args: argparse.Namespace) -> Any:

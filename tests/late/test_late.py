@@ -134,3 +134,21 @@ def test_served_token_embed_compared_token_by_token(info, httpserver):
             fetch_token_embeddings(http, texts, info.hidden_size)
     finally:
         http.close()
+
+
+def test_late_cli(late_model_dir, tiny_model_dir, small_beir, tmp_path, capsys):
+    import argparse
+
+    from evalsuite.rerank.cli import register
+
+    parser = argparse.ArgumentParser(prog="evalsuite")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["late", "--model", str(tiny_model_dir), "--dataset", str(small_beir), "--device", "cpu",
+                              "--no-cache", "--late-model", str(late_model_dir), "--rerank-depth", "4",
+                              "--late-storage-dtype", "float32", "--out", str(tmp_path)])
+    assert args.func(args) == 0
+    assert "KiB per document" in capsys.readouterr().out
+    report = json.loads((tmp_path / "late.json").read_text())
+    assert report["memory"]["bytes_per_token"] == 32 * 4 and report["late_contract"]["special_tokens"] == "drop"
+    assert report["depths"][0]["depth"] == 4 and report["depths"][0]["gain"]
+    assert "## Memory per document" in (tmp_path / "report.md").read_text()
