@@ -68,7 +68,7 @@ class TokenEncoder:
         self.info, self.contract = info, contract
         self.device = pick_device(device)
         self.batch_size, self.max_batch_tokens = batch_size, max_batch_tokens
-        transformers.logging.set_verbosity_error()
+        transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(info.tokenizer_path), local_files_only=True)
             self.model = AutoModel.from_pretrained(str(info.path), local_files_only=True,

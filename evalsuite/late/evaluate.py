@@ -79,8 +79,8 @@ def evaluate_late(first: Result, encoder: TokenEncoder, depths: Sequence[int],
     deepest = max(depths)
     qids = ds.query_ids
     doc_ids = list(dict.fromkeys(d for q in qids for d in top_ids(first.ranking, q, deepest)))
-    doc_tokens = dict(zip(doc_ids, encoder.encode([ds.corpus[d] for d in doc_ids], role="document")))
-    query_tokens = dict(zip(qids, encoder.encode([ds.queries[q] for q in qids], role="query")))
+    doc_tokens = dict(zip(doc_ids, encoder.encode([ds.corpus[d] for d in doc_ids], role="document"), strict=True))
+    query_tokens = dict(zip(qids, encoder.encode([ds.queries[q] for q in qids], role="query"), strict=True))
     by_text_q = {ds.queries[q]: query_tokens[q] for q in qids}
     by_text_d = {ds.corpus[d]: doc_tokens[d] for d in doc_ids}
 

@@ -29,6 +29,7 @@ def maxsim_many(query: np.ndarray, documents: Sequence[np.ndarray]) -> np.ndarra
     if min(lengths) == 0 or len(query) == 0:
         return np.array([maxsim(query, d) for d in documents])
     sims = query.astype(np.float32) @ np.concatenate(documents).astype(np.float32).T  # [Lq, sum Ld]
-    starts = np.cumsum([0] + lengths[:-1])
+    starts = np.cumsum([0, *lengths[:-1]])
     per_doc = np.maximum.reduceat(sims, starts, axis=1)  # [Lq, n_docs]: each query token's best token per document
-    return per_doc.sum(axis=0).astype(np.float64)
+    result: np.ndarray = per_doc.sum(axis=0).astype(np.float64)
+    return result

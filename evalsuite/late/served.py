@@ -68,9 +68,11 @@ class TokenAgreement:
 
 
 def compare_tokens(served: Sequence[np.ndarray], reference: Sequence[np.ndarray]) -> TokenAgreement:
-    mismatches = tuple((i, len(s), len(r)) for i, (s, r) in enumerate(zip(served, reference)) if len(s) != len(r))
+    mismatches = tuple((i, len(s), len(r)) for i, (s, r) in enumerate(zip(served, reference, strict=True)) if len(s) != len(r))
     cosines = []
-    for s, r in zip(served, reference):
+    if len(served) != len(reference):
+        raise CountMismatch(f"{len(served)} served token matrices for {len(reference)} reference ones")
+    for s, r in zip(served, reference, strict=True):
         if len(s) != len(r) or len(s) == 0:
             continue
         num = (s * r).sum(axis=1)

@@ -13,8 +13,9 @@ import dataclasses
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -7,8 +7,9 @@ interval is ``None`` (a gate then treats the gain as undecided rather than guess
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

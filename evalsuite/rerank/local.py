@@ -8,8 +8,9 @@ activation. Scores come back in input order.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -71,8 +72,8 @@ class LocalReranker:
         self.device = pick_device(device)
         self.batch_size, self.max_batch_tokens = batch_size, max_batch_tokens
         self.stats = RerankStats()
-        transformers.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
+        transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(info.tokenizer_path), local_files_only=True,
                                                            trust_remote_code=trust_remote_code)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import contract_rows, table

@@ -123,15 +123,16 @@ class MemoScorer:
     """A pair scorer that scores each distinct (query, document) text pair once; counts what it scored."""
 
     def __init__(self, score: Callable[[Sequence[tuple[str, str]], Sequence[str]], np.ndarray]) -> None:
-        self._score, self.memo, self.scored = score, {}, 0
-        self.memo: dict[tuple[str, str], float]
+        self._score = score
+        self.memo: dict[tuple[str, str], float] = {}
+        self.scored = 0
 
     def __call__(self, pairs: Sequence[tuple[str, str]], labels: Sequence[str]) -> np.ndarray:
         todo = [i for i, p in enumerate(pairs) if p not in self.memo]
         if todo:
             fresh = self._score([pairs[i] for i in todo], [labels[i] for i in todo])
             self.scored += len(todo)
-            for i, s in zip(todo, fresh.tolist()):
+            for i, s in zip(todo, fresh.tolist(), strict=True):
                 self.memo[pairs[i]] = float(s)
         return np.array([self.memo[p] for p in pairs], dtype=np.float64)
 

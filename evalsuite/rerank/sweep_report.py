@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import table
+from .gain import StageDelta
 from .sweep import RerankSweepRow
 
 
@@ -15,10 +16,10 @@ def sweep_markdown(rows: Sequence[RerankSweepRow]) -> str:
     head = ["cell", "depth"] + [f"{m} first" for m in metrics] + [f"{m} reranked" for m in metrics] + \
         [f"{m} vs base" for m in metrics]
 
-    def vs(d: object) -> str:
-        low = getattr(d, "low")
-        ci = f" [{low:+.4f}, {getattr(d, 'high'):+.4f}]" if low is not None else ""
-        return f"{getattr(d, 'delta'):+.4f}{ci}"
+    def vs(d: StageDelta) -> str:
+        low = d.low
+        ci = f" [{low:+.4f}, {d.high:+.4f}]" if low is not None else ""
+        return f"{d.delta:+.4f}{ci}"
 
     body = [[r.cell.name, r.result.depth] + [r.result.first.metrics[m] for m in metrics] +
             [r.result.metrics[m] for m in metrics] + [vs(d) for d in r.vs_base] for r in rows]

@@ -65,7 +65,7 @@ def score_pairs(first: Any, dataset: Dataset, depth: int, scorer: PairScorer) ->
     if len(scores) != len(keys):
         raise SpecError(f"the scorer returned {len(scores)} scores for {len(keys)} pairs")
     out: PairScores = {q: {} for q in dataset.query_ids}
-    for (q, d), s in zip(keys, scores.tolist()):
+    for (q, d), s in zip(keys, scores.tolist(), strict=True):
         out[q][d] = float(s)
     return out
 

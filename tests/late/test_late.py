@@ -45,7 +45,7 @@ def test_token_vectors_are_the_hidden_states_of_the_kept_tokens(info, late_model
     model = AutoModel.from_pretrained(str(late_model_dir)).eval()
     for policy, cut in (("keep", slice(None)), ("drop", slice(1, -1)), ("cls", slice(0, -1))):
         got = encoder(info, special_tokens=policy).encode(texts)
-        for text, m in zip(texts, got):
+        for text, m in zip(texts, got, strict=True):
             enc = tok(text, return_tensors="pt")
             with torch.no_grad():
                 h = torch.nn.functional.normalize(model(**enc).last_hidden_state[0], dim=-1).numpy()

@@ -160,3 +160,16 @@ def test_parser_refuses_broken_answers(payload, error):
     n = len(payload.get("results", payload.get("data", [])))
     with pytest.raises(ResponseError, match=error):
         parse_scores(payload, max(n, 1), api)
+
+
+def test_kendall_tau_matches_scipy():
+    from scipy.stats import kendalltau
+
+    from evalsuite.rerank.canary.checks import kendall_tau
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        a = rng.integers(0, 5, size=12).astype(float)  # with ties
+        b = a + rng.normal(scale=1.5, size=12)
+        assert kendall_tau(a, b) == pytest.approx(kendalltau(a, b).statistic, abs=1e-12)
+    assert kendall_tau(np.arange(5.0), -np.arange(5.0)) == pytest.approx(-1.0)

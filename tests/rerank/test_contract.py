@@ -29,7 +29,7 @@ def test_declared_activation(config, expected):
 
 
 def test_unknown_declared_activation_is_a_model_error_naming_the_flag():
-    with pytest.raises(ModelError, match="Tanh.*--reranker-activation"):
+    with pytest.raises(ModelError, match=r"Tanh.*--reranker-activation"):
         declared_activation({"sentence_transformers": {"activation_fn": "torch.nn.modules.activation.Tanh"}})
 
 

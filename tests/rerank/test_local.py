@@ -65,14 +65,14 @@ def test_truncation_counted_and_reject_refuses(info):
     r = LocalReranker(info, c, device="cpu")
     r.score(PAIRS)
     assert r.stats.truncated == 1
-    with pytest.raises(TruncationError, match="pair p5 has .* tokens, over the reranker max_length 40"):
+    with pytest.raises(TruncationError, match=r"pair p5 has .* tokens, over the reranker max_length 40"):
         LocalReranker(info, c.replace(truncation="reject"), device="cpu").score(PAIRS, [f"p{i}" for i in range(6)])
 
 
 def test_only_second_keeps_the_whole_query(info):
     c = build_reranker_contract(info, max_length=24, truncation="only_second")
     r = LocalReranker(info, c, device="cpu")
-    ids, types, cut = r.tokenize([("planet orbit around the sun", "the moon orbits the planet " * 30)])
+    ids, _, cut = r.tokenize([("planet orbit around the sun", "the moon orbits the planet " * 30)])
     assert cut == 1 and len(ids[0]) == 24
     assert r.tokenizer.decode(ids[0]).startswith("[CLS] planet orbit around the sun [SEP]")
 

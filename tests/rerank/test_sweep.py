@@ -71,7 +71,7 @@ def test_rerank_sweep_cli(tiny_model_dir, cross_encoder_dir, small_beir, tmp_pat
     assert cells["depth=2"]["depth"] == 2 and cells["rerank_max_length=16"]["reranker_contract"]["max_length"] == 16
     assert cells["pooling=cls"]["first_stage_contract"]["pooling"] == "cls"
     assert cells["depth=2"]["first_stage"] == cells["base"]["first_stage"]  # the same first stage
-    for name, c in cells.items():
+    for c in cells.values():
         for d in c["vs_base"]:
             assert d["delta"] == pytest.approx(c["reranked"][d["metric"]] - cells["base"]["reranked"][d["metric"]],
                                                abs=2e-6)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 
 import numpy as np
@@ -23,7 +24,7 @@ def test_rerank_orders_the_head_by_score_ties_by_id_and_keeps_the_tail():
     out = rerank(first, scores, 3, ["q"])
     assert list(out["q"]) == ["b", "c", "a", "d", "e"]  # head by score (b, c tie -> id), then d, e as before
     values = list(out["q"].values())
-    assert all(x > y for x, y in zip(values, values[1:]))  # ranx sees exactly this order
+    assert all(x > y for x, y in itertools.pairwise(values))  # ranx sees exactly this order
     with pytest.raises(SpecError, match="no reranker score for document d at depth 4"):
         rerank(first, scores | {"q": {"a": 1.0, "b": 1.0, "c": 1.0}}, 4, ["q"])
 
@@ -89,8 +90,8 @@ def test_depth_beyond_the_first_stage_is_refused(first_stage):
     from dataclasses import replace
 
     shallow = replace(first_stage, ranking={q: dict(list(r.items())[:2]) for q, r in first_stage.ranking.items()})
-    with pytest.raises(SpecError, match="rerank depth 5 exceeds the first stage's depth \\(2 .*recall@5"):
-        evaluate_depths(shallow, CONTRACT, lambda p, l: np.zeros(len(p)), [5], ["ndcg@10"])
+    with pytest.raises(SpecError, match=r"rerank depth 5 exceeds the first stage's depth \(2 .*recall@5"):
+        evaluate_depths(shallow, CONTRACT, lambda pairs, labels: np.zeros(len(pairs)), [5], ["ndcg@10"])
 
 
 def test_rerank_cli_writes_both_stages(tiny_model_dir, cross_encoder_dir, small_beir, tmp_path, capsys):

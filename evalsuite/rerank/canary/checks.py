@@ -69,7 +69,7 @@ def index_mapping(ctx: RerankCanaryContext) -> RerankVerdict:
     k = min(ctx.settings.top_n, len(full))
     query, docs = ctx.texts(q)
     try:
-        top, order = ctx.client.score(query, docs, top_n=k, what=f"query {q}, top_n={k}")
+        _, order = ctx.client.score(query, docs, top_n=k, what=f"query {q}, top_n={k}")
     except EvalsuiteError as exc:
         return RerankVerdict("index_mapping", False, f"{label}: top_n={k} for query {q}: {exc}", details)
     expected = [int(i) for i in sorted(range(len(full)), key=lambda i: (-full[i], i))[:k]]
@@ -105,12 +105,21 @@ def score_agreement(ctx: RerankCanaryContext) -> RerankVerdict:
 
 
 def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
-    if len(a) < 2:
-        return 1.0
-    from scipy.stats import kendalltau
+    """Kendall's tau-b of two score vectors over the same documents (ties counted as scipy's ``kendalltau`` does).
 
-    tau = kendalltau(a, b).statistic
-    return 1.0 if tau is None or math.isnan(tau) else float(tau)
+    Per query the depth is small (tens to hundreds), so the O(n^2) pair count is cheap and needs no scipy.
+    """
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if len(x) < 2:
+        return 1.0
+    dx = np.sign(x[:, None] - x[None, :])
+    dy = np.sign(y[:, None] - y[None, :])
+    upper = np.triu_indices(len(x), k=1)
+    sx, sy = dx[upper], dy[upper]
+    n_x, n_y = float(np.count_nonzero(sx)), float(np.count_nonzero(sy))
+    if n_x == 0 or n_y == 0:
+        return 1.0 if n_x == n_y else 0.0
+    return float((sx * sy).sum() / math.sqrt(n_x * n_y))
 
 
 def ranking_agreement(ctx: RerankCanaryContext) -> RerankVerdict:
@@ -149,7 +158,7 @@ def reranked_metrics(ctx: RerankCanaryContext) -> RerankVerdict:
     ref = ctx.reference_scores()
     qids = list(served)
     first = {q: ctx.first.ranking[q] for q in qids}
-    by = {side: {q: dict(zip(ctx.candidates[q], scores[q].tolist())) for q in qids}
+    by = {side: {q: dict(zip(ctx.candidates[q], scores[q].tolist(), strict=True)) for q in qids}
           for side, scores in (("served", served), ("reference", ref))}
     qrels = {q: ctx.first.dataset.qrels[q] for q in qids}
     metrics = list(ctx.first.metrics)
