@@ -68,6 +68,9 @@ class LocalReranker:
         if contract.model_revision != info.revision:
             raise ModelError(f"{info.root}: the reranker contract pins revision {contract.model_revision[:16]} but the "
                              f"directory is {info.revision[:16]}")
+        if info.needs_remote_code and not trust_remote_code:
+            raise ModelError(f"{info.root}: this reranker needs custom code (config.json has auto_map); evalsuite does "
+                             "not run repository code unless you pass --trust-remote-code after reviewing it")
         self.info, self.contract = info, contract
         self.device = pick_device(device)
         self.batch_size, self.max_batch_tokens = batch_size, max_batch_tokens

@@ -33,13 +33,16 @@ class RerankFaultServer:
         body = json.loads(request.data)
         docs = body["documents"]
         if not docs:
-            return Response(json.dumps({"detail": "documents must not be empty"}), 422, content_type="application/json")
+            status = 500 if self.fault == "server_error_on_empty" else 422
+            return Response(json.dumps({"detail": "documents must not be empty"}), status, content_type="application/json")
+        if self.fault == "refuse_long" and any(len(d) > 1000 for d in docs):
+            return Response(json.dumps({"detail": "input too long"}), 413, content_type="application/json")
         scores = self.reference.score([(body["query"], d) for d in docs]).tolist()
         if self.fault == "no_activation":
             scores = [math.log(s / (1 - s)) for s in scores]
         results = sorted(({"index": i, "relevance_score": s} for i, s in enumerate(scores)),
                          key=lambda r: -r["relevance_score"])
-        if body.get("top_n"):
+        if body.get("top_n") and self.fault != "ignores_top_n":
             results = results[: body["top_n"]]
         f = self.fault
         if f == "shuffled" and len(results) > 1:
@@ -55,8 +58,6 @@ class RerankFaultServer:
             results = [dict(r, index=idx[(k + 1) % len(idx)]) for k, r in enumerate(results)]
         elif f == "nan":
             results[-1] = dict(results[-1], relevance_score=float("nan"))
-        elif f == "server_error_on_empty":
-            pass
         text = json.dumps({"object": "rerank", "results": results, "model": "tiny-ce"})
         return Response(text, 200, content_type="application/json")
 
@@ -119,6 +120,8 @@ def test_faithful_server_passes_every_check(server, first_stage, cross_encoder_d
     ("nan", "index_mapping", "a score must be a finite number"),
     ("wrong_documents", "score_agreement", "max |served - reference|"),
     ("no_activation", "score_agreement", "after activation 'sigmoid'"),
+    ("ignores_top_n", "index_mapping", "6 result(s) for 6 document(s) (top_n=3); expected 3"),
+    ("server_error_on_empty", "bad_input", "empty documents list -> HTTP 500 (a server error; expected a 4xx)"),
 ])
 def test_each_fault_is_a_failed_verdict(server, first_stage, cross_encoder_dir, fault, check, text):
     server.fault = fault
@@ -126,8 +129,15 @@ def test_each_fault_is_a_failed_verdict(server, first_stage, cross_encoder_dir, 
     assert outcome.passed is False
     assert verdicts[check].passed is False, verdicts[check].message
     assert text in verdicts[check].message
-    if check == "index_mapping":  # the checks that need sound answers fail with the same cause, not a traceback
+    if check == "index_mapping" and fault != "ignores_top_n":  # the checks that need sound answers fail with the same cause, not a traceback
         assert verdicts["score_agreement"].passed is False and verdicts["reranked_metrics"].passed is False
+
+
+def test_a_refused_over_long_pair_is_accepted_and_reported(server, first_stage, cross_encoder_dir):
+    server.fault = "refuse_long"
+    verdicts, outcome = canary(server, first_stage, cross_encoder_dir)
+    assert outcome.passed, [v.message for v in verdicts.values()]
+    assert "over-long pair -> HTTP 413 (refused)" in verdicts["bad_input"].message
 
 
 def test_parser_scores_in_request_order_and_top_n():
