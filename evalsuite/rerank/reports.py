@@ -48,10 +48,14 @@ def two_stage_dict(results: Sequence[TwoStageResult]) -> dict[str, Any]:
 
 
 def write_two_stage_reports(results: Sequence[TwoStageResult], out_dir: str | Path) -> dict[str, Path]:
-    """``rerank.json`` (every depth), ``report.md``, ``run.trec`` (deepest depth), ``first_stage.trec``."""
+    """``rerank.json`` (every depth), ``report.md``, ``run.trec`` (deepest depth), ``first_stage.trec``, and the first
+    stage's own run files (results.json, manifest.json, report.md, run.trec) under ``first_stage/``."""
+    from ..reports.run_reports import write_run_reports
+
     out = Path(out_dir)
     deepest = max(results, key=lambda r: r.depth)
-    return {
+    first_files = {f"first_stage/{k}": v for k, v in write_run_reports(deepest.first, out / "first_stage").items()}
+    return {**first_files,
         "rerank.json": atomic_write_json(out / "rerank.json", two_stage_dict(results)),
         "report.md": atomic_write_text(out / "report.md", two_stage_markdown(results)),
         "run.trec": atomic_write_text(out / "run.trec", trec_run(deepest.ranking)),

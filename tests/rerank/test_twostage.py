@@ -114,6 +114,8 @@ def test_rerank_cli_writes_both_stages(tiny_model_dir, cross_encoder_dir, small_
     for m, v in d6["reranked"]["metrics"].items():
         assert gain[m]["delta"] == pytest.approx(v - d6["first_stage"]["metrics"][m], abs=2e-6)
     assert (tmp_path / "report.md").read_text().startswith("# evalsuite two-stage run")
+    first_results = json.loads((tmp_path / "first_stage" / "results.json").read_text())
+    assert first_results["metrics"] == d6["first_stage"]["metrics"]
     pairs = [tuple(line.split()[:3:2]) for line in (tmp_path / "run.trec").read_text().splitlines()]
     first = [tuple(line.split()[:3:2]) for line in (tmp_path / "first_stage.trec").read_text().splitlines()]
     assert len(pairs) == len(first) > 0 and set(pairs) == set(first)  # reranking reorders, never drops
