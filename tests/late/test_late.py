@@ -152,3 +152,41 @@ def test_late_cli(late_model_dir, tiny_model_dir, small_beir, tmp_path, capsys):
     assert report["memory"]["bytes_per_token"] == 32 * 4 and report["late_contract"]["special_tokens"] == "drop"
     assert report["depths"][0]["depth"] == 4 and report["depths"][0]["gain"]
     assert "## Memory per document" in (tmp_path / "report.md").read_text()
+
+
+def test_late_cli_compares_a_served_token_output(late_model_dir, tiny_model_dir, small_beir, tmp_path, httpserver,
+                                                 capsys):
+    import argparse
+
+    from werkzeug import Response
+
+    from evalsuite.late.encoder import TokenEncoder, build_late_contract
+    from evalsuite.model import resolve_model
+    from evalsuite.rerank.cli import register
+
+    info = resolve_model(str(late_model_dir))
+    keep = {"specials": False}
+
+    def answer(request):
+        body = json.loads(request.data)
+        enc = TokenEncoder(info, build_late_contract(info, special_tokens="keep" if keep["specials"] else "drop"),
+                           device="cpu")
+        data = [{"index": i, "data": m.tolist()} for i, m in enumerate(enc.encode(body["input"]))]
+        return Response(json.dumps({"data": data}), 200, content_type="application/json")
+
+    httpserver.expect_request("/pooling", method="POST").respond_with_handler(answer)
+    parser = argparse.ArgumentParser(prog="evalsuite")
+    register(parser.add_subparsers(dest="command"))
+
+    def run(out):
+        args = parser.parse_args(["late", "--model", str(tiny_model_dir), "--dataset", str(small_beir), "--device",
+                                  "cpu", "--no-cache", "--late-model", str(late_model_dir), "--rerank-depth", "3",
+                                  "--late-endpoint", httpserver.url_for("/v1"), "--out", str(out)])
+        return args.func(args), json.loads((out / "late.json").read_text())["served_tokens"]
+
+    rc, served = run(tmp_path / "ok")
+    assert rc == 0 and served["texts"] == 6 and served["min_cosine"] > 0.9999 and not served["count_mismatches"]
+    keep["specials"] = True
+    rc, served = run(tmp_path / "bad")
+    assert rc == 1 and len(served["count_mismatches"]) == 6
+    assert "FAIL  served token vectors: token counts differ for 6 of 6" in capsys.readouterr().out
