@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
 from .gates import CapacityGate, GateOutcome, evaluate_gates
-from .runner import LoadPlan, LoadProfile, run_load
+from .runner import Level, LoadPlan, LoadProfile, run_load
 from .targets import Target
 from .workload import Workload
 
@@ -130,7 +130,8 @@ def endpoint_result(prepared: Prepared, encoder: Encoder) -> Result:
 def run_cutover(prepared: Prepared, old: Target, new: Target, old_encoder: Encoder, new_encoder: Encoder,
                 urls: dict[str, str], workload: Workload, plan: LoadPlan, gates: Sequence[CapacityGate], *,
                 quality_margin: float = DEFAULT_QUALITY_MARGIN, progress: bool = False,
-                extra_targets: Sequence[Target] = (), on_step: Callable[[str], None] | None = None) -> Cutover:
+                extra_targets: Sequence[Target] = (), on_step: Callable[[str], None] | None = None,
+                on_level: Callable[[Level], None] | None = None) -> Cutover:
     """Quality of both (old first, then new), then one interleaved load profile of old, new and any
     extra target (e.g. the local reference), then the gates of new against old."""
     if (old.name, new.name) != (OLD, NEW):
@@ -143,6 +144,6 @@ def run_cutover(prepared: Prepared, old: Target, new: Target, old_encoder: Encod
         results[name] = endpoint_result(prepared, enc)
     quality = quality_deltas(results[OLD], results[NEW], quality_margin)
     say("capacity old vs new, interleaved")
-    profile = run_load([old, new, *extra_targets], workload, plan, progress=progress)
+    profile = run_load([old, new, *extra_targets], workload, plan, progress=progress, on_level=on_level)
     outcomes = evaluate_gates(tuple(gates), profile, OLD, NEW)
     return Cutover(urls, tuple(quality), tuple(outcomes), profile, prepared.dataset.identity.to_dict())

@@ -100,7 +100,8 @@ class GateOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         return {"gate": self.gate.expr, "passed": self.passed, "status": self.status, "message": self.message(),
-                "levels": list(self.levels)}
+                "levels": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in lv.items()}
+                           for lv in self.levels]}
 
 
 def _change(gate: CapacityGate, level: dict[str, Any]) -> str:

@@ -85,7 +85,7 @@ class Figures:
             raise SpecError(f"unknown load figure {metric!r}; choose one of {', '.join(names)}")
         return float(names[metric])
 
-    def to_dict(self) -> dict[str, float | int]:
+    def to_dict(self) -> dict[str, float | int | None]:
         return {"requests": self.requests, "ok": self.ok, "errors": self.errors, "throttled_429": self.throttled,
                 "inputs": self.inputs, "tokens": self.tokens, "wall_seconds": round(self.wall_seconds, 4),
                 "requests_per_s": _r(self.requests_per_s), "inputs_per_s": _r(self.inputs_per_s),
@@ -93,8 +93,9 @@ class Figures:
                 "p99_ms": _r(self.p99_ms), "mean_ms": _r(self.mean_ms), "error_rate": _r(self.error_rate)}
 
 
-def _r(x: float) -> float:
-    return round(x, 3) if math.isfinite(x) else x
+def _r(x: float) -> float | None:
+    """Rounded for reports; None (JSON null) where there is no value (no successful request)."""
+    return round(x, 3) if math.isfinite(x) else None
 
 
 def figures(samples: Iterable[Sample], wall_seconds: float) -> Figures:
