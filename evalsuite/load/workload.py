@@ -23,7 +23,7 @@ BUCKET_EDGES = (32, 128, 256, 512)
 
 
 def bucket_names(edges: Sequence[int] = BUCKET_EDGES) -> tuple[str, ...]:
-    return tuple(f"<={e}" for e in edges) + (f">{edges[-1]}",)
+    return (*(f"<={e}" for e in edges), f">{edges[-1]}")
 
 
 def bucket_of(tokens: int, edges: Sequence[int] = BUCKET_EDGES) -> str:

@@ -172,7 +172,7 @@ class InfinityServer:
         self.port = _free_port()
         self.log = log
         self.url = f"http://127.0.0.1:{self.port}/v1"
-        self._fh = open(log, "wb")
+        self._fh = open(log, "wb")  # noqa: SIM115 (held open for the server's life, closed in stop)
         self.proc = subprocess.Popen(
             ["bash", str(INFINITY_SCRIPT), "serve", str(INFINITY_VENV), str(model_dir), str(self.port), *extra],
             stdout=self._fh, stderr=subprocess.STDOUT, start_new_session=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from evalsuite.encode.endpoint import EndpointConfig
@@ -68,7 +70,7 @@ def test_targets_are_interleaved_and_get_the_same_requests(fake_server, workload
     ta.close(), tb.close()
     events = sorted([(t, "a") for t in a.arrivals] + [(t, "b") for t in b.arrivals])
     order = [name for _, name in events]
-    runs = [order[0]] + [n for prev, n in zip(order, order[1:]) if n != prev]
+    runs = [order[0]] + [n for prev, n in itertools.pairwise(order) if n != prev]
     assert runs == ["a", "b", "a", "b", "a"]  # rounds a b | b a | a b | b a: slices meet at the seams
     assert len(a.arrivals) == len(b.arrivals) == 8
 
