@@ -84,6 +84,7 @@ class FakeServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.arrivals: list[float] = []
+        self.inputs: list[list[str]] = []
         self.lock = threading.Lock()
         server = self
 
@@ -128,6 +129,7 @@ class FakeServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self.arrivals.append(time.perf_counter())
+            self.inputs.append(list(texts))
         try:
             time.sleep(self.delay + self.per_input * len(texts))
             if status != 200:

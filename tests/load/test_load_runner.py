@@ -38,8 +38,11 @@ def test_levels_reach_their_concurrency_and_count_everything(fake_server, worklo
         assert lv.figures.p50_ms >= 20.0  # the server's own delay
         assert sum(b.ok for b in lv.buckets.values()) == 12
     assert four.figures.inputs_per_s > 2.0 * one.figures.inputs_per_s  # four in flight overlap the delay
-    # tokens are the workload's processed tokens (truncated at max_length) of what was sent
-    assert 0 < one.figures.tokens <= 36 * 32
+    # tokens are the processed tokens (truncated at max_length) of what the server received
+    tokens_of = dict(zip(workload.texts, workload.tokens, strict=True))
+    sent = server.inputs[1:13]  # after the warmup request, the first level (one in flight: in order)
+    assert one.figures.tokens == sum(min(tokens_of[t], 32) for texts in sent for t in texts)
+    assert any(tokens_of[t] > 32 for texts in sent for t in texts)  # truncation was exercised
 
 
 def test_429_and_errors_are_counted_not_retried(fake_server, workload):
@@ -73,6 +76,7 @@ def test_targets_are_interleaved_and_get_the_same_requests(fake_server, workload
     runs = [order[0]] + [n for prev, n in itertools.pairwise(order) if n != prev]
     assert runs == ["a", "b", "a", "b", "a"]  # rounds a b | b a | a b | b a: slices meet at the seams
     assert len(a.arrivals) == len(b.arrivals) == 8
+    assert sorted(a.inputs) == sorted(b.inputs)  # identical requests
 
 
 def test_duration_mode_runs_for_about_its_time(fake_server, workload):
@@ -106,3 +110,28 @@ def test_local_reference_profile(tiny_prepared):
     assert t.encoder.stats_by_role["document"].texts == 4 + 2 * 4 * 4
     assert set(profile.workload["buckets"]) == {"<=32", "<=256"}  # short texts and the long document
     assert profile.workload["buckets"]["<=256"]["truncated"] == 1
+
+
+def test_progress_bar_and_reports_when_nothing_succeeds(fake_server, workload, tmp_path, capsys):
+    import json
+
+    from evalsuite.load.report import write_load_reports
+
+    server = fake_server()
+    server.statuses = [503]
+    t = target("down", server)
+    profile = run_load([t], workload, LoadPlan(concurrency=(1, 2), batch_sizes=(2,), requests=3, warmup=0),
+                       progress=True)
+    t.close()
+    err = capsys.readouterr().err
+    assert "load:" in err and "/6 [" in err and "batch 2 x 2 in flight" in err  # total known, level shown
+    f = profile.levels[0].figures
+    assert (f.ok, f.errors) == (0, 3) and "HTTP 503" in profile.levels[0].first_errors[0]
+    paths = write_load_reports(profile, tmp_path)
+
+    def strict(const):
+        raise AssertionError(f"non-JSON constant {const} in load.json")
+
+    report = json.loads(paths["json"].read_text(), parse_constant=strict)
+    assert report["profile"]["levels"][0]["p95_ms"] is None and report["profile"]["levels"][0]["errors"] == 3
+    assert "| down | 2 | 1 | 0.0 | 0.0 | 0.0 | - | - | - | 3 | 0 |" in paths["markdown"].read_text()
