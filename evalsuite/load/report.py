@@ -43,6 +43,27 @@ def _n(x: float) -> str:
     return f"{x:.1f}" if x == x else "-"
 
 
+def local_ratio_rows(profile: LoadProfile, local: str = "local") -> list[tuple[object, ...]]:
+    """What a server buys: each other target's inputs/s and p95 against the local reference's, per level."""
+    if local not in profile.targets:
+        return []
+    rows: list[tuple[object, ...]] = []
+    for lv in profile.levels:
+        if lv.target == local:
+            continue
+        ref = profile.level(local, lv.batch_size, lv.concurrency).figures
+        rows.append((lv.target, lv.batch_size, lv.concurrency, _ratio(lv.figures.inputs_per_s, ref.inputs_per_s),
+                     _ratio(lv.figures.p95_ms, ref.p95_ms)))
+    return rows
+
+
+RATIO_HEADERS = ("target", "batch", "concurrency", "inputs/s vs local", "p95 vs local")
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if a == a and b == b and b > 0 else "-"
+
+
 def to_dict(profile: LoadProfile, cutover: Cutover | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "profile": profile.to_dict()}
     if cutover is not None:
@@ -71,7 +92,11 @@ def render_markdown(profile: LoadProfile, cutover: Cutover | None = None) -> str
     lines = [f"# {title}", ""]
     if cutover is not None:
         lines += _cutover_md(cutover)
-    lines += ["## Load by level", "", table(LEVEL_HEADERS, [level_row(lv) for lv in profile.levels]),
+    lines += ["## Load by level", "", table(LEVEL_HEADERS, [level_row(lv) for lv in profile.levels])]
+    if local_ratio_rows(profile):
+        lines += ["## What a server buys (against the local reference)", "",
+                  table(RATIO_HEADERS, local_ratio_rows(profile))]
+    lines += [
               "## By length bucket", "", table(BUCKET_HEADERS, bucket_rows(profile)),
               "## Workload (the dataset's length distribution)", "",
               table(["bucket (tokens)", "texts", "share", "truncated"], _workload_rows(profile)),
@@ -113,7 +138,11 @@ def render_html(profile: LoadProfile, cutover: Cutover | None = None) -> str:
     parts += [h.heading("Throughput and latency"),
               h.figure_html(h.png_data_uri(capacity_figure(profile)),
                             "inputs/s and p95 latency (ms) per target against requests in flight"),
-              h.heading("Load by level"), h.table(LEVEL_HEADERS, [level_row(lv) for lv in profile.levels]),
+              h.heading("Load by level"), h.table(LEVEL_HEADERS, [level_row(lv) for lv in profile.levels])]
+    if local_ratio_rows(profile):
+        parts += [h.heading("What a server buys (against the local reference)"),
+                  h.table(RATIO_HEADERS, local_ratio_rows(profile))]
+    parts += [
               h.heading("By length bucket"), h.table(BUCKET_HEADERS, bucket_rows(profile)),
               h.heading("Workload"), h.table(["bucket (tokens)", "texts", "share", "truncated"],
                                              _workload_rows(profile))]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
 import pytest
 
@@ -98,6 +99,12 @@ def test_profile_of_an_endpoint_and_the_local_reference(fake_server, base_args, 
     assert "server batch   2 x   1:" in out and "local  batch   4 x   2:" in out
     md = (tmp_path / "report.md").read_text()
     assert md.startswith("# Load profile") and "## By length bucket" in md
+    by = {(lv["target"], lv["batch_size"], lv["concurrency"]): lv for lv in levels}
+    server_lv, local_lv = by[("server", 4, 2)], by[("local", 4, 2)]
+    ratio = (server_lv["inputs"] / server_lv["wall_seconds"]) / (local_lv["inputs"] / local_lv["wall_seconds"])
+    assert "## What a server buys (against the local reference)" in md
+    shown = re.search(r"\| server \| 4 \| 2 \| ([0-9.]+)x \|", md)
+    assert shown is not None and float(shown.group(1)) == pytest.approx(ratio, abs=0.011)
     assert "data:image/png;base64," in (tmp_path / "report.html").read_text()
 
 
