@@ -118,8 +118,17 @@ def series(profile: LoadProfile) -> Mapping[str, Sequence[h.Point]]:
 
 
 def capacity_figure(profile: LoadProfile) -> Figure:
-    return h.line_chart("Throughput and p95 latency vs concurrency", "requests in flight", PLOT_METRICS,
-                        series(profile), None)
+    """inputs/s and p95 against concurrency; concurrency on a log2 axis (levels like 1, 4, 16, 64)."""
+    fig = h.line_chart("Throughput and p95 latency vs concurrency", "requests in flight", PLOT_METRICS,
+                       series(profile), None)
+    levels = sorted({lv.concurrency for lv in profile.levels})
+    for ax in fig.axes:
+        if ax.get_visible() and len(levels) > 1:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(levels)
+            ax.set_xticklabels([str(c) for c in levels])
+            ax.minorticks_off()
+    return fig
 
 
 def render_html(profile: LoadProfile, cutover: Cutover | None = None) -> str:
