@@ -107,18 +107,24 @@ def _slice(target: Target, draws: Sequence[Draw], workload: Workload, concurrenc
     source = itertools.cycle(draws) if deadline is not None else iter(draws)
     lock = threading.Lock()
     samples: list[Sample] = []
+    crashed: list[BaseException] = []
 
     def worker() -> None:
         while True:
             with lock:
-                if deadline is not None and time.perf_counter() >= deadline:
+                if crashed or (deadline is not None and time.perf_counter() >= deadline):
                     return
                 draw = next(source, None)
             if draw is None:
                 return
             texts = [workload.texts[i] for i in draw.indices]
             t0 = time.perf_counter()
-            status, detail = target.send(texts)
+            try:
+                status, detail = target.send(texts)
+            except BaseException as exc:  # a bug, not a failed request: stop the slice, re-raise below
+                with lock:
+                    crashed.append(exc)
+                return
             seconds = time.perf_counter() - t0
             sample = Sample(target.name, concurrency, batch_size, draw.bucket, len(texts),
                             sum(workload.processed_tokens(i) for i in draw.indices), seconds, status, detail)
@@ -133,6 +139,8 @@ def _slice(target: Target, draws: Sequence[Draw], workload: Workload, concurrenc
         t.start()
     for t in threads:
         t.join()
+    if crashed:
+        raise crashed[0]
     return samples, time.perf_counter() - t0
 
 

@@ -135,3 +135,23 @@ def test_progress_bar_and_reports_when_nothing_succeeds(fake_server, workload, t
     report = json.loads(paths["json"].read_text(), parse_constant=strict)
     assert report["profile"]["levels"][0]["p95_ms"] is None and report["profile"]["levels"][0]["errors"] == 3
     assert "| down | 2 | 1 | 0.0 | 0.0 | 0.0 | - | - | - | 3 | 0 |" in paths["markdown"].read_text()
+
+
+def test_a_crashing_target_stops_the_run_instead_of_losing_requests(workload):
+    class Broken:
+        name = "broken"
+
+        def __init__(self):
+            self.calls = 0
+
+        def send(self, texts):
+            self.calls += 1
+            if self.calls > 3:
+                raise RuntimeError("bug in the target")
+            return "ok", ""
+
+        def close(self):
+            pass
+
+    with pytest.raises(RuntimeError, match="bug in the target"):
+        run_load([Broken()], workload, LoadPlan(concurrency=(2,), batch_sizes=(1,), requests=20, warmup=0))
