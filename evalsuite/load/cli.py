@@ -12,6 +12,7 @@ or input error (raised as EvalsuiteError, see evalsuite.cli).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 from collections.abc import Callable
@@ -21,6 +22,9 @@ from typing import TYPE_CHECKING, Any
 from ..canary.options import CANARY_OPTIONS
 from ..errors import SpecError
 from ..options import Option, add_options, collect, int_at_least
+from .cutover import DEFAULT_QUALITY_MARGIN
+from .gates import DEFAULT_GATES
+from .runner import DEFAULT_BATCH_SIZES, DEFAULT_CONCURRENCY, DEFAULT_REQUESTS
 
 if TYPE_CHECKING:
     from ..canary.context import CanaryContext
@@ -28,7 +32,13 @@ if TYPE_CHECKING:
     from .runner import Level
 
 _SHARED = ("--endpoint", "--served-model", "--api-key-env", "--endpoint-timeout", "--encoding-format")
-ENDPOINT_OPTIONS = tuple(o for o in CANARY_OPTIONS if o.flag in _SHARED)
+_ENDPOINT_HELP = {"--endpoint": "load: OpenAI-compatible base URL to profile (with --old-endpoint: the new deployment)"}
+ENDPOINT_OPTIONS = tuple(dataclasses.replace(o, help=_ENDPOINT_HELP.get(o.flag, o.help.replace("canary: ", "load: ", 1)))
+                         for o in CANARY_OPTIONS if o.flag in _SHARED)
+
+
+def _csv(values: tuple[int, ...]) -> str:
+    return ",".join(str(v) for v in values)
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -92,17 +102,21 @@ LOAD_OPTIONS: tuple[Option, ...] = (
            "run is a cutover comparison", {"type": _url, "metavar": "URL"}),
     Option("--local", "load: also profile the local reference encoder on this machine",
            {"action": "store_const", "const": True}),
-    Option("--concurrency", "load: requests in flight per level (default: 1,4,16,64)",
+    Option("--concurrency", f"load: requests in flight per level (default: {_csv(DEFAULT_CONCURRENCY)})",
            {"type": _ints, "metavar": "N,N"}),
-    Option("--load-batch-sizes", "load: texts per request, one profile each (default: 32)",
+    Option("--load-batch-sizes", f"load: texts per request, one profile each (default: {_csv(DEFAULT_BATCH_SIZES)})",
            {"type": _ints, "metavar": "N,N"}),
-    Option("--requests", "load: requests per target per level (default: 64)", {"type": int_at_least(1)}),
-    Option("--duration", "load: seconds per target per level, instead of --requests", {"type": _positive}),
-    Option("--roles", "load: which texts to draw from (default: query,document)", {"type": _roles}),
-    Option("--load-seed", "load: seed of the request draws (default: 0)", {"type": int_at_least(0)}),
-    Option("--capacity-gate", "load: capacity gate of new vs old, repeatable (default: throughput:max_rel_drop=10%, "
-           "p95_ms:max_rel_rise=20%, error_rate:max_abs_rise=0)", {"type": _gate, "action": "append"}),
-    Option("--quality-margin", "load: largest drop of a metric (new - old) that still holds (default: 0.005)",
+    Option("--requests", f"load: requests per target per level (default: {DEFAULT_REQUESTS})",
+           {"type": int_at_least(1), "metavar": "N"}),
+    Option("--duration", "load: seconds per target per level, instead of --requests",
+           {"type": _positive, "metavar": "SECONDS"}),
+    Option("--roles", "load: which texts to draw from (default: query,document)",
+           {"type": _roles, "metavar": "query,document"}),
+    Option("--load-seed", "load: seed of the request draws (default: 0)", {"type": int_at_least(0), "metavar": "N"}),
+    Option("--capacity-gate", f"load: capacity gate of new vs old, repeatable (default: {', '.join(DEFAULT_GATES)})",
+           {"type": _gate, "action": "append", "metavar": "EXPR"}),
+    Option("--quality-margin", f"load: largest drop of a metric (new - old) that still holds (default: "
+           f"{DEFAULT_QUALITY_MARGIN:g})",
            {"type": _fraction, "metavar": "X"}),
 )
 
@@ -147,10 +161,10 @@ def cmd_load(args: argparse.Namespace) -> int:
     from ..encode.local import progress_enabled
     from ..pipeline import prepare
     from ..spec import RunSpec
-    from .cutover import DEFAULT_QUALITY_MARGIN, NEW, OLD, run_cutover
-    from .gates import DEFAULT_GATES, parse_capacity_gate
+    from .cutover import NEW, OLD, run_cutover
+    from .gates import parse_capacity_gate
     from .report import write_load_reports
-    from .runner import DEFAULT_REQUESTS, LoadPlan, run_load
+    from .runner import LoadPlan, run_load
     from .targets import EndpointTarget, Target, local_target
     from .workload import dataset_workload
 
