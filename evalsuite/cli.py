@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .errors import EvalsuiteError
-from .options import add_options, collect
+from .options import OUT_OPTION, RUN_OPTIONS, add_options, collect
+
+OUT = OUT_OPTION.with_default("reports/<dataset>/<model>")
 
 
 def _print_metrics(metrics: dict[str, float]) -> None:
@@ -55,8 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p_run = sub.add_parser("run", help="evaluate one contract on one dataset and write reports")
-    add_options(p_run.add_argument)
-    p_run.add_argument("--out", help="report directory (default: reports/<dataset>/<model>)")
+    add_options(p_run.add_argument, (*RUN_OPTIONS, OUT))
     p_run.set_defaults(func=cmd_run)
 
     p_rev = sub.add_parser("model-rev", help="print the revision that pins a model directory (or cached hub model)")

@@ -11,15 +11,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..options import add_options, collect
+from ..options import OUT_OPTION, add_options, collect
 from .options import CANARY_OPTIONS
+
+OUT = OUT_OPTION.with_default("reports/canary/<host-port>")
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("canary", help="check a served /v1/embeddings endpoint against the local reference")
     add_options(p.add_argument)
-    add_options(p.add_argument, CANARY_OPTIONS)
-    p.add_argument("--out", help="report directory (default: reports/canary/<host-port>)")
+    add_options(p.add_argument, (*CANARY_OPTIONS, OUT))
     p.set_defaults(func=cmd_canary)
 
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..contract import Contract
     from ..encode.endpoint import EndpointEncoder, Secret
     from ..pipeline import Prepared
-    from ..reference import ContractEncoder
+    from ..encode.contract_encoder import ContractEncoder
     from ..result import Result
 
 T = TypeVar("T")
@@ -165,7 +165,7 @@ class CanaryContext:
         def make() -> np.ndarray:
             import numpy as np
 
-            from ..reference import ContractEncoder
+            from ..encode.contract_encoder import ContractEncoder
 
             ref = self.reference()
             if dim is not None:

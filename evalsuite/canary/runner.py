@@ -41,7 +41,7 @@ class CanaryOutcome:
 def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext:
     """A context whose reference is the local encoder of ``prepared`` (one model load, shared)."""
     from ..pipeline import make_encoder, run
-    from ..reference import ContractEncoder
+    from ..encode.contract_encoder import ContractEncoder
 
     @lru_cache(maxsize=1)
     def encoder() -> Encoder:

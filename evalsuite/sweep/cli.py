@@ -1,4 +1,4 @@
-"""`evalsuite sweep`: the base options of `evalsuite run`, plus --vary / --grid / --out."""
+"""`evalsuite sweep`: the options of `evalsuite run`, plus --vary / --grid / --out."""
 
 from __future__ import annotations
 
@@ -7,15 +7,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..options import RUN_OPTIONS, add_options, collect
+from ..options import OUT_OPTION, RUN_OPTIONS, add_options, collect
 from .options import SWEEP_OPTIONS
+
+OUT = OUT_OPTION.with_default("reports/<dataset>/<model>/sweep")
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("sweep", help="vary one setting at a time (or a grid) around the base contract; "
                                             "write sweep.json, report.md and report.html")
     add_options(p.add_argument, RUN_OPTIONS)
-    add_options(p.add_argument, SWEEP_OPTIONS)
+    add_options(p.add_argument, (*SWEEP_OPTIONS, OUT))
     p.set_defaults(func=cmd_sweep)
 
 
@@ -46,7 +48,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     headers, rows = sweep_table_rows(result)
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
     for row in [headers, *rows]:
-        print("  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths)))
+        print("  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in paths.values())}")

@@ -1,14 +1,21 @@
-"""The pytest items the plugin collects: contract, integrity, one per gate (and sweep cells)."""
+"""The pytest items of a gated session: contract, integrity, one per gate, one per sweep cell,
+one per canary check; and :func:`collect_items`, which builds them from the session's policy."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .errors import EvalsuiteError
-from .gate_session import GateSession
-from .gates import Gate, Outcome, Scores, evaluate_gate, explain
+from ..errors import EvalsuiteError
+from .gates import Gate, Outcome, Scores
+from .kinds import evaluate_gate, explain
+from .ledger import GateRecord, SweepCellRecord
+from .session import GateSession
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr
 
 
 class EvalsuiteFailure(AssertionError):
@@ -18,7 +25,7 @@ class EvalsuiteFailure(AssertionError):
 class DatasetCollector(pytest.Collector):
     """Groups the items of one dataset: ``evalsuite/<dataset>/<item>``."""
 
-    def collect(self) -> list[pytest.Item]:  # items are created by the plugin, not discovered
+    def collect(self) -> list[pytest.Item | pytest.Collector]:  # items are made by collect_items
         return []
 
 
@@ -28,12 +35,13 @@ class EvalsuiteItem(pytest.Item):
         self.state = state
         self.dataset = dataset
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, (EvalsuiteFailure, EvalsuiteError)):
             return f"[evalsuite {self.dataset}] {excinfo.value}"
-        return str(super().repr_failure(excinfo, style=style))
+        return super().repr_failure(excinfo, style=style)
 
-    def reportinfo(self) -> tuple[Any, int | None, str]:
+    def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"evalsuite {self.dataset}: {self.name}"
 
 
@@ -54,7 +62,7 @@ class ContractItem(EvalsuiteItem):
         problems = self.state.contract_problems(self.dataset)
         if problems:
             ref = self.state.reference(self.dataset)
-            where = f" ({self.state.dataset_plan(self.dataset).baseline})" if ref and ref.label == "baseline" else ""
+            where = f" ({ref.path})" if ref is not None and ref.path is not None else ""
             raise EvalsuiteFailure(
                 f"contract differs from the {ref.label if ref else 'reference'}{where}:\n  "
                 + "\n  ".join(problems)
@@ -66,13 +74,16 @@ class IntegrityItem(EvalsuiteItem):
 
     def runtest(self) -> None:
         __tracebackhide__ = True
-        from .vectors import check_vectors
+        from ..vectors import check_vectors
 
         result = self.state.result(self.dataset)
         c = result.contract
         problems = []
         for role, vectors, ids in (("query", result.query_vectors, result.dataset.query_ids),
                                    ("document", result.doc_vectors, result.dataset.doc_ids)):
+            if vectors is None:
+                problems.append(f"{role} vectors were not kept in the result")
+                continue
             report = check_vectors(vectors, dim=c.dim, normalized=c.normalize)
             self.user_properties.append((f"{role}_norm_range", f"{report.min_norm:.6f}..{report.max_norm:.6f}"))
             problems += [f"{role} vectors: {p}" for p in report.problems(ids)]
@@ -80,17 +91,14 @@ class IntegrityItem(EvalsuiteItem):
             raise EvalsuiteFailure("vector integrity: " + "; ".join(problems))
 
 
-def gate_outcome(item: EvalsuiteItem, gate: Gate, candidate: Scores, reference: Scores | None,
-                 reference_label: str) -> Outcome:
-    """Evaluate one gate for an item: record it and attach JUnit properties."""
-    outcome = evaluate_gate(gate, candidate, reference)
-    item.state.record(item.dataset, outcome, item.name)
-    item.user_properties.append((gate.metric, round(outcome.candidate, 6)))
+def _properties(item: EvalsuiteItem, outcome: Outcome, side: str) -> None:
+    """JUnit properties of one gate's outcome."""
+    metric = outcome.gate.metric
+    item.user_properties.append((metric, round(outcome.candidate, 6)))
     if outcome.reference is not None:
-        item.user_properties.append((f"{gate.metric}:{reference_label.split()[0]}", round(outcome.reference, 6)))
+        item.user_properties.append((f"{metric}:{side}", round(outcome.reference, 6)))
     if outcome.p_value is not None:
-        item.user_properties.append((f"{gate.metric}:p_value", round(outcome.p_value, 6)))
-    return outcome
+        item.user_properties.append((f"{metric}:p_value", round(outcome.p_value, 6)))
 
 
 class GateItem(EvalsuiteItem):
@@ -107,11 +115,12 @@ class GateItem(EvalsuiteItem):
         if self.gate.needs_reference and ref is None:
             raise EvalsuiteFailure(f"gate {self.gate.expr} compares against a reference; pass --baseline FILE "
                                    "or --reference-rev REV")
-        label = ref.label if ref else "baseline"
-        outcome = gate_outcome(self, self.gate, Scores("candidate", result.metrics, result.per_query),
-                               ref.scores if ref else None, label)
+        outcome = evaluate_gate(self.gate, Scores("candidate", result.metrics, result.per_query),
+                                ref.scores if ref else None)
+        self.state.ledger.add(GateRecord(self.dataset, self.name, outcome))
+        _properties(self, outcome, ref.kind if ref else "baseline")
         if not outcome.passed:
-            raise EvalsuiteFailure(explain(outcome, result.dataset.queries, label))
+            raise EvalsuiteFailure(explain(outcome, result.dataset.queries, ref.label if ref else "baseline"))
 
 
 class SweepCellItem(EvalsuiteItem):
@@ -129,8 +138,10 @@ class SweepCellItem(EvalsuiteItem):
         self.user_properties.append(("cell", self.cell))
         failures = []
         for gate in self.gates:
-            outcome = gate_outcome(self, gate, Scores("cell", cell.result.metrics, cell.result.per_query),
-                                   Scores("base", base.metrics, base.per_query), "base")
+            outcome = evaluate_gate(gate, Scores("cell", cell.result.metrics, cell.result.per_query),
+                                    Scores("base", base.metrics, base.per_query))
+            self.state.ledger.add(SweepCellRecord(self.dataset, self.name, self.cell, outcome))
+            _properties(self, outcome, "base")
             if not outcome.passed:
                 failures.append(explain(outcome, base.dataset.queries, "base"))
         if failures:
@@ -146,7 +157,7 @@ class CanaryItem(EvalsuiteItem):
 
     def runtest(self) -> None:
         __tracebackhide__ = True
-        from .canary.checks import run_check
+        from ..canary.checks import run_check
 
         verdict = run_check(self.check, self.state.canary_context(self.dataset))
         self.state.record_verdict(self.dataset, verdict)
@@ -155,3 +166,27 @@ class CanaryItem(EvalsuiteItem):
             pytest.skip(verdict.message)
         if not verdict.passed:
             raise EvalsuiteFailure(verdict.message)
+
+
+def collect_items(state: GateSession, parent: pytest.Session, anchor: Path) -> list[pytest.Item]:
+    """Every item of the session, dataset by dataset, marked ``evalsuite``."""
+    root = DatasetCollector.from_parent(parent, name="evalsuite", path=anchor, nodeid="evalsuite")
+    items: list[pytest.Item] = []
+    for dp in state.datasets:
+        policy = state.dataset_policy(dp.name)
+        node = DatasetCollector.from_parent(root, name=dp.name)
+        new: list[pytest.Item] = [
+            ContractItem.from_parent(node, name="contract", state=state, dataset=dp.name),
+            IntegrityItem.from_parent(node, name="integrity", state=state, dataset=dp.name),
+        ]
+        new += [GateItem.from_parent(node, name=f"gate[{g.expr}]", state=state, dataset=dp.name, gate=g)
+                for g in policy.gates]
+        new += [SweepCellItem.from_parent(node, name=f"sweep[{cell.name}]", state=state, dataset=dp.name,
+                                          cell=cell.name, gates=policy.sweep_gates)
+                for cell in state.sweep_cells(dp.name)]
+        new += [CanaryItem.from_parent(node, name=f"canary[{check}]", state=state, dataset=dp.name, check=check)
+                for check in state.canary_checks(dp.name)]
+        for item in new:
+            item.add_marker("evalsuite")
+        items += new
+    return items

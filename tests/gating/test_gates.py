@@ -1,7 +1,8 @@
 import pytest
 
 from evalsuite.errors import SpecError
-from evalsuite.gates import Scores, default_gates, evaluate_gate, explain, parse_gate
+from evalsuite.gating.gates import Scores
+from evalsuite.gating.kinds import default_gates, evaluate_gate, explain, parse_gate
 
 
 @pytest.mark.parametrize("expr, kind, threshold, canonical", [

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .contract import Contract
-from .errors import ContractError
+from ..contract import Contract
+from ..errors import ContractError
+from ..io import atomic_write_json
+from ..result import SCHEMA_VERSION, Result
 from .gates import Scores
-from .io import atomic_write_json
-from .result import SCHEMA_VERSION, Result
 
 REVISION_FIELDS = ("model", "model_revision", "tokenizer_revision")
 

@@ -1,4 +1,4 @@
-"""Session settings for the pytest plugin: `evalsuite.toml` or `[tool.evalsuite]`, overridden by flags.
+"""The session plan of the pytest plugin: `evalsuite.toml` or `[tool.evalsuite]`, overridden by flags.
 
 ::
 
@@ -19,17 +19,20 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from .errors import SpecError
-from .gates import Gate, parse_gates
-from .spec import RunSpec, default_dataset_dir
-from .sweep.axes import Axis, axes_from_spec, parse_vary
+from ..errors import SpecError
+from ..spec import RunSpec, default_dataset_dir
+from ..sweep.axes import Axis, axes_from_spec, parse_vary
+from .gates import Gate
+from .kinds import parse_gates
 
 SESSION_KEYS = ("baseline", "gates", "reference_model", "reference_rev", "reports_dir", "sweep", "grid",
                 "update_baseline")
+DEFAULT_REPORTS_DIR = Path("reports") / "evalsuite"  # relative to the directory pytest runs in
 DATASET_KEYS = ("name", "path", "split", "qrels", "baseline", "gates", "sweep", "grid", "metrics")
 
 
@@ -122,29 +125,30 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
     flag_gates = parse_gates(session_flags["gates"]) if session_flags.get("gates") else None
     top_gates = parse_gates(_list(session_raw["gates"], f"{src}: gates")) if "gates" in session_raw else ()
     top_sweep = session_raw.get("sweep")
-    flag_sweep = tuple(parse_vary(session_flags["sweep"])) if session_flags.get("sweep") else None
+    flag_sweep = tuple(parse_vary(session_flags["vary"])) if session_flags.get("vary") else None
 
-    entries: list[dict[str, Any]]
+    # each dataset entry with the directory its relative paths are resolved against
+    entries: list[tuple[Any, Path]]
     if run_flags.get("dataset"):
-        entries = [{"path": str(_path(cwd, run_flags["dataset"], "--dataset")), "_cli": True}]
+        entries = [({"path": str(_path(cwd, run_flags["dataset"], "--dataset"))}, cwd)]
     elif datasets_raw is not None:
         if not isinstance(datasets_raw, list) or not datasets_raw:
             raise SpecError(f"{src}: 'datasets' must be a non-empty array of tables ([[datasets]])")
-        entries = datasets_raw
+        entries = [(entry, base_dir) for entry in datasets_raw]
     else:
-        entries = [{"path": base.dataset or str(default_dataset_dir())}]
+        entries = [({"path": base.dataset or str(default_dataset_dir())}, base_dir)]
 
     plans = []
-    for i, entry in enumerate(entries):
+    for i, (entry, entry_dir) in enumerate(entries):
         where = f"{src}: datasets[{i}]"
         if not isinstance(entry, dict):
             raise SpecError(f"{where}: expected a table")
-        unknown = set(entry) - set(DATASET_KEYS) - {"_cli"}
+        unknown = set(entry) - set(DATASET_KEYS)
         if unknown:
             raise SpecError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {', '.join(DATASET_KEYS)}")
         if "path" not in entry:
             raise SpecError(f"{where}: needs 'path'")
-        path = entry["path"] if entry.get("_cli") else str(_path(base_dir, entry["path"], f"{where}.path"))
+        path = str(_path(entry_dir, entry["path"], f"{where}.path"))
         changes: dict[str, Any] = {"dataset": path}
         for key in ("split", "qrels"):
             if key in entry:
@@ -187,6 +191,6 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
         ref_model = str(base_dir / ref_model)
     reports = session("reports_dir")
     reports_dir = _path(cwd if session_flags.get("reports_dir") else base_dir, reports, "reports_dir") \
-        if reports else cwd / "reports" / "evalsuite"
+        if reports else cwd / DEFAULT_REPORTS_DIR
     return SessionPlan(datasets=tuple(plans), update_baseline=update, reference_model=ref_model,
                        reference_rev=ref_rev, reports_dir=reports_dir, source=src)
