@@ -49,22 +49,15 @@ class EndpointTarget:
         return f"EndpointTarget({self.name!r}, url={self.client.config.url!r})"
 
     def send(self, texts: Sequence[str]) -> Outcome:
-        from ..encode.response import label_items, parse_embeddings
+        from ..encode.response import label_items
 
         c = self.client
-        url = c.config.embeddings_url
         try:
-            resp = c.request("POST", url, json=c.payload(texts), retry=False)
+            resp = c.request("POST", c.config.embeddings_url, json=c.payload(texts), retry=False,
+                             what=f"POST {c.config.embeddings_url} ({len(texts)} input(s))")
             if resp.status_code == 429:
                 return "429", "HTTP 429"
-            if resp.status_code != 200:
-                return "error", str(c.error_for(resp, f"POST {url}"))
-            try:
-                payload = resp.json()
-            except ValueError:
-                return "error", f"POST {url}: the body is not JSON"
-            parse_embeddings(payload, label_items(texts, None), c.expect,
-                             encoding_format=c.config.encoding_format)
+            c.parse_response(resp, label_items(texts, None))  # a typed error for any non-200 or bad answer
         except EndpointError as exc:
             return "error", str(exc)
         return "ok", ""
