@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .. import preflight
 from ..options import OUT_OPTION, add_options, collect
 from .options import CANARY_OPTIONS
 
@@ -40,6 +41,8 @@ def cmd_canary(args: argparse.Namespace) -> int:
     settings = CanarySettings.from_values(collect(args, CANARY_OPTIONS))
     settings.api_key()  # a missing key variable is a usage error, before anything runs
     spec = RunSpec.from_mapping(collect(args), source="command line")
+    out = Path(args.out) if args.out else _default_out(settings.endpoint)
+    preflight.run_paths(spec, out)  # before loading anything
     prepared = prepare(spec)
     print(f"canary   {settings.endpoint} vs {prepared.model.name} @ {prepared.contract.model_revision[:16]} "
           f"on {prepared.dataset.identity.name}")
@@ -48,7 +51,7 @@ def cmd_canary(args: argparse.Namespace) -> int:
         print(f"{v.status}  {v.message}", flush=True)
 
     outcome = run_canary(local_context(settings, prepared), on_verdict=show)
-    paths = write_canary_reports(outcome, Path(args.out) if args.out else _default_out(settings.endpoint))
+    paths = write_canary_reports(outcome, out)
     failed = [v.check for v in outcome.verdicts if v.passed is False]
     print(f"{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}; "
           f"wrote {', '.join(str(p) for p in paths.values())}")

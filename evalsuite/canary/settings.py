@@ -65,6 +65,7 @@ class CanarySettings:
     min_cosine: float = _setting(0.99, "canary_min_cosine", low=0.0, high=1.0, low_open=True)
     batch_min_cosine: float = _setting(0.999, low=0.0, high=1.0, low_open=True)
     max_ndcg_delta: float = _setting(0.005, "canary_max_ndcg_delta", low=0.0, high=1.0)
+    min_overlap: float = _setting(0.9, "canary_min_overlap", low=0.0, high=1.0)
     dimensions: tuple[int, ...] = _setting((), "canary_dimensions")
 
     def __init__(self, endpoint: str | EndpointConfig | None = None, **values: object) -> None:

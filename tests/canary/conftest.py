@@ -70,7 +70,8 @@ def server_encoders(tiny_info) -> Callable[[int], Any]:
 class FaultServer:
     """An OpenAI-compatible embeddings server on loopback that serves the tiny model, with faults.
 
-    ``fault`` breaks every successful embeddings answer in one way; ``fail_first`` is a list of
+    ``fault`` breaks every successful embeddings answer in one way (``batch_dependent``: vectors shift with
+    the request's size); ``max_length`` is the token limit it encodes at; ``fail_first`` is a list of
     statuses returned before answering properly; ``hang`` makes the embeddings route wait.
     """
 
@@ -195,6 +196,11 @@ class FaultServer:
             data[0]["embedding"] = [0.0] * len(data[0]["embedding"])
         elif fault == "unnormalized":
             data[0]["embedding"] = [2.0 * x for x in data[0]["embedding"]]
+        elif fault == "batch_dependent":  # vectors depend on how many texts share the request
+            for d in data:
+                e = np.asarray(d["embedding"], dtype=np.float64)
+                e[0] += 0.05 * len(texts)
+                d["embedding"] = list(map(float, e / np.linalg.norm(e)))
         elif fault == "empty_ok" and texts == [""]:
             data[0]["embedding"] = list(map(float, np.ones(len(rows[0])) / np.sqrt(len(rows[0]))))
         if body.get("encoding_format") == "base64":

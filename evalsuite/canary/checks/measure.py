@@ -1,4 +1,4 @@
-"""Small measurements shared by the checks: cosines, summaries, top-k overlap, HTTP status classes."""
+"""Small measurements shared by the checks: cosines, summaries, the top-k depth, HTTP status classes."""
 
 from __future__ import annotations
 
@@ -38,12 +38,6 @@ def cosine_summary(cos: np.ndarray, ids: Sequence[str]) -> dict[str, Any]:
 def is_input_rejection(status: int) -> bool:
     """A 4xx that refuses the input (not auth, not a missing route)."""
     return 400 <= status < 500 and status not in (401, 403, 404, 405)
-
-
-def overlap(reference: dict[str, float], endpoint: dict[str, float], k: int = TOP_K_OVERLAP) -> float:
-    """Share of the reference's top-k documents that the endpoint's top-k also holds."""
-    ref_top = list(reference)[:k]
-    return len(set(ref_top) & set(list(endpoint)[:k])) / max(1, len(ref_top))
 
 
 def json_body(resp: httpx.Response) -> object:
