@@ -115,8 +115,8 @@ LOAD_OPTIONS: tuple[Option, ...] = (
     Option("--load-seed", "load: seed of the request draws (default: 0)", {"type": int_at_least(0), "metavar": "N"}),
     Option("--capacity-gate", f"load: capacity gate of new vs old, repeatable (default: {', '.join(DEFAULT_GATES)})",
            {"type": _gate, "action": "append", "metavar": "EXPR"}),
-    Option("--quality-margin", f"load: largest drop of a metric (new - old) that still holds (default: "
-           f"{DEFAULT_QUALITY_MARGIN:g})",
+    Option("--quality-margin", f"load: largest drop of a metric (new - old) that still holds, at 95% confidence "
+           f"(default: {DEFAULT_QUALITY_MARGIN:g})",
            {"type": _fraction, "metavar": "X"}),
 )
 
@@ -210,8 +210,7 @@ def cmd_load(args: argparse.Namespace) -> int:
                                  quality_margin=o.get("quality_margin", DEFAULT_QUALITY_MARGIN),
                                  progress=progress_enabled(), extra_targets=extra, on_step=say, on_level=_show_level)
             for q in result.quality:
-                say(f"quality  {q.metric}: old {q.old:.4f} new {q.new:.4f} delta {q.delta:+.4f} "
-                    f"({'holds' if q.holds else 'drops' if q.holds is False else 'undecided'}, margin {q.margin:g})")
+                say(f"quality  {q.summary}")
             for g in result.gates:
                 say(f"{g.status:<5} {g.message()}")
             paths = write_load_reports(result.profile, out, result)

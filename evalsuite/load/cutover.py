@@ -5,7 +5,6 @@ the verdict: the change stands only when quality holds AND every capacity gate p
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,7 +27,8 @@ DEFAULT_QUALITY_MARGIN = 0.005
 
 @dataclass(frozen=True)
 class QualityDelta:
-    """One metric, new minus old, over the same queries; ``holds`` when the drop is within ``margin``."""
+    """One metric, new minus old, paired by query, with its bootstrap interval and a non-inferiority
+    decision (:func:`evalsuite.stats.non_inferiority`): the drop is at most ``margin`` with 95% confidence."""
 
     metric: str
     old: float
@@ -36,34 +36,34 @@ class QualityDelta:
     delta: float
     margin: float
     queries: int
-    ci_low: float | None = None
-    ci_high: float | None = None
+    ci_low: float
+    ci_high: float
+    lower_bound: float  # one-sided 95% bound: holds when >= -margin
+    decision: str  # "pass", "fail" or "inconclusive"
+    summary: str  # the interval, the decision and, when undecided, how many queries would decide it
+    queries_needed: int | None = None
 
     @property
     def holds(self) -> bool | None:
-        """Non-inferiority: the lower end of the delta's CI (the point delta without a CI) is >= -margin."""
-        low = self.delta if self.ci_low is None else self.ci_low
-        if not math.isfinite(low):
-            return None
-        return low >= -self.margin - 1e-12
+        return {"pass": True, "fail": False}.get(self.decision)
 
     def to_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "old": self.old, "new": self.new, "delta": self.delta, "margin": self.margin,
-                "queries": self.queries, "ci_low": self.ci_low, "ci_high": self.ci_high, "holds": self.holds}
+                "queries": self.queries, "ci_low": self.ci_low, "ci_high": self.ci_high,
+                "lower_bound": self.lower_bound, "decision": self.decision, "holds": self.holds,
+                "queries_needed": self.queries_needed, "summary": self.summary}
 
 
-def quality_deltas(old: Result, new: Result, margin: float) -> list[QualityDelta]:
-    """Per-metric deltas over the queries both results scored (paired by query id)."""
-    out = []
-    for m in old.metrics:
-        a, b = old.per_query.get(m, {}), new.per_query.get(m, {})
-        qids = [q for q in a if q in b]
-        if not qids:
-            raise SpecError(f"the two deployments share no scored query for {m}; were they run on one dataset?")
-        mean_a = sum(a[q] for q in qids) / len(qids)
-        mean_b = sum(b[q] for q in qids) / len(qids)
-        out.append(QualityDelta(m, mean_a, mean_b, mean_b - mean_a, margin, len(qids)))
-    return out
+def quality_deltas(old: Result, new: Result, margin: float, *, seed: int = 0) -> list[QualityDelta]:
+    """Per-metric non-inferiority of ``new`` against ``old`` over the queries both scored (paired by id)."""
+    from ..stats import non_inferiority, paired_scores
+
+    metrics = list(old.metrics)
+    qids, cand, ref = paired_scores(new.per_query, old.per_query, metrics)
+    verdicts = non_inferiority(cand, ref, margin=margin, seed=seed)
+    return [QualityDelta(m, float(ref[:, j].mean()), float(cand[:, j].mean()), v.ci.delta, margin, len(qids),
+                         v.ci.low, v.ci.high, v.ci.lower_bound, v.decision, f"{m}: {v.summary()}", v.queries_needed)
+            for j, (m, v) in enumerate(zip(metrics, verdicts, strict=True))]
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,9 @@ class Cutover:
         why = []
         if self.quality_holds is not True:
             bad = [q.metric for q in self.quality if q.holds is not True]
-            why.append(f"quality {'drops' if self.quality_holds is False else 'undecided'} ({', '.join(bad)})")
+            need = [q.queries_needed for q in self.quality if q.holds is None and q.queries_needed is not None]
+            hint = f"; about {max(need)} queries would decide it" if need and self.quality_holds is None else ""
+            why.append(f"quality {'drops' if self.quality_holds is False else 'undecided'} ({', '.join(bad)}{hint})")
         if self.capacity_holds is not True:
             bad = [g.gate.expr for g in self.gates if g.passed is not True]
             why.append(f"capacity {'fails' if self.capacity_holds is False else 'undecided'} ({', '.join(bad)})")

@@ -77,14 +77,20 @@ def _workload_rows(profile: LoadProfile) -> list[tuple[object, ...]]:
 
 
 def _cutover_md(c: Cutover) -> list[str]:
-    q_rows = [(q.metric, f"{q.old:.4f}", f"{q.new:.4f}", f"{q.delta:+.4f}",
-               "-" if q.ci_low is None else f"[{q.ci_low:+.4f}, {q.ci_high:+.4f}]", f"{q.margin:g}",
-               {True: "holds", False: "drops", None: "undecided"}[q.holds]) for q in c.quality]
     g_rows = [(g.gate.expr, g.status, g.message()) for g in c.gates]
+    undecided = [f"- {q.summary}" for q in c.quality if q.holds is not True]
     return [f"**{c.verdict()}**", "", f"old `{c.urls.get('old')}`, new `{c.urls.get('new')}`", "",
-            "## Quality (new - old)", "", table(["metric", "old", "new", "delta", "95% CI", "margin", "verdict"],
-                                                q_rows),
+            "## Quality (new - old)", "", table(QUALITY_HEADERS, quality_rows(c)), *undecided, "",
             "## Capacity gates", "", table(["gate", "verdict", "message"], g_rows)]
+
+
+QUALITY_HEADERS = ("metric", "queries", "old", "new", "delta", "95% CI", "one-sided bound", "margin", "verdict")
+
+
+def quality_rows(c: Cutover) -> list[tuple[object, ...]]:
+    return [(q.metric, q.queries, f"{q.old:.4f}", f"{q.new:.4f}", f"{q.delta:+.4f}",
+             f"[{q.ci_low:+.4f}, {q.ci_high:+.4f}]", f"{q.lower_bound:+.4f}", f"-{q.margin:g}",
+             {True: "holds", False: "drops", None: "undecided"}[q.holds]) for q in c.quality]
 
 
 def render_markdown(profile: LoadProfile, cutover: Cutover | None = None) -> str:
@@ -138,9 +144,9 @@ def render_html(profile: LoadProfile, cutover: Cutover | None = None) -> str:
         parts += [h.paragraph(cutover.verdict()),
                   h.paragraph(f"old {cutover.urls.get('old')}, new {cutover.urls.get('new')}", "meta"),
                   h.heading("Quality (new - old)"),
-                  h.table(["metric", "old", "new", "delta", "margin", "verdict"],
-                          [(q.metric, q.old, q.new, q.delta, q.margin,
-                            {True: "holds", False: "drops", None: "undecided"}[q.holds]) for q in cutover.quality]),
+                  h.table(QUALITY_HEADERS, quality_rows(cutover),
+                          cell_classes=[("",) * 8 + ("up" if q.holds else "down",) for q in cutover.quality]),
+                  *[h.paragraph(q.summary, "meta") for q in cutover.quality if q.holds is not True],
                   h.heading("Capacity gates"),
                   h.table(["gate", "verdict", "message"], [(g.gate.expr, g.status, g.message()) for g in cutover.gates],
                           cell_classes=[("", "up" if g.passed else "down", "") for g in cutover.gates])]

@@ -68,18 +68,39 @@ def test_cutover_stands_when_both_match(fake_server, base_args, tmp_path, capsys
     assert "the change stands" in out
 
 
-def test_cutover_flags_a_quality_drop_even_when_capacity_holds(fake_server, base_args, tmp_path, capsys):
+def test_cutover_flags_a_quality_drop_even_when_capacity_holds(fake_server, tiny_model_dir, minibeir_dir, tmp_path,
+                                                              capsys):
+    # the fixture dataset (190 queries) lets the paired bootstrap decide; the new server's vectors ignore the words
+    old, new = fake_server(), fake_server(vectors="random")
+    rc = load_main(["--model", str(tiny_model_dir), "--dataset", str(minibeir_dir), "--device", "cpu", "--no-cache",
+                    "--concurrency", "1", "--load-batch-sizes", "2", "--requests", "4", "--roles", "query",
+                    "--old-endpoint", old.url, "--endpoint", new.url, "--out", str(tmp_path),
+                    "--capacity-gate", "throughput:max_rel_drop=90%"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    cut = json.loads((tmp_path / "load.json").read_text())["cutover"]
+    assert cut["quality_holds"] is False and cut["capacity_holds"] is True
+    ndcg = next(q for q in cut["quality"] if q["metric"] == "ndcg@10")
+    assert ndcg["decision"] == "fail" and ndcg["queries"] == 190
+    assert ndcg["ci_high"] < -0.005 and ndcg["delta"] == pytest.approx(ndcg["new"] - ndcg["old"], abs=1e-9)
+    assert "quality drops" in cut["verdict"]
+    assert "quality  ndcg@10: delta -0." in out and "against margin -0.005: fail" in out
+
+
+def test_cutover_quality_is_undecided_on_too_few_queries(fake_server, base_args, tmp_path, capsys):
     old, new = fake_server(), fake_server(vectors="random")
     rc = load_main([*base_args, "--concurrency", "1", "--load-batch-sizes", "2", "--requests", "4",
                     "--old-endpoint", old.url, "--endpoint", new.url, "--out", str(tmp_path),
                     "--capacity-gate", "throughput:max_rel_drop=90%"])
     capsys.readouterr()
-    assert rc == 1
+    assert rc == 1  # an undecided quality is not a change that stands
     cut = json.loads((tmp_path / "load.json").read_text())["cutover"]
-    assert cut["quality_holds"] is False
     ndcg = next(q for q in cut["quality"] if q["metric"] == "ndcg@10")
-    assert ndcg["delta"] < -0.005 and ndcg["old"] > ndcg["new"]
-    assert "quality drops" in cut["verdict"]
+    assert ndcg["queries"] == 6 and ndcg["decision"] == "inconclusive" and ndcg["holds"] is None
+    assert ndcg["delta"] < 0 and ndcg["ci_low"] < -0.005 < ndcg["ci_high"]
+    assert cut["quality_holds"] is None and "quality undecided" in cut["verdict"]
+    assert "queries would decide it" in cut["verdict"]
+    assert "queries would decide it" in (tmp_path / "report.md").read_text()
 
 
 def test_profile_of_an_endpoint_and_the_local_reference(fake_server, base_args, tmp_path, capsys):
