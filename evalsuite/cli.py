@@ -69,10 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_rev.set_defaults(func=cmd_model_rev)
 
     from .canary.cli import register as register_canary
+    from .load.cli import register as register_load
     from .sweep.cli import register as register_sweep
 
     register_sweep(sub)
     register_canary(sub)
+    register_load(sub)
     return parser
 
 
