@@ -41,15 +41,22 @@ def cmd_canary(args: argparse.Namespace) -> int:
     settings.api_key()  # a missing key variable is a usage error, before anything runs
     spec = RunSpec.from_mapping(collect(args), source="command line")
     prepared = prepare(spec)
-    print(f"canary   {settings.endpoint} vs {prepared.model.name} @ {prepared.contract.model_revision[:16]} "
-          f"on {prepared.dataset.identity.name}")
+    say(f"canary   {settings.endpoint} vs {prepared.model.name} @ {prepared.contract.model_revision[:16]} "
+        f"on {prepared.dataset.identity.name}")
 
     def show(v: Verdict) -> None:
-        print(f"{v.status}  {v.message}", flush=True)
+        say(f"{v.status}  {v.message}")
 
     outcome = run_canary(local_context(settings, prepared), on_verdict=show)
     paths = write_canary_reports(outcome, Path(args.out) if args.out else _default_out(settings.endpoint))
     failed = [v.check for v in outcome.verdicts if v.passed is False]
-    print(f"{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}; "
-          f"wrote {', '.join(str(p) for p in paths.values())}")
+    say(f"{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}; "
+        f"wrote {', '.join(str(p) for p in paths.values())}")
     return 1 if failed else 0
+
+
+def say(line: str) -> None:
+    """Print one line of canary output, redacted of every API key."""
+    from ..encode.secret import redact
+
+    print(redact(line), flush=True)

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from .base import CanaryCheck, Verdict
 from .measure import UNNORMALIZED_NORM_TOL, cosine_summary, row_cosine, snippet
 
+TRUNCATION_SHARE = 0.75  # of the texts at least as long as the shortest disagreeing one, this many must disagree
+
 if TYPE_CHECKING:
     from ..context import CanaryContext
 
@@ -23,9 +25,9 @@ def check_vector_agreement(ctx: CanaryContext) -> Verdict:
     below = int((cos < s.min_cosine).sum())
     if below:
         worst = cs.ids.index(summary["worst"])
-        hint = ""
+        hint = truncation_hint(ctx, [bool(x < s.min_cosine) for x in cos], details)
         bad_roles = [r for r, v in by_role.items() if v < s.min_cosine]
-        if len(bad_roles) == 1 and len(by_role) == 2:
+        if not hint and len(bad_roles) == 1 and len(by_role) == 2:
             prefix = c.query_prefix if bad_roles[0] == "query" else c.doc_prefix
             hint = (f"; only {bad_roles[0]} texts disagree: check the {bad_roles[0]} prefix "
                     f"({prefix!r} per the contract)")
@@ -36,6 +38,28 @@ def check_vector_agreement(ctx: CanaryContext) -> Verdict:
     return Verdict("vector_agreement", True,
                    f"vector agreement: {len(cos)} texts, min cosine {summary['min']:.5f} ({summary['worst']}), "
                    f"median {summary['median']:.5f} >= {s.min_cosine}", details)
+
+
+def truncation_hint(ctx: CanaryContext, disagree: list[bool], details: dict[str, object]) -> str:
+    """When exactly the longer texts disagree (by the reference tokenizer's count of each model input),
+    the server truncates shorter than the contract: say so, with the length it seems to cut at."""
+    counts = ctx.token_counts(ctx.canary_set().rendered(ctx.contract))
+    if counts is None or all(disagree) or not any(disagree):
+        return ""
+    shortest_bad = min(n for n, bad in zip(counts, disagree) if bad)
+    longer = [bad for n, bad in zip(counts, disagree) if n >= shortest_bad]
+    if sum(longer) < TRUNCATION_SHARE * len(longer):  # long and short texts disagree alike: not a length cut
+        return ""
+    shorter = [n for n, bad in zip(counts, disagree) if not bad and n < shortest_bad]
+    max_length = ctx.contract.max_length
+    if not shorter or max(shorter) >= max_length:
+        return ""
+    cut_at = max(shorter)
+    details["truncation"] = {"longest_agreeing_tokens": cut_at, "shortest_disagreeing_tokens": shortest_bad,
+                             "max_length": max_length}
+    return (f"; texts longer than ~{cut_at} tokens disagree (the shortest of them has {shortest_bad} tokens): the "
+            f"server seems to truncate at ~{cut_at} < max_length {max_length}; set the server's max length to the "
+            "contract's")
 
 
 def check_norm_agreement(ctx: CanaryContext) -> Verdict:

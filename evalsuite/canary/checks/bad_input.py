@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import EndpointError
 from .. import texts
 from .base import CanaryCheck, Verdict
-from .measure import is_input_rejection, json_body, row_cosine
+from .measure import is_input_rejection, row_cosine
 
 if TYPE_CHECKING:
     import numpy as np
@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 
 
 def check_bad_input(ctx: CanaryContext) -> Verdict:
-    from ...encode.response import parse_embeddings
     from ...vectors import finalize
 
     s, c = ctx.settings, ctx.contract
@@ -43,7 +42,7 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
     if is_input_rejection(resp.status_code):
         notes.append(f"empty string -> HTTP {resp.status_code}")
     elif resp.status_code == 200:
-        vec = parse_embeddings(json_body(resp), ["item empty-string \"\""], client.expect)
+        vec = client.parse_response(resp, ["item empty-string \"\""])
         cos = float(row_cosine(vec[:, : c.dim], reference_raw(""))[0])
         details["empty_string_cosine"] = round(cos, 6)
         if cos >= s.min_cosine:
@@ -77,7 +76,7 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
         failures.append("over-long input -> HTTP 200: the server truncates silently, but the contract's "
                         "truncation policy is 'reject'")
     elif resp.status_code == 200:
-        vec = parse_embeddings(json_body(resp), [f"item {doc_id} (over-long)"], client.expect)
+        vec = client.parse_response(resp, [f"item {doc_id} (over-long)"])
         cos = float(row_cosine(vec[:, : c.dim], ctx.reference().embed_documents([text]))[0])
         details["over_long"]["cosine"] = round(cos, 6)
         if cos >= s.min_cosine:

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import httpx
     import numpy as np
 
 TOP_K_OVERLAP = 10
@@ -45,11 +44,3 @@ def overlap(reference: dict[str, float], endpoint: dict[str, float], k: int = TO
     ref_top = list(reference)[:k]
     return len(set(ref_top) & set(list(endpoint)[:k])) / max(1, len(ref_top))
 
-
-def json_body(resp: httpx.Response) -> object:
-    from ...encode.response import ResponseFormatError
-
-    try:
-        return resp.json()
-    except ValueError:
-        raise ResponseFormatError(f"HTTP {resp.status_code} with a body that is not JSON") from None
