@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from evalsuite.canary.checks import LABELS
 from evalsuite.cli import main
 
 from .conftest import API_KEY_ENV, RawRequest, RawServer, embeddings_json, http_response
@@ -205,3 +206,125 @@ def test_echoed_keys_and_huge_server_text_never_reach_the_output(fault_server, c
     else:
         assert "response names model 'mmmm" in identity and "more)" in identity
     assert len(text) < 40_000 and len(json.dumps(report)) < 40_000
+
+
+# -- 5. hints that point the right way ---------------------------------------------------------------
+def test_a_server_truncating_shorter_than_the_contract_is_named_as_truncation(fault_server, make_context):
+    from evalsuite.canary.checks import run_check
+
+    fault_server.max_length = 16  # the contract says 64
+    v = run_check("vector_agreement", make_context(fault_server.url))
+    assert v.passed is False
+    assert "the server seems to truncate at ~16-17 < max_length 64" in v.message, v.message
+    assert "prefix" not in v.message
+    assert v.details["truncation"]["cut_at_tokens"] == [16, 17]
+    tokens = v.details["truncation"]["tokens"]
+    assert tokens["d11"] == 3 and tokens["d_long"] > 40  # "ok" is [CLS] ok [SEP]; d_long is ~80% of 64
+
+
+def mid_body_reset(req: RawRequest) -> Iterator[Any]:
+    yield b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"data\": ["
+    yield 0.05
+    yield "reset"
+
+
+@pytest.mark.parametrize("reply, needles", [
+    (answer({"error": {"message": "CUDA out of memory: tried to allocate 2 GiB", "type": "server_error"}}),
+     ["/v1/embeddings (batch 1 of 1: 1 input(s), first item #0 \"identity probe\"): HTTP 200: the server "
+      "answered with an error instead of vectors: CUDA out of memory: tried to allocate 2 GiB"]),
+    (answer("<html><body><h1>502 Bad Gateway</h1> nginx</body></html>", content_type="text/html; charset=utf-8"),
+     ["HTTP 200 (text/html; charset=utf-8) is not JSON", "<html><body><h1>502 Bad Gateway</h1> nginx"]),
+    (mid_body_reset, ["the connection dropped mid-response (HTTP 200 headers received, the body incomplete"]),
+    (answer("", 307, headers={"Location": "http://10.1.2.3:8080/v1/embeddings"}),
+     ["HTTP 307 redirect to 'http://10.1.2.3:8080/v1/embeddings'", "redirects are not followed"]),
+], ids=["error-in-200", "html-200", "reset-mid-body", "redirect-307"])
+def test_an_embeddings_fault_is_named_for_what_it_is(raw_server, canary, tiny_info, reply, needles):
+    serve(raw_server, tiny_info.hidden_size, embeddings=reply)
+    rc, text, report = canary(raw_server.url)
+    assert rc == 1
+    verdicts = assert_verdict_per_check(report)
+    identity = verdicts["identity"]["message"]
+    for needle in needles:
+        assert needle in identity, identity
+    assert "is the server up and the URL right?" not in text
+    assert all(v["passed"] is False for v in verdicts.values())
+
+
+# -- 6. every malformed reply ends in verdicts -----------------------------------------------------------
+def embeddings_with(change: Callable[[dict[str, Any]], Any], dim: int = 32) -> Reply:
+    """Sound embeddings with ``change`` applied to the JSON (its return value, if any, replaces it)."""
+    def reply(req: RawRequest) -> Iterator[Any]:
+        body = req.json()
+        n = len(body["input"]) if isinstance(body.get("input"), list) else 1
+        obj = embeddings_json(max(n, 1), dim, encoding_format=body.get("encoding_format", "float"))
+        new = change(obj)
+        yield http_response(json.dumps(obj if new is None else new))
+
+    return reply
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(obj: dict[str, Any]) -> None:
+        target: Any = obj
+        *head, last = path.split(".")
+        for part in head:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        target[int(last) if isinstance(target, list) else last] = value
+
+    return change
+
+
+MODELS_404 = answer({"detail": "Not Found"}, 404)
+MALFORMED: dict[str, dict[str, Reply]] = {
+    "models-json-list": {"models": answer([{"id": "tiny-model"}])},
+    "models-data-null": {"models": answer({"data": None})},
+    "models-data-empty": {"models": answer({"object": "list", "data": []})},
+    "models-data-string": {"models": answer({"data": "tiny-model"})},
+    "models-entry-int": {"models": answer({"data": [1]})},
+    "models-id-int": {"models": answer({"data": [{"id": 5}]})},
+    "models-id-huge": {"models": answer({"data": [{"id": "m" * 100_000}]})},
+    "models-not-json": {"models": answer("models: tiny-model", content_type="text/plain")},
+    "models-deep": {"models": answer("[" * 100_000 + "]" * 100_000)},
+    "models-error-200": {"models": answer({"error": {"message": "model registry unavailable"}})},
+    "models-500": {"models": answer("Internal Server Error", 500, content_type="text/plain")},
+    "info-json-list": {"models": MODELS_404, "info": answer([1, 2])},
+    "info-model-null": {"models": MODELS_404, "info": answer({"model_id": None})},
+    "info-empty": {"models": MODELS_404, "info": answer({})},
+    "info-404": {"models": MODELS_404},
+    "health-garbage": {"health": answer(b"\xff\xfe", 200, content_type="application/octet-stream"),
+                       "embeddings": embeddings_with(_set("data.0.index", 0.0))},
+    "index-float": {"embeddings": embeddings_with(_set("data.0.index", 0.0))},
+    "index-bool": {"embeddings": embeddings_with(_set("data.0.index", True))},
+    "index-none": {"embeddings": embeddings_with(_set("data.0.index", None))},
+    "data-empty": {"embeddings": embeddings_with(_set("data", []))},
+    "data-object": {"embeddings": embeddings_with(_set("data", {"0": [1.0]}))},
+    "entry-list": {"embeddings": embeddings_with(_set("data.0", [1.0, 0.0]))},
+    "embedding-null": {"embeddings": embeddings_with(_set("data.0.embedding", None))},
+    "embedding-object": {"embeddings": embeddings_with(_set("data.0.embedding", {"values": [1.0]}))},
+    "embedding-strings": {"embeddings": embeddings_with(_set("data.0.embedding", ["1.0"] * 32))},
+    "embedding-nested": {"embeddings": embeddings_with(_set("data.0.embedding", [[1.0]] * 32))},
+    "model-list": {"embeddings": embeddings_with(_set("model", ["tiny-model"]))},
+    "body-null": {"embeddings": lambda req: iter([http_response("null")])},
+    "body-list": {"embeddings": embeddings_with(lambda obj: obj["data"])},
+    "huge-int": {"embeddings": lambda req: iter([http_response(
+        '{"object": "list", "model": "tiny-model", "data": [{"index": 0, "embedding": [1' + "0" * 400 + "]}]}")])},
+    "fake-gzip": {"embeddings": lambda req: iter([http_response(
+        json.dumps(embeddings_json(1, 32)), headers={"Content-Encoding": "gzip"})])},
+    "double-gzip-bomb": {"embeddings": lambda req: iter([http_response(
+        gzip.compress(gzip.compress(b" " * 50_000_000)), headers={"Content-Encoding": "gzip, gzip"})])},
+    "short-body": {"embeddings": lambda req: iter([http_response(b'{"data": [', headers={"Content-Length": "500"})])},
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_reply_ends_in_a_failed_verdict_per_check_and_reports(raw_server, canary, tiny_info, case):
+    serve(raw_server, tiny_info.hidden_size, **MALFORMED[case])
+    rc, text, report = canary(raw_server.url, "--endpoint-batch-size", "64")
+    assert rc == 1, text
+    verdicts = assert_verdict_per_check(report)
+    assert verdicts["identity"]["passed"] is False
+    for v in verdicts.values():
+        assert v["message"].startswith(LABELS[v["check"]] + ": ")
+        assert "internal error" not in v["message"]
+        assert len(v["message"]) < 2000
+    assert "m" * 300 not in text and "0" * 300 not in text

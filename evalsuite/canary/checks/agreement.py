@@ -9,6 +9,7 @@ from .base import CanaryCheck, Verdict
 from .measure import UNNORMALIZED_NORM_TOL, cosine_summary, row_cosine, snippet
 
 TRUNCATION_SHARE = 0.75  # of the texts at least as long as the shortest disagreeing one, this many must disagree
+EXACT_TOL = 1e-4  # a served vector this close to the reference's (1 - cosine) is the same encoding
 
 if TYPE_CHECKING:
     from ..context import CanaryContext
@@ -25,7 +26,7 @@ def check_vector_agreement(ctx: CanaryContext) -> Verdict:
     below = int((cos < s.min_cosine).sum())
     if below:
         worst = cs.ids.index(summary["worst"])
-        hint = truncation_hint(ctx, [bool(x < s.min_cosine) for x in cos], details)
+        hint = truncation_hint(ctx, [float(x) for x in cos], s.min_cosine, details)
         bad_roles = [r for r, v in by_role.items() if v < s.min_cosine]
         if not hint and len(bad_roles) == 1 and len(by_role) == 2:
             prefix = c.query_prefix if bad_roles[0] == "query" else c.doc_prefix
@@ -40,10 +41,15 @@ def check_vector_agreement(ctx: CanaryContext) -> Verdict:
                    f"median {summary['median']:.5f} >= {s.min_cosine}", details)
 
 
-def truncation_hint(ctx: CanaryContext, disagree: list[bool], details: dict[str, object]) -> str:
-    """When exactly the longer texts disagree (by the reference tokenizer's count of each model input),
-    the server truncates shorter than the contract: say so, with the length it seems to cut at."""
+def truncation_hint(ctx: CanaryContext, cos: list[float], threshold: float, details: dict[str, object]) -> str:
+    """When the longer texts disagree and the shorter ones do not (by the reference tokenizer's count of
+    each model input), the server truncates shorter than the contract: say so, with where it seems to cut.
+
+    The cut is placed after the longest text the server still encodes exactly like the reference
+    (cosine within EXACT_TOL of 1) when exactly the texts up to some length are exact; otherwise after
+    the longest text that still agrees (cosine at least ``threshold``)."""
     counts = ctx.token_counts(ctx.canary_set().rendered(ctx.contract))
+    disagree = [c < threshold for c in cos]
     if counts is None or all(disagree) or not any(disagree):
         return ""
     shortest_bad = min(n for n, bad in zip(counts, disagree) if bad)
@@ -52,14 +58,21 @@ def truncation_hint(ctx: CanaryContext, disagree: list[bool], details: dict[str,
         return ""
     shorter = [n for n, bad in zip(counts, disagree) if not bad and n < shortest_bad]
     max_length = ctx.contract.max_length
-    if not shorter or max(shorter) >= max_length:
+    if not shorter:
         return ""
-    cut_at = max(shorter)
-    details["truncation"] = {"longest_agreeing_tokens": cut_at, "shortest_disagreeing_tokens": shortest_bad,
-                             "max_length": max_length}
-    return (f"; texts longer than ~{cut_at} tokens disagree (the shortest of them has {shortest_bad} tokens): the "
-            f"server seems to truncate at ~{cut_at} < max_length {max_length}; set the server's max length to the "
-            "contract's")
+    low, high = max(shorter), shortest_bad - 1
+    exact = [n for n, c in zip(counts, cos) if c >= 1.0 - EXACT_TOL]
+    changed = [n for n, c in zip(counts, cos) if c < 1.0 - EXACT_TOL]
+    if exact and max(exact) < min(changed):  # every text up to some length is encoded exactly, no longer one is
+        low, high = max(exact), min(changed) - 1
+    if low >= max_length:
+        return ""
+    cut_at = str(low) if high <= low else f"{low}-{high}"
+    details["truncation"] = {"cut_at_tokens": [low, max(low, high)], "shortest_disagreeing_tokens": shortest_bad,
+                             "max_length": max_length, "tokens": dict(zip(ctx.canary_set().ids, counts))}
+    return (f"; texts longer than ~{cut_at} tokens disagree (the shortest failing one has {shortest_bad} tokens): "
+            f"the server seems to truncate at ~{cut_at} < max_length {max_length}; set the server's max length to "
+            "the contract's")
 
 
 def check_norm_agreement(ctx: CanaryContext) -> Verdict:
