@@ -33,6 +33,7 @@ def cmd_canary(args: argparse.Namespace) -> int:
     from ..pipeline import prepare
     from ..spec import RunSpec
     from .checks import Verdict
+    from .checks.matryoshka import validate_dimensions
     from .report import write_canary_reports
     from .runner import local_context, run_canary
     from .settings import CanarySettings
@@ -41,6 +42,7 @@ def cmd_canary(args: argparse.Namespace) -> int:
     settings.api_key()  # a missing key variable is a usage error, before anything runs
     spec = RunSpec.from_mapping(collect(args), source="command line")
     prepared = prepare(spec)
+    validate_dimensions(settings.dimensions, int(prepared.model.hidden_size), prepared.model.matryoshka_dims)
     say(f"canary   {settings.endpoint} vs {prepared.model.name} @ {prepared.contract.model_revision[:16]} "
         f"on {prepared.dataset.identity.name}")
 

@@ -328,3 +328,40 @@ def test_a_malformed_reply_ends_in_a_failed_verdict_per_check_and_reports(raw_se
         assert "internal error" not in v["message"]
         assert len(v["message"]) < 2000
     assert "m" * 300 not in text and "0" * 300 not in text
+
+
+@pytest.mark.parametrize("case", ["embedding-null", "data-empty", "body-list"])
+def test_malformed_replies_end_in_verdicts_for_matryoshka_and_auth_too(raw_server, canary, tiny_info, monkeypatch,
+                                                                        case):
+    serve(raw_server, tiny_info.hidden_size, **MALFORMED[case])
+    monkeypatch.setenv(API_KEY_ENV, KEY)
+    rc, text, report = canary(raw_server.url, "--canary-dimensions", "16", "--api-key-env", API_KEY_ENV)
+    assert rc == 1, text
+    verdicts = assert_verdict_per_check(report, CHECKS + ["matryoshka", "auth"])
+    assert verdicts["matryoshka"]["passed"] is False and verdicts["auth"]["passed"] is False
+    assert "internal error" not in text
+
+
+def test_an_impossible_dimension_is_a_usage_error_before_any_request(raw_server, canary, tiny_info):
+    serve(raw_server, tiny_info.hidden_size)
+    rc, text, _ = canary(raw_server.url, "--canary-dimensions", "64")
+    assert rc == 2 and "--canary-dimensions 64 exceeds the model's output dimension 32" in text
+    assert raw_server.requests == []
+
+
+def test_a_bug_in_a_check_still_ends_in_a_verdict_and_reports(fault_server, canary, monkeypatch):
+    import dataclasses
+
+    from evalsuite.canary.checks import registry
+
+    def broken(ctx: Any) -> Any:
+        raise KeyError("data")  # what an unchecked server reply used to raise
+
+    checks = tuple(dataclasses.replace(c, run=broken) if c.name == "norm_agreement" else c for c in registry.CHECKS)
+    monkeypatch.setattr(registry, "CHECKS", checks)
+    rc, text, report = canary(fault_server.url)
+    assert rc == 1
+    verdicts = assert_verdict_per_check(report)
+    assert verdicts["norm_agreement"]["message"] == ("norm agreement: internal error in the check (KeyError: 'data'); "
+                                                     "please report it with canary.json")
+    assert all(v["passed"] for name, v in verdicts.items() if name != "norm_agreement")
