@@ -42,7 +42,7 @@ def run_canary(url: str, model_dir: Path, dataset: Path, out: Path, capsys: Any,
     def call() -> None:
         try:
             result.append(main(argv))
-        except BaseException as exc:  # noqa: BLE001 - whatever escapes is what the test checks
+        except BaseException as exc:  # whatever escapes is what the test checks
             result.append(exc)
 
     worker = threading.Thread(target=call, daemon=True)
@@ -132,7 +132,7 @@ def test_a_key_that_cannot_be_sent_exits_2_naming_the_variable_never_the_value(r
     rc, text, _ = canary(raw_server.url, "--api-key-env", API_KEY_ENV)
     assert rc == 2
     assert f"the API key in ${API_KEY_ENV} holds {problem}" in text
-    for part in key.split() + [key[:7]]:
+    for part in [*key.split(), key[:7]]:
         assert part not in text
     assert raw_server.requests == []  # refused before anything was sent
 
@@ -168,7 +168,7 @@ def test_the_overall_deadline_ends_the_canary_with_a_verdict_per_check(raw_serve
     t0 = time.monotonic()
     rc, text, report = canary(raw_server.url, "--endpoint-timeout", "60", "--canary-deadline", "2")
     assert time.monotonic() - t0 < 30
-    assert rc == 1
+    assert rc == 1, text
     verdicts = assert_verdict_per_check(report)
     first = verdicts["identity"]["message"]
     assert first.startswith("identity: POST http://127.0.0.1:") and "/v1/embeddings" in first
@@ -193,7 +193,7 @@ def test_echoed_keys_and_huge_server_text_never_reach_the_output(fault_server, c
         fault_server.response_model = "m" * 1_000_000
     rc, text, report = canary(fault_server.url, "--api-key-env", API_KEY_ENV)
     assert rc == 1
-    verdicts = assert_verdict_per_check(report, CHECKS + ["auth"])
+    verdicts = assert_verdict_per_check(report, [*CHECKS, "auth"])
     for blob in (text, json.dumps(report)):  # stdout, stderr, report.md; canary.json
         for form in key_forms(KEY):
             assert form not in blob, f"key leaked as {form!r}"
@@ -337,7 +337,7 @@ def test_malformed_replies_end_in_verdicts_for_matryoshka_and_auth_too(raw_serve
     monkeypatch.setenv(API_KEY_ENV, KEY)
     rc, text, report = canary(raw_server.url, "--canary-dimensions", "16", "--api-key-env", API_KEY_ENV)
     assert rc == 1, text
-    verdicts = assert_verdict_per_check(report, CHECKS + ["matryoshka", "auth"])
+    verdicts = assert_verdict_per_check(report, [*CHECKS, "matryoshka", "auth"])
     assert verdicts["matryoshka"]["passed"] is False and verdicts["auth"]["passed"] is False
     assert "internal error" not in text
 
@@ -359,7 +359,7 @@ def test_a_bug_in_a_check_still_ends_in_a_verdict_and_reports(fault_server, cana
 
     checks = tuple(dataclasses.replace(c, run=broken) if c.name == "norm_agreement" else c for c in registry.CHECKS)
     monkeypatch.setattr(registry, "CHECKS", checks)
-    rc, text, report = canary(fault_server.url)
+    rc, _, report = canary(fault_server.url)
     assert rc == 1
     verdicts = assert_verdict_per_check(report)
     assert verdicts["norm_agreement"]["message"] == ("norm agreement: internal error in the check (KeyError: 'data'); "

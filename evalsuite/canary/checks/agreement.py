@@ -52,24 +52,24 @@ def truncation_hint(ctx: CanaryContext, cos: list[float], threshold: float, deta
     disagree = [c < threshold for c in cos]
     if counts is None or all(disagree) or not any(disagree):
         return ""
-    shortest_bad = min(n for n, bad in zip(counts, disagree) if bad)
-    longer = [bad for n, bad in zip(counts, disagree) if n >= shortest_bad]
+    shortest_bad = min(n for n, bad in zip(counts, disagree, strict=True) if bad)
+    longer = [bad for n, bad in zip(counts, disagree, strict=True) if n >= shortest_bad]
     if sum(longer) < TRUNCATION_SHARE * len(longer):  # long and short texts disagree alike: not a length cut
         return ""
-    shorter = [n for n, bad in zip(counts, disagree) if not bad and n < shortest_bad]
+    shorter = [n for n, bad in zip(counts, disagree, strict=True) if not bad and n < shortest_bad]
     max_length = ctx.contract.max_length
     if not shorter:
         return ""
     low, high = max(shorter), shortest_bad - 1
-    exact = [n for n, c in zip(counts, cos) if c >= 1.0 - EXACT_TOL]
-    changed = [n for n, c in zip(counts, cos) if c < 1.0 - EXACT_TOL]
+    exact = [n for n, c in zip(counts, cos, strict=True) if c >= 1.0 - EXACT_TOL]
+    changed = [n for n, c in zip(counts, cos, strict=True) if c < 1.0 - EXACT_TOL]
     if exact and max(exact) < min(changed):  # every text up to some length is encoded exactly, no longer one is
         low, high = max(exact), min(changed) - 1
     if low >= max_length:
         return ""
     cut_at = str(low) if high <= low else f"{low}-{high}"
     details["truncation"] = {"cut_at_tokens": [low, max(low, high)], "shortest_disagreeing_tokens": shortest_bad,
-                             "max_length": max_length, "tokens": dict(zip(ctx.canary_set().ids, counts))}
+                             "max_length": max_length, "tokens": dict(zip(ctx.canary_set().ids, counts, strict=True))}
     return (f"; texts longer than ~{cut_at} tokens disagree (the shortest failing one has {shortest_bad} tokens): "
             f"the server seems to truncate at ~{cut_at} < max_length {max_length}; set the server's max length to "
             "the contract's")

@@ -4,25 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..context import CanaryContext
     from ..settings import CanarySettings
 
-T = TypeVar("T")
-
-
-def redacted(value: T) -> T:
+def redacted(value: Any) -> Any:
     """``value`` (a string, or JSON-ready dicts and lists of them) with every API key removed, in any form."""
     from ...encode.secret import redact
 
     if isinstance(value, str):
-        return redact(value)  # type: ignore[return-value]
+        return redact(value)
     if isinstance(value, dict):
-        return {redacted(k): redacted(v) for k, v in value.items()}  # type: ignore[return-value]
+        return {redacted(k): redacted(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(redacted(v) for v in value)  # type: ignore[return-value]
+        return type(value)(redacted(v) for v in value)
     return value
 
 

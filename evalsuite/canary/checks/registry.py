@@ -86,7 +86,7 @@ def run_check(name: str, ctx: CanaryContext) -> Verdict:
         return Verdict(name, False, f"{check.label}: {exc}", {"error": type(exc).__name__})
     except EvalsuiteError:  # usage and input errors (SpecError, ContractError, ModelError, ...): exit 2
         raise
-    except Exception as exc:  # noqa: BLE001 - the canary must end with a verdict for every check
+    except Exception as exc:  # the canary must end with a verdict for every check
         return Verdict(name, False, f"{check.label}: internal error in the check ({type(exc).__name__}: "
                                     f"{cut(str(exc), 300)}); please report it with canary.json",
                        {"error": type(exc).__name__, "internal": True})
