@@ -37,7 +37,7 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
         return finalize(pooled, c.dim, c.normalize)
 
     # empty string: a 4xx, or (Infinity, TEI) the model's own vector for "" - never garbage
-    resp = client.request("POST", url, json=client.payload([""]))
+    resp = client.request("POST", url, json=client.payload([""]), what="the empty-string probe")
     details["empty_string"] = resp.status_code
     if is_input_rejection(resp.status_code):
         notes.append(f"empty string -> HTTP {resp.status_code}")
@@ -55,7 +55,7 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
     alive("empty string")
 
     # empty list: must be refused
-    resp = client.request("POST", url, json=client.payload([]))
+    resp = client.request("POST", url, json=client.payload([]), what="the empty-list probe")
     details["empty_list"] = resp.status_code
     if is_input_rejection(resp.status_code):
         notes.append(f"empty list -> HTTP {resp.status_code}")
@@ -66,7 +66,7 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
     # over-long input: refused, or truncated exactly as the contract declares
     doc_id, text = texts.over_limit_document(c.max_length)
     sent = c.render("document", text)
-    resp = client.request("POST", url, json=client.payload([sent]))
+    resp = client.request("POST", url, json=client.payload([sent]), what="the over-long input probe")
     details["over_long"] = {"status": resp.status_code, "words": len(text.split()), "max_length": c.max_length,
                             "truncation": c.truncation}
     if is_input_rejection(resp.status_code):

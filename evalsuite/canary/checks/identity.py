@@ -21,7 +21,7 @@ def check_identity(ctx: CanaryContext) -> Verdict:
     healthy = None
     for url in probe.config.health_urls():
         try:
-            status: int | str = probe.request("GET", url).status_code
+            status: int | str = probe.request("GET", url, what="health").status_code
         except EndpointError as exc:
             status = f"{type(exc).__name__}: {cut(str(exc), 300)}"
         health[url] = status
@@ -58,7 +58,8 @@ def check_auth(ctx: CanaryContext) -> Verdict:
     failures, notes = [], []
     for case, key in (("no key", None), ("a wrong key", Secret("evalsuite-wrong-" + secrets.token_hex(8)))):
         with ctx.make_client(model=served.name, models=served.aliases, api_key=key, max_retries=0) as probe:
-            resp = probe.request("POST", probe.config.embeddings_url, json=probe.payload(["auth probe"]))
+            resp = probe.request("POST", probe.config.embeddings_url, json=probe.payload(["auth probe"]),
+                                 what=f"the auth probe with {case}")
         details[case] = resp.status_code
         if resp.status_code in (401, 403):
             notes.append(f"{case} -> HTTP {resp.status_code}")

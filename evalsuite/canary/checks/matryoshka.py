@@ -53,7 +53,8 @@ def check_matryoshka(ctx: CanaryContext) -> Verdict:
         else:
             notes.append(f"dimensions={d}: {d} values, norms {norms.min():.4f}-{norms.max():.4f}, {direction}")
     bad = ctx.hidden_size + 1
-    resp = client.request("POST", client.config.embeddings_url, json=client.payload(["invalid dimension"], bad))
+    resp = client.request("POST", client.config.embeddings_url, json=client.payload(["invalid dimension"], bad),
+                          what=f"the dimensions={bad} probe")
     details["invalid_dimension"] = {"dimensions": bad, "status": resp.status_code}
     if is_input_rejection(resp.status_code):
         notes.append(f"dimensions={bad} -> HTTP {resp.status_code}")
