@@ -165,23 +165,24 @@ class CanaryContext:
         return served.name if isinstance(served, ServedModel) else None
 
     def _discover_served_model(self) -> ServedModel:
+        from ..encode.response import ResponseFormatError, check_info, check_models
+
         probe = self.probe_client()
         wanted = self.settings.served_model
+        url = probe.config.models_url
         try:
-            listing = probe.get_json(probe.config.models_url)  # shape checked: a 'data' list of {"id": str}
-            entries = [e for e in listing["data"]]
+            entries = check_models(probe.get_json(url), f"GET {url}")  # a list of objects with a model-name "id"
             source = "/v1/models"
         except EndpointError as exc:
             if getattr(exc, "status", None) != 404:
                 raise
-            info = probe.get_json(probe.config.root_url("/info"))  # TEI has /info, no /v1/models
+            url = probe.config.root_url("/info")  # TEI has /info, no /v1/models
+            info = check_info(probe.get_json(url), f"GET {url}")
             entries = [{"id": info["model_id"]}] if "model_id" in info else []
             source = "/info"
         listed = tuple(str(e["id"]) for e in entries)
         if wanted is None:
             if not listed:
-                from ..encode.response import ResponseFormatError
-
                 raise ResponseFormatError(f"{source} lists no model; pass --served-model NAME, or check that the "
                                           "server loaded its model")
             if len(listed) != 1:
