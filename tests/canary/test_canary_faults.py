@@ -365,3 +365,38 @@ def test_a_bug_in_a_check_still_ends_in_a_verdict_and_reports(fault_server, cana
     assert verdicts["norm_agreement"]["message"] == ("norm agreement: internal error in the check (KeyError: 'data'); "
                                                      "please report it with canary.json")
     assert all(v["passed"] for name, v in verdicts.items() if name != "norm_agreement")
+
+
+def test_long_model_lists_are_cut_in_messages_and_reports(fault_server, canary):
+    fault_server.listed = ["m" * 1000] + [f"model-{i}" for i in range(30)]
+    rc, text, report = canary(fault_server.url, "--served-model", "prod-embed")
+    assert rc == 1
+    identity = assert_verdict_per_check(report)["identity"]
+    assert "served model 'prod-embed' is not listed by /v1/models (it lists 'mmm" in identity["message"]
+    assert "'model-3' and 26 more); pass the served name with --served-model" in identity["message"]
+    assert identity["details"]["listed_count"] == 31 and len(identity["details"]["listed"]) == 20
+    assert "m" * 300 not in text + json.dumps(report)
+
+
+def test_verdicts_and_reports_are_redacted_whatever_built_them(tiny_prepared, tmp_path):
+    from evalsuite.canary.checks import CanarySettings, Verdict
+    from evalsuite.canary.report import write_canary_reports
+    from evalsuite.canary.runner import CanaryOutcome
+    from evalsuite.encode.secret import Secret
+
+    Secret(KEY)  # the key the process holds (read from the environment in a real run)
+    forms = key_forms(KEY)
+    echoed = [*forms[:5], base64.b64encode(f"Bearer {KEY}".encode()).decode()]  # what a server may send back
+    v = Verdict("identity", False, "identity: " + " ".join(echoed), {"echo": [echoed[1], {echoed[4]: echoed[5]}]})
+    blob = v.message + json.dumps(v.details)
+    assert all(form not in blob for form in forms) and blob.count("***") >= len(echoed) + 3
+    raw = Verdict("auth", True, "auth: fine")
+    object.__setattr__(raw, "message", "auth: " + forms[3])  # a message that skipped the verdict's redaction
+    outcome = CanaryOutcome(settings=CanarySettings(endpoint="http://127.0.0.1:9/v1"),
+                            contract=tiny_prepared.contract.to_dict(), dataset=tiny_prepared.dataset.identity.to_dict(),
+                            served_model="tiny-model", verdicts=(v, raw))
+    paths = write_canary_reports(outcome, tmp_path)
+    for path in paths.values():
+        text = path.read_text()
+        assert all(form not in text for form in forms), path
+    assert json.loads(paths["json"].read_text())["verdicts"][1]["message"] == "auth: ***"
