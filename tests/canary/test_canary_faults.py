@@ -400,3 +400,15 @@ def test_verdicts_and_reports_are_redacted_whatever_built_them(tiny_prepared, tm
         text = path.read_text()
         assert all(form not in text for form in forms), path
     assert json.loads(paths["json"].read_text())["verdicts"][1]["message"] == "auth: ***"
+
+
+@pytest.mark.parametrize("status", [429, 408])
+def test_rate_limiting_or_a_timeout_is_not_a_refusal_of_the_input(fault_server, make_context, status):
+    from evalsuite.canary.checks import run_check
+
+    fault_server.empty_list_status = status  # after the client's retries
+    v = run_check("bad_input", make_context(fault_server.url, max_retries=1, backoff=0.01))
+    assert v.passed is False
+    assert f"empty list -> HTTP {status} ([{{'msg': 'empty'}}]), expected a 4xx refusing it" in v.message
+    assert v.message.count("->") == 1  # only the empty list failed
+    assert v.details["empty_string"] == 200 and v.details["empty_list"] == status

@@ -12,6 +12,8 @@ from .measure import is_input_rejection, row_cosine
 if TYPE_CHECKING:
     import numpy as np
 
+    from ...encode.body import EndpointResponse
+
     from ..context import CanaryContext
 
 
@@ -51,7 +53,8 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
             failures.append(f"empty string -> HTTP 200 with a vector unlike the reference's for '' "
                             f"(cos {cos:.4f} < {s.min_cosine})")
     else:
-        failures.append(f"empty string -> HTTP {resp.status_code}, expected a 4xx or the reference's vector")
+        failures.append(f"empty string -> HTTP {resp.status_code}{_why(resp)}, expected a 4xx refusing it or the "
+                        "reference's vector")
     alive("empty string")
 
     # empty list: must be refused
@@ -60,7 +63,7 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
     if is_input_rejection(resp.status_code):
         notes.append(f"empty list -> HTTP {resp.status_code}")
     else:
-        failures.append(f"empty list -> HTTP {resp.status_code}, expected a 4xx")
+        failures.append(f"empty list -> HTTP {resp.status_code}{_why(resp)}, expected a 4xx refusing it")
     alive("empty list")
 
     # over-long input: refused, or truncated exactly as the contract declares
@@ -86,13 +89,27 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
                             f"{c.max_length} tokens (cos {cos:.4f} < {s.min_cosine}): the server truncates at "
                             "another length")
     else:
-        failures.append(f"over-long input -> HTTP {resp.status_code}, expected a 4xx or truncation")
+        failures.append(f"over-long input -> HTTP {resp.status_code}{_why(resp)}, expected a 4xx refusing it or "
+                        "truncation")
     alive("over-long input")
 
     if failures:
         return Verdict("bad_input", False, "bad input: " + "; ".join(failures), details)
     return Verdict("bad_input", True, "bad input: " + "; ".join(notes) + "; the server answered after each",
                    details)
+
+
+def _why(resp: EndpointResponse) -> str:
+    """The server's own words for an answer that is neither a vector nor a refusal of the input (cut)."""
+    if resp.status_code == 200:
+        return ""
+    from ...encode.response import ResponseFormatError, load_json, server_error_message
+
+    try:
+        said = server_error_message(load_json(resp.content, resp.what))
+    except ResponseFormatError:
+        said = None
+    return f" ({said})" if said else ""
 
 
 BAD_INPUT = CanaryCheck(

@@ -35,8 +35,8 @@ def cosine_summary(cos: np.ndarray, ids: Sequence[str]) -> dict[str, Any]:
 
 
 def is_input_rejection(status: int) -> bool:
-    """A 4xx that refuses the input (not auth, not a missing route)."""
-    return 400 <= status < 500 and status not in (401, 403, 404, 405)
+    """A 4xx that refuses the input (not auth, a missing route, a timeout or rate limiting)."""
+    return 400 <= status < 500 and status not in (401, 403, 404, 405, 408, 429)
 
 
 def overlap(reference: dict[str, float], endpoint: dict[str, float], k: int = TOP_K_OVERLAP) -> float:
