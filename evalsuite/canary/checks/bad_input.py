@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ...encode.body import EndpointResponse
-
     from ..context import CanaryContext
 
 
