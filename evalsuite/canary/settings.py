@@ -67,7 +67,7 @@ class CanarySettings:
     max_ndcg_delta: float = _setting(0.005, "canary_max_ndcg_delta", low=0.0, high=1.0)
     min_overlap: float = _setting(0.9, "canary_min_overlap", low=0.0, high=1.0)
     dimensions: tuple[int, ...] = _setting((), "canary_dimensions")
-    deadline: float = _setting(600.0, "canary_deadline", low=0.0, low_open=True)  # seconds for the whole canary
+    deadline: float = _setting(3600.0, "canary_deadline", low=0.0, low_open=True)  # seconds for the whole canary
 
     def __init__(self, endpoint: str | EndpointConfig | None = None, **values: object) -> None:
         """``endpoint``: the URL or a whole EndpointConfig; ``values``: canary fields, EndpointConfig
