@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 SESSION = pytest.StashKey["GateSession | None"]()
 REPORT = pytest.StashKey["SessionReport"]()
+WRITE_ERROR = pytest.StashKey[str]()
 SHARED = pytest.StashKey["Path | None"]()
 WORKER_OUTPUT = "evalsuite"
 
@@ -96,8 +97,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         config.workeroutput[WORKER_OUTPUT] = state.ledger.to_output()  # type: ignore[attr-defined]
         return
     report = state.finish()
-    report.write()
     config.stash[REPORT] = report
+    try:
+        report.write()
+    except OSError as exc:  # past the start-up check of --reports-dir (a race, a full disk): a line, not a traceback
+        path = exc.filename2 or exc.filename or report.reports_dir  # os.replace(tmp, target) names the target second
+        config.stash[WRITE_ERROR] = (f"evalsuite: error: {path}: {exc.strerror or exc}; not all reports were written; "
+                                     "pass --reports-dir a directory you can write")
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
@@ -108,6 +115,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     terminalreporter.write_sep("=", "evalsuite")
     for line in report.lines:
         terminalreporter.write_line(line)
+    if WRITE_ERROR in config.stash:
+        terminalreporter.write_line(config.stash[WRITE_ERROR], red=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -80,6 +80,8 @@ CANARY_OPTIONS: tuple[Option, ...] = (
              {"type": _float_in(0.0, 1.0, low_open=True), "metavar": "X"}),
     _setting("--canary-max-ndcg-delta", "canary: max |delta ndcg@10| between endpoint and reference retrieval",
              {"type": _float_in(0.0, 1.0), "metavar": "X"}),
+    _setting("--canary-min-overlap", "canary: min mean per-query top-10 overlap between endpoint and reference "
+             "rankings", {"type": _float_in(0.0, 1.0), "metavar": "X"}),
     Option("--canary-dimensions", "canary: also check server-side Matryoshka output via 'dimensions', "
            "e.g. 256,128 (off unless given)", {"type": _dimensions, "metavar": "N,N"}),
     _setting("--endpoint-timeout", "canary: seconds to wait for each HTTP answer",
@@ -88,4 +90,7 @@ CANARY_OPTIONS: tuple[Option, ...] = (
     _setting("--endpoint-batch-size", "canary: max texts per request", {"type": int_at_least(1), "metavar": "N"}),
     _setting("--encoding-format", "canary: response encoding",
              {"choices": ENCODING_FORMATS, "metavar": "float|base64"}),
+    _setting("--canary-deadline", "canary: seconds the whole canary may take; checks still running then fail, "
+             "naming it (each request also ends within --endpoint-timeout)",
+             {"type": _float_in(0.0, None, low_open=True), "metavar": "SECONDS"}),
 )

@@ -44,6 +44,11 @@ def load_baseline(path: str | Path) -> Baseline:
     except json.JSONDecodeError as exc:
         raise ContractError(f"{p}:{exc.lineno}: baseline is not valid JSON ({exc.msg}); "
                             "regenerate it with --update-baseline") from None
+    except UnicodeDecodeError as exc:
+        raise ContractError(f"{p}: baseline is not UTF-8 JSON (byte {exc.start}); "
+                            "regenerate it with --update-baseline") from None
+    except OSError as exc:
+        raise ContractError(f"{p}: baseline cannot be read ({exc.strerror or exc})") from None
     try:
         if data.get("schema_version") != SCHEMA_VERSION:
             raise ContractError(f"{p}: baseline schema_version {data.get('schema_version')!r}, expected "

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import EvalsuiteError
-from .gates import Gate, Outcome, Scores
-from .kinds import evaluate_gate, explain
+from .gates import Gate, Outcome
+from .kinds import explain
 from .ledger import GateRecord, SweepCellRecord
 from .session import GateSession
 
@@ -92,13 +92,24 @@ class IntegrityItem(EvalsuiteItem):
 
 
 def _properties(item: EvalsuiteItem, outcome: Outcome, side: str) -> None:
-    """JUnit properties of one gate's outcome."""
+    """JUnit properties of one gate's outcome: values, verdict, and the delta with its uncertainty."""
     metric = outcome.gate.metric
-    item.user_properties.append((metric, round(outcome.candidate, 6)))
+    props: list[tuple[str, object]] = [(metric, round(outcome.candidate, 6))]
     if outcome.reference is not None:
-        item.user_properties.append((f"{metric}:{side}", round(outcome.reference, 6)))
+        props.append((f"{metric}:{side}", round(outcome.reference, 6)))
+    c = outcome.comparison
+    if c is not None:
+        props += [(f"{metric}:delta", round(c.ci.delta, 6)), (f"{metric}:ci_low", round(c.ci.low, 6)),
+                  (f"{metric}:ci_high", round(c.ci.high, 6)), (f"{metric}:ci_confidence", c.ci.confidence),
+                  (f"{metric}:mde", round(c.mde, 6)), (f"{metric}:sign_flip_p", round(c.p_value, 6))]
     if outcome.p_value is not None:
-        item.user_properties.append((f"{metric}:p_value", round(outcome.p_value, 6)))
+        props.append((f"{metric}:p_value", round(outcome.p_value, 6)))
+    if outcome.evidence.p_adjusted is not None and outcome.evidence.correction == "holm":
+        props.append((f"{metric}:p_holm", round(outcome.evidence.p_adjusted, 6)))
+    if outcome.queries_needed is not None:
+        props.append((f"{metric}:queries_needed", outcome.queries_needed))
+    props.append((f"{outcome.gate.expr}:verdict", outcome.verdict))
+    item.user_properties.extend(props)
 
 
 class GateItem(EvalsuiteItem):
@@ -115,12 +126,22 @@ class GateItem(EvalsuiteItem):
         if self.gate.needs_reference and ref is None:
             raise EvalsuiteFailure(f"gate {self.gate.expr} compares against a reference; pass --baseline FILE "
                                    "or --reference-rev REV")
-        outcome = evaluate_gate(self.gate, Scores("candidate", result.metrics, result.per_query),
-                                ref.scores if ref else None)
+        outcome = self.state.verdicts()[self.state.verdict_key(self.dataset, self.gate)]
+        if isinstance(outcome, EvalsuiteError):
+            raise outcome
         self.state.ledger.add(GateRecord(self.dataset, self.name, outcome))
         _properties(self, outcome, ref.kind if ref else "baseline")
-        if not outcome.passed:
-            raise EvalsuiteFailure(explain(outcome, result.dataset.queries, ref.label if ref else "baseline"))
+        message = explain(outcome, result.dataset.queries, ref.label if ref else "baseline")
+        if outcome.verdict == "fail":
+            raise EvalsuiteFailure(message)
+        if outcome.verdict == "inconclusive":
+            on = self.state.plan.verdicts.inconclusive
+            text = f"INCONCLUSIVE ({on}: --inconclusive {on}): {message}"
+            if on == "skip":
+                pytest.skip(text)
+            if on == "xfail":
+                pytest.xfail(text)
+            raise EvalsuiteFailure(text)
 
 
 class SweepCellItem(EvalsuiteItem):
@@ -134,18 +155,28 @@ class SweepCellItem(EvalsuiteItem):
     def runtest(self) -> None:
         __tracebackhide__ = True
         sweep = self.state.sweep(self.dataset)
-        cell, base = sweep.cell(self.cell), sweep.base
+        base = sweep.base
         self.user_properties.append(("cell", self.cell))
-        failures = []
+        failures: list[str] = []
+        inconclusive: list[str] = []
+        verdicts = self.state.sweep_verdicts(self.dataset)
         for gate in self.gates:
-            outcome = evaluate_gate(gate, Scores("cell", cell.result.metrics, cell.result.per_query),
-                                    Scores("base", base.metrics, base.per_query))
+            outcome = verdicts[f"{self.cell}/{gate.expr}"]
+            if isinstance(outcome, EvalsuiteError):
+                raise outcome
             self.state.ledger.add(SweepCellRecord(self.dataset, self.name, self.cell, outcome))
             _properties(self, outcome, "base")
-            if not outcome.passed:
+            if outcome.verdict == "fail":
                 failures.append(explain(outcome, base.dataset.queries, "base"))
-        if failures:
-            raise EvalsuiteFailure(f"sweep cell {self.cell} against the base contract:\n" + "\n".join(failures))
+            elif outcome.verdict == "inconclusive":
+                inconclusive.append("INCONCLUSIVE: " + explain(outcome, base.dataset.queries, "base"))
+        on = self.state.plan.verdicts.inconclusive
+        if failures or (inconclusive and on == "fail"):
+            raise EvalsuiteFailure(f"sweep cell {self.cell} against the base contract:\n"
+                                   + "\n".join(failures + inconclusive))
+        if inconclusive:
+            text = f"sweep cell {self.cell} (--inconclusive {on}): " + "\n".join(inconclusive)
+            pytest.skip(text) if on == "skip" else pytest.xfail(text)
 
 
 class CanaryItem(EvalsuiteItem):

@@ -7,6 +7,11 @@ Forms::
     recall@100:max_rel_drop=2%      relative drop (2% or 0.02)
     mrr@10:no_significant_drop      paired test over per-query scores (ranx), p < alpha fails
     mrr@10:no_significant_drop=0.01 ... with alpha 0.01 (default 0.05)
+    ndcg@10:non_inferior=0.01       one-sided 95% lower bound of (candidate - reference) >= -0.01
+                                    (pass), upper bound < -0.01 (fail), else inconclusive
+
+Every relative gate's outcome carries the paired comparison (:class:`~evalsuite.gating.gates.Evidence`):
+delta with its bootstrap CI, the sign-flip p-value and the minimum detectable effect.
 
 Adding a kind: one subclass of :class:`GateKind` below, listed in ``KINDS``, and its test. The
 ``--gate`` help, the parser's errors and the README's gate table read ``KINDS``.
@@ -19,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 from ..errors import SpecError
 from ..metrics import paired_test, parse_metric
-from .gates import Gate, GateKind, Judgement, Outcome, Scores, number
+from .gates import Evidence, Gate, GateKind, Judgement, Outcome, Scores, number
 
 DEFAULT_MAX_DROP = 0.01
 DEFAULT_ALPHA = 0.05
@@ -42,8 +47,8 @@ class Floor(GateKind):
         return number(raw, expr), f"{metric}>={raw}"
 
     def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None) -> Judgement:
-        return Judgement(value >= gate.threshold)
+              ref_value: float | None, evidence: Evidence) -> Judgement:
+        return Judgement.of(value >= gate.threshold - _TOLERANCE)
 
     def explain(self, outcome: Outcome) -> str:
         g = outcome.gate
@@ -70,9 +75,9 @@ class MaxDrop(_Drop):
     fails_when = "candidate − reference < −0.01"
 
     def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None) -> Judgement:
+              ref_value: float | None, evidence: Evidence) -> Judgement:
         assert ref_value is not None
-        return Judgement(ref_value - value <= gate.threshold + _TOLERANCE)
+        return Judgement.of(ref_value - value <= gate.threshold + _TOLERANCE)
 
     def explain(self, outcome: Outcome) -> str:
         return f"allowed drop {outcome.gate.threshold:g} (gate {outcome.gate.expr})"
@@ -89,9 +94,9 @@ class MaxRelDrop(_Drop):
         return (reference - candidate) / reference if reference > 0 else 0.0
 
     def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None) -> Judgement:
+              ref_value: float | None, evidence: Evidence) -> Judgement:
         assert ref_value is not None
-        return Judgement(self.relative_drop(value, ref_value) <= gate.threshold + _TOLERANCE)
+        return Judgement.of(self.relative_drop(value, ref_value) <= gate.threshold + _TOLERANCE)
 
     def explain(self, outcome: Outcome) -> str:
         assert outcome.reference is not None
@@ -105,7 +110,8 @@ class NoSignificantDrop(GateKind):
     example = "mrr@10:no_significant_drop"
     optional_value = "[=ALPHA]"
     fails_when = ("a paired t-test over per-query scores (ranx's own test) finds a drop at p < alpha "
-                  f"({DEFAULT_ALPHA:g})")
+                  f"({DEFAULT_ALPHA:g}), p Holm-adjusted across the session's significance gates; no evidence of a "
+                  "drop is not evidence of no drop (see below)")
 
     def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
         alpha = number(raw, expr) if raw else DEFAULT_ALPHA
@@ -113,19 +119,66 @@ class NoSignificantDrop(GateKind):
             raise SpecError(f"gate {expr!r}: alpha must be between 0 and 1")
         return alpha, f"{metric}:{self.name}" + (f"={raw}" if raw else "")
 
+    tests_significance = True
+
+    def p_value(self, gate: Gate, candidate: Scores, reference: Scores) -> float | None:
+        return paired_test(reference.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}),
+                           alpha=gate.threshold)
+
     def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None) -> Judgement:
-        assert reference is not None and ref_value is not None
-        p = paired_test(reference.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}),
-                        alpha=gate.threshold)
-        return Judgement(not (value < ref_value and p < gate.threshold), p)
+              ref_value: float | None, evidence: Evidence) -> Judgement:
+        assert ref_value is not None
+        p = evidence.p_adjusted if evidence.p_adjusted is not None else evidence.p_value
+        assert p is not None
+        return Judgement.of(not (value < ref_value and p < gate.threshold))
 
     def explain(self, outcome: Outcome) -> str:
-        g = outcome.gate
-        return f"paired t-test p = {outcome.p_value:.4g} < alpha {g.threshold:g} (gate {g.expr})"
+        g, e = outcome.gate, outcome.evidence
+        p = e.p_adjusted if e.p_adjusted is not None else outcome.p_value
+        which = "Holm-adjusted paired t-test p" if e.correction == "holm" else "paired t-test p"
+        return f"{which} = {p:.4g} < alpha {g.threshold:g} (gate {g.expr})"
 
 
-KINDS: tuple[GateKind, ...] = (Floor(), MaxDrop(), MaxRelDrop(), NoSignificantDrop())
+class NonInferior(_Drop):
+    """A release gate: the drop is at most the margin, with 95% confidence (one-sided)."""
+
+    name = "non_inferior"
+    form = "METRIC:non_inferior=MARGIN"
+    example = "ndcg@10:non_inferior=0.01"
+    fails_when = ("the one-sided 95% upper bound of candidate − reference is below −0.01; passes only when the "
+                  "lower bound is ≥ −0.01; otherwise INCONCLUSIVE, with the minimum detectable effect and the "
+                  "queries that would decide it")
+
+    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
+              ref_value: float | None, evidence: Evidence) -> Judgement:
+        from ..stats import paired_scores, queries_needed
+
+        assert reference is not None and evidence.comparison is not None
+        ci = evidence.comparison.ci
+        if ci.lower_bound >= -gate.threshold - _TOLERANCE:
+            return Judgement("pass")
+        if ci.upper_bound < -gate.threshold:
+            return Judgement("fail")
+        _, a, b = paired_scores(candidate.per_query, reference.per_query, [gate.metric])
+        need = float(queries_needed(a - b, gate.threshold)[0])
+        return Judgement("inconclusive", int(need) if need != float("inf") else None)
+
+    def explain(self, outcome: Outcome) -> str:
+        g, c = outcome.gate, outcome.comparison
+        assert c is not None
+        bounds = (f"one-sided {c.ci.confidence:.0%} bounds {c.ci.lower_bound:+.4f} / {c.ci.upper_bound:+.4f} "
+                  f"against margin -{g.threshold:g}")
+        if outcome.verdict == "fail":
+            return f"{bounds}: the drop exceeds the margin (gate {g.expr})"
+        if outcome.verdict == "inconclusive":
+            need = (f"about {outcome.queries_needed} queries would decide it" if outcome.queries_needed is not None
+                    else "no number of queries would decide it at this delta")
+            return (f"{bounds}: neither non-inferiority nor a drop beyond the margin is shown; minimum detectable "
+                    f"effect {c.mde:.4f} with {c.ci.n_queries} queries, {need} (gate {g.expr})")
+        return f"{bounds} (gate {g.expr})"
+
+
+KINDS: tuple[GateKind, ...] = (Floor(), MaxDrop(), MaxRelDrop(), NoSignificantDrop(), NonInferior())
 _BY_NAME = {k.name: k for k in KINDS}
 
 
@@ -178,21 +231,41 @@ def _losers(ref: Mapping[str, float], cand: Mapping[str, float], n: int = 5) -> 
     return tuple((q, ref[q], cand[q]) for d, q in drops[:n] if d > 0)
 
 
-def evaluate_gate(gate: Gate, candidate: Scores, reference: Scores | None) -> Outcome:
+def gather_evidence(gate: Gate, candidate: Scores, reference: Scores | None) -> Evidence:
+    """The paired comparison of one relative gate's metric (CI, sign-flip p, MDE) and the kind's own
+    p-value, uncorrected; empty for a floor. Raises SpecError when a side lacks the metric."""
     if gate.metric not in candidate.metrics:
         raise SpecError(f"gate {gate.expr!r}: metric {gate.metric} was not computed; add it to --metrics")
-    kind, value = kind_of(gate), candidate.metrics[gate.metric]
+    kind = kind_of(gate)
     if not kind.needs_reference:
-        return Outcome(gate, kind.judge(gate, candidate, None, value, None).passed, value)
+        return Evidence()
     if reference is None:
         raise SpecError(f"gate {gate.expr!r} compares against a reference; pass --baseline FILE or --reference-rev")
     if gate.metric not in reference.metrics:
         raise SpecError(f"gate {gate.expr!r}: the {reference.label} has no {gate.metric}; "
                         f"it has {', '.join(reference.metrics)}")
+    from ..stats import compare, paired_scores
+
+    _, a, b = paired_scores(candidate.per_query, reference.per_query, [gate.metric])
+    p = kind.p_value(gate, candidate, reference)
+    return Evidence(compare(a, b)[0], p, p, "none" if kind.tests_significance else None)
+
+
+def judge_gate(gate: Gate, candidate: Scores, reference: Scores | None, evidence: Evidence) -> Outcome:
+    """The outcome of one gate given its evidence (whose ``p_adjusted`` the session may have corrected)."""
+    kind, value = kind_of(gate), candidate.metrics[gate.metric]
+    if not kind.needs_reference or reference is None:
+        return Outcome(gate, kind.judge(gate, candidate, None, value, None, evidence).verdict, value)
     ref = reference.metrics[gate.metric]
-    judged = kind.judge(gate, candidate, reference, value, ref)
+    judged = kind.judge(gate, candidate, reference, value, ref, evidence)
     losers = _losers(reference.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}))
-    return Outcome(gate, judged.passed, value, ref, value - ref, judged.p_value, losers)
+    return Outcome(gate, judged.verdict, value, ref, value - ref, evidence.p_value, losers, evidence,
+                   judged.queries_needed)
+
+
+def evaluate_gate(gate: Gate, candidate: Scores, reference: Scores | None) -> Outcome:
+    """One gate on its own (no multiplicity correction): evidence, then the kind's verdict."""
+    return judge_gate(gate, candidate, reference, gather_evidence(gate, candidate, reference))
 
 
 def explain(outcome: Outcome, queries: Mapping[str, str], reference_label: str = "baseline") -> str:
@@ -203,7 +276,7 @@ def explain(outcome: Outcome, queries: Mapping[str, str], reference_label: str =
     if outcome.reference is None or outcome.delta is None:
         raise ValueError(f"outcome of {g.expr} has no reference value to explain")
     head = (f"{g.metric}: {reference_label} {outcome.reference:.4f}, candidate {outcome.candidate:.4f}, "
-            f"delta {outcome.delta:+.4f}; {kind.explain(outcome)}")
+            f"{outcome.uncertainty() or f'delta {outcome.delta:+.4f}'}; {kind.explain(outcome)}")
     if outcome.losers:
         head += "\nqueries that lost most:"
         for qid, ref, cand in outcome.losers:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..options import Option, spec_type
 from .kinds import gate_help, parse_gate
 from .plan import DEFAULT_REPORTS_DIR
+from .verdicts import MULTIPLICITY, ON_INCONCLUSIVE, VerdictPolicy
 
 
 def _gate(text: str) -> str:
@@ -18,6 +19,12 @@ GATE_OPTIONS: tuple[Option, ...] = (
     Option("--reference-model", "model of the reference run (default: --model)"),
     Option("--reference-rev", "pinned revision of a reference run computed on the fly (A/B of two revisions)"),
     Option("--gate", gate_help(), {"action": "append", "type": spec_type(_gate, "gate"), "dest_name": "gates"}),
+    Option("--inconclusive", "what an inconclusive gate (e.g. non_inferior without enough queries) does: fail "
+           "the run, xfail or skip (both leave the exit status alone); stated in the summary",
+           {"choices": ON_INCONCLUSIVE}).with_default(VerdictPolicy.default("inconclusive")),
+    Option("--multiplicity", "correction of the session's significance-based gates (no_significant_drop) tested "
+           "together: holm (Holm-Bonferroni) or none; stated in the summary",
+           {"choices": MULTIPLICITY}).with_default(VerdictPolicy.default("multiplicity")),
     Option("--reports-dir", "where results.json and report.md go", default=DEFAULT_REPORTS_DIR),
     Option("--evalsuite-spec", "spec file (default: ./evalsuite.toml, else [tool.evalsuite] in ./pyproject.toml)",
            {"dest_name": "spec"}),

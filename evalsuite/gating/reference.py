@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..result import Result
 
 ReferenceKind = Literal["baseline", "reference"]
+BASELINE_DECIMALS = 6  # a baseline file holds scores rounded so (``Result.to_dict``)
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,15 @@ class Reference:
         return cls("reference", result.contract.model_revision,
                    Scores("reference", result.metrics, result.per_query), result.contract,
                    result.dataset.identity.sha256, REVISION_FIELDS)
+
+    def comparable(self, candidate: Scores) -> Scores:
+        """The candidate at this side's precision: against a baseline file, its scores rounded as the file's
+        are, so identical vectors give identical per-query scores (not rounding noise a test could flag)."""
+        if self.kind != "baseline":
+            return candidate
+        return Scores(candidate.label, {m: round(v, BASELINE_DECIMALS) for m, v in candidate.metrics.items()},
+                      {m: {q: round(s, BASELINE_DECIMALS) for q, s in pq.items()}
+                       for m, pq in candidate.per_query.items()})
 
     def problems(self, contract: Contract, dataset_sha256: str) -> list[str]:
         """Why a candidate with this contract and dataset is not comparable with this side (empty: it is)."""

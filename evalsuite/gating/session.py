@@ -8,23 +8,28 @@ whichever worker asks first (`shared.py`), outcomes travel to the controller in 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ..encode.base import Encoder
+from ..errors import EvalsuiteError, SpecError
 from ..pipeline import Prepared, make_encoder, prepare, run
 from ..result import Result
 from .baseline import Baseline, load_baseline, write_baseline
+from .gates import Gate, Outcome, Scores
 from .ledger import BaselineWritten, CanaryRecord, CandidateSeen, Computation, Computed, Ledger, Record, ReferenceSeen
 from .plan import DatasetPlan, SessionPlan
 from .policy import DatasetPolicy, SessionPolicy, session_policy
 from .reference import Reference
 from .report import SessionReport, dataset_report
 from .shared import ComputeOnce
+from .verdicts import GateRequest, judge_all, significance_count
 
 if TYPE_CHECKING:
     from ..canary.checks import Verdict
     from ..canary.context import CanaryContext
     from ..canary.settings import CanarySettings
+    from ..stats import Comparison
     from ..sweep.execute import SweepResult
     from ..sweep.plan import Cell
 
@@ -120,16 +125,24 @@ class GateSession:
         """The candidate's result on a dataset; writes the baseline when the session updates it."""
         def compute() -> Result:
             prepared = self.prepared[name]
-            result = run(prepared.spec, prepared, encoder=self.encoder(prepared))
-            dp = self.dataset_plan(name)
-            if self.plan.update_baseline and dp.baseline is not None:
-                write_baseline(result, dp.baseline)
-                self.ledger.add(BaselineWritten(name, dp.baseline))
-            return result
+            return run(prepared.spec, prepared, encoder=self.encoder(prepared))
 
         result = self._once("candidate", name, compute)
+        baseline = self.dataset_plan(name).baseline
+        if self.plan.update_baseline and baseline is not None:
+            # apart from the result: a failed write must not make the next item evaluate again
+            self.shared.get(f"baseline-{name}", lambda: self._write_baseline(name, result, baseline))
         self._record_once(CandidateSeen(name, dict(result.metrics)), ("candidate", name))
         return result
+
+    def _write_baseline(self, name: str, result: Result, path: Path) -> Path:
+        try:
+            written = write_baseline(result, path)
+        except OSError as exc:
+            raise SpecError(f"--update-baseline: cannot write the baseline {path} ({exc.strerror or exc}); "
+                            "choose a --baseline path in a directory you can write") from None
+        self.ledger.add(BaselineWritten(name, path))
+        return written
 
     def reference(self, name: str) -> Reference | None:
         """The side the dataset's gates compare with (computing a reference run once), or None."""
@@ -143,6 +156,41 @@ class GateSession:
             return None
         self._record_once(ReferenceSeen(name, ref.kind, ref.label, dict(ref.scores.metrics)), ("reference", name))
         return ref
+
+    def verdicts(self) -> dict[str, Outcome | EvalsuiteError]:
+        """Every gate item's outcome, keyed by :meth:`verdict_key`, judged together once per session
+        (the multiplicity correction needs every p-value; under xdist one worker computes, all read)."""
+        def compute() -> dict[str, Outcome | EvalsuiteError]:
+            requests = []
+            for dp in self.datasets:
+                gates = self.dataset_policy(dp.name).gates
+                if not gates:
+                    continue
+                result = self.result(dp.name)
+                ref = self.reference(dp.name)
+                cand = Scores("candidate", result.metrics, result.per_query)
+                requests += [GateRequest(self.verdict_key(dp.name, g), g, ref.comparable(cand) if ref else cand,
+                                         ref.scores if ref else None)
+                             for g in gates if ref is not None or not g.needs_reference]
+            return judge_all(requests, self.plan.verdicts.multiplicity)
+
+        return self.shared.get("verdicts", compute)[0]
+
+    @staticmethod
+    def verdict_key(dataset: str, gate: Gate) -> str:
+        return f"{dataset}/{gate.expr}"
+
+    def sweep_verdicts(self, name: str) -> dict[str, Outcome | EvalsuiteError]:
+        """Every sweep cell's gate outcomes on a dataset against the base, keyed ``cell/gate``, judged together
+        once (the cells' significance-based gates are one family, corrected as the session's policy says)."""
+        def compute() -> dict[str, Outcome | EvalsuiteError]:
+            sweep, gates = self.sweep(name), self.dataset_policy(name).sweep_gates
+            base = Scores("base", sweep.base.metrics, sweep.base.per_query)
+            requests = [GateRequest(f"{c.cell.name}/{g.expr}", g, Scores("cell", c.result.metrics, c.result.per_query),
+                                    base) for c in sweep.cells for g in gates]
+            return judge_all(requests, self.plan.verdicts.multiplicity)
+
+        return self.shared.get(f"sweep-verdicts-{name}", compute)[0]
 
     def contract_problems(self, name: str) -> list[str]:
         ref = self.reference(name)
@@ -182,17 +230,45 @@ class GateSession:
         """The report of the whole session (on the controller, after the workers' ledgers are merged)."""
         from ..sweep.execute import SweepResult
 
+        gates = [g for d in self.policy.datasets for g in d.gates]
+        statement = self.plan.verdicts.statement(significance_count(gates)) if gates else None
         datasets = []
         for dp in self.datasets:
             sweep, result = self.shared.peek(f"sweep-{dp.name}"), self.shared.peek(f"candidate-{dp.name}")
+            result = result if isinstance(result, Result) else None
             datasets.append(dataset_report(
-                dp.name, self.plan.reports_dir / dp.name, result if isinstance(result, Result) else None,
+                dp.name, self.plan.reports_dir / dp.name, result,
                 sweep if isinstance(sweep, SweepResult) else None, self.ledger.candidate(dp.name),
-                self.ledger.reference(dp.name), self.ledger.outcomes(dp.name), self.policy.notes))
+                self.ledger.reference(dp.name), self.ledger.outcomes(dp.name), self.policy.notes, statement,
+                self._comparisons(dp.name, result)))
         return SessionReport(notes=self.policy.notes, canary=tuple(self.ledger.canary()),
                              computations=tuple(self.ledger.computations()),
                              baselines_written=tuple(self.ledger.baselines_written()), datasets=tuple(datasets),
-                             reports_dir=self.plan.reports_dir)
+                             reports_dir=self.plan.reports_dir, statement=statement)
+
+    def _comparisons(self, name: str, result: Result | None) -> dict[str, Comparison]:
+        """Every metric's delta against the baseline or reference run with its CI (empty without both sides),
+        so the summary's A/B rows carry their uncertainty whether or not a gate tests them."""
+        if result is None:
+            return {}
+        if name in self.baselines:
+            ref: Reference | None = Reference.from_baseline(self.baselines[name])
+        else:
+            computed = self.shared.peek(f"reference-{name}")
+            ref = Reference.from_result(computed) if isinstance(computed, Result) else None
+        if ref is None:
+            return {}
+        from ..stats import compare, paired_scores
+
+        cand = ref.comparable(Scores("candidate", result.metrics, result.per_query))
+        metrics = [m for m in cand.per_query if m in ref.scores.per_query]
+        if not metrics:
+            return {}
+        try:
+            _, a, b = paired_scores(cand.per_query, ref.scores.per_query, metrics)
+        except EvalsuiteError:
+            return {}  # the sides share no query: the contract item already says why
+        return dict(zip(metrics, compare(a, b), strict=True))
 
     def close(self) -> None:
         for ctx in self._canary_contexts.values():

@@ -59,9 +59,13 @@ def default_session(cwd: Path) -> GateSession:
 
 def prepared_session(plan: SessionPlan, *, shared_dir: Path | None, worker: str,
                      canary: CanarySettings | None = None) -> GateSession:
+    from .. import preflight
     from .session import GateSession
     from .shared import ComputeOnce
 
+    preflight.session_plan(plan)  # paths it writes, gates vs metrics: before loading anything
     session = GateSession(plan, ComputeOnce(shared_dir), canary=canary, worker=worker)
     session.prepare_all()
+    for name, baseline in session.baselines.items():
+        preflight.baseline_metrics(name, session.dataset_policy(name).gates, baseline.path, tuple(baseline.metrics))
     return session

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import preflight
 from ..options import OUT_OPTION, RUN_OPTIONS, add_options, collect
 from .options import SWEEP_OPTIONS
 
@@ -31,11 +32,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     spec = RunSpec.from_mapping(collect(args, RUN_OPTIONS), source="command line")
     axes = parse_vary(args.vary or [])
     grid = bool(args.grid)
+    preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
     prepared = prepare(spec)
     cells = plan_cells(prepared.contract, axes, grid, info=prepared.model)
-    result = run_sweep(prepared, cells, spec.metrics, axes=axes, grid=grid)
     out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name,
                                                           prepared.model.name) / "sweep"
+    preflight.out_dir(out)
+    result = run_sweep(prepared, cells, spec.metrics, axes=axes, grid=grid)
     paths = write_sweep_reports(result, out)
     ident = prepared.dataset.identity
     st = result.stats

@@ -7,6 +7,7 @@ between passes; each distinct contract is then scored once with :func:`evalsuite
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ from ..metrics import paired_test
 from ..pipeline import Prepared, make_encoder, role_stats_since, score, stats_snapshot
 from ..result import Result
 from .axes import Axis
+from .compare import CORRECTION, CellStats, compare_cells
 from .plan import Cell, ForwardPass, base_cell, plan_passes, validate_cells
 
 EncoderFactory = Callable[[str, int], Encoder]
@@ -84,12 +86,16 @@ class CellResult:
     result: Result
     delta: dict[str, float]
     p_values: dict[str, float]
+    stats: dict[str, CellStats] = field(default_factory=dict)  # per metric: CI, sign-flip p, MDE, BH q-value
 
     @property
     def name(self) -> str:
         return self.cell.name
 
     def significant(self, alpha: float) -> dict[str, bool]:
+        """Per metric: the Benjamini-Hochberg adjusted p-value (uncorrected when no stats) below ``alpha``."""
+        if self.stats:
+            return {m: s.significant(alpha) for m, s in self.stats.items()}
         return {m: p < alpha for m, p in self.p_values.items()}
 
 
@@ -104,6 +110,7 @@ class SweepResult:
     test: str = "student"
     alpha: float = 0.05
     warnings: list[str] = field(default_factory=list)
+    correction: str = CORRECTION  # of the ``*`` marks, across every cell and metric
 
     def cell(self, name: str) -> CellResult:
         for c in self.cells:
@@ -213,6 +220,10 @@ def run_sweep(prepared: Prepared, cells: Sequence[Cell], metrics: Sequence[str] 
             p_values = {m: paired_test(base_result.per_query[m], r.per_query[m], test=test, alpha=alpha)
                         for m in metrics}
         out.append(CellResult(cell, r, delta, p_values))
+    compared = compare_cells(base_result.per_query, {c.cell.name: c.result.per_query for c in out},
+                             {c.cell.name: c.p_values for c in out}, metrics,
+                             same_as_base=[c.cell.name for c in out if c.cell.contract == base])
+    out = [dataclasses.replace(c, stats=compared[c.cell.name]) for c in out]
     stats = SweepStats(passes=tuple(enc.records), models_loaded=enc.models_loaded, cache=enc.cache,
                        encode_seconds=encode_seconds, score_seconds=score_seconds, contracts_scored=len(scored))
     problems = list(base_result.warnings) + enc.cache_problems

@@ -70,7 +70,8 @@ def server_encoders(tiny_info) -> Callable[[int], Any]:
 class FaultServer:
     """An OpenAI-compatible embeddings server on loopback that serves the tiny model, with faults.
 
-    ``fault`` breaks every successful embeddings answer in one way; ``fail_first`` is a list of
+    ``fault`` breaks every successful embeddings answer in one way (``batch_dependent``: vectors shift with
+    the request's size); ``max_length`` is the token limit it encodes at; ``fail_first`` is a list of
     statuses returned before answering properly; ``hang`` makes the embeddings route wait.
     """
 
@@ -95,6 +96,7 @@ class FaultServer:
         self.empty_list_status = 422
         self.hang = False
         self.echo_auth = False  # answer with the Authorization header as the "model" name
+        self.echo_auth_status: int | None = None  # answer embeddings with this status, the header echoed in the body
         self.release = threading.Event()
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -155,6 +157,9 @@ class FaultServer:
         denied = self._denied(request)
         if denied is not None:
             return denied
+        if self.echo_auth_status is not None:
+            return Response(echo_error_body(request.headers.get("Authorization", "")), status=self.echo_auth_status,
+                            content_type="application/json")
         if fail is not None:
             extra = {"Retry-After": self.retry_after} if self.retry_after else None
             return reply({"error": {"message": "try again", "code": fail}}, fail, extra)
@@ -195,6 +200,11 @@ class FaultServer:
             data[0]["embedding"] = [0.0] * len(data[0]["embedding"])
         elif fault == "unnormalized":
             data[0]["embedding"] = [2.0 * x for x in data[0]["embedding"]]
+        elif fault == "batch_dependent":  # vectors depend on how many texts share the request
+            for d in data:
+                e = np.asarray(d["embedding"], dtype=np.float64)
+                e[0] += 0.05 * len(texts)
+                d["embedding"] = list(map(float, e / np.linalg.norm(e)))
         elif fault == "empty_ok" and texts == [""]:
             data[0]["embedding"] = list(map(float, np.ones(len(rows[0])) / np.sqrt(len(rows[0]))))
         if body.get("encoding_format") == "base64":
@@ -210,6 +220,17 @@ class FaultServer:
         from evalsuite.vectors import finalize
 
         return finalize(self.encoders(self.max_length).encode(texts, poolings=["mean"])["mean"], self.hidden, True)
+
+
+def echo_error_body(auth: str) -> str:
+    """A JSON error body (no "error" key, so a client quotes it as text) holding an Authorization header
+    JSON-escaped (``\\/``), raw, URL-encoded and base64."""
+    import base64
+    import urllib.parse
+
+    escaped = json.dumps(auth)[1:-1].replace("/", "\\/")
+    forms = [auth, urllib.parse.quote(auth, safe=""), base64.b64encode(auth.encode()).decode()]
+    return '{"message": "bad request from ' + escaped + '", "forms": ' + json.dumps(forms) + '}'
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from evalsuite.gating.report import SessionReport, dataset_report, summary_rows
 
 
 def _outcome(expr: str, metric: str, passed: bool, value: float) -> Outcome:
-    return Outcome(Gate(metric, "max_drop", 0.01, expr), passed, value, 0.5, value - 0.5)
+    return Outcome(Gate(metric, "max_drop", 0.01, expr), "pass" if passed else "fail", value, 0.5, value - 0.5)
 
 
 def test_summary_verdicts_come_from_gate_items_only():
@@ -19,10 +19,10 @@ def test_summary_verdicts_come_from_gate_items_only():
     gates = [GateRecord("d", "gate[a]", _outcome("ndcg@10:max_drop=0.01", "ndcg@10", False, 0.48)),
              GateRecord("d", "gate[b]", _outcome("mrr@10:max_drop=0.01", "mrr@10", True, 0.6))]
     rows = {r.metric: r for r in summary_rows(cand, ref, gates)}
-    assert rows["ndcg@10"].verdict is False and rows["ndcg@10"].delta == pytest.approx(-0.02)
-    assert rows["mrr@10"].verdict is True
+    assert rows["ndcg@10"].verdict == "fail" and rows["ndcg@10"].delta == pytest.approx(-0.02)
+    assert rows["mrr@10"].verdict == "pass"
     assert rows["recall@10"].verdict is None and rows["recall@10"].reference is None
-    assert rows["ndcg@10"].cells() == ("ndcg@10", "0.5000", "0.4800", "-0.0200", "FAIL")
+    assert rows["ndcg@10"].cells() == ("ndcg@10", "0.5000", "0.4800", "-0.0200", "-", "-", "FAIL")
 
 
 def test_sweep_cell_outcomes_do_not_decide_the_dataset_verdict(tmp_path):
@@ -30,7 +30,7 @@ def test_sweep_cell_outcomes_do_not_decide_the_dataset_verdict(tmp_path):
     cell = SweepCellRecord("d", "sweep[dim=16]", "dim=16", _outcome("ndcg@10:max_drop=0.01", "ndcg@10", False, 0.1))
     gate = GateRecord("d", "gate[x]", _outcome("ndcg@10:max_drop=0.01", "ndcg@10", True, 0.5))
     report = dataset_report("d", tmp_path, None, None, cand, None, [cell, gate], ())
-    assert [r.verdict for r in report.rows] == [True]
+    assert [r.verdict for r in report.rows] == ["pass"]
     assert report.side == "baseline" and report.results is None  # no result: no files
     assert report.write() == []
 
@@ -43,4 +43,4 @@ def test_terminal_lines():
     lines = report.lines
     assert lines[0] == "d: a note" and lines[-1] == "reports: r"
     assert "computed candidate-d in gw0" in lines and "d:" in lines
-    assert any(line.split() == ["ndcg@10", "-", "0.5000", "-", "-"] for line in lines)
+    assert any(line.split() == ["ndcg@10", "-", "0.5000", "-", "-", "-", "-"] for line in lines)

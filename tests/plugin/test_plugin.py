@@ -219,7 +219,7 @@ def test_uses_result(evalsuite_result):
 
 
 @pytest.mark.integration
-def test_real_model_cls_pooling_regresses_against_baseline(pytester, minibeir_dir):
+def test_real_model_cls_pooling_regresses_against_baseline(pytester, minibeir_dir, bundled_model_loaded):
     rev = directory_digest(__import__("evalsuite.model", fromlist=["x"]).bundled_model_dir())
     common = [*BASE, "--model-rev", rev, "--dataset", str(minibeir_dir), "--no-cache", "--device", "cpu"]
     pytester.runpytest(*common, "--update-baseline", "--baseline", "b.json").assert_outcomes(passed=2)
