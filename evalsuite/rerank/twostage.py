@@ -3,10 +3,10 @@
 One first stage serves every rerank depth: the pairs of the deepest depth are scored once, and a
 shallower depth reuses the scores of its pairs (a pair's score does not depend on the depth).
 
-Order of the reranked list (the one documented tie order): the first N documents of the first stage
-sorted by score, best first, ties by document id; then the first stage's remaining documents in
-their first-stage order. The ranking handed to ranx carries rank-derived scores (strictly
-decreasing), so the metrics are computed on exactly that order.
+Order of the reranked list: the first N documents of the first stage sorted by score in the documented
+tie order of :mod:`evalsuite.search` (score descending, equal scores by document id descending); then the
+first stage's remaining documents in their first-stage order. The result is a ``search.Ranking`` whose
+scores encode that order (``n - rank``), so the metrics and ``run.trec`` see exactly that order.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from ..datasets import Dataset
 from ..errors import SpecError
 from ..metrics import evaluate as score_metrics
 from ..result import Result
+from ..search import Ranking
 from .gain import StageDelta, stage_deltas
 
-Ranking = dict[str, dict[str, float]]
 PairScorer = Callable[[Sequence[tuple[str, str]], Sequence[str]], np.ndarray]  # (pairs, labels) -> scores
 PairScores = dict[str, dict[str, float]]  # {qid: {docid: reranker score}}
 
@@ -73,7 +73,10 @@ def score_pairs(first: Any, dataset: Dataset, depth: int, scorer: PairScorer) ->
 def rerank(first: Any, pair_scores: Mapping[str, Mapping[str, float]], depth: int,
            query_ids: Sequence[str]) -> Ranking:
     """The reranked ranking of every query (see the module docstring for the order)."""
-    out: Ranking = {}
+    from ..search import tie_order_key
+
+    doc_ids: dict[str, tuple[str, ...]] = {}
+    values: dict[str, tuple[float, ...]] = {}
     for qid in query_ids:
         ranked = top_ids(first, qid, 1 << 30)
         head, tail = ranked[:depth], ranked[depth:]
@@ -82,10 +85,10 @@ def rerank(first: Any, pair_scores: Mapping[str, Mapping[str, float]], depth: in
         if missing:
             raise SpecError(f"query {qid}: no reranker score for document {missing[0]} at depth {depth}; "
                             "score the pairs at this depth or deeper first")
-        order = sorted(head, key=lambda d: (-scores[d], d)) + tail
-        n = len(order)
-        out[qid] = {d: float(n - i) for i, d in enumerate(order)}
-    return out
+        order = sorted(head, key=lambda d: tie_order_key(d, scores[d])) + tail
+        doc_ids[qid] = tuple(order)
+        values[qid] = tuple(float(len(order) - i) for i in range(len(order)))
+    return Ranking(doc_ids, values, depth=getattr(first, "depth", None), corpus_size=getattr(first, "corpus_size", None))
 
 
 @dataclass

@@ -22,7 +22,8 @@ def test_rerank_orders_the_head_by_score_ties_by_id_and_keeps_the_tail():
     first = {"q": {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.6, "e": 0.5}}
     scores = {"q": {"a": 0.1, "b": 0.5, "c": 0.5, "d": 9.0}}
     out = rerank(first, scores, 3, ["q"])
-    assert list(out["q"]) == ["b", "c", "a", "d", "e"]  # head by score (b, c tie -> id), then d, e as before
+    # head by score (b, c tie -> id descending, the documented tie order), then d, e as before
+    assert list(out["q"]) == ["c", "b", "a", "d", "e"]
     values = list(out["q"].values())
     assert all(x > y for x, y in itertools.pairwise(values))  # ranx sees exactly this order
     with pytest.raises(SpecError, match="no reranker score for document d at depth 4"):
@@ -75,7 +76,7 @@ def test_one_scoring_serves_every_depth_and_the_metrics_match_ranx(first_stage):
     expected = {}
     for q in ds.query_ids:
         order = list(first_stage.ranking[q])
-        head = sorted(order[:2], key=lambda d: (-ds.qrels[q].get(d, 0), d))
+        head = sorted(sorted(order[:2], reverse=True), key=lambda d: -ds.qrels[q].get(d, 0))  # ties: id descending
         expected[q] = {d: float(len(order) - i) for i, d in enumerate(head + order[2:])}
     agg, _ = evaluate(ds.qrels, expected, metrics)
     assert results[0].metrics == pytest.approx(agg)
