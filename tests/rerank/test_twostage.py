@@ -120,3 +120,14 @@ def test_rerank_cli_writes_both_stages(tiny_model_dir, cross_encoder_dir, small_
     pairs = [tuple(line.split()[:3:2]) for line in (tmp_path / "run.trec").read_text().splitlines()]
     first = [tuple(line.split()[:3:2]) for line in (tmp_path / "first_stage.trec").read_text().splitlines()]
     assert len(pairs) == len(first) > 0 and set(pairs) == set(first)  # reranking reorders, never drops
+
+
+def test_run_with_a_reranker_is_the_two_stage_run(tiny_model_dir, cross_encoder_dir, small_beir, tmp_path, capsys):
+    from evalsuite.cli import main
+
+    code = main(["run", "--model", str(tiny_model_dir), "--dataset", str(small_beir), "--device", "cpu", "--no-cache",
+                 "--reranker", str(cross_encoder_dir), "--rerank-depth", "5", "--out", str(tmp_path)])
+    assert code == 0
+    report = json.loads((tmp_path / "rerank.json").read_text())
+    assert [d["depth"] for d in report["depths"]] == [5]
+    assert set(report["depths"][0]["reranked"]["metrics"]) == set(report["depths"][0]["first_stage"]["metrics"])
