@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .errors import ContractError, SpecError
+from .index.spec import canonical
 
 POOLINGS = ("cls", "mean", "last")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -42,6 +43,7 @@ class Contract:
     truncation: str
     dim: int
     similarity: str = "cosine"
+    index: str = "flat"  # the index searched (canonical text, see evalsuite.index.spec); flat = exact
     matryoshka_dims: tuple[int, ...] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -55,6 +57,7 @@ class Contract:
             raise SpecError(f"dim={self.dim!r} must be a positive integer")
         if self.similarity == "cosine" and not self.normalize:
             raise SpecError("similarity 'cosine' needs normalize=true; use similarity 'dot' for raw vectors")
+        object.__setattr__(self, "index", canonical(self.index))  # "hnsw" and its defaults spelled out compare equal
 
     def prefix(self, role: str) -> str:
         _choice("role", role, ROLES)
@@ -69,7 +72,7 @@ class Contract:
         return [prefix + t for t in texts]
 
     def forward_key(self, role: str) -> tuple[str, ...]:
-        """What needs its own forward pass: pooling, dim and normalize do not."""
+        """What needs its own forward pass: pooling, dim, normalize and index do not."""
         return (self.model_revision, self.tokenizer_revision, self.dtype, str(self.max_length),
                 self.truncation, role, self.prefix(role))
 
@@ -99,6 +102,8 @@ class Contract:
     def fingerprint(self) -> str:
         d = self.to_dict()
         d.pop("matryoshka_dims")
+        if d["index"] == "flat":  # contracts from before the index field keep their fingerprint
+            d.pop("index")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
     def diff(self, other: "Contract", *, ignore: tuple[str, ...] = ()) -> dict[str, tuple[Any, Any]]:
