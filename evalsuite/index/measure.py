@@ -24,7 +24,7 @@ RECALL_KS = (10, 100)
 LATENCY_QUERIES = 200  # single-query searches timed (the first ones)
 BATCH_SIZE = 64
 MIN_BATCH_SAMPLES = 5
-_TIE_EPS = 1e-5
+_TIE_EPS = 1e-6
 
 
 @dataclass(frozen=True)
