@@ -9,8 +9,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .errors import ContractError, SpecError
 from .index.spec import canonical
@@ -76,7 +77,7 @@ class Contract:
         return (self.model_revision, self.tokenizer_revision, self.dtype, str(self.max_length),
                 self.truncation, role, self.prefix(role))
 
-    def replace(self, **changes: Any) -> "Contract":
+    def replace(self, **changes: Any) -> Contract:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,7 +86,7 @@ class Contract:
         return d
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str = "contract") -> "Contract":
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "contract") -> Contract:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - names
         if unknown:
@@ -106,7 +107,7 @@ class Contract:
             d.pop("index")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
-    def diff(self, other: "Contract", *, ignore: tuple[str, ...] = ()) -> dict[str, tuple[Any, Any]]:
+    def diff(self, other: Contract, *, ignore: tuple[str, ...] = ()) -> dict[str, tuple[Any, Any]]:
         """Fields whose values differ, as {field: (self, other)}."""
         out: dict[str, tuple[Any, Any]] = {}
         for f in dataclasses.fields(self):
@@ -117,7 +118,7 @@ class Contract:
                 out[f.name] = (a, b)
         return out
 
-    def describe_diff(self, other: "Contract", labels: tuple[str, str] = ("expected", "found"),
+    def describe_diff(self, other: Contract, labels: tuple[str, str] = ("expected", "found"),
                       ignore: tuple[str, ...] = ()) -> str:
         diffs = self.diff(other, ignore=ignore)
         return "; ".join(f"{k}: {labels[0]} {a!r}, {labels[1]} {b!r}" for k, (a, b) in diffs.items())

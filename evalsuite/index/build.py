@@ -38,6 +38,7 @@ def _new_index(spec: IndexSpec, d: int, metric: int) -> Any:
 
     if spec.kind == "flat":
         return faiss.IndexFlat(d, metric)
+    index: Any
     if spec.kind == "hnsw":
         index = faiss.IndexHNSWFlat(d, spec.get("M"), metric)
         index.hnsw.efConstruction = spec.get("efc")
@@ -114,10 +115,11 @@ def build(spec: IndexSpec, vectors: np.ndarray, similarity: str, *, use_gpu: boo
     import faiss
 
     x = np.ascontiguousarray(vectors, dtype=np.float32)
-    n, d = x.shape
+    d = x.shape[1]
     metric = _metric(similarity)
     resources = None
     device = "cpu"
+    index: Any
     t0 = time.perf_counter()
     if spec.kind == "binary":
         index = faiss.IndexBinaryFlat(8 * ((d + 7) // 8))

@@ -27,7 +27,7 @@ class Footprint:
     rescore_bytes_per_vector: int
 
     def total(self, n: int) -> int:
-        return int(round(self.bytes_per_vector * n + self.fixed_bytes))
+        return round(self.bytes_per_vector * n + self.fixed_bytes)
 
 
 def footprint(spec: IndexSpec, d: int) -> Footprint:

@@ -126,14 +126,14 @@ def ranking_of(scores: np.ndarray, ids: np.ndarray, query_ids: Sequence[str], do
 def _latencies(built: BuiltIndex, queries: np.ndarray, k: int, latency_queries: int,
                batch_size: int) -> tuple[Latency, Latency, int]:
     built.search(queries[:1], k)  # warm-up
-    single = []
+    single: list[float] = []
     for i in range(min(latency_queries, len(queries))):
         t0 = time.perf_counter()
         built.search(queries[i:i + 1], k)
         single.append(time.perf_counter() - t0)
     size = max(1, min(batch_size, len(queries)))
     batches = [queries[i:i + size] for i in range(0, len(queries), size)]
-    timed = []
+    timed: list[float] = []
     while len(timed) < MIN_BATCH_SAMPLES:
         for b in batches:
             t0 = time.perf_counter()

@@ -155,7 +155,7 @@ def resolve(spec: IndexSpec, n: int, d: int) -> tuple[IndexSpec, tuple[str, ...]
     m = _largest_divisor_at_most(d, asked_m if asked_m is not None else max(1, d // 8))
     if asked_m is not None and m != asked_m:
         notes.append(f"m {asked_m} -> {m}: the largest divisor of dim {d} not above it")
-    nbits = min(spec.get("nbits"), max(1, int(math.floor(math.log2(max(enough, 2))))))
+    nbits = min(spec.get("nbits"), max(1, math.floor(math.log2(max(enough, 2)))))
     if nbits != spec.get("nbits"):
         notes.append(f"nbits {spec.get('nbits')} -> {nbits}: {n} vectors train at most {enough} centroids "
                      "per sub-quantizer")

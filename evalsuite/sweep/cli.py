@@ -21,8 +21,8 @@ def register(subparsers: Any) -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from ..pipeline import prepare
-    from ..reports.run_reports import default_run_dir
     from ..reports.index_reports import index_table_rows, matryoshka_rows
+    from ..reports.run_reports import default_run_dir
     from ..reports.sweep_reports import sweep_table_rows, write_sweep_reports
     from ..spec import RunSpec
     from . import parse_vary, plan_cells, run_sweep
