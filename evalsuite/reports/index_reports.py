@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..index.footprint import human_bytes
+from .markdown import table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -104,3 +105,43 @@ def index_figures(result: SweepResult) -> list[tuple[str, Figure]]:
                         "the line joins the cells no other cell beats on both. Re-scoring cells also read float32 "
                         "vectors (not counted here; they may live on disk).", fig))
     return figures
+
+
+_INDEX_NOTE = ("Recall@k vs exact: the share of the exact (flat) search's top-k that the index's depth-k search "
+               "returns, averaged over queries (ANN-benchmarks). Δ vs flat: the cell minus exact search over the "
+               "same vectors; `*` marks p < alpha in the paired test. Latency: one search call, single query or "
+               "one batch. 1M vectors: the spec built over one million vectors (centroids and codebooks "
+               "included).")
+
+
+def index_markdown(result: SweepResult) -> list[str]:
+    """The index sections of report.md (none when no cell varies the index)."""
+    if not index_cells(result):
+        return []
+    headers, rows = index_table_rows(result)
+    parts = ["\n## Index cost\n\n", _INDEX_NOTE + "\n\n", table(headers, rows)]
+    notes = {n for c in index_cells(result) if c.index for n in c.index.report.notes}
+    if notes:
+        parts.append("".join(f"- {n}\n" for n in sorted(notes)))
+    pivot = matryoshka_rows(result)
+    if pivot:
+        parts += ["\n## Matryoshka x quantization\n\n", table(*pivot)]
+    return parts
+
+
+def index_html(result: SweepResult) -> list[str]:
+    """The index sections of report.html: tables and the Pareto plots."""
+    from . import html as h
+
+    if not index_cells(result):
+        return []
+    headers, rows = index_table_rows(result)
+    parts = [h.heading("Index cost"), h.paragraph(_INDEX_NOTE.replace("`", ""), "meta"), h.table(headers, rows)]
+    notes = sorted({n for c in index_cells(result) if c.index for n in c.index.report.notes})
+    parts += [h.paragraph(n, "meta") for n in notes]
+    pivot = matryoshka_rows(result)
+    if pivot:
+        parts += [h.heading("Matryoshka x quantization"), h.table(*pivot)]
+    for caption, fig in index_figures(result):
+        parts.append(h.figure_html(h.png_data_uri(fig), caption))
+    return parts

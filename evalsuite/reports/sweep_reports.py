@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..io import atomic_write_json, atomic_write_text
 from ..result import SCHEMA_VERSION
 from ..sweep.registry import declaration
-from .index_reports import index_cells, index_table_rows, matryoshka_rows
+from .index_reports import index_html, index_markdown
 from .markdown import contract_rows, table
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def sweep_markdown(result: SweepResult) -> str:
         "## Results\n\n", table(headers, rows),
         "\n## Significance (p-values vs base)\n\n", table(ph, pr),
     ]
-    parts += _index_markdown(result)
+    parts += index_markdown(result)
     if any(shows_storage(c) for c in result.cells):
         parts += ["\n## Storage (float32, flat index)\n\n",
                   table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result))]
@@ -161,45 +161,6 @@ def sweep_markdown(result: SweepResult) -> str:
     if result.warnings:
         parts += ["\n## Warnings\n\n", "".join(f"- {w}\n" for w in result.warnings)]
     return "".join(parts)
-
-
-_INDEX_NOTE = ("Recall@k vs exact: the share of the exact (flat) search's top-k that the index's depth-k search "
-               "returns, averaged over queries (ANN-benchmarks). Δ vs flat: the cell minus exact search over the "
-               "same vectors; `*` marks p < alpha in the paired test. Latency: one search call, single query or "
-               "one batch. 1M vectors: the spec built over one million vectors (centroids and codebooks "
-               "included).")
-
-
-def _index_markdown(result: SweepResult) -> list[str]:
-    if not index_cells(result):
-        return []
-    headers, rows = index_table_rows(result)
-    parts = ["\n## Index cost\n\n", _INDEX_NOTE + "\n\n", table(headers, rows)]
-    notes = {n for c in index_cells(result) if c.index for n in c.index.report.notes}
-    if notes:
-        parts.append("".join(f"- {n}\n" for n in sorted(notes)))
-    pivot = matryoshka_rows(result)
-    if pivot:
-        parts += ["\n## Matryoshka x quantization\n\n", table(*pivot)]
-    return parts
-
-
-def _index_html(result: SweepResult) -> list[str]:
-    from . import html as h
-    from .index_reports import index_figures
-
-    if not index_cells(result):
-        return []
-    headers, rows = index_table_rows(result)
-    parts = [h.heading("Index cost"), h.paragraph(_INDEX_NOTE.replace("`", ""), "meta"), h.table(headers, rows)]
-    notes = sorted({n for c in index_cells(result) if c.index for n in c.index.report.notes})
-    parts += [h.paragraph(n, "meta") for n in notes]
-    pivot = matryoshka_rows(result)
-    if pivot:
-        parts += [h.heading("Matryoshka x quantization"), h.table(*pivot)]
-    for caption, fig in index_figures(result):
-        parts.append(h.figure_html(h.png_data_uri(fig), caption))
-    return parts
 
 
 # -- plots --------------------------------------------------------------------------------------
@@ -282,7 +243,7 @@ def sweep_html(result: SweepResult) -> str:
         parts.append(h.figure_html(h.png_data_uri(fig), caption))
     ph, pr = _p_rows(result)
     parts += [h.heading("Significance (p-values vs base)"), h.table(ph, pr)]
-    parts += _index_html(result)
+    parts += index_html(result)
     if any(shows_storage(c) for c in result.cells):
         parts += [h.heading("Storage (float32, flat index)"),
                   h.table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result))]

@@ -226,7 +226,8 @@ def run_sweep(prepared: Prepared, cells: Sequence[Cell], metrics: Sequence[str] 
         else:
             p_values = {m: paired_test(base_result.per_query[m], r.per_query[m], test=test, alpha=alpha)
                         for m in metrics}
-        index = reports.get(cell.contract) if cell.label("index") is not None else None
+        measured = cell.label("index") is not None or cell.contract.index != "flat"
+        index = reports.get(cell.contract) if measured else None
         out.append(CellResult(cell, r, delta, p_values, index))
     stats = SweepStats(passes=tuple(enc.records), models_loaded=enc.models_loaded, cache=enc.cache,
                        encode_seconds=encode_seconds, score_seconds=score_seconds, contracts_scored=len(scored))
