@@ -148,3 +148,21 @@ def test_sweep_command_prints_the_index_table(tiny_model_dir, minibeir_dir, tmp_
     text = capsys.readouterr().out
     assert "index cost" in text and "recall@10 vs exact" in text and "dim \\ index" in text
     assert "forward passes 1 query + 1 document" in text
+
+
+def test_a_base_on_another_index_is_measured_against_flat_search_it_never_lists(tiny_model_dir, minibeir_dir,
+                                                                              tmp_path):
+    import dataclasses
+
+    spec = RunSpec(model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu", metrics=METRICS,
+                   cache_dir=str(tmp_path / "cache"))
+    prepared = prepare(spec)
+    prepared = dataclasses.replace(prepared, contract=prepared.contract.replace(index="binary"))
+    axes = parse_vary(["dim=16"])
+    result = run_sweep(prepared, plan_cells(prepared.contract, axes, info=prepared.model), METRICS, axes=axes)
+    cell = result.cell("dim=16")
+    assert cell.result.contract.index == "binary" and cell.index is not None
+    assert cell.index.report.requested == "binary" and cell.index.report.dim == 16
+    assert 0.0 < cell.index.report.recall[10] < 1.0
+    assert result.base.manifest["index"]["type"] == "binary"
+    assert result.stats.contracts_scored == 4  # base and cell, each with its flat reference
