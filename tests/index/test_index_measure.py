@@ -10,7 +10,7 @@ from evalsuite.index.spec import parse_index, resolve
 from evalsuite.search import search
 
 N, D, NQ = 3000, 64, 60
-APPROXIMATE = ("hnsw:M=8,efc=16,ef=10", "ivf:nlist=32,nprobe=2", "ivfpq:nlist=16,nprobe=4,m=8,nbits=6", "sq8",
+APPROXIMATE = ("hnsw:M=8,efc=16,ef=10", "ivf:nlist=32,nprobe=2", "ivfpq:nlist=16,nprobe=4,m=8,nbits=4", "sq8",
                "binary", "binary+rescore=40")
 
 
@@ -98,7 +98,7 @@ def test_l2_indexes_rank_by_negated_squared_distance(data):
             assert run.ranking[q][dids[d0]] == pytest.approx(-float(((queries[qi] - docs[d0]) ** 2).sum()), rel=1e-3)
 
 
-@pytest.mark.parametrize("text", ["flat", "hnsw:M=16", "ivf:nlist=32", "ivfpq:nlist=32,m=16,nbits=6", "sq8", "binary"])
+@pytest.mark.parametrize("text", ["flat", "hnsw:M=16", "ivf:nlist=32", "ivfpq:nlist=32,m=8,nbits=4", "sq8", "binary"])
 def test_the_memory_model_matches_what_faiss_serializes(data, text):
     docs = data[1]
     spec, _ = resolve(parse_index(text), N, D)
