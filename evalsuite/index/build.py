@@ -18,6 +18,7 @@ from .spec import IndexSpec
 
 GPU_KINDS = ("flat", "ivf", "ivfpq")  # kinds FAISS can move to a GPU as built here (IVF-PQ with 8-bit codes)
 SIMILARITIES = ("cosine", "dot", "l2")
+_GATHER_FLOATS = 16 * 1024 * 1024  # candidate vector floats gathered at once for exact re-scoring (64 MB)
 
 
 def _metric(similarity: str) -> int:
@@ -95,13 +96,19 @@ class BuiltIndex:
         return scores, ids
 
     def exact_scores(self, queries: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """The exact similarity (higher is better) of each query to each of its ``ids``; -inf for -1."""
-        rows = self.vectors[np.where(ids >= 0, ids, 0)]
-        if self.similarity == "l2":
-            scores = -np.sum((rows - queries[:, None, :]) ** 2, axis=2)
-        else:
-            scores = np.einsum("qd,qkd->qk", queries, rows)
-        return np.where(ids >= 0, scores, -np.inf).astype(np.float32)
+        """The exact similarity (higher is better) of each query to each of its ``ids``; -inf for -1.
+        Queries go in blocks so the gathered candidate vectors stay small."""
+        out = np.empty(ids.shape, dtype=np.float32)
+        block = max(1, _GATHER_FLOATS // max(1, ids.shape[1] * self.vectors.shape[1]))
+        for s in range(0, len(ids), block):
+            q, i = queries[s:s + block], ids[s:s + block]
+            rows = self.vectors[np.where(i >= 0, i, 0)]
+            if self.similarity == "l2":
+                scores = -np.sum((rows - q[:, None, :]) ** 2, axis=2)
+            else:
+                scores = np.einsum("qd,qkd->qk", q, rows)
+            out[s:s + block] = np.where(i >= 0, scores, -np.inf)
+        return out
 
     def _rescore(self, q: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         exact = self.exact_scores(q, ids)

@@ -134,3 +134,15 @@ def test_ranking_orders_ties_by_document_id_and_drops_missing_hits():
     ids = np.array([[2, 0, 1, -1]])
     ranking = ranking_of(scores, ids, ["q"], ["a", "b", "c"])
     assert list(ranking["q"].items()) == [("a", pytest.approx(0.9)), ("b", 0.5), ("c", 0.5)]
+
+
+def test_rescoring_in_small_blocks_gives_the_same_answer(data, monkeypatch):
+    import evalsuite.index.build as build_module
+
+    queries, docs = data[0], data[1]
+    built = build(resolve(parse_index("binary+rescore=50"), N, D)[0], docs, "cosine")
+    whole = built.search(queries, 10)
+    monkeypatch.setattr(build_module, "_GATHER_FLOATS", 3 * 50 * D)  # three queries per block
+    blocks = built.search(queries, 10)
+    assert np.array_equal(whole[1], blocks[1]) and np.allclose(whole[0], blocks[0])
+    assert np.allclose(whole[0], np.take_along_axis(queries @ docs.T, whole[1], axis=1), atol=1e-5)
