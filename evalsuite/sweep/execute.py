@@ -87,7 +87,7 @@ class CellResult:
     result: Result
     delta: dict[str, float]
     p_values: dict[str, float]
-    index: IndexCell | None = None  # set when the cell varies the index axis
+    index: IndexCell | None = None  # set when the cell varies the index axis or its contract's index is not flat
 
     @property
     def name(self) -> str:

@@ -134,6 +134,10 @@ def _crossing_groups(axes: Sequence[Axis]) -> list[list[Axis]]:
             continue
         group = [b for b in axes if b.name not in placed and (b is axis or b.name in axis.declaration.crosses
                                                               or axis.name in b.declaration.crosses)]
+        clash = conflicts(group)
+        if clash:
+            a, b, field = clash[0]
+            raise SpecError(f"{a} is crossed with {b} but both set the contract's {field}; vary only one of them")
         placed |= {b.name for b in group}
         groups.append(group)
     return groups
