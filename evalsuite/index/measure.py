@@ -75,9 +75,15 @@ class IndexReport:
                 "recall_vs_exact": {f"recall@{k}": round(v, 6) for k, v in self.recall.items()},
                 "query_latency": self.query_latency.to_dict(),
                 "batch_latency": dict(self.batch_latency.to_dict(), batch_size=self.batch_size),
+                "queries_per_second": round(self.queries_per_second, 1),
                 "bytes_per_vector": round(self.bytes_per_vector, 2), "fixed_bytes": self.fixed_bytes,
                 "rescore_bytes_per_vector": self.rescore_bytes_per_vector,
                 "serialized_bytes": self.serialized_bytes, "bytes_1m_vectors": self.bytes_1m_vectors}
+
+    @property
+    def queries_per_second(self) -> float:
+        """Throughput at the median batch latency (one thread)."""
+        return self.batch_size / (self.batch_latency.p50_ms / 1000.0) if self.batch_latency.p50_ms > 0 else 0.0
 
     def manifest_entry(self) -> dict[str, Any]:
         """The manifest's ``index`` section: what a query service must build to match these results."""

@@ -123,6 +123,7 @@ def test_the_report_times_single_queries_and_batches(data):
     assert report.batch_latency.samples >= 5
     assert 0 < report.query_latency.p50_ms <= report.query_latency.p95_ms
     assert 0 < report.batch_latency.p50_ms <= report.batch_latency.p95_ms
+    assert report.queries_per_second == pytest.approx(16 / (report.batch_latency.p50_ms / 1000))
     assert report.build_seconds > 0 and report.threads == 1 and report.device == "cpu"
     entry = report.manifest_entry()
     assert entry["type"] == "hnsw:M=8,efc=40,ef=64" and entry["dim"] == D and entry["vectors"] == N
