@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ..encode.secret import cut
 from .checks import CanaryContext, Verdict, check_names, run_check
 from .settings import CanarySettings
 
@@ -41,7 +42,7 @@ class CanaryOutcome:
 def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext:
     """A context whose reference is the local encoder of ``prepared`` (one model load, shared)."""
     from ..pipeline import make_encoder, run
-    from ..reference import ContractEncoder
+    from ..encode.contract_encoder import ContractEncoder
 
     @lru_cache(maxsize=1)
     def encoder() -> Encoder:
@@ -62,6 +63,7 @@ def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None 
                 on_verdict(verdict)
     finally:
         ctx.close()
+    served = ctx.known_served_model()
     return CanaryOutcome(settings=ctx.settings, contract=ctx.contract.to_dict(),
                          dataset=ctx.prepared.dataset.identity.to_dict(),
-                         served_model=ctx.known_served_model(), verdicts=tuple(verdicts))
+                         served_model=None if served is None else cut(served), verdicts=tuple(verdicts))

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from ..search import Ranking, tie_order_key
 from .build import BuiltIndex, build, serialized_bytes
 from .footprint import ONE_MILLION, bytes_for, footprint
 from .spec import IndexSpec, resolve
 
-Ranking = dict[str, dict[str, float]]
 RECALL_KS = (10, 100)
 LATENCY_QUERIES = 200  # single-query searches timed (the first ones)
 BATCH_SIZE = 64
@@ -119,14 +119,19 @@ def recall_vs_exact(built: BuiltIndex, queries: np.ndarray, query_ids: Sequence[
     return float(np.mean(shares)) if shares else 0.0
 
 
-def ranking_of(scores: np.ndarray, ids: np.ndarray, query_ids: Sequence[str], doc_ids: Sequence[str]) -> Ranking:
-    """{qid: {docid: score}} best first; equal scores ordered by document id (as exact search)."""
-    out: Ranking = {}
+def ranking_of(scores: np.ndarray, ids: np.ndarray, query_ids: Sequence[str], doc_ids: Sequence[str], *,
+               depth: int | None = None) -> Ranking:
+    """The index's hits as a :class:`~evalsuite.search.Ranking` in the documented tie order (score
+    descending, then document id descending); ids of -1 (nothing found) are dropped. Unlike exact
+    search, a tie group straddling the depth is cut where the index cut it."""
+    docs: dict[str, tuple[str, ...]] = {}
+    values: dict[str, tuple[float, ...]] = {}
     for qi, qid in enumerate(query_ids):
-        hits = sorted(((float(s), doc_ids[int(j)]) for s, j in zip(scores[qi], ids[qi], strict=True) if j >= 0),
-                      key=lambda h: (-h[0], h[1]))
-        out[qid] = {d: s for s, d in hits}
-    return out
+        hits = sorted(((str(doc_ids[int(j)]), float(s)) for s, j in zip(scores[qi], ids[qi], strict=True) if j >= 0),
+                      key=lambda h: tie_order_key(*h))
+        docs[str(qid)] = tuple(d for d, _ in hits)
+        values[str(qid)] = tuple(v for _, v in hits)
+    return Ranking(docs, values, depth=depth, corpus_size=len(doc_ids))
 
 
 def _latencies(built: BuiltIndex, queries: np.ndarray, k: int, latency_queries: int,
@@ -163,7 +168,7 @@ def evaluate_index(spec: IndexSpec, query_vectors: np.ndarray, doc_vectors: np.n
     resolved, notes = resolve(spec, n, d)
     built = build(resolved, doc_vectors, similarity, use_gpu=use_gpu)
     scores, ids = built.search(q, k)
-    ranking = ranking_of(scores, ids, query_ids, doc_ids)
+    ranking = ranking_of(scores, ids, query_ids, doc_ids, depth=min(k, n))
     recall = {kk: recall_vs_exact(built, q, query_ids, doc_ids, exact, min(kk, n))
               for kk in dict.fromkeys(min(r, n) for r in recall_ks)}
     threads = int(faiss.omp_get_max_threads())

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from ..sweep.execute import CellResult, SweepResult
+    from ..sweep.index_cells import IndexCell
 
 
 def index_cells(result: SweepResult) -> list[CellResult]:
@@ -30,7 +31,7 @@ def index_table_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
     m = result.metrics[0]
     ks = _recall_ks(result)
     headers = (["cell", "index (as built)", "dim"] + [f"recall@{k} vs exact" for k in ks]
-               + [m, f"Δ {m} vs flat", "build s", "query p50/p95 ms", "batch p50/p95 ms", "bytes/vector",
+               + [m, f"Δ {m} vs flat [95% CI]", "build s", "query p50/p95 ms", "batch p50/p95 ms", "bytes/vector",
                   "1M vectors"])
     rows = []
     for c in index_cells(result):
@@ -41,11 +42,16 @@ def index_table_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
         star = "*" if ix.p_vs_flat[m] < result.alpha else ""
         rows.append([c.cell.name, r.effective, str(r.dim)]
                     + [f"{r.recall[k]:.4f}" if k in r.recall else "" for k in ks]
-                    + [f"{c.result.metrics[m]:.4f}", f"{ix.delta_vs_flat[m]:+.4f}{star}", f"{r.build_seconds:.3f}",
+                    + [f"{c.result.metrics[m]:.4f}", _delta_ci(ix, m) + star, f"{r.build_seconds:.3f}",
                        f"{r.query_latency.p50_ms:.3f}/{r.query_latency.p95_ms:.3f}",
                        f"{r.batch_latency.p50_ms:.2f}/{r.batch_latency.p95_ms:.2f} (x{r.batch_size})",
                        f"{r.bytes_per_vector:.1f}", human_bytes(r.bytes_1m_vectors)])
     return headers, rows
+
+
+def _delta_ci(ix: IndexCell, metric: str) -> str:
+    ci = ix.vs_flat[metric].ci
+    return f"{ci.delta:+.4f} [{ci.low:+.4f}, {ci.high:+.4f}]"
 
 
 def matryoshka_rows(result: SweepResult) -> tuple[list[str], list[list[str]]] | None:
@@ -109,7 +115,8 @@ def index_figures(result: SweepResult) -> list[tuple[str, Figure]]:
 
 _INDEX_NOTE = ("Recall@k vs exact: the share of the exact (flat) search's top-k that the index's depth-k search "
                "returns, averaged over queries (ANN-benchmarks). Δ vs flat: the cell minus exact search over the "
-               "same vectors; `*` marks p < alpha in the paired test. Latency: one search call, single query or "
+               "same vectors, with its 95% paired bootstrap interval over queries; `*` marks p < alpha in the "
+               "sweep's paired test. Latency: one search call, single query or "
                "one batch. 1M vectors: the spec built over one million vectors (centroids and codebooks "
                "included).")
 

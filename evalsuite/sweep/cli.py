@@ -1,4 +1,4 @@
-"""`evalsuite sweep`: the base options of `evalsuite run`, plus --vary / --grid / --out."""
+"""`evalsuite sweep`: the options of `evalsuite run`, plus --vary / --grid / --out."""
 
 from __future__ import annotations
 
@@ -7,15 +7,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..options import RUN_OPTIONS, add_options, collect
+from .. import preflight
+from ..options import OUT_OPTION, RUN_OPTIONS, add_options, collect
 from .options import SWEEP_OPTIONS
+
+OUT = OUT_OPTION.with_default("reports/<dataset>/<model>/sweep")
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("sweep", help="vary one setting at a time (or a grid) around the base contract; "
                                             "write sweep.json, report.md and report.html")
     add_options(p.add_argument, RUN_OPTIONS)
-    add_options(p.add_argument, SWEEP_OPTIONS)
+    add_options(p.add_argument, (*SWEEP_OPTIONS, OUT))
     p.set_defaults(func=cmd_sweep)
 
 
@@ -30,11 +33,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     spec = RunSpec.from_mapping(collect(args, RUN_OPTIONS), source="command line")
     axes = parse_vary(args.vary or [])
     grid = bool(args.grid)
+    preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
     prepared = prepare(spec)
     cells = plan_cells(prepared.contract, axes, grid, info=prepared.model)
-    result = run_sweep(prepared, cells, spec.metrics, axes=axes, grid=grid)
     out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name,
                                                           prepared.model.name) / "sweep"
+    preflight.out_dir(out)
+    result = run_sweep(prepared, cells, spec.metrics, axes=axes, grid=grid)
     paths = write_sweep_reports(result, out)
     ident = prepared.dataset.identity
     st = result.stats

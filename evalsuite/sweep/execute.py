@@ -9,6 +9,7 @@ flat search of the same vectors (:mod:`.index_cells`).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from ..metrics import paired_test
 from ..pipeline import Prepared, make_encoder, role_stats_since, score, stats_snapshot
 from ..result import Result
 from .axes import Axis
+from .compare import CORRECTION, CellStats, compare_cells
 from .index_cells import IndexCell, compare_with_flat, score_index
 from .plan import Cell, ForwardPass, base_cell, plan_passes, validate_cells
 
@@ -87,6 +89,7 @@ class CellResult:
     result: Result
     delta: dict[str, float]
     p_values: dict[str, float]
+    stats: dict[str, CellStats] = field(default_factory=dict)  # per metric: CI, sign-flip p, MDE, BH q-value
     index: IndexCell | None = None  # set when the cell varies the index axis or its contract's index is not flat
 
     @property
@@ -94,6 +97,9 @@ class CellResult:
         return self.cell.name
 
     def significant(self, alpha: float) -> dict[str, bool]:
+        """Per metric: the Benjamini-Hochberg adjusted p-value (uncorrected when no stats) below ``alpha``."""
+        if self.stats:
+            return {m: s.significant(alpha) for m, s in self.stats.items()}
         return {m: p < alpha for m, p in self.p_values.items()}
 
 
@@ -108,6 +114,7 @@ class SweepResult:
     test: str = "student"
     alpha: float = 0.05
     warnings: list[str] = field(default_factory=list)
+    correction: str = CORRECTION  # of the ``*`` marks, across every cell and metric
 
     def cell(self, name: str) -> CellResult:
         for c in self.cells:
@@ -228,7 +235,11 @@ def run_sweep(prepared: Prepared, cells: Sequence[Cell], metrics: Sequence[str] 
                         for m in metrics}
         measured = cell.label("index") is not None or cell.contract.index != "flat"
         index = reports.get(cell.contract) if measured else None
-        out.append(CellResult(cell, r, delta, p_values, index))
+        out.append(CellResult(cell, r, delta, p_values, index=index))
+    compared = compare_cells(base_result.per_query, {c.cell.name: c.result.per_query for c in out},
+                             {c.cell.name: c.p_values for c in out}, metrics,
+                             same_as_base=[c.cell.name for c in out if c.cell.contract == base])
+    out = [dataclasses.replace(c, stats=compared[c.cell.name]) for c in out]
     stats = SweepStats(passes=tuple(enc.records), models_loaded=enc.models_loaded, cache=enc.cache,
                        encode_seconds=encode_seconds, score_seconds=score_seconds, contracts_scored=len(scored))
     problems = list(base_result.warnings) + enc.cache_problems

@@ -20,21 +20,28 @@ if TYPE_CHECKING:
     from ..contract import Contract
     from ..index.measure import IndexReport
     from ..pipeline import Prepared
+    from ..stats import Comparison
 
 
 @dataclass(frozen=True)
 class IndexCell:
-    """A cell's index: its report, and its metrics minus those of exact search over the same vectors
-    (``flat_fingerprint`` names that contract) with the paired test's p-value per metric."""
+    """A cell's index: its report, and per metric its comparison with exact search over the same
+    vectors (``flat_fingerprint`` names that contract): delta with a paired bootstrap CI, sign-flip
+    p-value and minimum detectable effect (:func:`evalsuite.stats.compare`), and the sweep's ranx test."""
 
     report: IndexReport
     flat_fingerprint: str
-    delta_vs_flat: Mapping[str, float]
+    vs_flat: Mapping[str, Comparison]
     p_vs_flat: Mapping[str, float]
+
+    @property
+    def delta_vs_flat(self) -> dict[str, float]:
+        return {m: c.ci.delta for m, c in self.vs_flat.items()}
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.report.to_dict(), flat_contract_fingerprint=self.flat_fingerprint,
                     delta_vs_flat={m: round(v, 6) for m, v in self.delta_vs_flat.items()},
+                    vs_flat={m: c.to_dict() for m, c in self.vs_flat.items()},
                     p_vs_flat={m: round(v, 6) for m, v in self.p_vs_flat.items()})
 
 
@@ -67,7 +74,11 @@ def score_index(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_
 
 def compare_with_flat(report: IndexReport, result: Result, flat: Result, metrics: Sequence[str], *,
                       test: str, alpha: float) -> IndexCell:
-    """``result`` (an index's) minus ``flat`` (exact search over the same vectors), per metric."""
-    delta = {m: result.metrics[m] - flat.metrics[m] for m in metrics}
+    """``result`` (an index's) against ``flat`` (exact search over the same vectors), per metric, over
+    the queries both scored."""
+    from ..stats import compare, paired_scores
+
+    _, a, b = paired_scores(result.per_query, flat.per_query, list(metrics))
+    vs_flat = dict(zip(metrics, compare(a, b), strict=True))
     p = {m: paired_test(flat.per_query[m], result.per_query[m], test=test, alpha=alpha) for m in metrics}
-    return IndexCell(report, flat.contract.fingerprint(), delta, p)
+    return IndexCell(report, flat.contract.fingerprint(), vs_flat, p)

@@ -44,7 +44,7 @@ def test_every_check_is_declared_once_with_its_texts_and_settings():
             assert CanarySettings.option_of(c.requires)  # a check that needs a setting names its option
     assert get_check("matryoshka").requires == "dimensions" and get_check("auth").requires == "api_key_env"
     assert [c.name for c in CHECKS if c.per_dataset] == ["retrieval_agreement"]
-    assert get_check("retrieval_agreement").thresholds == ("max_ndcg_delta",)
+    assert get_check("retrieval_agreement").thresholds == ("max_ndcg_delta", "min_overlap")
     with pytest.raises(SpecError, match="unknown canary check 'nope'; known: identity, vector_agreement"):
         get_check("nope")
 
@@ -121,4 +121,4 @@ def test_the_report_takes_each_checks_section_from_its_declaration():
     for c in CHECKS:
         assert f"| {c.name} | {c.label} |" in table
     assert "| matryoshka | matryoshka | min_cosine | once, with --canary-dimensions |" in table
-    assert "| retrieval_agreement | retrieval agreement | max_ndcg_delta | every dataset |" in table
+    assert "| retrieval_agreement | retrieval agreement | max_ndcg_delta, min_overlap | every dataset |" in table

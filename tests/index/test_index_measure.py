@@ -130,11 +130,12 @@ def test_the_report_times_single_queries_and_batches(data):
     assert report.to_dict()["recall_vs_exact"].keys() == {"recall@10", "recall@100"}
 
 
-def test_ranking_orders_ties_by_document_id_and_drops_missing_hits():
+def test_ranking_is_in_the_documented_tie_order_and_drops_missing_hits():
     scores = np.array([[0.5, 0.9, 0.5, -1.0]], dtype=np.float32)
     ids = np.array([[2, 0, 1, -1]])
-    ranking = ranking_of(scores, ids, ["q"], ["a", "b", "c"])
-    assert list(ranking["q"].items()) == [("a", pytest.approx(0.9)), ("b", 0.5), ("c", 0.5)]
+    ranking = ranking_of(scores, ids, ["q"], ["a", "b", "c"], depth=4)
+    assert list(ranking["q"].items()) == [("a", pytest.approx(0.9)), ("c", 0.5), ("b", 0.5)]  # ties: id descending
+    assert ranking.depth == 4 and ranking.corpus_size == 3
 
 
 def test_rescoring_in_small_blocks_gives_the_same_answer(data, monkeypatch):

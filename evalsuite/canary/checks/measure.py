@@ -1,4 +1,4 @@
-"""Small measurements shared by the checks: cosines, summaries, top-k overlap, HTTP status classes."""
+"""Small measurements shared by the checks: cosines, summaries, the top-k depth, HTTP status classes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import httpx
     import numpy as np
 
 TOP_K_OVERLAP = 10
@@ -36,20 +35,7 @@ def cosine_summary(cos: np.ndarray, ids: Sequence[str]) -> dict[str, Any]:
 
 
 def is_input_rejection(status: int) -> bool:
-    """A 4xx that refuses the input (not auth, not a missing route)."""
-    return 400 <= status < 500 and status not in (401, 403, 404, 405)
+    """A 4xx that refuses the input (not auth, a missing route, a timeout or rate limiting)."""
+    return 400 <= status < 500 and status not in (401, 403, 404, 405, 408, 429)
 
 
-def overlap(reference: dict[str, float], endpoint: dict[str, float], k: int = TOP_K_OVERLAP) -> float:
-    """Share of the reference's top-k documents that the endpoint's top-k also holds."""
-    ref_top = list(reference)[:k]
-    return len(set(ref_top) & set(list(endpoint)[:k])) / max(1, len(ref_top))
-
-
-def json_body(resp: httpx.Response) -> object:
-    from ...encode.response import ResponseFormatError
-
-    try:
-        return resp.json()
-    except ValueError:
-        raise ResponseFormatError(f"HTTP {resp.status_code} with a body that is not JSON") from None

@@ -1,4 +1,4 @@
-"""Session settings for the pytest plugin: `evalsuite.toml` or `[tool.evalsuite]`, overridden by flags.
+"""The session plan of the pytest plugin: `evalsuite.toml` or `[tool.evalsuite]`, overridden by flags.
 
 ::
 
@@ -6,6 +6,8 @@
     model_rev = "51ec9c19..."         # any `evalsuite run` setting: pooling, dtype, max_length, ...
     metrics = ["ndcg@10", "recall@100", "mrr@10"]
     gates = ["ndcg@10:max_drop=0.01"]  # defaults for every dataset
+    inconclusive = "fail"             # or "xfail" / "skip": what an inconclusive gate does to the exit status
+    multiplicity = "holm"             # or "none": correction of the significance-based gates, all together
 
     [[datasets]]
     name = "minibeir"
@@ -19,17 +21,21 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from .errors import SpecError
-from .gates import Gate, parse_gates
-from .spec import RunSpec, default_dataset_dir
-from .sweep.axes import Axis, axes_from_spec, parse_vary
+from ..errors import SpecError
+from ..spec import RunSpec, default_dataset_dir
+from ..sweep.axes import Axis, axes_from_spec, parse_vary
+from .gates import Gate
+from .kinds import parse_gates
+from .verdicts import VerdictPolicy
 
 SESSION_KEYS = ("baseline", "gates", "reference_model", "reference_rev", "reports_dir", "sweep", "grid",
-                "update_baseline")
+                "update_baseline", "inconclusive", "multiplicity")
+DEFAULT_REPORTS_DIR = Path("reports") / "evalsuite"  # relative to the directory pytest runs in
 DATASET_KEYS = ("name", "path", "split", "qrels", "baseline", "gates", "sweep", "grid", "metrics")
 
 
@@ -51,6 +57,7 @@ class SessionPlan:
     reference_rev: str | None
     reports_dir: Path
     source: str
+    verdicts: VerdictPolicy = field(default_factory=VerdictPolicy)
 
     @property
     def has_reference_run(self) -> bool:
@@ -85,6 +92,10 @@ def read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: invalid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start}); save the spec file as UTF-8") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 def _path(base: Path, value: Any, where: str) -> Path:
@@ -114,6 +125,8 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
         raw["model"] = str(base_dir / raw["model"])
     if "dataset" in raw:
         raw["dataset"] = str(_path(base_dir, raw["dataset"], f"{src}: dataset"))
+    if "qrels" in raw:
+        raw["qrels"] = str(_path(base_dir, raw["qrels"], f"{src}: qrels"))
     base = RunSpec.from_mapping({**raw, **{k: v for k, v in run_flags.items() if k != "dataset"}}, source=src)
 
     def session(key: str, default: Any = None) -> Any:
@@ -122,37 +135,40 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
     flag_gates = parse_gates(session_flags["gates"]) if session_flags.get("gates") else None
     top_gates = parse_gates(_list(session_raw["gates"], f"{src}: gates")) if "gates" in session_raw else ()
     top_sweep = session_raw.get("sweep")
-    flag_sweep = tuple(parse_vary(session_flags["sweep"])) if session_flags.get("sweep") else None
+    flag_sweep = tuple(parse_vary(session_flags["vary"])) if session_flags.get("vary") else None
 
-    entries: list[dict[str, Any]]
+    # each dataset entry with the directory its relative paths are resolved against
+    entries: list[tuple[Any, Path]]
     if run_flags.get("dataset"):
-        entries = [{"path": str(_path(cwd, run_flags["dataset"], "--dataset")), "_cli": True}]
+        entries = [({"path": str(_path(cwd, run_flags["dataset"], "--dataset"))}, cwd)]
     elif datasets_raw is not None:
         if not isinstance(datasets_raw, list) or not datasets_raw:
             raise SpecError(f"{src}: 'datasets' must be a non-empty array of tables ([[datasets]])")
-        entries = datasets_raw
+        entries = [(entry, base_dir) for entry in datasets_raw]
     else:
-        entries = [{"path": base.dataset or str(default_dataset_dir())}]
+        entries = [({"path": base.dataset or str(default_dataset_dir())}, base_dir)]
 
     plans = []
-    for i, entry in enumerate(entries):
+    for i, (entry, entry_dir) in enumerate(entries):
         where = f"{src}: datasets[{i}]"
         if not isinstance(entry, dict):
             raise SpecError(f"{where}: expected a table")
-        unknown = set(entry) - set(DATASET_KEYS) - {"_cli"}
+        unknown = set(entry) - set(DATASET_KEYS)
         if unknown:
             raise SpecError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {', '.join(DATASET_KEYS)}")
         if "path" not in entry:
             raise SpecError(f"{where}: needs 'path'")
-        path = entry["path"] if entry.get("_cli") else str(_path(base_dir, entry["path"], f"{where}.path"))
+        path = str(_path(entry_dir, entry["path"], f"{where}.path"))
         changes: dict[str, Any] = {"dataset": path}
-        for key in ("split", "qrels"):
-            if key in entry:
-                changes[key] = entry[key]
+        if "split" in entry:
+            changes["split"] = entry["split"]
+        if "qrels" in entry:  # relative to the spec file, as 'path' is
+            changes["qrels"] = str(_path(entry_dir, entry["qrels"], f"{where}.qrels"))
         if "metrics" in entry:
             changes["metrics"] = RunSpec.from_mapping({"metrics": entry["metrics"]}, source=where).metrics
-        if run_flags.get("split"):
-            changes["split"] = run_flags["split"]
+        for key in ("split", "qrels"):  # flags win over the spec file, as everywhere else
+            if run_flags.get(key):
+                changes[key] = run_flags[key]
         gates = flag_gates if flag_gates is not None else (
             parse_gates(_list(entry["gates"], f"{where}.gates")) if "gates" in entry else top_gates)
         baseline: Path | None = None
@@ -187,6 +203,8 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
         ref_model = str(base_dir / ref_model)
     reports = session("reports_dir")
     reports_dir = _path(cwd if session_flags.get("reports_dir") else base_dir, reports, "reports_dir") \
-        if reports else cwd / "reports" / "evalsuite"
+        if reports else cwd / DEFAULT_REPORTS_DIR
+    verdicts = VerdictPolicy(inconclusive=session("inconclusive", VerdictPolicy.default("inconclusive")),
+                             multiplicity=session("multiplicity", VerdictPolicy.default("multiplicity")))
     return SessionPlan(datasets=tuple(plans), update_baseline=update, reference_model=ref_model,
-                       reference_rev=ref_rev, reports_dir=reports_dir, source=src)
+                       reference_rev=ref_rev, reports_dir=reports_dir, source=src, verdicts=verdicts)

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .contract import Contract
-from .errors import ContractError
+from ..contract import Contract
+from ..errors import ContractError
+from ..io import atomic_write_json
+from ..result import SCHEMA_VERSION, Result
 from .gates import Scores
-from .io import atomic_write_json
-from .result import SCHEMA_VERSION, Result
 
 REVISION_FIELDS = ("model", "model_revision", "tokenizer_revision")
 
@@ -44,6 +44,11 @@ def load_baseline(path: str | Path) -> Baseline:
     except json.JSONDecodeError as exc:
         raise ContractError(f"{p}:{exc.lineno}: baseline is not valid JSON ({exc.msg}); "
                             "regenerate it with --update-baseline") from None
+    except UnicodeDecodeError as exc:
+        raise ContractError(f"{p}: baseline is not UTF-8 JSON (byte {exc.start}); "
+                            "regenerate it with --update-baseline") from None
+    except OSError as exc:
+        raise ContractError(f"{p}: baseline cannot be read ({exc.strerror or exc})") from None
     try:
         if data.get("schema_version") != SCHEMA_VERSION:
             raise ContractError(f"{p}: baseline schema_version {data.get('schema_version')!r}, expected "

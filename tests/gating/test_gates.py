@@ -1,7 +1,8 @@
 import pytest
 
 from evalsuite.errors import SpecError
-from evalsuite.gates import Scores, default_gates, evaluate_gate, explain, parse_gate
+from evalsuite.gating.gates import Scores
+from evalsuite.gating.kinds import default_gates, evaluate_gate, explain, parse_gate
 
 
 @pytest.mark.parametrize("expr, kind, threshold, canonical", [
@@ -48,7 +49,8 @@ def test_floor_and_drops():
     assert not evaluate_gate(parse_gate("ndcg@10:max_rel_drop=5%"), cand, ref).passed
     assert evaluate_gate(parse_gate("ndcg@10:max_rel_drop=10%"), cand, ref).passed
     text = explain(out, {"q18": "why does bread rise"})
-    assert "ndcg@10: baseline 0.8000, candidate 0.7300, delta -0.0700; allowed drop 0.01" in text
+    assert "ndcg@10: baseline 0.8000, candidate 0.7300, delta -0.0700 (95% CI " in text
+    assert "sign-flip p " in text and "MDE " in text and "; allowed drop 0.01" in text
     assert "q18  baseline 0.8000 -> candidate 0.0000  'why does bread rise'" in text
 
 

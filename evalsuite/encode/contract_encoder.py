@@ -5,13 +5,13 @@ This is what users' own tests (the ``evalsuite_encoder`` fixture) and the canary
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from .contract import Contract
-from .encode.base import Encoder
-from .vectors import finalize
+from ..contract import Contract
+from ..vectors import finalize
+from .base import Encoder
 
 
 class ContractEncoder:
