@@ -78,6 +78,7 @@ def test_flat_is_the_exact_search_with_recall_one(swept):
         c = result.cell(f"index=flat,dim={dim}")
         assert c.index is not None and set(c.index.report.recall.values()) == {1.0}
         assert c.index.delta_vs_flat == {m: 0.0 for m in METRICS}
+        assert {m: c.index.vs_flat[m].p_value for m in METRICS} == {m: 1.0 for m in METRICS}
 
 
 def _recall_numpy(result_vectors, ranking, qids, dids, k):
@@ -106,7 +107,11 @@ def test_each_index_recall_is_measured_against_an_independent_exact_search(swept
         assert report.recall[100] == pytest.approx(_recall_numpy(vectors, c.result.ranking, ds.query_ids,
                                                                  ds.doc_ids, 100), abs=1e-9), c.name
         for m in METRICS:
-            assert c.index.delta_vs_flat[m] == pytest.approx(c.result.metrics[m] - flat[dim].metrics[m])
+            ci = c.index.vs_flat[m].ci
+            assert ci.delta == pytest.approx(c.result.metrics[m] - flat[dim].metrics[m])  # index minus flat
+            assert ci.low <= ci.delta <= ci.high and ci.n_queries == len(ds.query_ids)
+            if c.result.contract.index == "flat":
+                assert ci.low == ci.high == 0.0
     for dim in (32, 16):
         plain = result.cell(f"index=binary,dim={dim}").index.report.recall[10]
         assert result.cell(f"index=binary+rescore=100,dim={dim}").index.report.recall[10] >= plain
@@ -130,10 +135,11 @@ def test_reports_hold_the_index_table_the_matryoshka_table_and_pareto_plots(swep
     data = json.loads(paths["sweep.json"].read_text())
     hnsw = next(c for c in data["cells"] if c["name"] == "index=hnsw,dim=16")
     assert set(hnsw["index"]) >= {"recall_vs_exact", "build_seconds", "query_latency", "batch_latency",
-                                  "bytes_per_vector", "bytes_1m_vectors", "delta_vs_flat", "effective"}
+                                  "bytes_per_vector", "bytes_1m_vectors", "delta_vs_flat", "vs_flat", "effective"}
+    assert set(hnsw["index"]["vs_flat"]["ndcg@10"]["ci"]) >= {"delta", "low", "high"}
     assert hnsw["index"]["bytes_1m_vectors"] > 16 * 4 * 1_000_000
     md = paths["report.md"].read_text()
-    assert "## Index cost" in md and "## Matryoshka x quantization" in md
+    assert "## Index cost" in md and "## Matryoshka x quantization" in md and "vs flat [95% CI]" in md
     pivot = md.split("## Matryoshka x quantization")[1]
     assert "| 16 |" in pivot and "binary+rescore=100" in pivot
     html = paths["report.html"].read_text()
