@@ -116,7 +116,7 @@ def index_figures(result: SweepResult) -> list[tuple[str, Figure]]:
 _INDEX_NOTE = ("Recall@k vs exact: the share of the exact (flat) search's top-k that the index's depth-k search "
                "returns, averaged over queries (ANN-benchmarks). Δ vs flat: the cell minus exact search over the "
                "same vectors, with its 95% paired bootstrap interval over queries; `*` marks p < alpha in the "
-               "sweep's paired test. Latency: one search call, single query or "
+               "sweep's paired test (uncorrected). Latency: one search call, single query or "
                "one batch. 1M vectors: the spec built over one million vectors (centroids and codebooks "
                "included).")
 
