@@ -21,6 +21,10 @@ def _print_metrics(metrics: dict[str, float]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if getattr(args, "reranker", None):  # two stages: retrieval, then the reranker over the top N
+        from .rerank.cli import cmd_rerank
+
+        return cmd_rerank(args)
     from .pipeline import prepare, run
     from .reports import write_run_reports
     from .reports.run_reports import default_run_dir
@@ -67,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p_run = sub.add_parser("run", help="evaluate one contract on one dataset and write reports")
-    add_options(p_run.add_argument, (*RUN_OPTIONS, OUT))
+    from .rerank.options import DEPTH_OPTION, RERANK_OPTIONS
+
+    add_options(p_run.add_argument, (*RUN_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, OUT))
     p_run.set_defaults(func=cmd_run)
 
     p_rev = sub.add_parser("model-rev", help="print the revision that pins a model directory (or cached hub model)")
@@ -76,10 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_rev.set_defaults(func=cmd_model_rev)
 
     from .canary.cli import register as register_canary
+    from .load.cli import register as register_load
+    from .rerank.cli import register as register_rerank
     from .sweep.cli import register as register_sweep
 
     register_sweep(sub)
     register_canary(sub)
+    register_load(sub)
+    register_rerank(sub)
     return parser
 
 

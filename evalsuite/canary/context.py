@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, cast
 
+from ..encode.secret import cut, redact
 from ..errors import EndpointError, SpecError
 from . import texts
 from .settings import CanarySettings
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
     from ..contract import Contract
     from ..encode.endpoint import EndpointEncoder, Secret
+    from ..encode.http import Deadline
     from ..pipeline import Prepared
     from ..encode.contract_encoder import ContractEncoder
     from ..result import Result
@@ -32,6 +34,28 @@ class _FromSettings:
 
 
 FROM_SETTINGS = _FromSettings()
+DEADLINE_WHAT = "the canary's overall deadline (--canary-deadline)"
+
+
+def _make_deadline(seconds: float) -> Deadline:
+    from ..encode.http import Deadline
+
+    return Deadline.after(seconds, DEADLINE_WHAT)
+
+
+def is_model_name(name: str) -> bool:
+    """A server-given string that may be used as a model name: short, and holding no API key."""
+    from ..encode.response import MAX_MODEL_NAME
+
+    return 0 < len(name) <= MAX_MODEL_NAME and redact(name) == name
+
+
+def quote_names(names: tuple[str, ...] | list[str], *, quote: bool = True, limit: int = 5) -> str:
+    """Model names a server gave, cut for a message: the first ``limit``, then how many more."""
+    if not names:
+        return "nothing"
+    shown = ", ".join(repr(cut(n, 100)) if quote else cut(n, 100) for n in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 @dataclass(frozen=True)
@@ -68,14 +92,28 @@ class CanaryContext:
         self._reference_encoder = reference_encoder
         self._reference_result = reference_result
         self._cache: dict[str, object] = {}
+        self._failed: dict[str, EndpointError] = {}
+        self.deadline = _make_deadline(settings.deadline)
 
     def __repr__(self) -> str:
         return f"CanaryContext(endpoint={self.settings.endpoint!r}, model={self.prepared.contract.model!r})"
 
     def _memo(self, key: str, make: Callable[[], T]) -> T:
+        """``make()`` once; an endpoint failure is remembered too, so later checks fail with it at once
+        instead of asking the broken server again."""
+        if key in self._failed:
+            raise self._failed[key]
         if key not in self._cache:
-            self._cache[key] = make()
+            try:
+                self._cache[key] = make()
+            except EndpointError as exc:
+                self._failed[key] = exc
+                raise
         return cast(T, self._cache[key])
+
+    def deadline_passed(self) -> bool:
+        """Whether the canary's overall deadline (``--canary-deadline``) has run out."""
+        return self.deadline.expired()
 
     @property
     def contract(self) -> Contract:
@@ -116,7 +154,7 @@ class CanaryContext:
             s.endpoint_config, model=model, api_key=s.api_key() if isinstance(api_key, _FromSettings) else api_key,
             max_retries=s.endpoint_config.max_retries if max_retries is None else max_retries)
         return EndpointEncoder(config, Expectation(dim=self.hidden_size, normalized=self.contract.normalize,
-                                                   models=models))
+                                                   models=models), deadline=self.deadline)
 
     def served_model(self) -> ServedModel:
         return self._memo("served_model", self._discover_served_model)
@@ -127,29 +165,44 @@ class CanaryContext:
         return served.name if isinstance(served, ServedModel) else None
 
     def _discover_served_model(self) -> ServedModel:
+        from ..encode.response import ResponseFormatError, check_info, check_models
+
         probe = self.probe_client()
         wanted = self.settings.served_model
+        url = probe.config.models_url
         try:
-            listing = probe.get_json(probe.config.models_url)
-            entries = [e for e in (listing or {}).get("data", []) if isinstance(e, dict) and "id" in e]
+            entries = check_models(probe.get_json(url), f"GET {url}")  # a list of objects with a model-name "id"
             source = "/v1/models"
         except EndpointError as exc:
             if getattr(exc, "status", None) != 404:
                 raise
-            info = probe.get_json(probe.config.root_url("/info"))  # TEI has /info, no /v1/models
-            entries = [{"id": info["model_id"]}] if isinstance(info, dict) and "model_id" in info else []
+            url = probe.config.root_url("/info")  # TEI has /info, no /v1/models
+            info = check_info(probe.get_json(url), f"GET {url}")
+            entries = [{"id": info["model_id"]}] if "model_id" in info else []
             source = "/info"
         listed = tuple(str(e["id"]) for e in entries)
         if wanted is None:
+            if not listed:
+                raise ResponseFormatError(f"{source} lists no model; pass --served-model NAME, or check that the "
+                                          "server loaded its model")
             if len(listed) != 1:
-                raise SpecError(f"the server lists {len(listed)} models ({', '.join(listed) or 'none'}); "
+                raise SpecError(f"the server lists {len(listed)} models ({quote_names(listed, quote=False)}); "
                                 "pass --served-model NAME to say which one the canary checks")
             wanted = listed[0]
         aliases = {wanted}
         for e in entries:
-            if e["id"] == wanted and isinstance(e.get("root"), str):
-                aliases.add(e["root"])  # vLLM/SGLang list the model path as "root"
+            root = e.get("root")
+            if e["id"] == wanted and isinstance(root, str) and is_model_name(root):
+                aliases.add(root)  # vLLM/SGLang list the model path as "root"
         return ServedModel(name=wanted, listed=listed, aliases=frozenset(aliases), source=source)
+
+    def token_counts(self, texts: list[str]) -> list[int] | None:
+        """Tokens of each model input (special tokens included, nothing truncated) under the reference's
+        tokenizer; None when the reference has no tokenizer to ask."""
+        tokenizer = getattr(self.reference().encoder, "tokenizer", None)
+        if tokenizer is None:
+            return None
+        return [len(tokenizer(t, truncation=False)["input_ids"]) for t in texts]
 
     # -- canary texts -----------------------------------------------------------------------------
     def canary_set(self) -> CanarySet:

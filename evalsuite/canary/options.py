@@ -90,4 +90,7 @@ CANARY_OPTIONS: tuple[Option, ...] = (
     _setting("--endpoint-batch-size", "canary: max texts per request", {"type": int_at_least(1), "metavar": "N"}),
     _setting("--encoding-format", "canary: response encoding",
              {"choices": ENCODING_FORMATS, "metavar": "float|base64"}),
+    _setting("--canary-deadline", "canary: seconds the whole canary may take; checks still running then fail, "
+             "naming it (each request also ends within --endpoint-timeout)",
+             {"type": _float_in(0.0, None, low_open=True), "metavar": "SECONDS"}),
 )

@@ -1,4 +1,4 @@
-"""`canary.json` and `report.md`, written atomically. Settings carry the key's variable name only.
+"""`canary.json` and `report.md`, written atomically and redacted. Settings carry the key's variable name only.
 
 Per-check text comes from the check declarations (:mod:`evalsuite.canary.checks.registry`).
 """
@@ -10,6 +10,7 @@ from pathlib import Path
 from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import contract_rows, table
 from .checks import registry
+from .checks.base import redacted
 from .runner import CanaryOutcome
 
 
@@ -44,6 +45,7 @@ def render_markdown(outcome: CanaryOutcome) -> str:
 
 
 def write_canary_reports(outcome: CanaryOutcome, out: str | Path) -> dict[str, Path]:
+    """canary.json and report.md, every API key redacted from both (verdicts are already; this is the backstop)."""
     out = Path(out)
-    return {"json": atomic_write_json(out / "canary.json", outcome.to_dict()),
-            "markdown": atomic_write_text(out / "report.md", render_markdown(outcome))}
+    return {"json": atomic_write_json(out / "canary.json", redacted(outcome.to_dict())),
+            "markdown": atomic_write_text(out / "report.md", redacted(render_markdown(outcome)))}

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ..encode.secret import cut
 from .checks import CanaryContext, Verdict, check_names, run_check
 from .settings import CanarySettings
 
@@ -62,6 +63,7 @@ def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None 
                 on_verdict(verdict)
     finally:
         ctx.close()
+    served = ctx.known_served_model()
     return CanaryOutcome(settings=ctx.settings, contract=ctx.contract.to_dict(),
                          dataset=ctx.prepared.dataset.identity.to_dict(),
-                         served_model=ctx.known_served_model(), verdicts=tuple(verdicts))
+                         served_model=None if served is None else cut(served), verdicts=tuple(verdicts))

@@ -67,6 +67,7 @@ class CanarySettings:
     max_ndcg_delta: float = _setting(0.005, "canary_max_ndcg_delta", low=0.0, high=1.0)
     min_overlap: float = _setting(0.9, "canary_min_overlap", low=0.0, high=1.0)
     dimensions: tuple[int, ...] = _setting((), "canary_dimensions")
+    deadline: float = _setting(3600.0, "canary_deadline", low=0.0, low_open=True)  # seconds for the whole canary
 
     def __init__(self, endpoint: str | EndpointConfig | None = None, **values: object) -> None:
         """``endpoint``: the URL or a whole EndpointConfig; ``values``: canary fields, EndpointConfig
@@ -194,7 +195,7 @@ class CanarySettings:
         if not value.strip():
             raise SpecError(f"--api-key-env names ${self.api_key_env}, but that environment variable is not set "
                             "or empty; export it (from your secret store) before running the canary")
-        return Secret(value.strip())
+        return Secret.validated(value, self.api_key_env)  # SpecError naming the variable, never the value
 
     def to_dict(self) -> dict[str, object]:
         """For reports: the variable's name only, never its value."""

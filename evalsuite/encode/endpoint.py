@@ -52,6 +52,7 @@ from .http import (
 from .response import (
     Expectation,
     ResponseFormatError,
+    ServerReportedError,
     label_items,
     load_json,
     parse_embeddings,
@@ -249,7 +250,10 @@ class EndpointEncoder:
         encoding: a typed error for a non-200, a body that is not JSON, or any contract violation."""
         if resp.status_code != 200:
             raise self.error_for(resp)
-        return parse_embeddings(resp.json(), labels, self.expect, dimensions=dimensions, check_norm=check_norm)
+        try:
+            return parse_embeddings(resp.json(), labels, self.expect, dimensions=dimensions, check_norm=check_norm)
+        except ServerReportedError as exc:  # name the request: the error is about it, not about an item
+            raise ServerReportedError(f"{resp.what}: HTTP {resp.status_code}: {exc}") from None
 
     def payload(self, texts: Sequence[str], dimensions: int | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"input": list(texts), "encoding_format": self.config.encoding_format}

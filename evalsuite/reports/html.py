@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -133,6 +133,32 @@ def bar_chart(title: str, metrics: Sequence[str], categories: Sequence[str],
         ax.set_title(m)
         ax.set_ylabel(m)
         ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def pareto_chart(title: str, xlabel: str, quality: Mapping[str, Sequence[float]], xs: Sequence[float],
+                 labels: Sequence[str], groups: Sequence[str],
+                 front: Callable[[Sequence[tuple[float, float]]], list[int]], *, log_x: bool = False) -> Figure:
+    """One panel per quality measure: a point per cell (colour per group, text label), and the
+    Pareto front (lower cost, higher quality) as a dashed step line."""
+    fig, axes = _figure(len(quality), title)
+    colours = {g: f"C{i % 10}" for i, g in enumerate(dict.fromkeys(groups))}
+    for ax, (name, ys) in zip(axes, quality.items(), strict=True):
+        for g, colour in colours.items():
+            pts = [(x, y) for x, y, gg in zip(xs, ys, groups, strict=True) if gg == g]
+            ax.scatter([x for x, _ in pts], [y for _, y in pts], color=colour, label=g, zorder=3)
+        for x, y, label in zip(xs, ys, labels, strict=True):
+            ax.annotate(_short(label, 22), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        best = front(list(zip(xs, ys, strict=True)))
+        ax.plot([xs[i] for i in best], [ys[i] for i in best], color="#444", linestyle="--", linewidth=1,
+                drawstyle="steps-post", label="Pareto front", zorder=2)
+        if log_x:
+            ax.set_xscale("log")
+        ax.set_title(name)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     return fig
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..io import atomic_write_json, atomic_write_text
 from ..result import SCHEMA_VERSION
 from ..sweep.registry import declaration
+from .index_reports import index_html, index_markdown
 from .markdown import contract_rows, table
 
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ def _cell_dict(result: SweepResult, c: CellResult) -> dict[str, Any]:
     }
     if shows_storage(c):
         out["storage"] = storage(r.contract)
+    if c.index is not None:
+        out["index"] = c.index.to_dict()
     return out
 
 
@@ -180,6 +183,7 @@ def sweep_markdown(result: SweepResult) -> str:
         "\n## Uncertainty (95% CI of Δ vs base)\n\n", table(*_ci_rows(result)),
         f"\n## Significance (p-values vs base; q: {result.correction})\n\n", table(ph, pr),
     ]
+    parts += index_markdown(result)
     if any(shows_storage(c) for c in result.cells):
         parts += ["\n## Storage (float32, flat index)\n\n",
                   table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result))]
@@ -283,6 +287,7 @@ def sweep_html(result: SweepResult) -> str:
     ph, pr = _p_rows(result)
     parts += [h.heading("Uncertainty (95% CI of Δ vs base)"), h.table(*_ci_rows(result)),
               h.heading(f"Significance (p-values vs base; q: {result.correction})"), h.table(ph, pr)]
+    parts += index_html(result)
     if any(shows_storage(c) for c in result.cells):
         parts += [h.heading("Storage (float32, flat index)"),
                   h.table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result))]

@@ -24,6 +24,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from ..pipeline import prepare
+    from ..reports.index_reports import index_table_rows, matryoshka_rows
     from ..reports.run_reports import default_run_dir
     from ..reports.sweep_reports import sweep_table_rows, write_sweep_reports
     from ..spec import RunSpec
@@ -48,11 +49,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
           f"{st.passes_by_role['query']} query + {st.passes_by_role['document']} document; texts encoded "
           f"{sum(st.texts_encoded_by_role.values())}" + (f"; cache hits {st.cache['hits']}, misses "
                                                           f"{st.cache['misses']}" if st.cache else ""))
-    headers, rows = sweep_table_rows(result)
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
-    for row in [headers, *rows]:
-        print("  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))
+    _print_table(*sweep_table_rows(result))
+    index_headers, index_rows = index_table_rows(result)
+    if index_rows:
+        print("index cost (recall against exact flat search; Δ against flat over the same vectors)")
+        _print_table(index_headers, index_rows)
+        pivot = matryoshka_rows(result)
+        if pivot:
+            _print_table(*pivot)
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
     return 0
+
+
+def _print_table(headers: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    for row in [headers, *rows]:
+        print("  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))

@@ -2,7 +2,9 @@
 
 Passes sharing an encoder (dtype, max length) run back to back and the encoder is dropped
 before the next one loads, so at most one model is in memory. Only pooled vectors are kept
-between passes; each distinct contract is then scored once with :func:`evalsuite.pipeline.score`.
+between passes; each distinct contract is then scored once with :func:`evalsuite.pipeline.score`
+(exact flat search); a contract with another index is searched with it and measured against the
+flat search of the same vectors (:mod:`.index_cells`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..pipeline import Prepared, make_encoder, role_stats_since, score, stats_sn
 from ..result import Result
 from .axes import Axis
 from .compare import CORRECTION, CellStats, compare_cells
+from .index_cells import IndexCell, compare_with_flat, score_index
 from .plan import Cell, ForwardPass, base_cell, plan_passes, validate_cells
 
 EncoderFactory = Callable[[str, int], Encoder]
@@ -87,6 +90,7 @@ class CellResult:
     delta: dict[str, float]
     p_values: dict[str, float]
     stats: dict[str, CellStats] = field(default_factory=dict)  # per metric: CI, sign-flip p, MDE, BH q-value
+    index: IndexCell | None = None  # set when the cell varies the index axis or its contract's index is not flat
 
     @property
     def name(self) -> str:
@@ -197,16 +201,26 @@ def run_sweep(prepared: Prepared, cells: Sequence[Cell], metrics: Sequence[str] 
 
     t1 = time.perf_counter()
     scored: dict[Contract, Result] = {}
+    reports: dict[Contract, IndexCell] = {}
+
+    def timing_of(c: Contract) -> dict[str, Any]:
+        return {"encode_seconds": round(sum(seconds_by_key[c.forward_key(r)] for r in ("query", "document")), 4),
+                "shared_forward_passes": True,
+                "queries": _role_timing(enc.records, passes, c.forward_key("query")),
+                "documents": _role_timing(enc.records, passes, c.forward_key("document"))}
+
     for cell in [base_cell(base), *cells]:
         c = cell.contract
-        if c in scored:
-            continue
-        timing = {"encode_seconds": round(sum(seconds_by_key[c.forward_key(r)] for r in ("query", "document")), 4),
-                  "shared_forward_passes": True,
-                  "queries": _role_timing(enc.records, passes, c.forward_key("query")),
-                  "documents": _role_timing(enc.records, passes, c.forward_key("document"))}
-        scored[c] = score(prepared, c, vectors(c, "query"), vectors(c, "document"), metrics=metrics,
-                          timing=timing, device=enc.device, keep_vectors=keep_vectors)
+        flat = c.replace(index="flat")  # exact search over the same vectors: the index's ground truth
+        if flat not in scored:
+            scored[flat] = score(prepared, flat, vectors(flat, "query"), vectors(flat, "document"), metrics=metrics,
+                                 timing=timing_of(flat), device=enc.device, keep_vectors=keep_vectors)
+        if c not in reports and (c != flat or cell.label("index") is not None):
+            result, report = score_index(prepared, c, vectors(c, "query"), vectors(c, "document"), scored[flat],
+                                         metrics=metrics, timing=timing_of(c), device=enc.device,
+                                         keep_vectors=keep_vectors)
+            scored[c] = result
+            reports[c] = compare_with_flat(report, result, scored[flat], metrics, test=test, alpha=alpha)
     score_seconds = time.perf_counter() - t1
 
     base_result = scored[base]
@@ -219,7 +233,9 @@ def run_sweep(prepared: Prepared, cells: Sequence[Cell], metrics: Sequence[str] 
         else:
             p_values = {m: paired_test(base_result.per_query[m], r.per_query[m], test=test, alpha=alpha)
                         for m in metrics}
-        out.append(CellResult(cell, r, delta, p_values))
+        measured = cell.label("index") is not None or cell.contract.index != "flat"
+        index = reports.get(cell.contract) if measured else None
+        out.append(CellResult(cell, r, delta, p_values, index=index))
     compared = compare_cells(base_result.per_query, {c.cell.name: c.result.per_query for c in out},
                              {c.cell.name: c.p_values for c in out}, metrics,
                              same_as_base=[c.cell.name for c in out if c.cell.contract == base])

@@ -96,6 +96,7 @@ class FaultServer:
         self.empty_list_status = 422
         self.hang = False
         self.echo_auth = False  # answer with the Authorization header as the "model" name
+        self.echo_auth_status: int | None = None  # answer embeddings with this status, the header echoed in the body
         self.release = threading.Event()
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -156,6 +157,9 @@ class FaultServer:
         denied = self._denied(request)
         if denied is not None:
             return denied
+        if self.echo_auth_status is not None:
+            return Response(echo_error_body(request.headers.get("Authorization", "")), status=self.echo_auth_status,
+                            content_type="application/json")
         if fail is not None:
             extra = {"Retry-After": self.retry_after} if self.retry_after else None
             return reply({"error": {"message": "try again", "code": fail}}, fail, extra)
@@ -216,6 +220,17 @@ class FaultServer:
         from evalsuite.vectors import finalize
 
         return finalize(self.encoders(self.max_length).encode(texts, poolings=["mean"])["mean"], self.hidden, True)
+
+
+def echo_error_body(auth: str) -> str:
+    """A JSON error body (no "error" key, so a client quotes it as text) holding an Authorization header
+    JSON-escaped (``\\/``), raw, URL-encoded and base64."""
+    import base64
+    import urllib.parse
+
+    escaped = json.dumps(auth)[1:-1].replace("/", "\\/")
+    forms = [auth, urllib.parse.quote(auth, safe=""), base64.b64encode(auth.encode()).decode()]
+    return '{"message": "bad request from ' + escaped + '", "forms": ' + json.dumps(forms) + '}'
 
 
 @pytest.fixture(scope="session")

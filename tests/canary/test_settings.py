@@ -86,7 +86,8 @@ def test_from_values_fills_both_parts_and_to_dict_keeps_its_keys():
                                                encoding_format="base64")
     assert s.to_dict() == {"endpoint": URL, "served_model": "m", "api_key_env": "EMBED_KEY", "min_cosine": 0.95,
                            "batch_min_cosine": 0.999, "max_ndcg_delta": 0.01, "min_overlap": 0.9, "dimensions": [8], "timeout": 3.0,
-                           "concurrency": 2, "batch_size": 4, "encoding_format": "base64", "max_retries": 3}
+                           "concurrency": 2, "batch_size": 4, "encoding_format": "base64", "max_retries": 3,
+                           "deadline": 3600.0}
 
 
 def test_clients_are_built_from_the_settings_endpoint_config(tiny_prepared, monkeypatch):

@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 from .base import CanaryCheck, Verdict
 from .measure import UNNORMALIZED_NORM_TOL, cosine_summary, row_cosine, snippet
 
+TRUNCATION_SHARE = 0.75  # of the texts at least as long as the shortest disagreeing one, this many must disagree
+EXACT_TOL = 1e-4  # a served vector this close to the reference's (1 - cosine) is the same encoding
+
 if TYPE_CHECKING:
     from ..context import CanaryContext
 
@@ -23,9 +26,9 @@ def check_vector_agreement(ctx: CanaryContext) -> Verdict:
     below = int((cos < s.min_cosine).sum())
     if below:
         worst = cs.ids.index(summary["worst"])
-        hint = ""
+        hint = truncation_hint(ctx, [float(x) for x in cos], s.min_cosine, details)
         bad_roles = [r for r, v in by_role.items() if v < s.min_cosine]
-        if len(bad_roles) == 1 and len(by_role) == 2:
+        if not hint and len(bad_roles) == 1 and len(by_role) == 2:
             prefix = c.query_prefix if bad_roles[0] == "query" else c.doc_prefix
             hint = (f"; only {bad_roles[0]} texts disagree: check the {bad_roles[0]} prefix "
                     f"({prefix!r} per the contract)")
@@ -36,6 +39,40 @@ def check_vector_agreement(ctx: CanaryContext) -> Verdict:
     return Verdict("vector_agreement", True,
                    f"vector agreement: {len(cos)} texts, min cosine {summary['min']:.5f} ({summary['worst']}), "
                    f"median {summary['median']:.5f} >= {s.min_cosine}", details)
+
+
+def truncation_hint(ctx: CanaryContext, cos: list[float], threshold: float, details: dict[str, object]) -> str:
+    """When the longer texts disagree and the shorter ones do not (by the reference tokenizer's count of
+    each model input), the server truncates shorter than the contract: say so, with where it seems to cut.
+
+    The cut is placed after the longest text the server still encodes exactly like the reference
+    (cosine within EXACT_TOL of 1) when exactly the texts up to some length are exact; otherwise after
+    the longest text that still agrees (cosine at least ``threshold``)."""
+    counts = ctx.token_counts(ctx.canary_set().rendered(ctx.contract))
+    disagree = [c < threshold for c in cos]
+    if counts is None or all(disagree) or not any(disagree):
+        return ""
+    shortest_bad = min(n for n, bad in zip(counts, disagree, strict=True) if bad)
+    longer = [bad for n, bad in zip(counts, disagree, strict=True) if n >= shortest_bad]
+    if sum(longer) < TRUNCATION_SHARE * len(longer):  # long and short texts disagree alike: not a length cut
+        return ""
+    shorter = [n for n, bad in zip(counts, disagree, strict=True) if not bad and n < shortest_bad]
+    max_length = ctx.contract.max_length
+    if not shorter:
+        return ""
+    low, high = max(shorter), shortest_bad - 1
+    exact = [n for n, c in zip(counts, cos, strict=True) if c >= 1.0 - EXACT_TOL]
+    changed = [n for n, c in zip(counts, cos, strict=True) if c < 1.0 - EXACT_TOL]
+    if exact and max(exact) < min(changed):  # every text up to some length is encoded exactly, no longer one is
+        low, high = max(exact), min(changed) - 1
+    if low >= max_length:
+        return ""
+    cut_at = str(low) if high <= low else f"{low}-{high}"
+    details["truncation"] = {"cut_at_tokens": [low, max(low, high)], "shortest_disagreeing_tokens": shortest_bad,
+                             "max_length": max_length, "tokens": dict(zip(ctx.canary_set().ids, counts, strict=True))}
+    return (f"; texts longer than ~{cut_at} tokens disagree (the shortest failing one has {shortest_bad} tokens): "
+            f"the server seems to truncate at ~{cut_at} < max_length {max_length}; set the server's max length to "
+            "the contract's")
 
 
 def check_norm_agreement(ctx: CanaryContext) -> Verdict:

@@ -7,16 +7,16 @@ from typing import TYPE_CHECKING, Any
 from ...errors import EndpointError
 from .. import texts
 from .base import CanaryCheck, Verdict
-from .measure import is_input_rejection, json_body, row_cosine
+from .measure import is_input_rejection, row_cosine
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from ...encode.body import EndpointResponse
     from ..context import CanaryContext
 
 
 def check_bad_input(ctx: CanaryContext) -> Verdict:
-    from ...encode.response import parse_embeddings
     from ...vectors import finalize
 
     s, c = ctx.settings, ctx.contract
@@ -38,12 +38,12 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
         return finalize(pooled, c.dim, c.normalize)
 
     # empty string: a 4xx, or (Infinity, TEI) the model's own vector for "" - never garbage
-    resp = client.request("POST", url, json=client.payload([""]))
+    resp = client.request("POST", url, json=client.payload([""]), what="the empty-string probe")
     details["empty_string"] = resp.status_code
     if is_input_rejection(resp.status_code):
         notes.append(f"empty string -> HTTP {resp.status_code}")
     elif resp.status_code == 200:
-        vec = parse_embeddings(json_body(resp), ["item empty-string \"\""], client.expect)
+        vec = client.parse_response(resp, ["item empty-string \"\""])
         cos = float(row_cosine(vec[:, : c.dim], reference_raw(""))[0])
         details["empty_string_cosine"] = round(cos, 6)
         if cos >= s.min_cosine:
@@ -52,22 +52,23 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
             failures.append(f"empty string -> HTTP 200 with a vector unlike the reference's for '' "
                             f"(cos {cos:.4f} < {s.min_cosine})")
     else:
-        failures.append(f"empty string -> HTTP {resp.status_code}, expected a 4xx or the reference's vector")
+        failures.append(f"empty string -> HTTP {resp.status_code}{_why(resp)}, expected a 4xx refusing it or the "
+                        "reference's vector")
     alive("empty string")
 
     # empty list: must be refused
-    resp = client.request("POST", url, json=client.payload([]))
+    resp = client.request("POST", url, json=client.payload([]), what="the empty-list probe")
     details["empty_list"] = resp.status_code
     if is_input_rejection(resp.status_code):
         notes.append(f"empty list -> HTTP {resp.status_code}")
     else:
-        failures.append(f"empty list -> HTTP {resp.status_code}, expected a 4xx")
+        failures.append(f"empty list -> HTTP {resp.status_code}{_why(resp)}, expected a 4xx refusing it")
     alive("empty list")
 
     # over-long input: refused, or truncated exactly as the contract declares
     doc_id, text = texts.over_limit_document(c.max_length)
     sent = c.render("document", text)
-    resp = client.request("POST", url, json=client.payload([sent]))
+    resp = client.request("POST", url, json=client.payload([sent]), what="the over-long input probe")
     details["over_long"] = {"status": resp.status_code, "words": len(text.split()), "max_length": c.max_length,
                             "truncation": c.truncation}
     if is_input_rejection(resp.status_code):
@@ -77,7 +78,7 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
         failures.append("over-long input -> HTTP 200: the server truncates silently, but the contract's "
                         "truncation policy is 'reject'")
     elif resp.status_code == 200:
-        vec = parse_embeddings(json_body(resp), [f"item {doc_id} (over-long)"], client.expect)
+        vec = client.parse_response(resp, [f"item {doc_id} (over-long)"])
         cos = float(row_cosine(vec[:, : c.dim], ctx.reference().embed_documents([text]))[0])
         details["over_long"]["cosine"] = round(cos, 6)
         if cos >= s.min_cosine:
@@ -87,13 +88,27 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
                             f"{c.max_length} tokens (cos {cos:.4f} < {s.min_cosine}): the server truncates at "
                             "another length")
     else:
-        failures.append(f"over-long input -> HTTP {resp.status_code}, expected a 4xx or truncation")
+        failures.append(f"over-long input -> HTTP {resp.status_code}{_why(resp)}, expected a 4xx refusing it or "
+                        "truncation")
     alive("over-long input")
 
     if failures:
         return Verdict("bad_input", False, "bad input: " + "; ".join(failures), details)
     return Verdict("bad_input", True, "bad input: " + "; ".join(notes) + "; the server answered after each",
                    details)
+
+
+def _why(resp: EndpointResponse) -> str:
+    """The server's own words for an answer that is neither a vector nor a refusal of the input (cut)."""
+    if resp.status_code == 200:
+        return ""
+    from ...encode.response import ResponseFormatError, load_json, server_error_message
+
+    try:
+        said = server_error_message(load_json(resp.content, resp.what))
+    except ResponseFormatError:
+        said = None
+    return f" ({said})" if said else ""
 
 
 BAD_INPUT = CanaryCheck(

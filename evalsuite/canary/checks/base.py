@@ -10,18 +10,35 @@ if TYPE_CHECKING:
     from ..context import CanaryContext
     from ..settings import CanarySettings
 
+def redacted(value: Any) -> Any:
+    """``value`` (a string, or JSON-ready dicts and lists of them) with every API key removed, in any form."""
+    from ...encode.secret import redact
+
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redacted(k): redacted(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redacted(v) for v in value)
+    return value
+
 
 @dataclass(frozen=True)
 class Verdict:
     """One check's outcome. ``passed`` is None when the check does not apply (skipped).
 
-    ``details`` is the check's JSON-ready evidence (written to canary.json as is).
+    ``details`` is the check's JSON-ready evidence (written to canary.json as is). The message and
+    every string in the details are redacted of every API key when the verdict is made.
     """
 
     check: str
     passed: bool | None
     message: str
     details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", redacted(self.message))
+        object.__setattr__(self, "details", redacted(self.details))
 
     @property
     def status(self) -> str:

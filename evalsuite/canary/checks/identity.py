@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...encode.secret import cut
 from ...errors import EndpointError
+from ..context import quote_names
 from .base import CanaryCheck, Verdict
+
+LISTED_IN_DETAILS = 20  # model names kept in canary.json (a server may list thousands)
 
 if TYPE_CHECKING:
     from ..context import CanaryContext
@@ -17,28 +21,30 @@ def check_identity(ctx: CanaryContext) -> Verdict:
     healthy = None
     for url in probe.config.health_urls():
         try:
-            status: int | str = probe.request("GET", url).status_code
+            status: int | str = probe.request("GET", url, what="health").status_code
         except EndpointError as exc:
-            status = f"{type(exc).__name__}"
+            status = f"{type(exc).__name__}: {cut(str(exc), 300)}"
         health[url] = status
         if status == 200:
             healthy = url
             break
     served = ctx.served_model()
-    details: dict[str, Any] = {"health": health, "served_model": served.name, "listed": list(served.listed),
-                               "listed_by": served.source}
+    name = repr(cut(served.name, 100))
+    details: dict[str, Any] = {"health": health, "served_model": cut(served.name), "listed_by": served.source,
+                               "listed": [cut(m, 100) for m in served.listed[:LISTED_IN_DETAILS]],
+                               "listed_count": len(served.listed)}
     if healthy is None:
         tried = ", ".join(f"{u} -> {s}" for u, s in health.items())
         return Verdict("identity", False, f"identity: health does not answer 200 ({tried})", details)
     if served.name not in served.listed:
         return Verdict("identity", False,
-                       f"identity: served model {served.name!r} is not listed by {served.source} "
-                       f"(it lists {', '.join(repr(m) for m in served.listed) or 'nothing'}); pass the served name "
+                       f"identity: served model {name} is not listed by {served.source} "
+                       f"(it lists {quote_names(served.listed)}); pass the served name "
                        "with --served-model, or the server loaded another model", details)
     vec = ctx.client().embed(["identity probe"])
     details["dimension"] = int(vec.shape[1])
     return Verdict("identity", True,
-                   f"identity: {served.name!r} is listed by {served.source} and named in responses; "
+                   f"identity: {name} is listed by {served.source} and named in responses; "
                    f"health 200 at {healthy}; {vec.shape[1]} dimensions", details)
 
 
@@ -52,7 +58,8 @@ def check_auth(ctx: CanaryContext) -> Verdict:
     failures, notes = [], []
     for case, key in (("no key", None), ("a wrong key", Secret("evalsuite-wrong-" + secrets.token_hex(8)))):
         with ctx.make_client(model=served.name, models=served.aliases, api_key=key, max_retries=0) as probe:
-            resp = probe.request("POST", probe.config.embeddings_url, json=probe.payload(["auth probe"]))
+            resp = probe.request("POST", probe.config.embeddings_url, json=probe.payload(["auth probe"]),
+                                 what=f"the auth probe with {case}")
         details[case] = resp.status_code
         if resp.status_code in (401, 403):
             notes.append(f"{case} -> HTTP {resp.status_code}")

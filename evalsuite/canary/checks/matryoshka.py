@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...errors import SpecError
@@ -12,19 +13,23 @@ if TYPE_CHECKING:
     from ..context import CanaryContext
 
 
+def validate_dimensions(dimensions: Sequence[int], hidden: int, declared: Sequence[int] | None) -> None:
+    """SpecError for a ``--canary-dimensions`` value the model cannot give (checked before any request too)."""
+    for d in dimensions:
+        if d > hidden:
+            raise SpecError(f"--canary-dimensions {d} exceeds the model's output dimension {hidden}")
+        if declared and d != hidden and d not in declared:
+            raise SpecError(f"--canary-dimensions {d} is not one of the Matryoshka dimensions the model declares "
+                            f"{list(declared)}")
+
+
 def check_matryoshka(ctx: CanaryContext) -> Verdict:
     import numpy as np
 
     from ...encode.response import NORM_TOL
 
     s, c, cs = ctx.settings, ctx.contract, ctx.canary_set()
-    declared = ctx.prepared.model.matryoshka_dims
-    for d in s.dimensions:
-        if d > ctx.hidden_size:
-            raise SpecError(f"--canary-dimensions {d} exceeds the model's output dimension {ctx.hidden_size}")
-        if declared and d != ctx.hidden_size and d not in declared:
-            raise SpecError(f"--canary-dimensions {d} is not one of the Matryoshka dimensions the model declares "
-                            f"{list(declared)}")
+    validate_dimensions(s.dimensions, ctx.hidden_size, ctx.prepared.model.matryoshka_dims)
     client = ctx.client()
     prefixed = cs.rendered(c)
     notes: list[str] = []
@@ -48,7 +53,8 @@ def check_matryoshka(ctx: CanaryContext) -> Verdict:
         else:
             notes.append(f"dimensions={d}: {d} values, norms {norms.min():.4f}-{norms.max():.4f}, {direction}")
     bad = ctx.hidden_size + 1
-    resp = client.request("POST", client.config.embeddings_url, json=client.payload(["invalid dimension"], bad))
+    resp = client.request("POST", client.config.embeddings_url, json=client.payload(["invalid dimension"], bad),
+                          what=f"the dimensions={bad} probe")
     details["invalid_dimension"] = {"dimensions": bad, "status": resp.status_code}
     if is_input_rejection(resp.status_code):
         notes.append(f"dimensions={bad} -> HTTP {resp.status_code}")

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import httpx
     import numpy as np
 
 TOP_K_OVERLAP = 10
@@ -36,14 +35,7 @@ def cosine_summary(cos: np.ndarray, ids: Sequence[str]) -> dict[str, Any]:
 
 
 def is_input_rejection(status: int) -> bool:
-    """A 4xx that refuses the input (not auth, not a missing route)."""
-    return 400 <= status < 500 and status not in (401, 403, 404, 405)
+    """A 4xx that refuses the input (not auth, a missing route, a timeout or rate limiting)."""
+    return 400 <= status < 500 and status not in (401, 403, 404, 405, 408, 429)
 
 
-def json_body(resp: httpx.Response) -> object:
-    from ...encode.response import ResponseFormatError
-
-    try:
-        return resp.json()
-    except ValueError:
-        raise ResponseFormatError(f"HTTP {resp.status_code} with a body that is not JSON") from None

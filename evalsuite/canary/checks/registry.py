@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...errors import EndpointError, SpecError
+from ...encode.secret import cut
+from ...errors import EndpointError, EvalsuiteError, SpecError
 from .agreement import BATCH_INVARIANCE, NORM_AGREEMENT, VECTOR_AGREEMENT
 from .bad_input import BAD_INPUT
 from .base import CanaryCheck, Verdict
@@ -67,12 +68,25 @@ def checks_for_dataset(settings: CanarySettings, *, first: bool) -> list[str]:
 
 def run_check(name: str, ctx: CanaryContext) -> Verdict:
     """Run one check. A check the settings do not ask for is skipped (``passed`` None); an endpoint
-    that breaks the contract gives a failed verdict naming what broke; a usage error (SpecError,
-    ContractError) propagates."""
+    that breaks the contract gives a failed verdict naming what broke, and so does a check that starts
+    after the canary's overall deadline; a usage or input error (SpecError, ContractError, ...) propagates.
+
+    Any other exception is a bug in the check, not in the server: it still ends as a failed verdict
+    (so the canary always reports), named as an internal error with its type."""
     check = get_check(name)
     if not check.applies(ctx.settings):
         return check.skipped()
+    if ctx.deadline_passed():
+        return Verdict(name, False, f"{check.label}: not run: {ctx.deadline.describe()} ran out before this check "
+                                    "started; raise --canary-deadline if the server is just slow",
+                       {"error": "EndpointDeadlineExceeded"})
     try:
         return check.run(ctx)
     except EndpointError as exc:
         return Verdict(name, False, f"{check.label}: {exc}", {"error": type(exc).__name__})
+    except EvalsuiteError:  # usage and input errors (SpecError, ContractError, ModelError, ...): exit 2
+        raise
+    except Exception as exc:  # the canary must end with a verdict for every check
+        return Verdict(name, False, f"{check.label}: internal error in the check ({type(exc).__name__}: "
+                                    f"{cut(str(exc), 300)}); please report it with canary.json",
+                       {"error": type(exc).__name__, "internal": True})
