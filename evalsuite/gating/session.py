@@ -125,8 +125,13 @@ class GateSession:
         from ..sweep.execute import run_sweep
 
         dp, prepared = self.dataset_plan(name), self.prepared[name]
-        return self._once("sweep", name, lambda: run_sweep(prepared, self.sweep_cells(name), axes=dp.sweep,
-                                                           grid=dp.grid))
+
+        def compute() -> SweepResult:
+            result = run_sweep(prepared, self.sweep_cells(name), axes=dp.sweep, grid=dp.grid)
+            result.base.slices = self.slices.get(name)
+            return result
+
+        return self._once("sweep", name, compute)
 
     def result(self, name: str) -> Result:
         """The candidate's result on a dataset; writes the baseline when the session updates it."""

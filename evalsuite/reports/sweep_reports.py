@@ -12,6 +12,7 @@ from ..result import SCHEMA_VERSION
 from ..sweep.registry import declaration
 from .index_reports import index_html, index_markdown
 from .markdown import contract_rows, table
+from .sweep_slices import base_slices, cell_slices, sweep_slices_html, sweep_slices_markdown
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -65,6 +66,9 @@ def _cell_dict(result: SweepResult, c: CellResult) -> dict[str, Any]:
         out["storage"] = storage(r.contract)
     if c.index is not None:
         out["index"] = c.index.to_dict()
+    slices = cell_slices(result, c)
+    if slices is not None:
+        out["slices"] = slices
     return out
 
 
@@ -88,7 +92,8 @@ def sweep_to_dict(result: SweepResult) -> dict[str, Any]:
         "device": base.manifest.get("device"),
         "base": {"name": "base", "contract": base.contract.to_dict(),
                  "contract_fingerprint": base.contract.fingerprint(),
-                 "metrics": {m: _r(v) for m, v in base.metrics.items()}, "storage": storage(base.contract)},
+                 "metrics": {m: _r(v) for m, v in base.metrics.items()}, "storage": storage(base.contract),
+                 **({"slices": base_slices(result)} if base.slices is not None else {})},
         "cells": [_cell_dict(result, c) for c in result.cells],
         "execution": result.stats.to_dict(),
         "warnings": list(result.warnings),
@@ -184,6 +189,7 @@ def sweep_markdown(result: SweepResult) -> str:
         f"\n## Significance (p-values vs base; q: {result.correction})\n\n", table(ph, pr),
     ]
     parts += index_markdown(result)
+    parts += sweep_slices_markdown(result)
     if any(shows_storage(c) for c in result.cells):
         parts += ["\n## Storage (float32, flat index)\n\n",
                   table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result))]
@@ -288,6 +294,7 @@ def sweep_html(result: SweepResult) -> str:
     parts += [h.heading("Uncertainty (95% CI of Δ vs base)"), h.table(*_ci_rows(result)),
               h.heading(f"Significance (p-values vs base; q: {result.correction})"), h.table(ph, pr)]
     parts += index_html(result)
+    parts += sweep_slices_html(result)
     if any(shows_storage(c) for c in result.cells):
         parts += [h.heading("Storage (float32, flat index)"),
                   h.table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result))]

@@ -27,6 +27,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ..reports.index_reports import index_table_rows, matryoshka_rows
     from ..reports.run_reports import default_run_dir
     from ..reports.sweep_reports import sweep_table_rows, write_sweep_reports
+    from ..reports.sweep_slices import sweep_slice_lines
+    from ..slicing.attach import slice_index
     from ..spec import RunSpec
     from . import parse_vary, plan_cells, run_sweep
 
@@ -39,7 +41,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name,
                                                           prepared.model.name) / "sweep"
     preflight.out_dir(out)
+    slices = slice_index(prepared)  # an unknown --slice-by field is an error before encoding
     result = run_sweep(prepared, cells, spec.metrics, axes=axes, grid=grid)
+    result.base.slices = slices
     paths = write_sweep_reports(result, out)
     ident = prepared.dataset.identity
     st = result.stats
@@ -57,6 +61,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         pivot = matryoshka_rows(result)
         if pivot:
             _print_table(*pivot)
+    for line in sweep_slice_lines(result):
+        print(line)
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
