@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from ..errors import SpecError
 from ..metrics import paired_test, parse_metric
 from .gates import Evidence, Gate, GateKind, Judgement, Outcome, Scores, number
-from .slices import judge_slice, slice_sides, split_selector, with_selector
+from .slices import judge_slice, slice_sides, split_selector, too_few, with_selector
 
 DEFAULT_MAX_DROP = 0.01
 DEFAULT_ALPHA = 0.05
@@ -276,21 +276,16 @@ def judge_gate(gate: Gate, candidate: Scores, reference: Scores | None, evidence
         candidate, sliced, n = slice_sides(gate, candidate, reference)
         reference = sliced if kind.needs_reference else None
     value = candidate.metrics[gate.metric]
-    if not kind.needs_reference or reference is None:
-        judged = kind.judge(gate, candidate, None, value, None, evidence)
-        if n is None:
-            return Outcome(gate, judged.verdict, value)
-        judged, note = judge_slice(gate, judged, candidate, None, evidence, n)
+    ref = reference.metrics[gate.metric] if kind.needs_reference and reference is not None else None
+    side = reference if ref is not None else None
+    if n is None:
+        judged, note = kind.judge(gate, candidate, side, value, ref, evidence), None
+    else:  # a slice: too few queries decide nothing; otherwise its CI backs the kind's verdict
+        judged, note = too_few(gate, n) or judge_slice(
+            gate, kind.judge(gate, candidate, side, value, ref, evidence), candidate, side, evidence, n)
+    if ref is None or side is None:
         return Outcome(gate, judged.verdict, value, note=note, n_queries=n)
-    ref = reference.metrics[gate.metric]
-    note = None
-    if n is not None and (n < 1 or evidence.comparison is None):
-        judged, note = judge_slice(gate, Judgement("inconclusive"), candidate, reference, evidence, n)
-    else:
-        judged = kind.judge(gate, candidate, reference, value, ref, evidence)
-        if n is not None:
-            judged, note = judge_slice(gate, judged, candidate, reference, evidence, n)
-    losers = _losers(reference.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}))
+    losers = _losers(side.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}))
     return Outcome(gate, judged.verdict, value, ref, value - ref, evidence.p_value, losers, evidence,
                    judged.queries_needed, note, n)
 

@@ -68,12 +68,18 @@ def slice_sides(gate: Gate, candidate: Scores, reference: Scores | None) -> tupl
     return cand, ref, len(next(iter(cand.per_query.values()), {}).keys() & qids)
 
 
+def too_few(gate: Gate, n: int) -> tuple[Judgement, str] | None:
+    """INCONCLUSIVE with its note when the slice has fewer than :data:`MIN_QUERIES` queries; None otherwise."""
+    if n >= MIN_QUERIES:
+        return None
+    return Judgement("inconclusive"), (f"slice [{gate.selector}] has {n} queries, fewer than {MIN_QUERIES}: "
+                                       "too few to decide")
+
+
 def judge_slice(gate: Gate, kind_verdict: Judgement, candidate: Scores, reference: Scores | None,
                 evidence: Evidence, n: int) -> tuple[Judgement, str | None]:
-    """The verdict of a slice gate (see the module doc) and the note that explains a non-point one."""
+    """The verdict of a slice gate with enough queries (see the module doc) and the note that explains it."""
     head = f"slice [{gate.selector}] has {n} queries"
-    if n < MIN_QUERIES:
-        return Judgement("inconclusive"), f"{head}, fewer than {MIN_QUERIES}: too few to decide"
     if gate.kind not in POINT_KINDS:
         return kind_verdict, None
     import numpy as np
