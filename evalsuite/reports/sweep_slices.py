@@ -74,12 +74,11 @@ def sweep_slices_markdown(result: SweepResult) -> list[str]:
         return []
     metric = result.metrics[0]
     parts = [f"\n## Slices ({metric})\n\n", table(*_slice_table(result, metric))]
-    rows = [moved_cells(m) for c in result.cells for m in cell_moves(result, c)[:MOVED_PER_CELL]]
-    names = [c.cell.name for c in result.cells for _ in cell_moves(result, c)[:MOVED_PER_CELL]]
+    rows = [[c.cell.name, *moved_cells(m)] for c in result.cells for m in cell_moves(result, c)[:MOVED_PER_CELL]]
     if rows:
         parts += ["\n### Slices each cell moved most\n\n",
                   table(["cell", "slice", "metric", "queries", "base", "cell value", "delta", "95% CI", "sign-flip p"],
-                        [[n, *r] for n, r in zip(names, rows, strict=True)]),
+                        rows),
                   "\nDelta with its paired bootstrap 95% CI over the slice's queries (membership of the base "
                   "contract); not corrected for the number of slices.\n"]
     return parts
