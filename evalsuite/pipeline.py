@@ -5,18 +5,24 @@ The CLI and the pytest plugin both call these functions; neither holds logic the
 
 from __future__ import annotations
 
+import tempfile
 import time
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import __version__
 from .contract import Contract
 from .datasets import Dataset, load_dataset
+from .blocksearch import block_search
 from .encode.base import EncodeStats, Encoder
+from .encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
+from .encode.store import VectorStore
 from .metrics import evaluate as score_metrics
 from .metrics import search_depth
 from .model import ModelInfo, resolve_model
@@ -44,17 +50,18 @@ def prepare(spec: RunSpec) -> Prepared:
     return Prepared(spec, info, contract, dataset)
 
 
-def make_encoder(prepared: Prepared, *, dtype: str | None = None, max_length: int | None = None) -> Encoder:
-    """The local reference encoder for this contract (wrapped by the embedding cache when enabled)."""
-    from .encode.local import LocalEncoder
-
+def make_encoder(prepared: Prepared, *, dtype: str | None = None, max_length: int | None = None,
+                 execution: Execution | None = None) -> Encoder:
+    """The reference encoder for this contract on ``execution``'s executor (in this process by default),
+    wrapped by the embedding cache when enabled; the model loads on the first cache miss, never before."""
     spec, c = prepared.spec, prepared.contract
     dtype, max_length = dtype or c.dtype, max_length or c.max_length
+    execution = execution or Execution()
 
     def build() -> Encoder:
-        return LocalEncoder(prepared.model, dtype=dtype, device=spec.device, max_length=max_length,
-                            truncation=c.truncation, batch_size=spec.batch_size,
-                            trust_remote_code=spec.trust_remote_code)
+        return build_encoder(prepared.model, execution, dtype=dtype, device=spec.device, max_length=max_length,
+                             truncation=c.truncation, batch_size=spec.batch_size,
+                             trust_remote_code=spec.trust_remote_code)
 
     if not spec.use_cache:
         return build()
@@ -73,6 +80,20 @@ def encode_dataset(encoder: Encoder, contract: Contract, dataset: Dataset,
     d = encoder.encode(contract.render_all("document", [dataset.corpus[i] for i in dids]), poolings=poolings,
                        ids=dids, role="document")
     return q, d
+
+
+def encode_to_store(encoder: Encoder, contract: Contract, texts: Callable[[Sequence[str]], list[str]],
+                    ids: Sequence[str], store_dir: Path, *, chunk_size: int, poolings: Sequence[str],
+                    role: str = "document", dim: int) -> dict[str, VectorStore]:
+    """Encode ``ids`` (their texts fetched by ``texts`` chunk by chunk) ``chunk_size`` at a time into one
+    memory-mapped store per pooling; only one chunk's texts, tokens and vectors are held at once."""
+    stores = {p: VectorStore.create(store_dir / f"{role}-{p}.npy", len(ids), dim) for p in poolings}
+    for start in range(0, len(ids), chunk_size):
+        chunk = list(ids[start:start + chunk_size])
+        vectors = encoder.encode(contract.render_all(role, texts(chunk)), poolings=poolings, ids=chunk, role=role)
+        for p in poolings:
+            stores[p].write(start, vectors[p])
+    return stores
 
 
 def manifest(prepared: Prepared, contract: Contract, *, device: str, run_id: str) -> dict[str, Any]:
@@ -94,23 +115,33 @@ def manifest(prepared: Prepared, contract: Contract, *, device: str, run_id: str
     }
 
 
-def score(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_pooled: np.ndarray, *,
+def score(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_pooled: np.ndarray | VectorStore, *,
           metrics: Sequence[str], timing: dict[str, Any], device: str, run_id: str | None = None,
-          keep_vectors: bool = True) -> Result:
-    """Finalize vectors for ``contract`` (dim, normalize), search with FAISS, score with ranx."""
+          keep_vectors: bool = True, block_rows: int = DEFAULT_BLOCK_ROWS) -> Result:
+    """Finalize vectors for ``contract`` (dim, normalize), search with FAISS, score with ranx.
+
+    Document vectors in a :class:`VectorStore` are searched block by block (``block_rows`` at a time) and
+    never loaded whole; the ranking is the same as in memory.
+    """
     ds = prepared.dataset
     qv = finalize(q_pooled, contract.dim, contract.normalize)
-    dv = finalize(d_pooled, contract.dim, contract.normalize)
     t0 = time.perf_counter()
-    ranking = search(qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics),
-                     similarity=contract.similarity)
+    dv: np.ndarray | None = None
+    if isinstance(d_pooled, VectorStore):
+        ranking = block_search(qv, d_pooled, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics),
+                               similarity=contract.similarity, dim=contract.dim, normalize=contract.normalize,
+                               block_rows=block_rows)
+    else:
+        dv = finalize(d_pooled, contract.dim, contract.normalize)
+        ranking = search(qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics),
+                         similarity=contract.similarity)
     t1 = time.perf_counter()
     aggregate, per_query = score_metrics(ds.qrels, ranking, metrics)
     t2 = time.perf_counter()
     timing = dict(timing, search_seconds=round(t1 - t0, 4), score_seconds=round(t2 - t1, 4))
     return Result(contract=contract,
                   manifest=manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12]),
-                  dataset=ds, metrics=aggregate, per_query=per_query, timing=timing, ranking=ranking,
+                  dataset=ds, metrics=aggregate, per_query=per_query, timing=timing, ranking=ranking,  # type: ignore[arg-type]
                   query_vectors=qv if keep_vectors else None, doc_vectors=dv if keep_vectors else None,
                   warnings=list(ds.warnings))
 
@@ -120,23 +151,38 @@ def encode_timing(stats_by_role: dict[str, EncodeStats], seconds: float) -> dict
             "queries": stats_by_role["query"].to_dict(), "documents": stats_by_role["document"].to_dict()}
 
 
-def run(spec: RunSpec, prepared: Prepared | None = None, encoder: Encoder | None = None) -> Result:
-    """Evaluate one contract on one dataset."""
+def run(spec: RunSpec, prepared: Prepared | None = None, encoder: Encoder | None = None, *,
+        execution: Execution | None = None) -> Result:
+    """Evaluate one contract on one dataset (on ``execution``'s executor; chunked and block-wise from a
+    memory-mapped store when its ``chunk_size`` is set)."""
     prepared = prepared or prepare(spec)
-    encoder = encoder or make_encoder(prepared)
-    c = prepared.contract
+    execution = execution or Execution()
+    encoder = encoder or make_encoder(prepared, execution=execution)
+    c, ds = prepared.contract, prepared.dataset
     before = stats_snapshot(encoder)
     cache = getattr(encoder, "cache_stats", None)
     hits_before = (cache.hits, cache.misses) if cache is not None else None
-    t0 = time.perf_counter()
-    q, d = encode_dataset(encoder, c, prepared.dataset, [c.pooling])
-    seconds = time.perf_counter() - t0
-    timing = encode_timing(role_stats_since(encoder, before), seconds)
-    if cache is not None and hits_before is not None:
-        timing["cache"] = {"hits": cache.hits - hits_before[0], "misses": cache.misses - hits_before[1],
-                           "corrupt": cache.corrupt}
-    return score(prepared, c, q[c.pooling], d[c.pooling], metrics=spec.metrics, timing=timing,
-                 device=encoder.device)
+    with ExitStack() as stack:
+        t0 = time.perf_counter()
+        if execution.blockwise:
+            store_dir = execution.store_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(
+                prefix="evalsuite-store-")))
+            q = encoder.encode(c.render_all("query", [ds.queries[i] for i in ds.query_ids]), poolings=[c.pooling],
+                               ids=ds.query_ids, role="query")
+            stores = encode_to_store(encoder, c, lambda ids: [ds.corpus[i] for i in ids], ds.doc_ids, store_dir,
+                                     chunk_size=execution.chunk_size, poolings=[c.pooling],
+                                     dim=prepared.model.hidden_size)
+            d: dict[str, np.ndarray | VectorStore] = dict(stores)
+        else:
+            q, d_mem = encode_dataset(encoder, c, ds, [c.pooling])
+            d = dict(d_mem)
+        seconds = time.perf_counter() - t0
+        timing = encode_timing(role_stats_since(encoder, before), seconds)
+        if cache is not None and hits_before is not None:
+            timing["cache"] = {"hits": cache.hits - hits_before[0], "misses": cache.misses - hits_before[1],
+                               "corrupt": cache.corrupt}
+        return score(prepared, c, q[c.pooling], d[c.pooling], metrics=spec.metrics, timing=timing,
+                     device=encoder.device, keep_vectors=not execution.blockwise, block_rows=execution.block_rows)
 
 
 def role_stats_since(encoder: Encoder, before: dict[str, EncodeStats]) -> dict[str, EncodeStats]:

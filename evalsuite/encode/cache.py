@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..errors import CacheError, ExecutorError
 from ..io import atomic_write_bytes, atomic_write_text
 from ..model import ModelInfo
 from .base import EncodeStats, Encoder
@@ -196,7 +197,10 @@ class EmbeddingCache:
         self.stats.hits += hits
         self.stats.misses += n - hits
         if len(segments) > self.compact_at:
-            self._compact(key, segments)
+            try:
+                self._compact(key, segments)
+            except OSError:  # a read-only or full cache still serves reads; compaction waits for a writable one
+                pass
         return vectors, found
 
     def store(self, key: ShardKey, hashes: Sequence[bytes], vectors: np.ndarray) -> None:
@@ -205,10 +209,14 @@ class EmbeddingCache:
         if vectors.shape != (len(hashes), key.dim):
             raise ValueError(f"cache store: vectors of shape {vectors.shape} for {len(hashes)} texts of dim {key.dim}")
         shard = self.shard_dir(key)
-        if not (shard / "key.json").is_file():
-            atomic_write_text(shard / "key.json", json.dumps(asdict(key), indent=2) + "\n")
-        name = f"{uuid.uuid4().hex}.seg"
-        atomic_write_bytes(shard / name, _encode_segment(key, hashes, vectors))
+        try:
+            if not (shard / "key.json").is_file():
+                atomic_write_text(shard / "key.json", json.dumps(asdict(key), indent=2) + "\n")
+            atomic_write_bytes(shard / f"{uuid.uuid4().hex}.seg", _encode_segment(key, hashes, vectors))
+        except OSError as exc:
+            raise CacheError(f"cannot write to the embedding cache {self.root} ({exc.strerror or exc}); free disk "
+                             "space or make it writable, point --cache-dir (or $EVALSUITE_CACHE_DIR) elsewhere, "
+                             "or run with --no-cache") from exc
         self.stats.rows_written += len(hashes)
         self.stats.segments_written += 1
 
@@ -234,7 +242,7 @@ class CachedEncoder:
     model (built by ``factory`` on the first miss, never before) only for the texts it lacks."""
 
     def __init__(self, cache: EmbeddingCache, info: ModelInfo, *, dtype: str, max_length: int, truncation: str,
-                 device: str, factory: Callable[[], Encoder]) -> None:
+                 device: str, factory: Callable[[], Encoder], flush_rows: int = 8192) -> None:
         self.cache = cache
         self.info = info
         self.dtype = dtype
@@ -245,6 +253,7 @@ class CachedEncoder:
         self._inner: Encoder | None = None
         self._stats: dict[str, EncodeStats] = {}
         self.loads = 0
+        self.flush_rows = flush_rows
 
     @property
     def model_loaded(self) -> bool:
@@ -274,9 +283,8 @@ class CachedEncoder:
             return self._inner.device
         if self._device == "cpu" or self._device.startswith("cuda"):
             return self._device
-        from .local import pick_device
-
-        return pick_device(self._device)
+        # no model was loaded: every vector came from the cache, and resolving "auto" would import torch
+        return "cache"
 
     @property
     def stats_by_role(self) -> dict[str, EncodeStats]:  # type: ignore[override]
@@ -307,15 +315,44 @@ class CachedEncoder:
             return out
         any_missing = np.logical_or.reduce(list(missing_by_pooling.values()))
         rows = np.flatnonzero(any_missing)
-        fresh = self.inner.encode([texts[i] for i in rows], poolings=list(missing_by_pooling),
-                                  ids=[ids[i] for i in rows] if ids is not None else None, role=role)
-        position = np.full(len(texts), -1, dtype=np.int64)
-        position[rows] = np.arange(len(rows))
-        for p, missing in missing_by_pooling.items():
-            need = np.flatnonzero(missing)
-            vectors = fresh[p][position[need]]
-            out[p][need] = vectors
-            self.cache.store(self.key(p, role), [hashes[i] for i in need], vectors)
+        sub_texts = [texts[i] for i in rows]
+        sub_ids = [ids[i] for i in rows] if ids is not None else None
+        inner = self.inner
+        stream = getattr(inner, "encode_stream", None)
+        if callable(stream):
+            pieces = stream(sub_texts, poolings=list(missing_by_pooling), ids=sub_ids, role=role)
+        else:
+            whole = inner.encode(sub_texts, poolings=list(missing_by_pooling), ids=sub_ids, role=role)
+            pieces = iter([(np.arange(len(rows)), whole)])
+        pending: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []
+        pending_rows = 0
+
+        def flush() -> None:
+            nonlocal pending, pending_rows
+            if not pending:
+                return
+            sub = np.concatenate([r for r, _ in pending])
+            for p, missing in missing_by_pooling.items():
+                vectors = np.concatenate([v[p] for _, v in pending])
+                keep = missing[rows[sub]]
+                out[p][rows[sub[keep]]] = vectors[keep]
+                self.cache.store(self.key(p, role), [hashes[i] for i in rows[sub[keep]]], vectors[keep])
+            pending, pending_rows = [], 0
+
+        try:
+            for sub_rows, vectors in pieces:
+                pending.append((np.asarray(sub_rows, dtype=np.int64), vectors))
+                pending_rows += len(sub_rows)
+                if pending_rows >= self.flush_rows:
+                    flush()
+        except BaseException as exc:
+            saved = pending_rows
+            flush()  # what was finished stays in the cache: a re-run resumes from it
+            if isinstance(exc, ExecutorError):
+                raise ExecutorError(f"{exc}; the finished vectors (the last {saved} of them just now) are in the "
+                                    f"embedding cache {self.cache.root}: a re-run resumes from them") from exc
+            raise
+        flush()
         return out
 
 

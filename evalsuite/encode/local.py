@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -130,6 +130,18 @@ class LocalEncoder:
     def encode(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
                ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]:
         """Pooled full-dimension float32 vectors (not normalized) per pooling, rows in input order."""
+        poolings = list(dict.fromkeys(poolings))
+        out = {p: np.zeros((len(texts), self.info.hidden_size), dtype=np.float32) for p in poolings}
+        for rows, vectors in self.encode_stream(texts, poolings=poolings, ids=ids, role=role):
+            for p in poolings:
+                out[p][rows] = vectors[p]
+        return out
+
+    def encode_stream(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
+                      ids: Sequence[str] | None = None,
+                      role: str = "document") -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+        """``(rows, {pooling: vectors})`` per batch as it is computed (rows index ``texts``); the role's
+        counters grow batch by batch, so an interrupted stream still counts what it finished."""
         import torch
 
         from .pooling import pool
@@ -137,41 +149,42 @@ class LocalEncoder:
         t0 = time.perf_counter()
         poolings = list(dict.fromkeys(poolings))
         n = len(texts)
-        hidden = self.info.hidden_size
-        out = {p: np.zeros((n, hidden), dtype=np.float32) for p in poolings}
-        stats = EncodeStats(texts=n)
+        stats = self.stats_by_role.setdefault(role, EncodeStats())
         if n == 0:
-            self.stats_by_role.setdefault(role, EncodeStats())
-            return out
-        token_ids, stats.truncated = self._tokenize(list(texts), ids)
+            return
+        token_ids, truncated = self._tokenize(list(texts), ids)
         lengths = np.fromiter((len(r) for r in token_ids), dtype=np.int64, count=n)
-        stats.tokens = int(lengths.sum())
+        stats.texts += n
+        stats.tokens += int(lengths.sum())
+        stats.truncated += truncated
         bar: Any = None
         if self.progress:
             from tqdm import tqdm
 
             bar = tqdm(total=n, desc=f"encode {role}s", unit="text", leave=False)
-        with torch.inference_mode():
+        try:
             for idx in self._batches(lengths):
-                width = int(lengths[idx].max())
-                ids_arr = np.full((len(idx), width), self.pad_id, dtype=np.int64)
-                mask = np.zeros((len(idx), width), dtype=np.int64)
-                for row, i in enumerate(idx):
-                    ids_arr[row, :lengths[i]] = token_ids[i]
-                    mask[row, :lengths[i]] = 1
-                inputs = {"input_ids": torch.from_numpy(ids_arr).to(self.device),
-                          "attention_mask": torch.from_numpy(mask).to(self.device)}
-                if self.use_token_types:
-                    inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
-                h = self.model(**inputs).last_hidden_state.float()
-                for p in poolings:
-                    out[p][idx] = pool(h, inputs["attention_mask"], p).cpu().numpy()
+                with torch.inference_mode():
+                    width = int(lengths[idx].max())
+                    ids_arr = np.full((len(idx), width), self.pad_id, dtype=np.int64)
+                    mask = np.zeros((len(idx), width), dtype=np.int64)
+                    for row, i in enumerate(idx):
+                        ids_arr[row, :lengths[i]] = token_ids[i]
+                        mask[row, :lengths[i]] = 1
+                    inputs = {"input_ids": torch.from_numpy(ids_arr).to(self.device),
+                              "attention_mask": torch.from_numpy(mask).to(self.device)}
+                    if self.use_token_types:
+                        inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
+                    h = self.model(**inputs).last_hidden_state.float()
+                    vectors = {p: pool(h, inputs["attention_mask"], p).cpu().numpy() for p in poolings}
                 stats.padded_tokens += len(idx) * width
                 stats.batches += 1
+                stats.seconds += time.perf_counter() - t0
+                t0 = time.perf_counter()
                 if bar is not None:
                     bar.update(len(idx))
-        if bar is not None:
-            bar.close()
-        stats.seconds = time.perf_counter() - t0
-        self.stats_by_role.setdefault(role, EncodeStats()).add(stats)
-        return out
+                yield idx, vectors
+        finally:
+            stats.seconds += time.perf_counter() - t0
+            if bar is not None:
+                bar.close()

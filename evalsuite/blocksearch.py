@@ -1,0 +1,90 @@
+"""Exact search over a stored corpus, block by block, with a per-query top-k merge.
+
+The corpus's vectors stay on disk (:class:`~evalsuite.encode.store.VectorStore`); each block is
+finalized (Matryoshka cut, normalization) and searched with :func:`evalsuite.search.search`, and the
+per-block top ``k`` lists are merged per query. Peak memory is one block plus ``queries x k``
+candidates, whatever the corpus size, and the ranking is the one :func:`~evalsuite.search.search`
+gives over the whole corpus in memory, tie order included: each block is searched under stand-in
+document ids that sort exactly like the real ones (zero-padded positions in code-point order), and the
+merge orders candidates by (score, that position) in the direction the search's tie order uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from . import search as search_module
+from .encode.store import VectorStore
+from .errors import ContractError, SpecError
+from .vectors import finalize
+
+from .encode.executors import DEFAULT_BLOCK_ROWS
+
+
+def _ids_descending() -> bool:
+    """Whether the search's tie order puts the larger document id first."""
+    key = getattr(search_module, "tie_order_key", None)
+    return bool(key is not None and key("b", 0.0) < key("a", 0.0))
+
+
+def _as_ranking(docs: dict[str, tuple[str, ...]], scores: dict[str, tuple[float, ...]], k: int,
+                n: int) -> Mapping[str, Mapping[str, float]]:
+    ranking_type = getattr(search_module, "Ranking", None)
+    if ranking_type is not None and hasattr(ranking_type, "from_scores"):
+        return ranking_type(docs, scores, depth=k, corpus_size=n)  # type: ignore[no-any-return]
+    return {q: dict(zip(docs[q], scores[q])) for q in docs}
+
+
+def block_search(query_vectors: np.ndarray, store: VectorStore, *, query_ids: Sequence[str],
+                 doc_ids: Sequence[str], k: int, similarity: str, dim: int, normalize: bool,
+                 block_rows: int = DEFAULT_BLOCK_ROWS) -> Mapping[str, Mapping[str, float]]:
+    """The top ``k`` documents per query over the stored (pooled) vectors, finalized to ``dim`` and
+    ``normalize`` block by block; the same ranking as :func:`evalsuite.search.search` over all of them."""
+    n = store.rows
+    if n != len(doc_ids):
+        raise ContractError(f"block search: the store {store.path} holds {n} vectors for {len(doc_ids)} document "
+                            "ids; delete the store and re-run")
+    if k < 1:
+        raise SpecError(f"search depth k={k} must be >= 1")
+    if block_rows < 1:
+        raise SpecError(f"block size {block_rows} must be >= 1")
+    qids = [str(q) for q in query_ids]
+    k = min(k, n)
+    order = np.array(sorted(range(n), key=lambda j: str(doc_ids[j])), dtype=np.int64)  # code-point order
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    width = len(str(max(n - 1, 0)))
+    tie_sign = -1 if _ids_descending() else 1
+    nq = len(qids)
+    best_s = np.full((nq, k), -np.inf)
+    best_p = np.full((nq, k), n, dtype=np.int64)
+    vectors = store.read()
+    for start, stop in store.blocks(block_rows):
+        block = finalize(np.asarray(vectors[start:stop]), dim, normalize)
+        stand_in = [f"{p:0{width}d}" for p in position[start:stop]]
+        kb = min(k, stop - start)
+        part = search_module.search(query_vectors, block, query_ids=qids, doc_ids=stand_in, k=kb,
+                                    similarity=similarity)
+        s = np.full((nq, kb), -np.inf)
+        p = np.full((nq, kb), n, dtype=np.int64)
+        for qi, qid in enumerate(qids):
+            hits = part[qid]
+            m = len(hits)
+            if m:
+                p[qi, :m] = [int(d) for d in hits]
+                s[qi, :m] = list(hits.values())
+        all_s = np.concatenate([best_s, s], axis=1)
+        all_p = np.concatenate([best_p, p], axis=1)
+        pick = np.lexsort((tie_sign * all_p, -all_s), axis=-1)[:, :k]
+        best_s = np.take_along_axis(all_s, pick, axis=-1)
+        best_p = np.take_along_axis(all_p, pick, axis=-1)
+        del block, part
+    docs: dict[str, tuple[str, ...]] = {}
+    scores: dict[str, tuple[float, ...]] = {}
+    for qi, qid in enumerate(qids):
+        keep = np.isfinite(best_s[qi])
+        docs[qid] = tuple(str(doc_ids[j]) for j in order[best_p[qi][keep]])
+        scores[qid] = tuple(best_s[qi][keep].tolist())
+    return _as_ranking(docs, scores, k, n)
