@@ -54,7 +54,7 @@ def child(size: int, executor: str, queries: int, chunk: int, block: int, model_
         import ray
 
         ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False)
-    encoder = build_encoder(info, Execution(executor=executor, ray_actors=1 if executor == "ray" else 1),
+    encoder = build_encoder(info, Execution(executor=executor),
                             dtype="float32", device="cpu", max_length=contract.max_length,
                             truncation="truncate", batch_size=64, trust_remote_code=False)
     doc_ids = [f"d{i}" for i in range(size)]
@@ -77,7 +77,7 @@ def child(size: int, executor: str, queries: int, chunk: int, block: int, model_
                                k=search_depth(metrics), similarity=contract.similarity, dim=contract.dim,
                                normalize=contract.normalize, block_rows=block)
         t3 = time.perf_counter()
-        aggregate, _ = evaluate({q: {f"d{t}": 1} for q, t in zip(qids, targets)}, ranking, metrics)
+        aggregate, _ = evaluate({q: {f"d{t}": 1} for q, t in zip(qids, targets, strict=True)}, ranking, metrics)
         t4 = time.perf_counter()
     stats = encoder.stats_by_role["document"]
     return {"size": size, "executor": executor, "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,

@@ -16,11 +16,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from . import search as search_module
+from .encode.executors import DEFAULT_BLOCK_ROWS
 from .encode.store import VectorStore
 from .errors import ContractError, SpecError
 from .vectors import finalize
-
-from .encode.executors import DEFAULT_BLOCK_ROWS
 
 
 def _ids_descending() -> bool:
@@ -34,7 +33,7 @@ def _as_ranking(docs: dict[str, tuple[str, ...]], scores: dict[str, tuple[float,
     ranking_type = getattr(search_module, "Ranking", None)
     if ranking_type is not None and hasattr(ranking_type, "from_scores"):
         return ranking_type(docs, scores, depth=k, corpus_size=n)  # type: ignore[no-any-return]
-    return {q: dict(zip(docs[q], scores[q])) for q in docs}
+    return {q: dict(zip(docs[q], scores[q], strict=True)) for q in docs}
 
 
 def block_search(query_vectors: np.ndarray, store: VectorStore, *, query_ids: Sequence[str],

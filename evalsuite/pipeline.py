@@ -8,19 +8,20 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from . import __version__
+from .blocksearch import block_search
 from .contract import Contract
 from .datasets import Dataset, load_dataset
-from .blocksearch import block_search
-from .encode.base import EncodeStats, Encoder
+from .encode.base import Encoder, EncodeStats
 from .encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
 from .encode.store import VectorStore
 from .metrics import evaluate as score_metrics
@@ -65,7 +66,8 @@ def make_encoder(prepared: Prepared, *, dtype: str | None = None, max_length: in
 
     if not spec.use_cache:
         return build()
-    from .encode.cache import CachedEncoder, EmbeddingCache
+    from .encode.cache import EmbeddingCache
+    from .encode.cached import CachedEncoder
 
     return CachedEncoder(EmbeddingCache(spec.cache_dir), prepared.model, dtype=dtype, max_length=max_length,
                          truncation=c.truncation, device=spec.device, factory=build)
@@ -101,7 +103,7 @@ def manifest(prepared: Prepared, contract: Contract, *, device: str, run_id: str
     ident = prepared.dataset.identity
     return {
         "run_id": run_id,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "evalsuite_version": __version__,
         "contract": contract.to_dict(),
         "contract_fingerprint": contract.fingerprint(),
@@ -160,6 +162,7 @@ def run(spec: RunSpec, prepared: Prepared | None = None, encoder: Encoder | None
     encoder = encoder or make_encoder(prepared, execution=execution)
     c, ds = prepared.contract, prepared.dataset
     before = stats_snapshot(encoder)
+    served_before = {r: st.copy() for r, st in getattr(encoder, "cached_by_role", {}).items()}
     cache = getattr(encoder, "cache_stats", None)
     hits_before = (cache.hits, cache.misses) if cache is not None else None
     with ExitStack() as stack:
@@ -181,8 +184,21 @@ def run(spec: RunSpec, prepared: Prepared | None = None, encoder: Encoder | None
         if cache is not None and hits_before is not None:
             timing["cache"] = {"hits": cache.hits - hits_before[0], "misses": cache.misses - hits_before[1],
                                "corrupt": cache.corrupt}
+        add_cached_counts(timing, getattr(encoder, "cached_by_role", None), served_before)
         return score(prepared, c, q[c.pooling], d[c.pooling], metrics=spec.metrics, timing=timing,
                      device=encoder.device, keep_vectors=not execution.blockwise, block_rows=execution.block_rows)
+
+
+def add_cached_counts(timing: dict[str, Any], served: dict[str, EncodeStats] | None,
+                      before: dict[str, EncodeStats]) -> None:
+    """Per role, the texts served from the cache with the token and truncation counts stored when they were
+    encoded (``cached_texts``, ``cached_tokens``, ``cached_truncated``): a warm run reports what the cold
+    one did without a tokenizer."""
+    if served is None:
+        return
+    for role, name in (("query", "queries"), ("document", "documents")):
+        d = served.get(role, EncodeStats()).minus(before.get(role, EncodeStats()))
+        timing[name].update(cached_texts=d.texts, cached_tokens=d.tokens, cached_truncated=d.truncated)
 
 
 def role_stats_since(encoder: Encoder, before: dict[str, EncodeStats]) -> dict[str, EncodeStats]:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import ModelError, SpecError, TruncationError
 from ..model import ModelInfo
-from .base import EncodeStats
+from .base import EncodedRows, EncodeStats
 
 _TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
@@ -84,11 +85,11 @@ class LocalEncoder:
         self.tokenizer = None
 
     # -- tokenization -------------------------------------------------------------------------
-    def _tokenize(self, texts: list[str], ids: Sequence[str] | None) -> tuple[list[list[int]], int]:
-        """Token ids per text, truncated to max_length; and how many texts were truncated."""
+    def _tokenize(self, texts: list[str], ids: Sequence[str] | None) -> tuple[list[list[int]], np.ndarray]:
+        """Token ids per text, truncated to max_length; and which texts were truncated."""
         probe = self.max_length + 1
         out: list[list[int]] = []
-        truncated = 0
+        truncated = np.zeros(len(texts), dtype=bool)
         for start in range(0, len(texts), 4096):
             chunk = texts[start:start + 4096]
             enc = self.tokenizer(chunk, truncation=True, max_length=probe, padding=False,
@@ -107,7 +108,7 @@ class LocalEncoder:
                                        return_token_type_ids=False)["input_ids"]
                 for i, row in zip(long, fixed):
                     enc[i] = row
-                truncated += len(long)
+                truncated[[start + i for i in long]] = True
             out.extend(enc)
         return out, truncated
 
@@ -132,16 +133,16 @@ class LocalEncoder:
         """Pooled full-dimension float32 vectors (not normalized) per pooling, rows in input order."""
         poolings = list(dict.fromkeys(poolings))
         out = {p: np.zeros((len(texts), self.info.hidden_size), dtype=np.float32) for p in poolings}
-        for rows, vectors in self.encode_stream(texts, poolings=poolings, ids=ids, role=role):
+        for part in self.encode_stream(texts, poolings=poolings, ids=ids, role=role):
             for p in poolings:
-                out[p][rows] = vectors[p]
+                out[p][part.rows] = part.vectors[p]
         return out
 
     def encode_stream(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
                       ids: Sequence[str] | None = None,
-                      role: str = "document") -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
-        """``(rows, {pooling: vectors})`` per batch as it is computed (rows index ``texts``); the role's
-        counters grow batch by batch, so an interrupted stream still counts what it finished."""
+                      role: str = "document") -> Iterator[EncodedRows]:
+        """One :class:`EncodedRows` per batch as it is computed (rows index ``texts``); the role's counters
+        grow batch by batch, so an interrupted stream still counts what it finished."""
         import torch
 
         from .pooling import pool
@@ -156,7 +157,7 @@ class LocalEncoder:
         lengths = np.fromiter((len(r) for r in token_ids), dtype=np.int64, count=n)
         stats.texts += n
         stats.tokens += int(lengths.sum())
-        stats.truncated += truncated
+        stats.truncated += int(truncated.sum())
         bar: Any = None
         if self.progress:
             from tqdm import tqdm
@@ -183,7 +184,7 @@ class LocalEncoder:
                 t0 = time.perf_counter()
                 if bar is not None:
                     bar.update(len(idx))
-                yield idx, vectors
+                yield EncodedRows(idx, vectors, lengths[idx].astype(np.int32), truncated[idx])
         finally:
             stats.seconds += time.perf_counter() - t0
             if bar is not None:

@@ -16,13 +16,12 @@ import socket
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..errors import ExecutorError
 from ..model import ModelInfo
-from .base import EncodeStats
+from .base import EncodedRows, EncodeStats
 
 _STATS = ("texts", "tokens", "padded_tokens", "truncated", "batches")
 
@@ -56,11 +55,20 @@ class _EncodeActor:
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         s = self.settings
+        texts = [str(t) for t in batch["text"]]
+        n = len(texts)
         before = self.encoder.stats_by_role.get(s.role, EncodeStats()).copy()
-        vectors = self.encoder.encode([str(t) for t in batch["text"]], poolings=s.poolings, role=s.role)
+        vectors = {p: np.zeros((n, s.info.hidden_size), dtype=np.float32) for p in s.poolings}
+        tokens = np.zeros(n, dtype=np.int32)
+        truncated = np.zeros(n, dtype=bool)
+        for part in self.encoder.encode_stream(texts, poolings=s.poolings, role=s.role):
+            for p in s.poolings:
+                vectors[p][part.rows] = part.vectors[p]
+            tokens[part.rows] = part.tokens
+            truncated[part.rows] = part.truncated
         delta = self.encoder.stats_by_role[s.role].minus(before)
-        n = len(batch["row"])
-        out: dict[str, np.ndarray] = {"row": np.asarray(batch["row"], dtype=np.int64)}
+        out: dict[str, np.ndarray] = {"row": np.asarray(batch["row"], dtype=np.int64), "tokens": tokens,
+                                      "truncated": truncated}
         out.update({f"v:{p}": vectors[p] for p in s.poolings})
         for name in _STATS:  # batch counters ride on the batch's first row
             col = np.zeros(n, dtype=np.int64)
@@ -127,15 +135,15 @@ class RayEncoder:
                ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]:
         poolings = list(dict.fromkeys(poolings))
         out = {p: np.zeros((len(texts), self.info.hidden_size), dtype=np.float32) for p in poolings}
-        for rows, vectors in self.encode_stream(texts, poolings=poolings, ids=ids, role=role):
+        for part in self.encode_stream(texts, poolings=poolings, ids=ids, role=role):
             for p in poolings:
-                out[p][rows] = vectors[p]
+                out[p][part.rows] = part.vectors[p]
         return out
 
     def encode_stream(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
                       ids: Sequence[str] | None = None,
-                      role: str = "document") -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
-        """``(rows, {pooling: vectors})`` per Ray batch, in completion order."""
+                      role: str = "document") -> Iterator[EncodedRows]:
+        """One :class:`EncodedRows` per Ray batch, in completion order."""
         import ray
 
         poolings = tuple(dict.fromkeys(poolings))
@@ -160,8 +168,10 @@ class RayEncoder:
                     for name in _STATS:
                         setattr(stats, name, getattr(stats, name) + int(batch[f"s:{name}"].sum()))
                     done += len(batch["row"])
-                    yield (np.asarray(batch["row"], dtype=np.int64),
-                           {p: np.asarray(batch[f"v:{p}"]) for p in poolings})
+                    yield EncodedRows(np.asarray(batch["row"], dtype=np.int64),
+                                      {p: np.asarray(batch[f"v:{p}"]) for p in poolings},
+                                      np.asarray(batch["tokens"], dtype=np.int32),
+                                      np.asarray(batch["truncated"], dtype=bool))
         except ray.exceptions.RayError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ExecutorError(f"the Ray executor failed after {done} of {len(texts)} {role} texts "

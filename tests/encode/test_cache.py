@@ -5,8 +5,8 @@ import warnings
 import numpy as np
 import pytest
 
-from evalsuite.encode.cache import (CacheCorruptionWarning, CachedEncoder, EmbeddingCache, ShardKey,
-                                    default_cache_dir, text_hash)
+from evalsuite.encode.cache import CacheCorruptionWarning, EmbeddingCache, ShardKey, default_cache_dir, text_hash
+from evalsuite.encode.cached import CachedEncoder
 from evalsuite.encode.local import LocalEncoder
 from evalsuite.model import resolve_model
 

@@ -21,12 +21,15 @@ from evalsuite.spec import RunSpec
 spec = RunSpec(**json.loads(sys.argv[1]))
 result = run(spec)
 print(json.dumps({"loaded": sorted(m for m in %r if m in sys.modules), "metrics": result.metrics,
-                  "cache": result.timing["cache"], "device": result.manifest["device"]}))
+                  "cache": result.timing["cache"], "device": result.manifest["device"],
+                  "documents": result.timing["documents"]}))
 """ % (HEAVY,)
 
 
 def test_a_warm_run_imports_no_model_stack(tiny_model_dir: Path, small_beir: Path, tmp_path: Path) -> None:
-    settings = {"model": str(tiny_model_dir), "dataset": str(small_beir), "cache_dir": str(tmp_path / "cache")}
+    # max_length 8 truncates some documents: the warm run must report them without a tokenizer
+    settings = {"model": str(tiny_model_dir), "dataset": str(small_beir), "cache_dir": str(tmp_path / "cache"),
+                "max_length": 8}
     cold = run(RunSpec(**settings))  # device "auto": resolving it must not need torch on the warm run
     env = dict(os.environ, PYTHONPATH=str(REPO))
     out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(settings)], capture_output=True, text=True,
@@ -37,6 +40,11 @@ def test_a_warm_run_imports_no_model_stack(tiny_model_dir: Path, small_beir: Pat
     assert warm["cache"]["misses"] == 0 and warm["cache"]["hits"] == 6 + 3  # documents + queries with a relevant document
     assert warm["metrics"] == cold.metrics
     assert warm["device"] == "cache"
+    cold_docs = cold.timing["documents"]
+    assert cold_docs["truncated"] > 0 and cold_docs["cached_texts"] == 0
+    assert (warm["documents"]["texts"], warm["documents"]["cached_texts"]) == (0, 6)
+    assert warm["documents"]["cached_tokens"] == cold_docs["tokens"]
+    assert warm["documents"]["cached_truncated"] == cold_docs["truncated"]
     # the same child with an empty cache does load the model stack: the check above can fail
     settings["cache_dir"] = str(tmp_path / "empty")
     out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(settings)], capture_output=True, text=True,
