@@ -16,13 +16,14 @@ is compacted into one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import struct
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -105,9 +106,10 @@ class CachedRows:
 class EmbeddingCache:
     """Pooled full-dimension vectors on disk, by :class:`ShardKey` and text hash."""
 
-    def __init__(self, root: str | Path | None = None, *, compact_at: int = 8) -> None:
+    def __init__(self, root: str | Path | None = None, *, compact_at: int = 8, compact_rows: int = 65_536) -> None:
         self.root = Path(root).expanduser() if root else default_cache_dir()
         self.compact_at = compact_at
+        self.compact_rows = compact_rows
         self.stats = CacheStats()
         self.problems: list[str] = []
 
@@ -115,21 +117,20 @@ class EmbeddingCache:
         d = key.digest()
         return self.root / LAYOUT / d[:2] / d
 
-    def _segments(self, key: ShardKey) -> list[_Segment]:
+    def _segments(self, key: ShardKey, paths: Sequence[Path] | None = None) -> Iterator[_Segment]:
+        """The shard's verified segments, read one at a time (memory: one segment, not the shard)."""
         shard = self.shard_dir(key)
-        if not shard.is_dir():
-            return []
-        out = []
-        for path in sorted(shard.glob("*.seg")):
+        if paths is None:
+            paths = sorted(shard.glob("*.seg")) if shard.is_dir() else []
+        for path in paths:
             try:
                 data = path.read_bytes()
             except FileNotFoundError:  # compacted away by a concurrent writer
                 continue
             try:
-                out.append(_decode_segment(path, data, key))
+                yield _decode_segment(path, data, key)
             except (ValueError, KeyError, TypeError, json.JSONDecodeError, struct.error) as exc:
                 self._corrupt(path, str(exc))
-        return out
 
     def _corrupt(self, path: Path, reason: str) -> None:
         message = (f"embedding cache segment {path} is unusable ({reason}); discarded it, its vectors will be "
@@ -137,10 +138,8 @@ class EmbeddingCache:
         self.stats.corrupt += 1
         self.problems.append(message)
         warnings.warn(message, CacheCorruptionWarning, stacklevel=3)
-        try:
+        with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        except FileNotFoundError:
-            pass
 
     def lookup(self, key: ShardKey, hashes: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
         """``(vectors, found)``: rows for ``hashes`` (zeros where not found) and a boolean mask."""
@@ -152,12 +151,14 @@ class EmbeddingCache:
         n = len(hashes)
         got = CachedRows(np.zeros((n, key.dim), dtype=np.float32), np.zeros(n, dtype=bool),
                          np.full(n, -1, dtype=np.int32), np.zeros(n, dtype=bool))
-        segments = self._segments(key)
-        if segments and n:
-            wanted: dict[bytes, list[int]] = {}
-            for i, h in enumerate(hashes):
-                wanted.setdefault(h, []).append(i)
-            for seg in segments:
+        wanted: dict[bytes, list[int]] = {}
+        for i, h in enumerate(hashes):
+            wanted.setdefault(h, []).append(i)
+        small: list[Path] = []
+        if n:
+            for seg in self._segments(key):
+                if len(seg.hashes) < self.compact_rows:
+                    small.append(seg.path)
                 raw = seg.hashes.tobytes()
                 src: list[int] = []
                 dst: list[int] = []
@@ -171,16 +172,13 @@ class EmbeddingCache:
                     got.found[dst] = True
                     got.tokens[dst] = seg.tokens[src]
                     got.truncated[dst] = seg.truncated[src]
-                if not wanted:
-                    break
         hits = int(got.found.sum())
         self.stats.hits += hits
         self.stats.misses += n - hits
-        if len(segments) > self.compact_at:
-            try:
-                self._compact(key, segments)
-            except OSError:  # a read-only or full cache still serves reads; compaction waits for a writable one
-                pass
+        if len(small) > self.compact_at:
+            # a read-only or full cache still serves reads; compaction waits for a writable one
+            with contextlib.suppress(OSError):
+                self._compact(key, list(self._segments(key, small)))
         return got
 
     def store(self, key: ShardKey, hashes: Sequence[bytes], vectors: np.ndarray, tokens: np.ndarray | None = None,
@@ -204,6 +202,8 @@ class EmbeddingCache:
         self.stats.segments_written += 1
 
     def _compact(self, key: ShardKey, segments: list[_Segment]) -> None:
+        """Merge small segments into one (segments of ``compact_rows`` rows or more are left alone, so a
+        compaction never holds more than ``compact_at`` small segments)."""
         rows: dict[bytes, tuple[_Segment, int]] = {}
         for seg in segments:
             raw = seg.hashes.tobytes()
@@ -216,10 +216,8 @@ class EmbeddingCache:
                                            np.array([s.tokens[r] for s, r in picks], dtype=np.int32),
                                            np.array([s.truncated[r] for s, r in picks], dtype=bool)))
         for seg in segments:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 seg.path.unlink()
-            except FileNotFoundError:
-                pass
         self.stats.compactions += 1
 
 

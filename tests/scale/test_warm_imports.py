@@ -20,10 +20,10 @@ from evalsuite.pipeline import run
 from evalsuite.spec import RunSpec
 spec = RunSpec(**json.loads(sys.argv[1]))
 result = run(spec)
-print(json.dumps({"loaded": sorted(m for m in %r if m in sys.modules), "metrics": result.metrics,
+print(json.dumps({"loaded": sorted(m for m in HEAVY if m in sys.modules), "metrics": result.metrics,
                   "cache": result.timing["cache"], "device": result.manifest["device"],
                   "documents": result.timing["documents"]}))
-""" % (HEAVY,)
+""".replace("HEAVY", repr(HEAVY))
 
 
 def test_a_warm_run_imports_no_model_stack(tiny_model_dir: Path, small_beir: Path, tmp_path: Path) -> None:
