@@ -32,3 +32,15 @@ def test_compaction_leaves_large_segments_alone_and_keeps_token_counts(tmp_path:
     again = EmbeddingCache(tmp_path).lookup_rows(key(), [text_hash(t) for t in texts])
     assert again.tokens.tolist() == [1, 2, 3, 4, 5, 100, 101, 102, 103]
     assert again.truncated.tolist() == [True, False, True, False, True, True, True, True, True]
+
+
+def test_a_cache_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> None:
+    import pytest
+
+    from evalsuite.errors import CacheError
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    cache = EmbeddingCache(blocker / "cache")
+    with pytest.raises(CacheError, match="cannot write to the embedding cache .* --no-cache"):
+        cache.store(key(), [text_hash("a")], np.zeros((1, 4), np.float32))
