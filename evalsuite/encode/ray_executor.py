@@ -97,10 +97,10 @@ def ensure_ray(address: str | None, timeout: float = 5.0) -> None:
     """Connect to ``address`` (or start a local Ray) unless this process is connected already."""
     import ray
 
-    if ray.is_initialized():
-        return
     if address is not None:
         check_reachable(address, timeout)
+    if ray.is_initialized():
+        return
     try:
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
                  include_dashboard=False if address is None else None)

@@ -112,6 +112,32 @@ def test_an_unreachable_ray_address_fails_fast() -> None:
     assert time.perf_counter() - t0 < 10
 
 
+def test_an_unreachable_ray_address_ends_a_run_with_a_typed_error(tiny_model_dir: Path, small_beir: Path,
+                                                                  tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from evalsuite.encode.executors import Execution\n"
+        "from evalsuite.errors import ExecutorError\n"
+        "from evalsuite.pipeline import run\n"
+        "from evalsuite.spec import RunSpec\n"
+        "try:\n"
+        f"    run(RunSpec(model={str(tiny_model_dir)!r}, dataset={str(small_beir)!r}, device='cpu', use_cache=False),\n"
+        "        execution=Execution(executor='ray', ray_address='ray://127.0.0.1:9'))\n"
+        "except ExecutorError as exc:\n"
+        "    print('EXECUTOR-ERROR', exc)\n"
+        "    sys.exit(3)\n"
+    )
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                         env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
+    assert out.returncode == 3, out.stderr[-2000:]
+    assert "ray://127.0.0.1:9 does not answer" in out.stdout and "--ray-address" in out.stdout
+    assert time.perf_counter() - t0 < 60
+
+
 def test_a_store_on_a_read_only_path_is_a_clear_error(tiny_model_dir: Path, minibeir_dir: Path,
                                                       tmp_path: Path) -> None:
     spec = RunSpec(model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu", use_cache=False)
