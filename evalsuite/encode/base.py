@@ -55,8 +55,11 @@ class Encoder(Protocol):
     counters per role ("query", "document") over all calls.
     """
 
-    device: str
-    stats_by_role: dict[str, EncodeStats]
+    @property
+    def device(self) -> str: ...
+
+    @property
+    def stats_by_role(self) -> dict[str, EncodeStats]: ...
 
     def encode(self, texts: Sequence[str], *, poolings: Sequence[str],
                ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]: ...

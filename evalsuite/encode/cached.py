@@ -60,7 +60,7 @@ class CachedEncoder:
             self._inner = None
 
     @property
-    def device(self) -> str:  # type: ignore[override]
+    def device(self) -> str:
         if self._inner is not None:
             return self._inner.device
         if self._device == "cpu" or self._device.startswith("cuda"):
@@ -69,7 +69,7 @@ class CachedEncoder:
         return "cache"
 
     @property
-    def stats_by_role(self) -> dict[str, EncodeStats]:  # type: ignore[override]
+    def stats_by_role(self) -> dict[str, EncodeStats]:
         """Counters of the texts that went through the model (cache hits are not counted)."""
         return self._inner.stats_by_role if self._inner is not None else self._stats
 
@@ -104,8 +104,8 @@ class CachedEncoder:
         if not missing_by_pooling:
             return out
         rows = np.flatnonzero(any_missing)
-        sub_texts = [texts[i] for i in rows]
-        sub_ids = [ids[i] for i in rows] if ids is not None else None
+        sub_texts = [texts[int(i)] for i in rows]
+        sub_ids = [ids[int(i)] for i in rows] if ids is not None else None
         pending: list[EncodedRows] = []
 
         def flush() -> None:

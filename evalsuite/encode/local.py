@@ -63,8 +63,8 @@ class LocalEncoder:
         self.max_batch_tokens = max_batch_tokens
         self.progress = progress_enabled() if progress is None else progress
         self.stats_by_role: dict[str, EncodeStats] = {}
-        transformers.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
+        transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(info.tokenizer_path), local_files_only=True,
                                                            trust_remote_code=trust_remote_code)
@@ -82,7 +82,7 @@ class LocalEncoder:
     def release(self) -> None:
         """Drop the model and tokenizer (counters stay); the encoder cannot encode afterwards."""
         self.model = None
-        self.tokenizer = None
+        self.tokenizer = None  # type: ignore[assignment]
 
     # -- tokenization -------------------------------------------------------------------------
     def _tokenize(self, texts: list[str], ids: Sequence[str] | None) -> tuple[list[list[int]], np.ndarray]:
@@ -106,7 +106,7 @@ class LocalEncoder:
                 fixed = self.tokenizer([chunk[i] for i in long], truncation=True, max_length=self.max_length,
                                        padding=False, return_attention_mask=False,
                                        return_token_type_ids=False)["input_ids"]
-                for i, row in zip(long, fixed):
+                for i, row in zip(long, fixed, strict=True):
                     enc[i] = row
                 truncated[[start + i for i in long]] = True
             out.extend(enc)
@@ -114,7 +114,9 @@ class LocalEncoder:
 
     def _batches(self, lengths: np.ndarray) -> list[np.ndarray]:
         order = np.argsort(-lengths, kind="stable")
-        batches, cur, cur_max = [], [], 0
+        batches: list[np.ndarray] = []
+        cur: list[int] = []
+        cur_max = 0
         for i in order:
             n = int(lengths[i])
             new_max = max(cur_max, n)

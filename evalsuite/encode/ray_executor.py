@@ -118,7 +118,7 @@ class RayEncoder:
         ensure_ray(address, connect_timeout)
         import ray
 
-        gpus = int(ray.cluster_resources().get("GPU", 0))
+        gpus = int(ray.cluster_resources().get("GPU", 0))  # type: ignore[no-untyped-call]
         self.info = info
         self.dtype, self.max_length, self.truncation = dtype, max_length or info.default_max_length, truncation
         self.batch_size, self.trust_remote_code = batch_size, trust_remote_code

@@ -67,7 +67,8 @@ class VectorStore:
 
     def read(self) -> np.ndarray:
         """The whole store as a read-only memory map (pages are read on access, not now)."""
-        return np.load(self.path, mmap_mode="r")
+        vectors: np.ndarray = np.load(self.path, mmap_mode="r")
+        return vectors
 
     def blocks(self, block_rows: int) -> list[tuple[int, int]]:
         """``(start, stop)`` row ranges of at most ``block_rows`` rows covering the store."""

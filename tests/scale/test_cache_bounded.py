@@ -42,5 +42,5 @@ def test_a_cache_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> None
     blocker = tmp_path / "file"
     blocker.write_text("")
     cache = EmbeddingCache(blocker / "cache")
-    with pytest.raises(CacheError, match="cannot write to the embedding cache .* --no-cache"):
+    with pytest.raises(CacheError, match=r"cannot write to the embedding cache .* --no-cache"):
         cache.store(key(), [text_hash("a")], np.zeros((1, 4), np.float32))
