@@ -51,7 +51,7 @@ def block_search(query_vectors: np.ndarray, store: VectorStore, *, query_ids: Se
         raise SpecError(f"block size {block_rows} must be >= 1")
     qids = [str(q) for q in query_ids]
     k = min(k, n)
-    order = np.array(sorted(range(n), key=lambda j: str(doc_ids[j])), dtype=np.int64)  # code-point order
+    order = np.argsort(np.array([str(d) for d in doc_ids]), kind="stable")  # code-point order
     position = np.empty(n, dtype=np.int64)
     position[order] = np.arange(n)
     width = len(str(max(n - 1, 0)))
@@ -59,9 +59,8 @@ def block_search(query_vectors: np.ndarray, store: VectorStore, *, query_ids: Se
     nq = len(qids)
     best_s = np.full((nq, k), -np.inf)
     best_p = np.full((nq, k), n, dtype=np.int64)
-    vectors = store.read()
     for start, stop in store.blocks(block_rows):
-        block = finalize(np.asarray(vectors[start:stop]), dim, normalize)
+        block = finalize(store.read_block(start, stop), dim, normalize)
         stand_in = [f"{p:0{width}d}" for p in position[start:stop]]
         kb = min(k, stop - start)
         part = search_module.search(query_vectors, block, query_ids=qids, doc_ids=stand_in, k=kb,

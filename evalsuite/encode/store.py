@@ -65,6 +65,23 @@ class VectorStore:
         except OSError as exc:
             raise _fail(self.path, exc, "write") from exc
 
+    def read_block(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start .. stop`` read from the file into memory (no mapping stays resident afterwards)."""
+        try:
+            mapped = np.load(self.path, mmap_mode="r")
+            offset = int(mapped.offset)  # the .npy header's length
+            del mapped
+            block = np.fromfile(self.path, dtype="<f4", count=(stop - start) * self.dim,
+                                offset=offset + start * self.dim * 4)
+        except ValueError as exc:
+            raise StoreError(f"{self.path} is shorter than its header says or not a vector store ({exc}); delete "
+                             "it and re-run") from exc
+        except OSError as exc:
+            raise _fail(self.path, exc, "read") from exc
+        if block.size != (stop - start) * self.dim:
+            raise StoreError(f"{self.path} is shorter than its header says (truncated?); delete it and re-run")
+        return block.reshape(stop - start, self.dim)
+
     def read(self) -> np.ndarray:
         """The whole store as a read-only memory map (pages are read on access, not now)."""
         vectors: np.ndarray = np.load(self.path, mmap_mode="r")

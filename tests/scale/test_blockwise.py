@@ -102,6 +102,12 @@ def test_store_errors_are_typed(tmp_path: Path) -> None:
     store = VectorStore.create(tmp_path / "v.npy", 3, 2)
     with pytest.raises(StoreError, match="cannot write"):
         store.write(2, np.zeros((2, 2), np.float32))
+    store.write(0, np.ones((3, 2), np.float32))
+    assert store.read_block(1, 3).tolist() == [[1, 1], [1, 1]]
+    with open(store.path, "r+b") as fh:  # a store cut short (disk full while writing, a copy interrupted)
+        fh.truncate(store.path.stat().st_size - 4)
+    with pytest.raises(StoreError, match="shorter than its header"):
+        store.read_block(0, 3)
     with pytest.raises(SpecError, match="block size"):
         block_search(np.zeros((1, 2), np.float32), store, query_ids=["q"], doc_ids=["a", "b", "c"], k=1,
                      similarity="dot", dim=2, normalize=False, block_rows=0)
