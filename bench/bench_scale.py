@@ -88,6 +88,41 @@ def child(size: int, executor: str, queries: int, chunk: int, block: int, model_
             "metrics": {k: round(v, 4) for k, v in aggregate.items()}}
 
 
+def search_check(size: int, dim: int, queries: int, block: int) -> dict[str, Any]:
+    """Random unit vectors (``size`` x ``dim``) in a store; block-wise top-100 vs one in-memory ``IndexFlatIP``."""
+    import numpy as np
+
+    from evalsuite.blocksearch import block_search
+    from evalsuite.encode.store import VectorStore
+    from evalsuite.search import build_index, search
+
+    rng = np.random.default_rng(5)
+    qv = rng.standard_normal((queries, dim), dtype=np.float32)
+    qv /= np.linalg.norm(qv, axis=1, keepdims=True)
+    doc_ids = [f"d{i}" for i in range(size)]
+    with tempfile.TemporaryDirectory(prefix="bench-search-") as tmp:
+        store = VectorStore.create(Path(tmp) / "v.npy", size, dim)
+        for start in range(0, size, 65536):
+            stop = min(start + 65536, size)
+            store.write(start, rng.standard_normal((stop - start, dim), dtype=np.float32))
+        t0 = time.perf_counter()
+        ranking = block_search(qv, store, query_ids=[f"q{i}" for i in range(queries)], doc_ids=doc_ids, k=100,
+                               similarity="cosine", dim=dim, normalize=True, block_rows=block)
+        t1 = time.perf_counter()
+        rss_block = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        docs = store.read_block(0, size)
+        docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+        _, idx = build_index(docs, "cosine").search(qv, 100)
+        t2 = time.perf_counter()
+        ordered = search(qv, docs, query_ids=[f"q{i}" for i in range(queries)], doc_ids=doc_ids, k=100)
+    # IndexFlatIP leaves exactly tied scores in index order; the documented tie order (and search()) does not
+    same_set = sum(set(ranking[f"q{i}"]) == {doc_ids[j] for j in idx[i]} for i in range(queries))
+    same_order = sum(list(ranking[q]) == list(ordered[q]) for q in ranking)
+    return {"size": size, "dim": dim, "queries": queries, "block_search_seconds": round(t1 - t0, 1),
+            "in_memory_seconds": round(t2 - t1, 1), "peak_rss_gb_block_search": round(rss_block, 2),
+            "top100_set_equal_to_IndexFlatIP": same_set, "ranking_equal_to_in_memory_search": same_order}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100000,300000,1000000")
@@ -96,12 +131,18 @@ def main() -> int:
     ap.add_argument("--chunk", type=int, default=65536)
     ap.add_argument("--block", type=int, default=262144)
     ap.add_argument("--json")
+    ap.add_argument("--search-check", metavar="SIZE,DIM", help="only compare block-wise search of random vectors "
+                    "with one in-memory IndexFlatIP (e.g. 1000000,384 with --queries 7000)")
     ap.add_argument("--child", nargs=2, metavar=("SIZE", "EXECUTOR"), help=argparse.SUPPRESS)
     ap.add_argument("--model-dir", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         out = child(int(args.child[0]), args.child[1], args.queries, args.chunk, args.block, Path(args.model_dir))
         print(json.dumps(out))
+        return 0
+    if args.search_check:
+        size, dim = (int(x) for x in args.search_check.split(","))
+        print(json.dumps(search_check(size, dim, args.queries, args.block)))
         return 0
     from conftest import write_tiny_bert
 
