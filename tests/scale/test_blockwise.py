@@ -113,3 +113,17 @@ def test_store_errors_are_typed(tmp_path: Path) -> None:
                      similarity="dot", dim=2, normalize=False, block_rows=0)
     with pytest.raises(SpecError, match="executor"):
         Execution(executor="spark")
+
+
+def test_integrity_over_blocks_equals_integrity_over_the_whole() -> None:
+    from evalsuite.vectors import check_vector_blocks, check_vectors
+
+    rng = np.random.default_rng(1)
+    v = rng.normal(size=(50, 6)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    v[7] = 0.0
+    v[23, 2] = np.nan
+    v[41] *= 3
+    whole = check_vectors(v, dim=6, normalized=True)
+    blocks = check_vector_blocks((v[s:s + 9] for s in range(0, 50, 9)), dim=6, normalized=True)
+    assert blocks == whole and (blocks.zero, blocks.non_finite, blocks.bad_norm) == ((7,), (23,), (41,))
