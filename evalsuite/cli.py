@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
+from . import preflight
 from .errors import EvalsuiteError
-from .options import add_options, collect
+from .options import OUT_OPTION, RUN_OPTIONS, add_options, collect
+
+OUT = OUT_OPTION.with_default("reports/<dataset>/<model>")
 
 
 def _print_metrics(metrics: dict[str, float]) -> None:
@@ -18,15 +21,21 @@ def _print_metrics(metrics: dict[str, float]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if getattr(args, "reranker", None):  # two stages: retrieval, then the reranker over the top N
+        from .rerank.cli import cmd_rerank
+
+        return cmd_rerank(args)
     from .pipeline import prepare, run
     from .reports import write_run_reports
     from .reports.run_reports import default_run_dir
     from .spec import RunSpec
 
     spec = RunSpec.from_mapping(collect(args), source="command line")
+    preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
     prepared = prepare(spec)
-    result = run(spec, prepared)
     out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name, prepared.model.name)
+    preflight.out_dir(out)
+    result = run(spec, prepared)
     paths = write_run_reports(result, out)
     ident = prepared.dataset.identity
     print(f"model    {prepared.model.name} @ {prepared.contract.model_revision[:16]}")
@@ -55,8 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p_run = sub.add_parser("run", help="evaluate one contract on one dataset and write reports")
-    add_options(p_run.add_argument)
-    p_run.add_argument("--out", help="report directory (default: reports/<dataset>/<model>)")
+    from .rerank.options import DEPTH_OPTION, RERANK_OPTIONS
+
+    add_options(p_run.add_argument, (*RUN_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, OUT))
     p_run.set_defaults(func=cmd_run)
 
     p_rev = sub.add_parser("model-rev", help="print the revision that pins a model directory (or cached hub model)")
@@ -65,10 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_rev.set_defaults(func=cmd_model_rev)
 
     from .canary.cli import register as register_canary
+    from .load.cli import register as register_load
+    from .rerank.cli import register as register_rerank
     from .sweep.cli import register as register_sweep
 
     register_sweep(sub)
     register_canary(sub)
+    register_load(sub)
+    register_rerank(sub)
     return parser
 
 
@@ -79,6 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except EvalsuiteError as exc:
         print(f"evalsuite: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file-system failure the preflight could not foresee (disk full, a race): one line
+        path = exc.filename2 or exc.filename  # os.replace(tmp, target) names the target second
+        where = f"{path}: " if path else ""
+        print(f"evalsuite: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("evalsuite: interrupted", file=sys.stderr)

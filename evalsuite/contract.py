@@ -9,10 +9,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .errors import ContractError, SpecError
+from .index.spec import canonical
 
 POOLINGS = ("cls", "mean", "last")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -42,6 +44,7 @@ class Contract:
     truncation: str
     dim: int
     similarity: str = "cosine"
+    index: str = "flat"  # the index searched (canonical text, see evalsuite.index.spec); flat = exact
     matryoshka_dims: tuple[int, ...] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -55,6 +58,7 @@ class Contract:
             raise SpecError(f"dim={self.dim!r} must be a positive integer")
         if self.similarity == "cosine" and not self.normalize:
             raise SpecError("similarity 'cosine' needs normalize=true; use similarity 'dot' for raw vectors")
+        object.__setattr__(self, "index", canonical(self.index))  # "hnsw" and its defaults spelled out compare equal
 
     def prefix(self, role: str) -> str:
         _choice("role", role, ROLES)
@@ -69,11 +73,11 @@ class Contract:
         return [prefix + t for t in texts]
 
     def forward_key(self, role: str) -> tuple[str, ...]:
-        """What needs its own forward pass: pooling, dim and normalize do not."""
+        """What needs its own forward pass: pooling, dim, normalize and index do not."""
         return (self.model_revision, self.tokenizer_revision, self.dtype, str(self.max_length),
                 self.truncation, role, self.prefix(role))
 
-    def replace(self, **changes: Any) -> "Contract":
+    def replace(self, **changes: Any) -> Contract:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,7 +86,7 @@ class Contract:
         return d
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str = "contract") -> "Contract":
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "contract") -> Contract:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - names
         if unknown:
@@ -99,9 +103,11 @@ class Contract:
     def fingerprint(self) -> str:
         d = self.to_dict()
         d.pop("matryoshka_dims")
+        if d["index"] == "flat":  # contracts from before the index field keep their fingerprint
+            d.pop("index")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
-    def diff(self, other: "Contract", *, ignore: tuple[str, ...] = ()) -> dict[str, tuple[Any, Any]]:
+    def diff(self, other: Contract, *, ignore: tuple[str, ...] = ()) -> dict[str, tuple[Any, Any]]:
         """Fields whose values differ, as {field: (self, other)}."""
         out: dict[str, tuple[Any, Any]] = {}
         for f in dataclasses.fields(self):
@@ -112,7 +118,7 @@ class Contract:
                 out[f.name] = (a, b)
         return out
 
-    def describe_diff(self, other: "Contract", labels: tuple[str, str] = ("expected", "found"),
+    def describe_diff(self, other: Contract, labels: tuple[str, str] = ("expected", "found"),
                       ignore: tuple[str, ...] = ()) -> str:
         diffs = self.diff(other, ignore=ignore)
         return "; ".join(f"{k}: {labels[0]} {a!r}, {labels[1]} {b!r}" for k, (a, b) in diffs.items())

@@ -1,7 +1,13 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of one."""
+"""Atomic file writes: a reader sees the old file or the new one, never half of one.
+
+Written files get the mode a plain ``open(path, "w")`` would give (``0o666`` less the umask), not
+the ``0o600`` of ``mkstemp``, so a CI uploader or report server running as another user can read
+reports, baselines and cache segments; directories are created ``0o777`` less the umask.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -9,21 +15,33 @@ from pathlib import Path
 from typing import Any
 
 
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux ``/proc``)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # no /proc: set and restore (not atomic across threads, but restores the value)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)  # mode 0o777, less the umask (mkdir(2) applies it)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o666 & ~current_umask())  # mkstemp makes 0o600; readers need the usual mode
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     return target
 

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .errors import SpecError
+from .errors import ContractError, SpecError
+from .search import Ranking
 
 DEFAULT_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
 RANX_METRICS = ("hits", "hit_rate", "precision", "recall", "r-precision", "mrr", "map", "dcg", "dcg_burges",
                 "ndcg", "ndcg_burges", "bpref")
 _METRIC_RE = re.compile(r"^(?P<name>[a-z_-]+?)(?:@(?P<k>\d+))?(?:-l(?P<lvl>\d+))?$")
 _RBP_RE = re.compile(r"^rbp[.@]\d+$")
+_NO_RESULT = "__evalsuite_no_result__"
 
 
 def parse_metric(text: str) -> str:
@@ -50,19 +52,24 @@ def search_depth(metrics: Sequence[str], floor: int = 100) -> int:
     return max([floor] + [cutoff(m) for m in metrics])
 
 
-def evaluate(qrels: Mapping[str, Mapping[str, int]], ranking: Mapping[str, Mapping[str, float]],
+def evaluate(qrels: Mapping[str, Mapping[str, int]], ranking: Ranking | Mapping[str, Mapping[str, float]],
              metrics: Sequence[str]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """Aggregate and per-query scores, computed by ranx.
+    """Aggregate and per-query scores, computed by ranx on exactly the order of ``ranking``.
 
-    Plain dicts go to ranx (it turns them into typed lists itself), in one query order for both
-    sides, so per-query scores come back in that order without building ranx's Qrels/Run objects.
+    A plain ``{qid: {docid: score}}`` is first put in the documented tie order
+    (:meth:`Ranking.from_scores`). ranx is given rank-derived scores (``n - rank``), never the raw
+    similarities, so its own (unstable) sort cannot reorder tied documents. Judgements below 1
+    (0 or negative) are non-relevant: they count for neither recall nor gain. Plain dicts go to
+    ranx in one query order for both sides, so per-query scores come back in that order.
     """
     from ranx import evaluate as ranx_evaluate
 
+    ranked = ranking if isinstance(ranking, Ranking) else Ranking.from_scores(ranking)
+    _check_depth(ranked, metrics)
     qids = list(qrels)
     q = {qid: dict(qrels[qid]) for qid in qids}
     # ranx needs a ranking for every query; an empty one scores 0 through a placeholder document
-    run = {qid: dict(ranking.get(qid) or {"__evalsuite_no_result__": 0.0}) for qid in qids}
+    run = {qid: (ranked.rank_scores(qid) if ranked.top(qid, 1) else {_NO_RESULT: 0.0}) for qid in qids}
     with warnings.catch_warnings():  # numba's uint64->int64 cast notice inside ranx kernels
         warnings.simplefilter("ignore")
         # with one metric and no Run object ranx 0.3 looks up a wrong key: always ask for two or more
@@ -71,6 +78,16 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], ranking: Mapping[str, Mappi
     per_query = {m: dict(zip(qids, (float(x) for x in scores[m]))) for m in metrics}
     aggregate = {m: float(np.mean(scores[m])) for m in metrics}
     return aggregate, per_query
+
+
+def _check_depth(ranking: Ranking, metrics: Sequence[str]) -> None:
+    """A cut-off deeper than the search went would silently score the missing ranks as misses."""
+    if ranking.depth is None or ranking.corpus_size is None or ranking.depth >= ranking.corpus_size:
+        return
+    deep = [m for m in metrics if cutoff(m) > ranking.depth]
+    if deep:
+        raise ContractError(f"metrics {', '.join(deep)} look deeper than the search went ({ranking.depth} of "
+                            f"{ranking.corpus_size} documents per query); search with k=search_depth(metrics)")
 
 
 def paired_test(control: Mapping[str, float], treatment: Mapping[str, float], *, test: str = "student",

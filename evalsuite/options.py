@@ -1,18 +1,26 @@
 """Option definitions shared by the `evalsuite` CLI and the pytest plugin, so the two cannot drift.
 
-Each option is declared once with a parser that rejects bad values at parse time. Defaults are
-``None`` here: the spec file or the model's own declaration fills what the user did not say.
+Each option is declared once with a parser that rejects bad values at parse time. The parsed
+default is ``None`` (the spec file or the model's own declaration fills what the user did not
+say); the help text shows the real default, read from the dataclass that owns it.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, TypeVar
 
 from .contract import DTYPES, POOLINGS, SIMILARITIES, TRUNCATIONS
+from .datasets.model import EMPTY_POLICIES
 from .errors import SpecError
 from .metrics import parse_metrics
+from .spec import RunSpec
+
+T = TypeVar("T")
+_NO_DEFAULT = object()
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -29,11 +37,16 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def _metrics(text: str) -> tuple[str, ...]:
-    try:
-        return parse_metrics(text)
-    except SpecError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def spec_type(parse: Callable[[str], T], name: str) -> Callable[[str], T]:
+    """An argparse ``type`` from a parser that raises SpecError: the message becomes argparse's."""
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except SpecError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = name
+    return convert
 
 
 def _device(text: str) -> str:
@@ -42,15 +55,45 @@ def _device(text: str) -> str:
     raise argparse.ArgumentTypeError(f"{text!r} is not a device; choose auto, cpu, cuda or cuda:N")
 
 
+def render_default(value: object) -> str:
+    if isinstance(value, (tuple, list)):
+        return ",".join(render_default(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
 @dataclass(frozen=True)
 class Option:
     flag: str
     help: str
     kwargs: dict[str, Any] = field(default_factory=dict)
+    default: object = _NO_DEFAULT  # shown in the help as "(default: X)"; the parsed default stays None
 
     @property
     def name(self) -> str:
         return self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def dest(self) -> str:
+        return str(self.kwargs.get("dest_name", self.name))
+
+    def help_text(self) -> str:
+        if self.default is _NO_DEFAULT or self.default is None:
+            return self.help
+        return f"{self.help} (default: {render_default(self.default)})"
+
+    def with_default(self, default: object) -> Option:
+        return dataclasses.replace(self, default=default)
+
+
+_SPEC_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunSpec)}
+
+
+def run_option(flag: str, help: str, kwargs: dict[str, Any] | None = None) -> Option:
+    """An option for a RunSpec field; its help shows the field's default."""
+    opt = Option(flag, help, kwargs or {})
+    return opt.with_default(_SPEC_DEFAULTS[opt.dest]) if opt.dest in _SPEC_DEFAULTS else opt
 
 
 RUN_OPTIONS: tuple[Option, ...] = (
@@ -58,25 +101,27 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("--model-rev", "pinned model revision: 40-hex hub commit, or the digest `evalsuite model-rev DIR` prints"),
     Option("--tokenizer-rev", "pinned tokenizer revision (same forms as --model-rev)"),
     Option("--dataset", "dataset directory: BEIR layout or a saved Hugging Face dataset (default: bundled fixtures)"),
-    Option("--split", "qrels split (default: test)"),
+    run_option("--split", "qrels split"),
     Option("--qrels", "qrels file to use instead of qrels/<split>.tsv (BEIR TSV or TREC 'qid 0 docid rel')"),
+    run_option("--empty-docs", "documents with empty title and text: keep (encode ''), skip (drop them and their "
+               "judgements) or error", {"choices": EMPTY_POLICIES}),
+    run_option("--empty-queries", "queries with empty text: skip (drop them), keep (encode '') or error",
+               {"choices": EMPTY_POLICIES}),
     Option("--pooling", "pooling (default: what the model declares)", {"choices": POOLINGS}),
     Option("--query-prefix", "text prepended to every query (default: the model's 'query' prompt, else none)"),
     Option("--doc-prefix", "text prepended to every document (default: the model's document prompt, else none)"),
-    Option("--dtype", "forward-pass dtype (default: float32)", {"choices": DTYPES}),
+    run_option("--dtype", "forward-pass dtype", {"choices": DTYPES}),
     Option("--max-length", "max tokens per text (default: the model's max_seq_length)", {"type": int_at_least(2)}),
-    Option("--truncation", "over-long texts: truncate and count, or reject (default: truncate)",
-           {"choices": TRUNCATIONS}),
+    run_option("--truncation", "over-long texts: truncate and count, or reject", {"choices": TRUNCATIONS}),
     Option("--dim", "output dimension: keep the first N dims, then re-normalize (Matryoshka)",
            {"type": int_at_least(1)}),
     Option("--no-normalize", "do not L2-normalize vectors (similarity becomes dot)",
            {"action": "store_const", "const": False, "dest_name": "normalize"}),
     Option("--similarity", "index similarity (default: cosine, or dot when not normalized)",
            {"choices": SIMILARITIES}),
-    Option("--device", "auto, cpu, cuda or cuda:N (default: auto)", {"type": _device}),
-    Option("--metrics", "comma-separated ranx metrics (default: ndcg@10,recall@10,recall@100,mrr@10)",
-           {"type": _metrics}),
-    Option("--batch-size", "max texts per forward batch (default: 64)", {"type": int_at_least(1)}),
+    run_option("--device", "auto, cpu, cuda or cuda:N", {"type": _device}),
+    run_option("--metrics", "comma-separated ranx metrics", {"type": spec_type(parse_metrics, "metrics")}),
+    run_option("--batch-size", "max texts per forward batch", {"type": int_at_least(1)}),
     Option("--trust-remote-code", "allow the model repository's own Python code to run (off by default)",
            {"action": "store_const", "const": True}),
     Option("--cache-dir", "embedding cache directory (default: the user cache directory)"),
@@ -84,47 +129,25 @@ RUN_OPTIONS: tuple[Option, ...] = (
            {"action": "store_const", "const": False, "dest_name": "use_cache"}),
 )
 
+# The report directory of `evalsuite run`, `sweep` and `canary`; each command states its default.
+OUT_OPTION = Option("--out", "report directory", {"metavar": "DIR"})
+
 
 def add_options(add: Callable[..., Any], options: Iterable[Option] = RUN_OPTIONS, dest_prefix: str = "") -> None:
     """Register options with ``argparse``'s ``add_argument`` or pytest's ``addoption``."""
     for opt in options:
         kw = dict(opt.kwargs)
-        dest = kw.pop("dest_name", opt.name)
+        kw.pop("dest_name", None)
         if kw.get("action") != "store_const":
             kw.setdefault("metavar", "{" + ",".join(kw["choices"]) + "}" if "choices" in kw else opt.name.upper())
-        add(opt.flag, dest=dest_prefix + dest, default=None, help=opt.help.replace("%", "%%"), **kw)
+        add(opt.flag, dest=dest_prefix + opt.dest, default=None, help=opt.help_text().replace("%", "%%"), **kw)
 
 
 def collect(values: Any, options: Iterable[Option] = RUN_OPTIONS, dest_prefix: str = "") -> dict[str, Any]:
     """The settings a user actually gave, as {spec field: value}."""
     out = {}
     for opt in options:
-        dest = opt.kwargs.get("dest_name", opt.name)
-        value = getattr(values, dest_prefix + dest, None)
+        value = getattr(values, dest_prefix + opt.dest, None)
         if value is not None:
-            out[dest] = value
+            out[opt.dest] = value
     return out
-
-
-def _gate(text: str) -> str:
-    from .gates import parse_gate
-
-    try:
-        return parse_gate(text).expr
-    except SpecError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-PYTEST_OPTIONS: tuple[Option, ...] = (
-    Option("--baseline", "baseline JSON to gate against (written by --update-baseline)"),
-    Option("--update-baseline", "write the baseline from this run (atomically); gates are skipped",
-           {"action": "store_const", "const": True}),
-    Option("--reference-model", "model of the reference run (default: --model)"),
-    Option("--reference-rev", "pinned revision of a reference run computed on the fly (A/B of two revisions)"),
-    Option("--gate", "gate expression, repeatable: 'ndcg@10>=0.35', 'ndcg@10:max_drop=0.01', "
-           "'recall@100:max_rel_drop=2%', 'mrr@10:no_significant_drop'",
-           {"action": "append", "type": _gate, "dest_name": "gates"}),
-    Option("--reports-dir", "where results.json and report.md go (default: reports/evalsuite)"),
-    Option("--evalsuite-spec", "spec file (default: ./evalsuite.toml, else [tool.evalsuite] in ./pyproject.toml)",
-           {"dest_name": "spec"}),
-)

@@ -47,7 +47,8 @@ def prepare(spec: RunSpec) -> Prepared:
     """Resolve and pin the model (revision errors come here, before any encoding), load the dataset."""
     info = resolve_model(spec.model, revision=spec.model_rev, tokenizer_revision=spec.tokenizer_rev)
     contract = build_contract(spec, info)
-    dataset = load_dataset(spec.dataset or default_dataset_dir(), spec.split, spec.qrels)
+    dataset = load_dataset(spec.dataset or default_dataset_dir(), spec.split, spec.qrels,
+                           empty_docs=spec.empty_docs, empty_queries=spec.empty_queries)
     return Prepared(spec, info, contract, dataset)
 
 
@@ -111,7 +112,7 @@ def manifest(prepared: Prepared, contract: Contract, *, device: str, run_id: str
         "index": {"type": index_kind(contract.similarity), "similarity": contract.similarity,
                   "dim": contract.dim, "normalized": contract.normalize, "vectors": ident.n_documents,
                   "dtype_stored": "float32"},
-        "dataset": {"name": ident.name, "format": ident.format, "split": ident.split, "sha256": ident.sha256},
+        "dataset": ident.manifest_dict(),
         "device": device,
         "libraries": library_versions(),
     }

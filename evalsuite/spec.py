@@ -25,6 +25,8 @@ class RunSpec:
     dataset: str | None = None
     split: str = "test"
     qrels: str | None = None
+    empty_docs: str = "keep"
+    empty_queries: str = "skip"
     pooling: str | None = None
     query_prefix: str | None = None
     doc_prefix: str | None = None

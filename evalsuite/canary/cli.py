@@ -11,15 +11,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..options import add_options, collect
+from .. import preflight
+from ..options import OUT_OPTION, add_options, collect
 from .options import CANARY_OPTIONS
+
+OUT = OUT_OPTION.with_default("reports/canary/<host-port>")
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("canary", help="check a served /v1/embeddings endpoint against the local reference")
     add_options(p.add_argument)
-    add_options(p.add_argument, CANARY_OPTIONS)
-    p.add_argument("--out", help="report directory (default: reports/canary/<host-port>)")
+    add_options(p.add_argument, (*CANARY_OPTIONS, OUT))
     p.set_defaults(func=cmd_canary)
 
 
@@ -32,6 +34,7 @@ def cmd_canary(args: argparse.Namespace) -> int:
     from ..pipeline import prepare
     from ..spec import RunSpec
     from .checks import Verdict
+    from .checks.matryoshka import validate_dimensions
     from .report import write_canary_reports
     from .runner import local_context, run_canary
     from .settings import CanarySettings
@@ -39,16 +42,26 @@ def cmd_canary(args: argparse.Namespace) -> int:
     settings = CanarySettings.from_values(collect(args, CANARY_OPTIONS))
     settings.api_key()  # a missing key variable is a usage error, before anything runs
     spec = RunSpec.from_mapping(collect(args), source="command line")
+    out = Path(args.out) if args.out else _default_out(settings.endpoint)
+    preflight.run_paths(spec, out)  # before loading anything
     prepared = prepare(spec)
-    print(f"canary   {settings.endpoint} vs {prepared.model.name} @ {prepared.contract.model_revision[:16]} "
-          f"on {prepared.dataset.identity.name}")
+    validate_dimensions(settings.dimensions, int(prepared.model.hidden_size), prepared.model.matryoshka_dims)
+    say(f"canary   {settings.endpoint} vs {prepared.model.name} @ {prepared.contract.model_revision[:16]} "
+        f"on {prepared.dataset.identity.name}")
 
     def show(v: Verdict) -> None:
-        print(f"{v.status}  {v.message}", flush=True)
+        say(f"{v.status}  {v.message}")
 
     outcome = run_canary(local_context(settings, prepared), on_verdict=show)
-    paths = write_canary_reports(outcome, Path(args.out) if args.out else _default_out(settings.endpoint))
+    paths = write_canary_reports(outcome, out)
     failed = [v.check for v in outcome.verdicts if v.passed is False]
-    print(f"{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}; "
-          f"wrote {', '.join(str(p) for p in paths.values())}")
+    say(f"{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}; "
+        f"wrote {', '.join(str(p) for p in paths.values())}")
     return 1 if failed else 0
+
+
+def say(line: str) -> None:
+    """Print one line of canary output, redacted of every API key."""
+    from ..encode.secret import redact
+
+    print(redact(line), flush=True)

@@ -6,9 +6,12 @@ One context per session (per xdist worker). Nothing heavy is imported until a ch
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, TypeVar, cast
 
+from ..encode.secret import cut, redact
 from ..errors import EndpointError, SpecError
 from . import texts
 from .settings import CanarySettings
@@ -16,12 +19,43 @@ from .settings import CanarySettings
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..encode.endpoint import EndpointEncoder
+    from ..contract import Contract
+    from ..encode.endpoint import EndpointEncoder, Secret
+    from ..encode.http import Deadline
     from ..pipeline import Prepared
-    from ..reference import ContractEncoder
+    from ..encode.contract_encoder import ContractEncoder
     from ..result import Result
 
-_FROM_SETTINGS = object()
+T = TypeVar("T")
+
+
+class _FromSettings:
+    """Sentinel: the key named by the settings' ``api_key_env``."""
+
+
+FROM_SETTINGS = _FromSettings()
+DEADLINE_WHAT = "the canary's overall deadline (--canary-deadline)"
+
+
+def _make_deadline(seconds: float) -> Deadline:
+    from ..encode.http import Deadline
+
+    return Deadline.after(seconds, DEADLINE_WHAT)
+
+
+def is_model_name(name: str) -> bool:
+    """A server-given string that may be used as a model name: short, and holding no API key."""
+    from ..encode.response import MAX_MODEL_NAME
+
+    return 0 < len(name) <= MAX_MODEL_NAME and redact(name) == name
+
+
+def quote_names(names: tuple[str, ...] | list[str], *, quote: bool = True, limit: int = 5) -> str:
+    """Model names a server gave, cut for a message: the first ``limit``, then how many more."""
+    if not names:
+        return "nothing"
+    shown = ", ".join(repr(cut(n, 100)) if quote else cut(n, 100) for n in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 @dataclass(frozen=True)
@@ -42,7 +76,7 @@ class CanarySet:
     roles: tuple[str, ...]
     texts: tuple[str, ...]
 
-    def rendered(self, contract: Any) -> list[str]:
+    def rendered(self, contract: Contract) -> list[str]:
         """The model inputs the contract makes of these texts (what is sent to the server)."""
         return [contract.render(r, t) for r, t in zip(self.roles, self.texts)]
 
@@ -50,25 +84,39 @@ class CanarySet:
 class CanaryContext:
     """Shared by all checks of one session; see :func:`evalsuite.canary.checks.run_check`."""
 
-    def __init__(self, settings: CanarySettings, prepared: "Prepared",
-                 reference_encoder: Callable[[], "ContractEncoder"],
-                 reference_result: Callable[[], "Result"]) -> None:
+    def __init__(self, settings: CanarySettings, prepared: Prepared,
+                 reference_encoder: Callable[[], ContractEncoder],
+                 reference_result: Callable[[], Result]) -> None:
         self.settings = settings
         self.prepared = prepared
         self._reference_encoder = reference_encoder
         self._reference_result = reference_result
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, object] = {}
+        self._failed: dict[str, EndpointError] = {}
+        self.deadline = _make_deadline(settings.deadline)
 
     def __repr__(self) -> str:
         return f"CanaryContext(endpoint={self.settings.endpoint!r}, model={self.prepared.contract.model!r})"
 
-    def _memo(self, key: str, make: Callable[[], Any]) -> Any:
+    def _memo(self, key: str, make: Callable[[], T]) -> T:
+        """``make()`` once; an endpoint failure is remembered too, so later checks fail with it at once
+        instead of asking the broken server again."""
+        if key in self._failed:
+            raise self._failed[key]
         if key not in self._cache:
-            self._cache[key] = make()
-        return self._cache[key]
+            try:
+                self._cache[key] = make()
+            except EndpointError as exc:
+                self._failed[key] = exc
+                raise
+        return cast(T, self._cache[key])
+
+    def deadline_passed(self) -> bool:
+        """Whether the canary's overall deadline (``--canary-deadline``) has run out."""
+        return self.deadline.expired()
 
     @property
-    def contract(self) -> Any:
+    def contract(self) -> Contract:
         return self.prepared.contract
 
     @property
@@ -76,38 +124,37 @@ class CanaryContext:
         return int(self.prepared.model.hidden_size)
 
     # -- the two sides ----------------------------------------------------------------------------
-    def reference(self) -> "ContractEncoder":
+    def reference(self) -> ContractEncoder:
         return self._memo("reference", self._reference_encoder)
 
-    def reference_result(self) -> "Result":
+    def reference_result(self) -> Result:
         return self._memo("reference_result", self._reference_result)
 
-    def client(self) -> "EndpointEncoder":
+    def client(self) -> EndpointEncoder:
         """The endpoint encoder for the served model, checking every response against the contract."""
-        def make() -> "EndpointEncoder":
+        def make() -> EndpointEncoder:
             served = self.served_model()
             return self.make_client(model=served.name, models=served.aliases)
 
         return self._memo("client", make)
 
-    def probe_client(self) -> "EndpointEncoder":
+    def probe_client(self) -> EndpointEncoder:
         """A client that checks no model name, for discovery (/v1/models, /info, /health)."""
         return self._memo("probe", lambda: self.make_client(model=None, models=frozenset()))
 
-    def make_client(self, *, model: str | None, models: frozenset[str], api_key: Any = _FROM_SETTINGS,
-                    max_retries: int | None = None) -> "EndpointEncoder":
+    def make_client(self, *, model: str | None, models: frozenset[str],
+                    api_key: Secret | None | _FromSettings = FROM_SETTINGS,
+                    max_retries: int | None = None) -> EndpointEncoder:
         """A new client (the caller closes it); ``api_key=None`` sends no key, a Secret sends that one."""
-        from ..encode.endpoint import EndpointConfig, EndpointEncoder
+        from ..encode.endpoint import EndpointEncoder
         from ..encode.response import Expectation
 
         s = self.settings
-        config = EndpointConfig(url=s.endpoint, model=model,
-                                api_key=s.api_key() if api_key is _FROM_SETTINGS else api_key,
-                                timeout=s.timeout, concurrency=s.concurrency, batch_size=s.batch_size,
-                                encoding_format=s.encoding_format,
-                                max_retries=s.max_retries if max_retries is None else max_retries)
+        config = dataclasses.replace(
+            s.endpoint_config, model=model, api_key=s.api_key() if isinstance(api_key, _FromSettings) else api_key,
+            max_retries=s.endpoint_config.max_retries if max_retries is None else max_retries)
         return EndpointEncoder(config, Expectation(dim=self.hidden_size, normalized=self.contract.normalize,
-                                                   models=models))
+                                                   models=models), deadline=self.deadline)
 
     def served_model(self) -> ServedModel:
         return self._memo("served_model", self._discover_served_model)
@@ -115,32 +162,47 @@ class CanaryContext:
     def known_served_model(self) -> str | None:
         """The served model's name if a check has already looked it up (no request is made)."""
         served = self._cache.get("served_model")
-        return served.name if served else None
+        return served.name if isinstance(served, ServedModel) else None
 
     def _discover_served_model(self) -> ServedModel:
+        from ..encode.response import ResponseFormatError, check_info, check_models
+
         probe = self.probe_client()
         wanted = self.settings.served_model
+        url = probe.config.models_url
         try:
-            listing = probe.get_json(probe.config.models_url)
-            entries = [e for e in (listing or {}).get("data", []) if isinstance(e, dict) and "id" in e]
+            entries = check_models(probe.get_json(url), f"GET {url}")  # a list of objects with a model-name "id"
             source = "/v1/models"
         except EndpointError as exc:
             if getattr(exc, "status", None) != 404:
                 raise
-            info = probe.get_json(probe.config.root_url("/info"))  # TEI has /info, no /v1/models
-            entries = [{"id": info["model_id"]}] if isinstance(info, dict) and "model_id" in info else []
+            url = probe.config.root_url("/info")  # TEI has /info, no /v1/models
+            info = check_info(probe.get_json(url), f"GET {url}")
+            entries = [{"id": info["model_id"]}] if "model_id" in info else []
             source = "/info"
         listed = tuple(str(e["id"]) for e in entries)
         if wanted is None:
+            if not listed:
+                raise ResponseFormatError(f"{source} lists no model; pass --served-model NAME, or check that the "
+                                          "server loaded its model")
             if len(listed) != 1:
-                raise SpecError(f"the server lists {len(listed)} models ({', '.join(listed) or 'none'}); "
+                raise SpecError(f"the server lists {len(listed)} models ({quote_names(listed, quote=False)}); "
                                 "pass --served-model NAME to say which one the canary checks")
             wanted = listed[0]
         aliases = {wanted}
         for e in entries:
-            if e["id"] == wanted and isinstance(e.get("root"), str):
-                aliases.add(e["root"])  # vLLM/SGLang list the model path as "root"
+            root = e.get("root")
+            if e["id"] == wanted and isinstance(root, str) and is_model_name(root):
+                aliases.add(root)  # vLLM/SGLang list the model path as "root"
         return ServedModel(name=wanted, listed=listed, aliases=frozenset(aliases), source=source)
+
+    def token_counts(self, texts: list[str]) -> list[int] | None:
+        """Tokens of each model input (special tokens included, nothing truncated) under the reference's
+        tokenizer; None when the reference has no tokenizer to ask."""
+        tokenizer = getattr(self.reference().encoder, "tokenizer", None)
+        if tokenizer is None:
+            return None
+        return [len(tokenizer(t, truncation=False)["input_ids"]) for t in texts]
 
     # -- canary texts -----------------------------------------------------------------------------
     def canary_set(self) -> CanarySet:
@@ -151,12 +213,12 @@ class CanaryContext:
 
         return self._memo("canary_set", make)
 
-    def reference_vectors(self, dim: int | None = None) -> "np.ndarray":
+    def reference_vectors(self, dim: int | None = None) -> np.ndarray:
         """Reference vectors of the canary texts under the contract (or its Matryoshka ``dim``)."""
-        def make() -> "np.ndarray":
+        def make() -> np.ndarray:
             import numpy as np
 
-            from ..reference import ContractEncoder
+            from ..encode.contract_encoder import ContractEncoder
 
             ref = self.reference()
             if dim is not None:
@@ -173,17 +235,17 @@ class CanaryContext:
 
         return self._memo(f"reference_vectors:{dim}", make)
 
-    def served_vectors(self) -> "np.ndarray":
+    def served_vectors(self) -> np.ndarray:
         """Raw served vectors of the canary texts (prefixes applied by the client), checked, full size."""
-        def make() -> "np.ndarray":
+        def make() -> np.ndarray:
             cs = self.canary_set()
             return self.client().embed(cs.rendered(self.contract), ids=list(cs.ids))
 
         return self._memo("served_vectors", make)
 
-    def endpoint_result(self) -> "Result":
+    def endpoint_result(self) -> Result:
         """The whole dataset through the endpoint, searched and scored like the reference."""
-        def make() -> "Result":
+        def make() -> Result:
             import time
 
             from ..pipeline import encode_dataset, encode_timing, role_stats_since, score, stats_snapshot
@@ -200,6 +262,6 @@ class CanaryContext:
 
     def close(self) -> None:
         for key in ("client", "probe"):
-            enc = self._cache.pop(key, None)
+            enc = cast("EndpointEncoder | None", self._cache.pop(key, None))
             if enc is not None:
                 enc.close()

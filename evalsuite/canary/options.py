@@ -1,6 +1,7 @@
 """Canary options, shared by `evalsuite canary` and the pytest plugin (imported at `pytest --help`).
 
-Defaults are ``None`` here; :class:`evalsuite.canary.settings.CanarySettings` holds the real ones.
+Parsed defaults are ``None`` here; :class:`evalsuite.canary.settings.CanarySettings` holds the real
+ones, and the help texts show them (``CanarySettings.option_default``).
 Every parser rejects a bad value with a message saying what is allowed. Nothing heavy is imported.
 """
 
@@ -8,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
-from ..errors import SpecError
-from ..options import Option, int_at_least
+from ..options import Option, int_at_least, spec_type
+from .settings import CanarySettings
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -19,10 +21,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def _url(text: str) -> str:
     from ..encode.endpoint import base_url
 
-    try:
-        return base_url(text)
-    except SpecError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return base_url(text)
 
 
 def _env_name(text: str) -> str:
@@ -62,25 +61,36 @@ def _dimensions(text: str) -> tuple[int, ...]:
 
 ENCODING_FORMATS = ("float", "base64")
 
+
+
+def _setting(flag: str, help: str, kwargs: dict[str, Any]) -> Option:
+    """A canary option whose help shows the default of the setting behind it."""
+    opt = Option(flag, help, kwargs)
+    return opt.with_default(CanarySettings.option_default(opt.dest))
+
+
 CANARY_OPTIONS: tuple[Option, ...] = (
     Option("--endpoint", "canary: OpenAI-compatible base URL of the served model, e.g. http://127.0.0.1:8000/v1",
-           {"type": _url, "metavar": "URL"}),
+           {"type": spec_type(_url, "url"), "metavar": "URL"}),
     Option("--served-model", "canary: model name the server serves (default: the only one /v1/models lists)",
            {"metavar": "NAME"}),
     Option("--api-key-env", "canary: NAME of the environment variable holding the API key (the key is never "
            "printed or written)", {"type": _env_name, "metavar": "VAR"}),
-    Option("--canary-min-cosine", "canary: min per-text cosine between served and reference vectors "
-           "(default: 0.99)", {"type": _float_in(0.0, 1.0, low_open=True), "metavar": "X"}),
-    Option("--canary-max-ndcg-delta", "canary: max |delta ndcg@10| between endpoint and reference retrieval "
-           "(default: 0.005)", {"type": _float_in(0.0, 1.0), "metavar": "X"}),
+    _setting("--canary-min-cosine", "canary: min per-text cosine between served and reference vectors",
+             {"type": _float_in(0.0, 1.0, low_open=True), "metavar": "X"}),
+    _setting("--canary-max-ndcg-delta", "canary: max |delta ndcg@10| between endpoint and reference retrieval",
+             {"type": _float_in(0.0, 1.0), "metavar": "X"}),
+    _setting("--canary-min-overlap", "canary: min mean per-query top-10 overlap between endpoint and reference "
+             "rankings", {"type": _float_in(0.0, 1.0), "metavar": "X"}),
     Option("--canary-dimensions", "canary: also check server-side Matryoshka output via 'dimensions', "
            "e.g. 256,128 (off unless given)", {"type": _dimensions, "metavar": "N,N"}),
-    Option("--endpoint-timeout", "canary: seconds to wait for each HTTP answer (default: 30)",
-           {"type": _float_in(0.0, None, low_open=True), "metavar": "SECONDS"}),
-    Option("--endpoint-concurrency", "canary: max requests in flight (default: 4)",
-           {"type": int_at_least(1), "metavar": "N"}),
-    Option("--endpoint-batch-size", "canary: max texts per request (default: 32)",
-           {"type": int_at_least(1), "metavar": "N"}),
-    Option("--encoding-format", "canary: response encoding (default: float)",
-           {"choices": ENCODING_FORMATS, "metavar": "float|base64"}),
+    _setting("--endpoint-timeout", "canary: seconds to wait for each HTTP answer",
+             {"type": _float_in(0.0, None, low_open=True), "metavar": "SECONDS"}),
+    _setting("--endpoint-concurrency", "canary: max requests in flight", {"type": int_at_least(1), "metavar": "N"}),
+    _setting("--endpoint-batch-size", "canary: max texts per request", {"type": int_at_least(1), "metavar": "N"}),
+    _setting("--encoding-format", "canary: response encoding",
+             {"choices": ENCODING_FORMATS, "metavar": "float|base64"}),
+    _setting("--canary-deadline", "canary: seconds the whole canary may take; checks still running then fail, "
+             "naming it (each request also ends within --endpoint-timeout)",
+             {"type": _float_in(0.0, None, low_open=True), "metavar": "SECONDS"}),
 )

@@ -1,4 +1,7 @@
-"""`canary.json` and `report.md`, written atomically. Settings carry the key's variable name only."""
+"""`canary.json` and `report.md`, written atomically and redacted. Settings carry the key's variable name only.
+
+Per-check text comes from the check declarations (:mod:`evalsuite.canary.checks.registry`).
+"""
 
 from __future__ import annotations
 
@@ -6,27 +9,43 @@ from pathlib import Path
 
 from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import contract_rows, table
+from .checks import registry
+from .checks.base import redacted
 from .runner import CanaryOutcome
+
+
+def checks_table() -> str:
+    """Every canary check: name, label, threshold settings, when it runs, what it compares (for report.md and docs)."""
+    from .settings import CanarySettings
+
+    def when(requires: str | None, per_dataset: bool) -> str:
+        scope = "every dataset" if per_dataset else "once"
+        return scope if requires is None else f"{scope}, with --{CanarySettings.option_of(requires).replace('_', '-')}"
+
+    return table(["check", "label", "thresholds", "runs", "what it compares"],
+                 [(c.name, c.label, ", ".join(c.thresholds) or "-", when(c.requires, c.per_dataset), c.explanation)
+                  for c in registry.CHECKS])
 
 
 def render_markdown(outcome: CanaryOutcome) -> str:
     s = outcome.settings
     lines = [f"# Canary: {'PASS' if outcome.passed else 'FAIL'}", "",
-             f"Endpoint `{s.endpoint}`, served model `{outcome.served_model}`, "
-             f"against the local reference `{outcome.contract['model']}` @ `{outcome.contract['model_revision'][:16]}`"
-             f" on `{outcome.dataset['name']}`.", "",
+             (f"Endpoint `{s.endpoint}`, served model `{outcome.served_model}`, against the local reference "
+              f"`{outcome.contract['model']}` @ `{outcome.contract['model_revision'][:16]}` "
+              f"on `{outcome.dataset['name']}`."), "",
              table(["check", "verdict", "message"], [(v.check, v.status, v.message) for v in outcome.verdicts])]
     for v in outcome.verdicts:
-        if v.check == "retrieval_agreement" and "metrics" in v.details:
-            rows = [(m, d["reference"], d["endpoint"], f"{d['delta']:+.4f}") for m, d in v.details["metrics"].items()]
-            lines += ["## Retrieval agreement", "", table(["metric", "reference", "endpoint", "delta"], rows),
-                      f"Mean top-10 overlap: {v.details['top10_overlap']['mean']:.3f}", ""]
+        check = registry.get_check(v.check)
+        if check.report is not None:
+            lines += check.report(v)
     lines += ["## Settings", "", table(["setting", "value"], [(k, str(val)) for k, val in s.to_dict().items()]),
-              "## Contract", "", table(["field", "value"], contract_rows(outcome.contract))]
+              "## Contract", "", table(["field", "value"], contract_rows(outcome.contract)),
+              "## The checks", "", checks_table()]
     return "\n".join(lines)
 
 
 def write_canary_reports(outcome: CanaryOutcome, out: str | Path) -> dict[str, Path]:
+    """canary.json and report.md, every API key redacted from both (verdicts are already; this is the backstop)."""
     out = Path(out)
-    return {"json": atomic_write_json(out / "canary.json", outcome.to_dict()),
-            "markdown": atomic_write_text(out / "report.md", render_markdown(outcome))}
+    return {"json": atomic_write_json(out / "canary.json", redacted(outcome.to_dict())),
+            "markdown": atomic_write_text(out / "report.md", redacted(render_markdown(outcome)))}

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
+from ..encode.secret import cut
 from .checks import CanaryContext, Verdict, check_names, run_check
 from .settings import CanarySettings
 
 if TYPE_CHECKING:
+    from ..encode.base import Encoder
     from ..pipeline import Prepared
 
 SCHEMA_VERSION = 1
@@ -23,7 +26,7 @@ class CanaryOutcome:
     dataset: dict[str, Any]
     served_model: str | None
     verdicts: tuple[Verdict, ...]
-    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     @property
     def passed(self) -> bool:
@@ -36,13 +39,13 @@ class CanaryOutcome:
                 "verdicts": [v.to_dict() for v in self.verdicts]}
 
 
-def local_context(settings: CanarySettings, prepared: "Prepared") -> CanaryContext:
+def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext:
     """A context whose reference is the local encoder of ``prepared`` (one model load, shared)."""
     from ..pipeline import make_encoder, run
-    from ..reference import ContractEncoder
+    from ..encode.contract_encoder import ContractEncoder
 
     @lru_cache(maxsize=1)
-    def encoder() -> Any:
+    def encoder() -> Encoder:
         return make_encoder(prepared)
 
     return CanaryContext(settings, prepared,
@@ -51,7 +54,7 @@ def local_context(settings: CanarySettings, prepared: "Prepared") -> CanaryConte
 
 
 def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None = None) -> CanaryOutcome:
-    verdicts = []
+    verdicts: list[Verdict] = []
     try:
         for name in check_names(ctx.settings):
             verdict = run_check(name, ctx)
@@ -60,6 +63,7 @@ def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None 
                 on_verdict(verdict)
     finally:
         ctx.close()
+    served = ctx.known_served_model()
     return CanaryOutcome(settings=ctx.settings, contract=ctx.contract.to_dict(),
                          dataset=ctx.prepared.dataset.identity.to_dict(),
-                         served_model=ctx.known_served_model(), verdicts=tuple(verdicts))
+                         served_model=None if served is None else cut(served), verdicts=tuple(verdicts))

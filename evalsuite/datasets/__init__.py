@@ -1,30 +1,60 @@
-"""Dataset loading: BEIR layout, TREC qrels, Hugging Face datasets saved to disk."""
+"""Dataset loading: BEIR layout (plain or compressed files), TREC qrels, Hugging Face datasets saved to disk.
+
+Empty texts: documents are kept by default and encoded as the empty string, as BEIR and MTEB do
+(published numbers include them), with a warning that counts them. Empty queries are skipped by
+default, with a warning: an empty query carries no information need, so its ranking measures
+nothing about the model (every empty query gets the same vector) and only dilutes the mean, and
+an empty query text is almost always a broken export rather than intended data. ``keep`` encodes
+them like BEIR, ``error`` refuses them with file:line. The policies are part of the identity.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import DatasetError
-from .model import Dataset, DatasetIdentity
+from ..errors import DatasetError, SpecError
+from .model import DEFAULT_EMPTY_DOCS, DEFAULT_EMPTY_QUERIES, EMPTY_POLICIES, Dataset, DatasetIdentity, EmptyPolicy
 
-__all__ = ["Dataset", "DatasetIdentity", "load_dataset"]
+__all__ = ["DEFAULT_EMPTY_DOCS", "DEFAULT_EMPTY_QUERIES", "EMPTY_POLICIES", "Dataset", "DatasetIdentity",
+           "EmptyPolicy", "empty_policy", "load_dataset"]
 
 
-def load_dataset(path: str | Path, split: str = "test", qrels: str | Path | None = None) -> Dataset:
+def empty_policy(value: str, option: str = "empty_docs") -> EmptyPolicy:
+    """Validate an empty-text policy name (for option parsers and spec files)."""
+    for p in EMPTY_POLICIES:
+        if value == p:
+            return p
+    raise SpecError(f"{option}: {value!r} is not a policy; choose one of {', '.join(EMPTY_POLICIES)}")
+
+
+def load_dataset(path: str | Path, split: str = "test", qrels: str | Path | None = None, *,
+                 empty_docs: str = DEFAULT_EMPTY_DOCS, empty_queries: str = DEFAULT_EMPTY_QUERIES) -> Dataset:
     """Load a dataset directory, recognising its layout.
 
-    ``qrels`` optionally names a qrels file (BEIR TSV or TREC) used instead of
-    ``qrels/<split>.tsv``.
+    ``qrels`` optionally names a qrels file (BEIR TSV or TREC, possibly compressed) used instead of
+    ``qrels/<split>.tsv``. ``empty_docs`` / ``empty_queries`` are ``keep``, ``skip`` or ``error``.
     """
+    docs_policy = empty_policy(empty_docs, "empty_docs")
+    queries_policy = empty_policy(empty_queries, "empty_queries")
     root = Path(path)
     if not root.exists():
         raise DatasetError(root, "dataset path does not exist; pass --dataset DIR with a BEIR-layout directory")
     if not root.is_dir():
-        raise DatasetError(root, "dataset path must be a directory (BEIR layout or a saved Hugging Face dataset)")
+        archive = any(root.name.endswith(s) for s in (".zip", ".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2"))
+        what = "extract the archive and pass the extracted directory" if archive \
+            else f"pass the directory that holds it: --dataset {root.parent}"
+        raise DatasetError(root, f"dataset path must be a directory (BEIR layout or a saved Hugging Face dataset); "
+                           f"{what}")
+    if not split or any(c in split for c in "/\\") or split.strip() != split:
+        raise DatasetError(root, f"split {split!r} is not a split name; pass e.g. --split test")
     if (root / "dataset_dict.json").is_file():
+        if qrels is not None:
+            raise DatasetError(root, "--qrels applies to BEIR-layout directories; a saved Hugging Face dataset holds "
+                               "its qrels as the split named by --split")
         from .hf import load_hf
 
-        return load_hf(root, split)
+        return load_hf(root, split, empty_docs=docs_policy, empty_queries=queries_policy)
     from .beir import load_beir
 
-    return load_beir(root, split, Path(qrels) if qrels else None)
+    return load_beir(root, split, Path(qrels) if qrels else None, empty_docs=docs_policy,
+                     empty_queries=queries_policy)

@@ -1,114 +1,135 @@
-"""BEIR layout: corpus.jsonl, queries.jsonl, qrels/<split>.tsv (or a TREC qrels file)."""
+"""BEIR layout: corpus.jsonl, queries.jsonl, qrels/<split>.tsv (or a TREC qrels file), each optionally
+compressed (``.gz``, ``.bz2``, ``.xz``)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Iterator
 
 from ..errors import DatasetError
-from ..io import sha256_file
-from .model import Dataset
-from .qrels import assemble, read_qrels
+from .assemble import Texts, assemble
+from .files import TextFile, find_variant, logical_name
+from .model import Dataset, EmptyPolicy
+from .qrels import read_qrels
+from .records import check_text, id_field, join_title, records, text_field
 
 QRELS_SUFFIXES = (".tsv", ".trec", ".qrels", ".txt")
+_LAYOUT = "a BEIR dataset directory holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv (each may be .gz)"
+
+__all__ = ["QRELS_SUFFIXES", "find_qrels", "join_title", "load_beir", "read_corpus", "read_queries"]
 
 
-def join_title(title: str, text: str) -> str:
-    """Document text as the model sees it: title and text joined by one space."""
-    return f"{title} {text}" if title else text
-
-
-def _records(path: Path) -> Iterator[tuple[int, dict]]:
-    with open(path, "rb") as fh:
-        for ln, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except UnicodeDecodeError:
-                raise DatasetError(path, "line is not valid UTF-8; re-encode the file as UTF-8", ln) from None
-            except json.JSONDecodeError as exc:
-                reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg
-                raise DatasetError(path, f"invalid JSON ({reason} at column {exc.colno}); each line must be one "
-                                   "JSON object", ln) from None
-            if not isinstance(obj, dict):
-                raise DatasetError(path, f"expected a JSON object, got {type(obj).__name__}", ln)
-            yield ln, obj
-
-
-def _field(path: Path, ln: int, obj: dict, key: str, required: bool = True) -> str:
-    value = obj.get(key)
-    if value is None:
-        if required:
-            raise DatasetError(path, f"missing field {key!r}", ln)
-        return ""
-    if isinstance(value, (int, float)) and key == "_id" and not isinstance(value, bool):
-        return str(value)
-    if not isinstance(value, str):
-        raise DatasetError(path, f"field {key!r} must be a string, got {type(value).__name__}", ln)
-    return value
-
-
-def read_corpus(path: Path) -> dict[str, str]:
+def read_corpus(source: TextFile, policy: EmptyPolicy = "keep") -> Texts:
+    """Documents by id; an empty one (no title, no text) is recorded, or refused under ``policy='error'``."""
+    path = source.path
     corpus: dict[str, str] = {}
+    empty: dict[str, str] = {}
     first: dict[str, int] = {}
-    for ln, obj in _records(path):
-        did = _field(path, ln, obj, "_id").strip()
-        if not did:
-            raise DatasetError(path, "empty '_id'", ln)
+    for ln, obj in records(source):
+        did = id_field(path, ln, obj, "document")
         if did in corpus:
-            raise DatasetError(path, f"duplicate document id {did!r} (first on line {first[did]}); ids must be unique", ln)
-        text = join_title(_field(path, ln, obj, "title", required=False).strip(),
-                          _field(path, ln, obj, "text").strip())
+            raise DatasetError(path, f"duplicate document id {did!r} (first on line {first[did]}); ids must be "
+                               "unique", ln)
+        text = join_title(check_text(path, ln, obj.get("title"), "field 'title'"),
+                          text_field(path, ln, obj, "text", "document"))
         if not text:
-            raise DatasetError(path, f"document {did!r} has empty title and text; remove it or give it text", ln)
+            if policy == "error":
+                raise DatasetError(path, f"document {did!r} has empty title and text; remove it or give it text "
+                                   "(--empty-docs keep encodes it as the empty string, skip drops it)", ln)
+            empty[did] = f"line {ln} ({did!r})"
         corpus[did] = text
         first[did] = ln
     if not corpus:
-        raise DatasetError(path, "no documents")
-    return corpus
+        raise DatasetError(path, "no documents; the file holds no JSON lines")
+    return Texts(str(path), corpus, empty)
 
 
-def read_queries(path: Path) -> dict[str, str]:
+def read_queries(source: TextFile, policy: EmptyPolicy = "skip") -> Texts:
+    """Queries by id; an empty one is recorded, or refused under ``policy='error'``."""
+    path = source.path
     queries: dict[str, str] = {}
+    empty: dict[str, str] = {}
     first: dict[str, int] = {}
-    for ln, obj in _records(path):
-        qid = _field(path, ln, obj, "_id").strip()
-        if not qid:
-            raise DatasetError(path, "empty '_id'", ln)
+    for ln, obj in records(source):
+        qid = id_field(path, ln, obj, "query")
         if qid in queries:
             raise DatasetError(path, f"duplicate query id {qid!r} (first on line {first[qid]}); ids must be unique", ln)
-        text = _field(path, ln, obj, "text").strip()
+        text = text_field(path, ln, obj, "text", "query").strip()
         if not text:
-            raise DatasetError(path, f"query {qid!r} has empty text", ln)
+            if policy == "error":
+                raise DatasetError(path, f"query {qid!r} has empty text; give it text or drop it (--empty-queries "
+                                   "skip drops it, keep encodes it as the empty string)", ln)
+            empty[qid] = f"line {ln} ({qid!r})"
         queries[qid] = text
         first[qid] = ln
     if not queries:
-        raise DatasetError(path, "no queries")
-    return queries
+        raise DatasetError(path, "no queries; the file holds no JSON lines")
+    return Texts(str(path), queries, empty)
+
+
+def _present(d: Path) -> str:
+    try:
+        names = sorted(p.name + ("/" if p.is_dir() else "") for p in d.iterdir())
+    except OSError:
+        return "(cannot list it)"
+    return ", ".join(names[:12]) + (", ..." if len(names) > 12 else "") if names else "(empty)"
+
+
+def _require(root: Path, name: str, warnings: list[str]) -> Path:
+    found, notes = find_variant(root / name)
+    warnings.extend(notes)
+    if found is None:
+        nested = sorted(p.parent.name for p in root.glob(f"*/{name}*"))
+        hint = f"; it is one level down: pass --dataset {root / nested[0]}" if nested else ""
+        raise DatasetError(root / name, f"file not found (nor {name}.gz/.bz2/.xz); {_LAYOUT}; {root} holds: "
+                           f"{_present(root)}{hint}")
+    if found.is_dir():
+        raise DatasetError(found, f"is a directory, expected a file; {_LAYOUT}")
+    return found
 
 
 def find_qrels(root: Path, split: str) -> Path:
+    """``qrels/<split>.<tsv|trec|qrels|txt>``, possibly compressed."""
+    qdir = root / "qrels"
     for suffix in QRELS_SUFFIXES:
-        p = root / "qrels" / f"{split}{suffix}"
-        if p.is_file():
-            return p
-    present = sorted(p.stem for p in (root / "qrels").glob("*") if p.suffix in QRELS_SUFFIXES) \
-        if (root / "qrels").is_dir() else []
-    raise DatasetError(root / "qrels", f"no qrels for split {split!r}; splits present: {present or 'none'}")
+        found, _ = find_variant(qdir / f"{split}{suffix}")
+        if found is not None and found.is_file():
+            return found
+    if not qdir.is_dir():
+        raise DatasetError(qdir, f"no qrels directory; {_LAYOUT}, or pass --qrels FILE")
+    present = sorted({Path(logical_name(p)).stem for p in qdir.iterdir()
+                      if Path(logical_name(p)).suffix in QRELS_SUFFIXES})
+    raise DatasetError(qdir, f"no qrels for split {split!r}; splits present: {present or 'none'}")
 
 
-def load_beir(root: Path, split: str = "test", qrels_file: Path | None = None) -> Dataset:
-    corpus_path, queries_path = root / "corpus.jsonl", root / "queries.jsonl"
-    for p in (corpus_path, queries_path):
-        if not p.is_file():
-            raise DatasetError(p, "file not found; a BEIR dataset needs corpus.jsonl, queries.jsonl and qrels/<split>.tsv")
-    qrels_path = qrels_file or find_qrels(root, split)
-    corpus = read_corpus(corpus_path)
-    queries = read_queries(queries_path)
-    judgements = read_qrels(qrels_path)
-    files = {(str(p.relative_to(root)) if p.is_relative_to(root) else str(p)): sha256_file(p)
-             for p in (corpus_path, queries_path, qrels_path)}
-    return assemble(name=root.resolve().name, fmt="beir", split=split, qrels_path=qrels_path,
-                    corpus=corpus, queries=queries, judgements=judgements, files=files)
+def qrels_file(path: Path) -> Path:
+    """A qrels file named explicitly (``--qrels``): it must exist (or a compressed sibling) and be a file."""
+    if path.is_dir():
+        try:
+            inside = sorted(p.name for p in path.iterdir() if Path(logical_name(p)).suffix in QRELS_SUFFIXES)[:5]
+        except OSError:
+            inside = []
+        hint = f" (it holds {', '.join(inside)})" if inside else ""
+        raise DatasetError(path, f"--qrels names a directory{hint}; pass the qrels file itself, or drop --qrels and "
+                           "use --split to pick qrels/<split>.tsv")
+    found, _ = find_variant(path)
+    if found is None:
+        raise DatasetError(path, "qrels file not found; check the --qrels path (a BEIR TSV with header or TREC qrels)")
+    return found
+
+
+def load_beir(root: Path, split: str = "test", qrels_path: Path | None = None, *,
+              empty_docs: EmptyPolicy = "keep", empty_queries: EmptyPolicy = "skip") -> Dataset:
+    warnings: list[str] = []
+    corpus_path = _require(root, "corpus.jsonl", warnings)
+    queries_path = _require(root, "queries.jsonl", warnings)
+    qpath = qrels_file(qrels_path) if qrels_path is not None else find_qrels(root, split)
+    sources = [TextFile(corpus_path), TextFile(queries_path), TextFile(qpath)]
+    corpus = read_corpus(sources[0], empty_docs)
+    queries = read_queries(sources[1], empty_queries)
+    judgements = read_qrels(sources[2])
+    files = {(str(s.path.relative_to(root)) if s.path.is_relative_to(root) else str(s.path)): s.sha256
+             for s in sources}
+    return assemble(name=root.resolve().name, fmt="beir", split=split, qrels_path=qpath, corpus=corpus,
+                    queries=queries, judgements=judgements, files=files, empty_docs=empty_docs,
+                    empty_queries=empty_queries, warnings=warnings)
+

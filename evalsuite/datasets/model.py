@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Literal
+
+EmptyPolicy = Literal["keep", "skip", "error"]
+EMPTY_POLICIES: tuple[EmptyPolicy, ...] = ("keep", "skip", "error")
+DEFAULT_EMPTY_DOCS: EmptyPolicy = "keep"
+DEFAULT_EMPTY_QUERIES: EmptyPolicy = "skip"
 
 
 @dataclass(frozen=True)
 class DatasetIdentity:
-    """What a result needs to say which data it was computed on."""
+    """What a result needs to say which data it was computed on.
+
+    ``files`` maps each file read (as named on disk, e.g. ``corpus.jsonl.gz``) to the sha256 of its
+    decompressed bytes; ``sha256`` digests those by name without compression suffix, plus each empty-text
+    policy that applied to at least one text: compressing a file keeps the identity, skipping empty
+    documents instead of keeping them changes it.
+    """
 
     name: str
     format: str
@@ -21,6 +33,18 @@ class DatasetIdentity:
     n_queries_dropped: int
     n_unknown_qrels: int
     n_queries_file: int
+    empty_docs: EmptyPolicy = DEFAULT_EMPTY_DOCS
+    empty_queries: EmptyPolicy = DEFAULT_EMPTY_QUERIES
+    n_empty_documents: int = 0
+    n_empty_queries: int = 0
+    n_judgements_dropped_empty: int = 0
+    n_queries_dropped_empty_docs: int = 0
+    n_negative_relevance: int = 0
+
+    def manifest_dict(self) -> dict[str, Any]:
+        """What an index manifest records about the data: which files, which split, which policies."""
+        return {"name": self.name, "format": self.format, "split": self.split, "sha256": self.sha256,
+                "empty_docs": self.empty_docs, "empty_queries": self.empty_queries}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -29,6 +53,7 @@ class DatasetIdentity:
             "split": self.split,
             "sha256": self.sha256,
             "files": dict(self.files),
+            "policies": {"empty_docs": self.empty_docs, "empty_queries": self.empty_queries},
             "counts": {
                 "documents": self.n_documents,
                 "queries": self.n_queries,
@@ -36,6 +61,11 @@ class DatasetIdentity:
                 "queries_in_file": self.n_queries_file,
                 "queries_dropped_no_relevant": self.n_queries_dropped,
                 "qrels_unknown_ids": self.n_unknown_qrels,
+                "empty_documents": self.n_empty_documents,
+                "empty_queries": self.n_empty_queries,
+                "judgements_dropped_with_empty": self.n_judgements_dropped_empty,
+                "queries_dropped_empty_documents": self.n_queries_dropped_empty_docs,
+                "negative_relevance_as_zero": self.n_negative_relevance,
             },
         }
 
@@ -44,7 +74,9 @@ class DatasetIdentity:
 class Dataset:
     """Documents and queries by id (in file order) and graded judgements.
 
-    Only queries with at least one relevant (score > 0) judged document are kept.
+    Only queries with at least one relevant (score > 0) judged document are kept. Empty documents and
+    queries are kept (as the empty string), skipped or refused as ``identity.empty_docs`` /
+    ``identity.empty_queries`` say; negative relevance reads as 0 (judged, not relevant).
     """
 
     corpus: Mapping[str, str]

@@ -1,110 +1,101 @@
-"""Qrels parsing (BEIR TSV with header, TREC `qid 0 docid rel`) and the shared finishing step."""
+"""Qrels parsing: BEIR TSV with a header row, or TREC ``qid iteration docid relevance``.
+
+Relevance is an integer; a decimal with a zero fraction (``1.0``, what spreadsheets export) reads
+as that integer, anything else (``0.5``, ``high``, ``nan``) is refused. Negative relevance (TREC's
+``-2`` for spam) is kept here and read as 0 (judged, not relevant) when the dataset is assembled.
+"""
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-from typing import Iterable, Mapping
+import math
 
 from ..errors import DatasetError
-from .model import Dataset, DatasetIdentity
+from .files import TextFile
+from .records import check_id
 
 Judgement = tuple[str, str, int, int]  # query id, doc id, relevance, line number
 
-_BEIR_HEADERS = {("query-id", "corpus-id", "score"), ("qid", "docid", "score"), ("query_id", "corpus_id", "score")}
+_HEADER_NAMES = {"query-id": 0, "query_id": 0, "qid": 0, "query": 0,
+                 "corpus-id": 1, "corpus_id": 1, "docid": 1, "doc-id": 1, "doc_id": 1, "pid": 1, "doc": 1,
+                 "score": 2, "relevance": 2, "rel": 2, "label": 2}
+_HEADER_HINT = "'query-id\\tcorpus-id\\tscore'"
 
 
-def _parse_rel(path: Path, line: int, raw: str) -> int:
-    try:
-        value = float(raw)
-    except ValueError:
+def parse_relevance(path: object, line: int | None, raw: object) -> int:
+    """An integer relevance grade from a qrels cell (str) or column value (int/float)."""
+    if isinstance(raw, bool):
         value = float("nan")
-    if value != value or value != int(value):
+    elif isinstance(raw, int):
+        return raw
+    elif isinstance(raw, float):
+        value = raw
+    else:
+        try:
+            value = float(str(raw).strip())
+        except ValueError:
+            value = float("nan")
+    if not math.isfinite(value) or value != int(value):
         raise DatasetError(path, f"relevance {raw!r} is not an integer; write graded relevance as 0, 1, 2, ...", line)
     return int(value)
 
 
-def read_qrels(path: Path) -> list[Judgement]:
+def read_qrels(source: TextFile) -> list[Judgement]:
     """Read a qrels file, recognising BEIR TSV (with header) or TREC (4 columns) by its shape."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    lines = text.splitlines()
+    path = source.path
     out: list[Judgement] = []
     seen: dict[tuple[str, str], int] = {}
-    start = 0
-    fmt = "trec"
-    if lines:
-        first = tuple(c.strip().lower() for c in lines[0].split("\t"))
-        if first in _BEIR_HEADERS:
-            fmt, start = "beir", 1
-        elif len(lines[0].split()) == 3 and "\t" in lines[0]:
-            raise DatasetError(path, "3-column qrels need a header row 'query-id\\tcorpus-id\\tscore'", 1)
-    for i in range(start, len(lines)):
-        ln = i + 1
-        raw = lines[i]
-        if not raw.strip() or raw.lstrip().startswith("#"):
+    fmt: str | None = None
+    sep: str | None = "\t"
+    order = (0, 1, 2)
+    for ln, raw in source.lines():
+        line = raw.rstrip()
+        if not line.strip() or line.lstrip().startswith("#"):
             continue
-        cols = raw.split("\t") if fmt == "beir" else raw.split()
+        if fmt is None:
+            fmt, sep, order = _shape(source, ln, line)
+            if fmt == "beir-header":
+                fmt = "beir"
+                continue
         if fmt == "beir":
+            cols = line.split(sep)
             if len(cols) != 3:
-                raise DatasetError(path, f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(cols)}", ln)
-            qid, did, rel = (c.strip() for c in cols)
+                how = {"\t": "tab-separated ", ",": "comma-separated "}.get(sep or "", "")
+                raise DatasetError(path, f"expected 3 {how}columns (query-id, corpus-id, score) like the header, got "
+                                   f"{len(cols)}", ln)
+            qraw, draw, rel = (cols[i] for i in order)
         else:
+            cols = line.split()
             if len(cols) != 4:
-                raise DatasetError(path, f"expected TREC qrels 'qid iteration docid relevance' (4 columns), got {len(cols)}", ln)
-            qid, _, did, rel = cols
-        if not qid or not did:
-            raise DatasetError(path, "empty query or document id", ln)
+                raise DatasetError(path, f"expected TREC qrels 'qid iteration docid relevance' (4 columns), got "
+                                   f"{len(cols)}", ln)
+            qraw, _, draw, rel = cols
+        qid = check_id(path, ln, qraw, "query id")
+        did = check_id(path, ln, draw, "document id")
         key = (qid, did)
         if key in seen:
-            raise DatasetError(path, f"duplicate judgement for query {qid!r}, document {did!r} (first on line {seen[key]})", ln)
+            raise DatasetError(path, f"duplicate judgement for query {qid!r}, document {did!r} (first on line "
+                               f"{seen[key]})", ln)
         seen[key] = ln
-        out.append((qid, did, _parse_rel(path, ln, rel), ln))
+        out.append((qid, did, parse_relevance(path, ln, rel), ln))
     return out
 
 
-def dataset_sha256(files: Mapping[str, str]) -> str:
-    h = hashlib.sha256()
-    for name in sorted(files):
-        h.update(f"{name}\0{files[name]}\n".encode())
-    return h.hexdigest()
-
-
-def assemble(*, name: str, fmt: str, split: str, qrels_path: Path,
-             corpus: dict[str, str], queries: dict[str, str],
-             judgements: Iterable[Judgement], files: Mapping[str, str]) -> Dataset:
-    """Join qrels with corpus and queries: count unknown ids, drop queries with nothing relevant."""
-    warnings: list[str] = []
-    qrels: dict[str, dict[str, int]] = {}
-    unknown = 0
-    examples: list[str] = []
-    for qid, did, rel, ln in judgements:
-        if qid not in queries or did not in corpus:
-            unknown += 1
-            if len(examples) < 3:
-                which = f"query {qid!r}" if qid not in queries else f"document {did!r}"
-                examples.append(f"line {ln}: unknown {which}")
-            continue
-        qrels.setdefault(qid, {})[did] = rel
-    if unknown:
-        warnings.append(f"{qrels_path}: {unknown} judgement(s) name ids absent from the corpus or queries and were "
-                        f"ignored ({'; '.join(examples)})")
-    kept = {qid: q for qid, q in qrels.items() if any(r > 0 for r in q.values())}
-    kept_queries = {qid: text for qid, text in queries.items() if qid in kept}
-    dropped = len(queries) - len(kept_queries)
-    if not kept_queries:
-        raise DatasetError(qrels_path, f"no query of split {split!r} has a relevant (score > 0) judged document; "
-                           "check that query ids in the qrels match queries.jsonl")
-    if dropped:
-        warnings.append(f"{dropped} of {len(queries)} queries have no relevant judged document in split "
-                        f"{split!r} and were dropped")
-    identity = DatasetIdentity(
-        name=name, format=fmt, split=split, sha256=dataset_sha256(files), files=dict(files),
-        n_documents=len(corpus), n_queries=len(kept_queries),
-        n_judgements=sum(len(kept[q]) for q in kept_queries), n_queries_dropped=dropped,
-        n_unknown_qrels=unknown, n_queries_file=len(queries),
-    )
-    return Dataset(corpus=corpus, queries=kept_queries,
-                   qrels={q: dict(kept[q]) for q in kept_queries}, identity=identity, warnings=tuple(warnings))
+def _shape(source: TextFile, ln: int, line: str) -> tuple[str, str | None, tuple[int, int, int]]:
+    """The format told by the first non-blank line: a BEIR header (tab-, comma- or space-separated; its column
+    names say which column is which) or TREC; the order gives the query, document and score column indices."""
+    for sep in ("\t", ",", None):
+        cols = [c.strip().lower() for c in line.split(sep)]
+        roles = [_HEADER_NAMES.get(c) for c in cols]
+        if len(cols) == 3 and sorted(r for r in roles if r is not None) == [0, 1, 2]:
+            order = tuple(roles.index(r) for r in (0, 1, 2))
+            return "beir-header", sep, (order[0], order[1], order[2])
+    cols = line.split("\t") if "\t" in line else line.split()
+    if len(cols) == 3:
+        try:
+            float(cols[2])
+        except ValueError:
+            raise DatasetError(source.path, f"header row {cols} is not recognised; name the columns {_HEADER_HINT} "
+                               f"(or qid/docid/score)", ln) from None
+        raise DatasetError(source.path, f"3-column qrels need a header row {_HEADER_HINT} (TREC qrels have 4 "
+                           "columns: qid iteration docid relevance)", ln)
+    return "trec", None, (0, 1, 2)

@@ -1,159 +1,98 @@
 """Client for an OpenAI-compatible ``/v1/embeddings`` endpoint: batching, a concurrency limit,
-timeouts, bounded retries, float or base64, ``dimensions``, the served model name.
+a total deadline per request and an optional overall one, bounded retries, float or base64,
+``dimensions``, the served model name.
 
 Every response goes through :func:`evalsuite.encode.response.parse_embeddings` before a vector
-leaves this module, so a broken answer raises a typed ``EndpointError`` naming the item.
+leaves this module, so a broken answer raises a typed ``EndpointError`` naming the item; bodies
+are size-capped while decoding (:mod:`.body`); every socket operation obeys the deadline (:mod:`.http`).
 
 Texts arrive rendered by the contract (prefixes applied). The API key is held
-in a :class:`Secret`: it is sent in the ``Authorization`` header and appears nowhere else.
+in a :class:`Secret`: it is sent in the ``Authorization`` header, never to a redirect target, and
+is redacted from every message in any form (:mod:`.secret`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json as _json
 import random
+import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, Self
 
 import numpy as np
 
-from ..errors import EndpointError, SpecError
+from ..errors import SpecError
 from .base import EncodeStats
-from .response import Expectation, ResponseFormatError, label_items, parse_embeddings
+from .body import (
+    ACCEPT_ENCODING,
+    EndpointResponse,
+    ResponseDecodingError,
+    ResponseTooLarge,
+    body_cap,
+    read_body,
+)
+from .endpoint_config import EndpointConfig, base_url
+from .http import (
+    NO_HEADERS,
+    Deadline,
+    EndpointAuthError,
+    EndpointConnectionDropped,
+    EndpointDeadlineExceeded,
+    EndpointHTTPError,
+    EndpointRedirect,
+    EndpointTimeout,
+    EndpointUnreachable,
+    _Scope,
+    make_transport,
+    transport_failure,
+)
+from .response import (
+    Expectation,
+    ResponseFormatError,
+    ServerReportedError,
+    label_items,
+    load_json,
+    parse_embeddings,
+    server_error_message,
+)
+from .secret import Secret, cut, redact
 
-ENCODING_FORMATS = ("float", "base64")
+__all__ = ["Deadline", "EndpointAuthError", "EndpointConfig", "EndpointConnectionDropped", "EndpointDeadlineExceeded",
+           "EndpointEncoder", "EndpointHTTPError", "EndpointRedirect", "EndpointResponse", "EndpointTimeout",
+           "EndpointUnreachable", "ResponseDecodingError", "ResponseTooLarge", "Secret", "base_url"]
+
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-
-
-class Secret:
-    """A credential that never shows itself in ``repr``, ``str``, f-strings or logs."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def redact(self, text: str) -> str:
-        return text.replace(self._value, "***") if self._value else text
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(("Secret", self._value))
-
-
-# -- errors ---------------------------------------------------------------------------------------
-class EndpointUnreachable(EndpointError):
-    """No HTTP answer at all (connection refused or dropped), after the bounded retries."""
-
-
-class EndpointTimeout(EndpointError):
-    """The server accepted the connection but did not answer within the timeout."""
-
-
-class EndpointHTTPError(EndpointError):
-    """The server answered with an error status (after retries, for retryable ones)."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class EndpointAuthError(EndpointHTTPError):
-    """401/403: the key is missing, wrong, or not allowed."""
-
-
-# -- configuration --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class EndpointConfig:
-    """Where and how to call the endpoint. ``url`` is the OpenAI base URL, e.g. ``http://host:8000/v1``."""
-
-    url: str
-    model: str | None = None
-    api_key: Secret | None = None
-    timeout: float = 30.0
-    concurrency: int = 4
-    batch_size: int = 32
-    encoding_format: str = "float"
-    max_retries: int = 3
-    backoff: float = 0.25
-    max_backoff: float = 4.0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "url", base_url(self.url))
-        if self.encoding_format not in ENCODING_FORMATS:
-            raise SpecError(f"encoding format {self.encoding_format!r} is not valid; choose float or base64")
-        for name in ("timeout", "concurrency", "batch_size"):
-            if getattr(self, name) <= 0:
-                raise SpecError(f"endpoint {name} must be > 0, got {getattr(self, name)!r}")
-        if self.max_retries < 0:
-            raise SpecError(f"endpoint max_retries must be >= 0, got {self.max_retries!r}")
-
-    @property
-    def embeddings_url(self) -> str:
-        return self.url + "/embeddings"
-
-    @property
-    def models_url(self) -> str:
-        return self.url + "/models"
-
-    def health_urls(self) -> list[str]:
-        """``/health`` beside the API prefix (``/v1`` stripped), then at the server root."""
-        parts = urlsplit(self.url)
-        root = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-        path = parts.path[:-3] if parts.path.endswith("/v1") else parts.path
-        return list(dict.fromkeys([root + path + "/health", root + "/health"]))
-
-    def root_url(self, path: str) -> str:
-        parts = urlsplit(self.url)
-        return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
-
-
-def base_url(url: str) -> str:
-    """Normalise an endpoint URL to its OpenAI base: no trailing slash or ``/embeddings``; ``/v1`` if no path."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SpecError("the endpoint must be an http(s) URL such as http://127.0.0.1:8000/v1")
-    if parts.username or parts.password:
-        raise SpecError("the endpoint URL must not carry credentials; put the key in an environment variable "
-                        "and pass --api-key-env NAME")
-    path = parts.path.rstrip("/")
-    if path.endswith("/embeddings"):
-        path = path[: -len("/embeddings")]
-    return urlunsplit((parts.scheme, parts.netloc, path or "/v1", "", ""))
 
 
 # -- the client -----------------------------------------------------------------------------------
 class EndpointEncoder:
-    """An :class:`~evalsuite.encode.base.Encoder` backed by a served ``/v1/embeddings`` endpoint."""
+    """An :class:`~evalsuite.encode.base.Encoder` backed by a served ``/v1/embeddings`` endpoint.
+
+    Each request ends within ``config.timeout`` seconds in all (connect, headers, body), and none
+    runs past ``deadline`` (an overall :class:`Deadline`, e.g. the canary's) when one is set.
+    """
 
     device = "endpoint"
 
     def __init__(self, config: EndpointConfig, expect: Expectation, *, client: Any = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, deadline: Deadline | None = None) -> None:
         import httpx
 
         self.config = config
-        self.expect = expect
+        self.expect = dataclasses.replace(expect, encoding_format=config.encoding_format)
+        self.deadline = deadline
         self.stats_by_role: dict[str, EncodeStats] = {}
         self.requests = 0
         self.retries = 0
         self._sleep = sleep
         self._own_client = client is None
-        limits = httpx.Limits(max_connections=config.concurrency + 1, max_keepalive_connections=config.concurrency)
-        self._client = client or httpx.Client(timeout=httpx.Timeout(config.timeout), limits=limits,
-                                              follow_redirects=False, trust_env=False)
+        t = config.timeout
+        self._client = client or httpx.Client(
+            timeout=httpx.Timeout(connect=t, read=t, write=t, pool=t), follow_redirects=False, trust_env=False,
+            transport=make_transport(config.concurrency + 1, config.concurrency))
 
     def __repr__(self) -> str:
         return f"EndpointEncoder(url={self.config.url!r}, model={self.config.model!r})"
@@ -162,7 +101,7 @@ class EndpointEncoder:
         if self._own_client:
             self._client.close()
 
-    def __enter__(self) -> "EndpointEncoder":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -170,46 +109,102 @@ class EndpointEncoder:
 
     # -- HTTP -------------------------------------------------------------------------------------
     def headers(self, *, auth: bool = True) -> dict[str, str]:
-        h = {"Content-Type": "application/json", "Accept": "application/json"}
+        h = {"Content-Type": "application/json", "Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
         if auth and self.config.api_key is not None:
             h["Authorization"] = "Bearer " + self.config.api_key.reveal()
         return h
 
     def _redact(self, text: str) -> str:
-        return self.config.api_key.redact(text) if self.config.api_key is not None else text
+        return redact(self.config.api_key.redact(text) if self.config.api_key is not None else text)
+
+    def response_cap(self, json: Any = None) -> int:
+        """The decoded-size cap for the answer to a request carrying ``json``."""
+        if self.config.max_response_bytes is not None:
+            return self.config.max_response_bytes
+        n, dim = 0, self.expect.dim
+        if isinstance(json, dict):
+            inputs = json.get("input")
+            n = len(inputs) if isinstance(inputs, list) else 1
+            if isinstance(json.get("dimensions"), int):
+                dim = max(dim, json["dimensions"])
+        return body_cap(n, dim, self.config.encoding_format)
 
     def request(self, method: str, url: str, *, json: Any = None, auth: bool = True,
-                headers: dict[str, str] | None = None, retry: bool = True) -> Any:
-        """One HTTP call with bounded retries (429/5xx and connection errors); returns the response."""
+                headers: dict[str, str] | None = None, retry: bool = True, what: str = "") -> EndpointResponse:
+        """One HTTP call with bounded retries (429/5xx and dropped connections), each attempt within
+        ``config.timeout`` in all; returns the complete, size-checked answer. ``what`` names the
+        request in messages (e.g. the batch). Redirects raise EndpointRedirect (never followed)."""
         import httpx
 
+        label = f"{method} {url}" + (f" ({what})" if what else "")
         attempts = self.config.max_retries + 1 if retry else 1
-        failure = ""
+        cap = self.response_cap(json)
+        failure, dropped, hint = "", False, ""
+        sent = _json.dumps(json).encode() if json is not None else None  # ASCII: lone surrogates survive
         for attempt in range(attempts):
+            at, overall = self._attempt_deadline(label)
             self.requests += 1
             retry_after = None
+            phase = NO_HEADERS
             try:
-                resp = self._client.request(method, url, json=json, headers=headers or self.headers(auth=auth))
-            except httpx.ConnectTimeout:
-                failure = f"connect timed out after {self.config.timeout:g}s"
-            except httpx.TimeoutException as exc:  # the server took the request and went quiet: no retry
-                raise EndpointTimeout(f"{method} {url}: no answer within {self.config.timeout:g}s "
-                                      f"({type(exc).__name__}); raise --endpoint-timeout if the server is "
-                                      "just slow") from None
-            except httpx.TransportError as exc:  # refused, reset, dropped: retried
-                failure = f"{type(exc).__name__}: {self._redact(str(exc))}"
+                with _Scope(at):
+                    req = self._client.build_request(method, url, content=sent,
+                                                     headers=headers or self.headers(auth=auth))
+                    resp = self._client.send(req, stream=True)
+                    phase = f"HTTP {resp.status_code} headers received, the body incomplete"
+                    try:
+                        content, truncated = read_body(resp, cap=cap, what=label)
+                    finally:
+                        resp.close()
+            except httpx.TimeoutException as exc:  # the deadline (or the timeout) ran out: never retried
+                raise self._timeout(label, phase, overall, exc) from None
+            except httpx.TransportError as exc:  # refused, reset, dropped, broken HTTP: retried
+                if time.monotonic() >= at:
+                    raise self._timeout(label, phase, overall, exc) from None
+                failure, hint, dropped = transport_failure(exc, phase)  # its text is cut, hence redacted
             else:
+                answer = EndpointResponse(method, url, resp.status_code, resp.headers, content, label, truncated)
+                if 300 <= resp.status_code < 400:
+                    raise self._redirect(answer)
                 if resp.status_code not in RETRY_STATUSES or attempt == attempts - 1:
-                    return resp
+                    return answer
                 retry_after = resp.headers.get("retry-after")
             if attempt < attempts - 1:
-                self._wait(attempt, retry_after)
+                self._wait(attempt, retry_after, label)
                 self.retries += 1
         # chained exceptions are dropped on purpose: httpx's carry the request and its headers
-        raise EndpointUnreachable(f"{method} {url}: {failure} ({attempts} attempt(s)); is the server up and the "
-                                  "URL right?")
+        cls = EndpointConnectionDropped if dropped else EndpointUnreachable
+        raise cls(f"{label}: {failure} ({attempts} attempt(s)); {hint}")
 
-    def _wait(self, attempt: int, retry_after: str | None) -> None:
+    def _attempt_deadline(self, label: str) -> tuple[float, bool]:
+        """When this attempt must end, and whether the overall deadline (not the timeout) sets it."""
+        at = time.monotonic() + self.config.timeout
+        if self.deadline is None or self.deadline.at >= at:
+            return at, False
+        if self.deadline.expired():
+            raise EndpointDeadlineExceeded(f"{label}: not sent: {self.deadline.describe()} has run out")
+        return self.deadline.at, True
+
+    def _timeout(self, label: str, phase: str, overall: bool, exc: Exception) -> EndpointTimeout:
+        import httpx
+
+        if isinstance(exc, httpx.ConnectTimeout):
+            phase = "could not connect"
+        if overall and self.deadline is not None:
+            return EndpointDeadlineExceeded(f"{label}: {self.deadline.describe()} ran out during this request "
+                                            f"({phase})")
+        return EndpointTimeout(f"{label}: no answer within {self.config.timeout:g}s ({phase}; the deadline covers "
+                               f"the whole request; {type(exc).__name__}); raise --endpoint-timeout if the server is "
+                               "just slow")
+
+    def _redirect(self, resp: EndpointResponse) -> EndpointRedirect:
+        target = resp.headers.get("location")
+        where = f"to {cut(target)!r}" if target else "with no Location"
+        return EndpointRedirect(f"{resp.what}: HTTP {resp.status_code} redirect {where}; redirects are not followed "
+                                "(the API key goes only to the configured address): point --endpoint at the "
+                                "final URL", resp.status_code)
+
+    def _wait(self, attempt: int, retry_after: str | None, label: str) -> None:
         delay = min(self.config.max_backoff, self.config.backoff * (2 ** attempt))
         delay *= 0.5 + random.random() / 2
         if retry_after:
@@ -217,25 +212,48 @@ class EndpointEncoder:
                 delay = max(delay, min(float(retry_after), self.config.max_backoff))
             except ValueError:
                 pass
+        if self.deadline is not None and self.deadline.remaining() < delay:
+            raise EndpointDeadlineExceeded(f"{label}: {self.deadline.describe()} runs out before the next retry")
         self._sleep(delay)
 
-    def error_for(self, resp: Any, what: str) -> EndpointHTTPError:
-        body = self._redact(resp.text.strip().replace("\n", " "))[:200]
+    def error_for(self, resp: EndpointResponse, what: str | None = None) -> EndpointHTTPError:
+        """The typed error for a non-200 answer: status, the server's own message (or a snippet) and a hint."""
+        what = what or resp.what
+        if 300 <= resp.status_code < 400:
+            return self._redirect(resp)
+        body = ""
+        try:
+            body = server_error_message(load_json(resp.content, what)) or ""
+        except ResponseFormatError:  # not JSON: quoted as text below
+            pass
+        if not body:
+            text = self._redact(resp.text)
+            body = cut(text) if text.strip() else "(empty body)"
+            if "json" not in resp.content_type and text.strip():
+                body = f"{resp.content_type or 'no content type'}: {body}"
         cls = EndpointAuthError if resp.status_code in (401, 403) else EndpointHTTPError
         hint = {401: "; set the key's environment variable and pass --api-key-env NAME",
                 403: "; the key is not allowed to use this endpoint",
                 404: "; check the URL (the OpenAI base, e.g. http://host:8000/v1) and --served-model"}
-        return cls(f"{what}: HTTP {resp.status_code}: {body or '(empty body)'}{hint.get(resp.status_code, '')}",
-                   resp.status_code)
+        return cls(f"{what}: HTTP {resp.status_code}: {body}{hint.get(resp.status_code, '')}", resp.status_code)
 
     def get_json(self, url: str) -> Any:
+        """GET ``url`` as checked JSON (``/v1/models`` and ``/info`` checked for shape)."""
         resp = self.request("GET", url)
         if resp.status_code != 200:
-            raise self.error_for(resp, f"GET {url}")
+            raise self.error_for(resp)
+        return resp.checked_json(self.config.models_url)
+
+    def parse_response(self, resp: EndpointResponse, labels: Sequence[str], *, dimensions: int | None = None,
+                       check_norm: bool = True) -> np.ndarray:
+        """Checked vectors from an ``/v1/embeddings`` answer (from :meth:`request`), in the configured
+        encoding: a typed error for a non-200, a body that is not JSON, or any contract violation."""
+        if resp.status_code != 200:
+            raise self.error_for(resp)
         try:
-            return resp.json()
-        except ValueError:
-            raise ResponseFormatError(f"GET {url}: the body is not JSON") from None
+            return parse_embeddings(resp.json(), labels, self.expect, dimensions=dimensions, check_norm=check_norm)
+        except ServerReportedError as exc:  # name the request: the error is about it, not about an item
+            raise ServerReportedError(f"{resp.what}: HTTP {resp.status_code}: {exc}") from None
 
     def payload(self, texts: Sequence[str], dimensions: int | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"input": list(texts), "encoding_format": self.config.encoding_format}
@@ -247,17 +265,9 @@ class EndpointEncoder:
 
     # -- embeddings -------------------------------------------------------------------------------
     def _post_batch(self, texts: Sequence[str], labels: Sequence[str], dimensions: int | None,
-                    check_norm: bool) -> np.ndarray:
-        url = self.config.embeddings_url
-        resp = self.request("POST", url, json=self.payload(texts, dimensions))
-        if resp.status_code != 200:
-            raise self.error_for(resp, f"POST {url} ({len(texts)} input(s), first {labels[0]})")
-        try:
-            payload = resp.json()
-        except ValueError:
-            raise ResponseFormatError(f"POST {url}: the body is not JSON") from None
-        return parse_embeddings(payload, labels, self.expect, dimensions=dimensions,
-                                encoding_format=self.config.encoding_format, check_norm=check_norm)
+                    check_norm: bool, what: str) -> np.ndarray:
+        resp = self.request("POST", self.config.embeddings_url, json=self.payload(texts, dimensions), what=what)
+        return self.parse_response(resp, labels, dimensions=dimensions, check_norm=check_norm)
 
     def embed(self, texts: Sequence[str], *, ids: Sequence[str] | None = None, dimensions: int | None = None,
               batch_size: int | None = None, check_norm: bool = True, sort_by_length: bool = True) -> np.ndarray:
@@ -271,18 +281,26 @@ class EndpointEncoder:
         size = batch_size or self.config.batch_size
         chunks = [order[i:i + size] for i in range(0, n, size)]
         out = np.empty((n, want), dtype=np.float32)
+        failed = threading.Event()  # once a batch fails, batches not yet started are not sent
 
-        def one(chunk: list[int]) -> None:
-            out[chunk] = self._post_batch([texts[i] for i in chunk], [labels[i] for i in chunk], dimensions,
-                                          check_norm)
+        def one(k: int, chunk: list[int]) -> None:
+            if failed.is_set():
+                return
+            what = f"batch {k + 1} of {len(chunks)}: {len(chunk)} input(s), first {labels[chunk[0]]}"
+            try:
+                out[chunk] = self._post_batch([texts[i] for i in chunk], [labels[i] for i in chunk], dimensions,
+                                              check_norm, what)
+            except BaseException:
+                failed.set()
+                raise
 
         if len(chunks) == 1 or self.config.concurrency == 1:
-            for chunk in chunks:
-                one(chunk)
+            for k, chunk in enumerate(chunks):
+                one(k, chunk)
             return out
         with ThreadPoolExecutor(max_workers=min(self.config.concurrency, len(chunks))) as pool:
-            futures = [pool.submit(one, c) for c in chunks]
-            done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            futures = [pool.submit(one, k, c) for k, c in enumerate(chunks)]
+            _, pending = wait(futures, return_when=FIRST_EXCEPTION)
             for f in pending:
                 f.cancel()
             for f in futures:

@@ -4,25 +4,34 @@ One vector per input; every ``index`` an int, unique and in range (rows re-order
 never by position); the expected dimension; finite numbers only; no zero vector; unit norm when
 normalized; ``model`` naming the served model. The first violation raises a typed
 :class:`ResponseError` naming the item and what was wrong. Pure functions, no I/O.
+
+Every byte came from the server: JSON is parsed here (:func:`load_json`, never a RecursionError
+or a bare ValueError), ``/v1/models`` and ``/info`` are checked too, and any server text quoted in
+a message is cut (:func:`evalsuite.encode.secret.cut`) and redacted of every API key.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
+import reprlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..errors import EndpointError
+from .secret import RedactedError, cut, redact
 
 NORM_TOL = 1e-3
 _SNIPPET = 40
+MAX_MODEL_NAME = 1024  # longer "model ids" are not names
+ENCODING_FORMATS = ("float", "base64")
 
 
 # -- errors ---------------------------------------------------------------------------------------
-class ResponseError(EndpointError):
+class ResponseError(RedactedError):
     """The response breaks the embedding contract; ``item`` names the input concerned, if any."""
 
     def __init__(self, message: str, item: str | None = None) -> None:
@@ -32,6 +41,10 @@ class ResponseError(EndpointError):
 
 class ResponseFormatError(ResponseError):
     """Not JSON, no ``data`` list, an entry that is not an object, an embedding of the wrong type."""
+
+
+class ServerReportedError(ResponseFormatError):
+    """A 200 whose body is ``{"error": ...}``: the server's own failure message, shown as given."""
 
 
 class ModelMismatch(ResponseError):
@@ -70,6 +83,7 @@ class Expectation:
     normalized: bool
     models: frozenset[str] = field(default_factory=frozenset)
     norm_tol: float = NORM_TOL
+    encoding_format: str = "float"  # how vectors travel: a JSON list of numbers, or base64 float32
 
 
 def model_matches(got: str, accepted: frozenset[str]) -> bool:
@@ -88,20 +102,112 @@ def model_matches(got: str, accepted: frozenset[str]) -> bool:
     return False
 
 
+# -- server text ----------------------------------------------------------------------------------
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 2, 4, 4, 60, 60
+
+
+def describe(value: Any) -> str:
+    """A short, safe rendering of any JSON value from the server (any depth, any size, redacted)."""
+    if isinstance(value, str):
+        return repr(cut(value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        digits = str(abs(value)) if abs(value) < 10 ** 4000 else None
+        if digits is None or len(digits) > 40:
+            return f"an integer of {len(digits) if digits else 'over 4000'} digits"
+        return str(value)
+    return cut(_REPR.repr(value))
+
+
+def load_json(content: bytes, where: str, *, status: int = 200, content_type: str = "") -> Any:
+    """Parse a body as JSON; ResponseFormatError naming status, content type and a snippet if it is not."""
+    try:
+        return json.loads(content)
+    except RecursionError:
+        raise ResponseFormatError(f"{where}: HTTP {status} with a JSON body nested too deeply to parse "
+                                  f"({len(content)} bytes)") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, integer digit limit
+        ctype = content_type or "no content type"
+        snippet = content[:1000].decode("utf-8", "replace")
+        body = f"body {cut(snippet)!r}" if content.strip() else "an empty body"
+        raise ResponseFormatError(f"{where}: HTTP {status} ({ctype}) is not JSON ({cut(str(exc), 80)}): "
+                                  f"{body}") from None
+
+
+def server_error_message(payload: Any) -> str | None:
+    """The server's own message when a body is ``{"error": ...}`` (OpenAI style) or a bare ``{"detail": ...}``."""
+    if not isinstance(payload, dict) or isinstance(payload.get("data"), list):
+        return None
+    for key in ("error", "detail"):
+        err = payload.get(key)
+        if err is None:
+            continue
+        if isinstance(err, dict):
+            msg = err.get("message", err)
+            return describe(msg) if not isinstance(msg, str) else cut(msg)
+        return cut(err) if isinstance(err, str) else describe(err)
+    return None
+
+
+def check_models(payload: Any, where: str) -> list[dict[str, Any]]:
+    """The entries of a ``/v1/models`` answer: an object whose ``data`` lists objects with a string ``id``."""
+    error = server_error_message(payload)
+    if error is not None:
+        raise ServerReportedError(f"{where}: the server answered with an error instead of the model list: {error}")
+    if not isinstance(payload, dict):
+        raise ResponseFormatError(f"{where}: the answer is a JSON {type(payload).__name__}, expected an object "
+                                  f"with a 'data' list (OpenAI /v1/models): {describe(payload)}")
+    data = payload.get("data")
+    if not isinstance(data, list):
+        raise ResponseFormatError(f"{where}: 'data' is {describe(data)}, expected a list of models")
+    for pos, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise ResponseFormatError(f"{where}: data[{pos}] is {describe(entry)}, expected an object with an 'id'")
+        _check_name(entry.get("id"), f"{where}: data[{pos}].id")
+    return data
+
+
+def check_info(payload: Any, where: str) -> dict[str, Any]:
+    """A TEI-style ``/info`` answer: an object whose ``model_id``, if any, is a model name."""
+    if not isinstance(payload, dict):
+        raise ResponseFormatError(f"{where}: the answer is a JSON {type(payload).__name__}, expected an object: "
+                                  f"{describe(payload)}")
+    if "model_id" in payload:
+        _check_name(payload["model_id"], f"{where}: model_id")
+    return payload
+
+
+def _check_name(name: Any, where: str) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise ResponseFormatError(f"{where} is {describe(name)}, expected a model name")
+    if len(name) > MAX_MODEL_NAME:
+        raise ResponseFormatError(f"{where} is {len(name)} characters long ({describe(name)}), not a model name")
+    if redact(name) != name:  # kept out of every later message, report and request
+        raise ResponseFormatError(f"{where} holds the API key ({describe(name)}): the server echoes credentials")
+
+
 # -- response checks (pure) -----------------------------------------------------------------------
 def parse_embeddings(payload: Any, labels: Sequence[str], expect: Expectation, *, dimensions: int | None = None,
-                     encoding_format: str = "float", check_norm: bool = True) -> np.ndarray:
-    """Validate one ``/v1/embeddings`` response for ``len(labels)`` inputs; float32 rows in input order."""
+                     encoding_format: str | None = None, check_norm: bool = True) -> np.ndarray:
+    """Validate one ``/v1/embeddings`` response for ``len(labels)`` inputs; float32 rows in input order.
+
+    ``encoding_format`` defaults to the expectation's (the client's configured format)."""
     n = len(labels)
+    fmt = encoding_format or expect.encoding_format
+    error = server_error_message(payload)
+    if error is not None:
+        raise ServerReportedError(f"the server answered with an error instead of vectors: {error}")
     if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
-        raise ResponseFormatError("response is not an object with a 'data' list")
+        got = (f"'data' is {describe(payload.get('data'))}" if isinstance(payload, dict)
+               else f"a JSON {type(payload).__name__}")
+        raise ResponseFormatError(f"response is not an object with a 'data' list ({got})")
     model = payload.get("model")
     if expect.models:
         if not isinstance(model, str):
-            raise ModelMismatch(f"response has no 'model' string (got {model!r}); "
-                                f"expected {sorted(expect.models)[0]!r}")
+            raise ModelMismatch(f"response has no 'model' string (got {describe(model)}); "
+                                f"expected {min(expect.models)!r}")
         if not model_matches(model, expect.models):
-            raise ModelMismatch(f"response names model {model!r}, but the served model is "
+            raise ModelMismatch(f"response names model {describe(model)}, but the served model is "
                                 f"{' or '.join(repr(m) for m in sorted(expect.models))}; "
                                 "the endpoint serves a different model (or alias) than the canary asked for")
     data = payload["data"]
@@ -111,7 +217,7 @@ def parse_embeddings(payload: Any, labels: Sequence[str], expect: Expectation, *
             raise ResponseFormatError(f"data[{pos}] is {type(entry).__name__}, not an object")
         idx = entry.get("index")
         if type(idx) is not int:
-            raise IndexMismatch(f"data[{pos}] has index {idx!r}, not an integer")
+            raise IndexMismatch(f"data[{pos}] has index {describe(idx)}, not an integer")
         indexes.append(idx)
     if len(data) != n:
         missing = sorted(set(range(n)) - set(indexes))
@@ -120,7 +226,7 @@ def parse_embeddings(payload: Any, labels: Sequence[str], expect: Expectation, *
     seen: dict[int, int] = {}
     for pos, idx in enumerate(indexes):
         if not 0 <= idx < n:
-            raise IndexMismatch(f"data[{pos}] has index {idx}, out of range 0..{n - 1}")
+            raise IndexMismatch(f"data[{pos}] has index {describe(idx)}, out of range 0..{n - 1}")
         if idx in seen:
             raise IndexMismatch(f"index {idx} appears twice (data[{seen[idx]}] and data[{pos}])", labels[idx])
         seen[idx] = pos
@@ -128,7 +234,7 @@ def parse_embeddings(payload: Any, labels: Sequence[str], expect: Expectation, *
     out = np.empty((n, want), dtype=np.float32)
     for pos, idx in enumerate(indexes):
         label = labels[idx]
-        vec = _vector(data[pos].get("embedding"), label, encoding_format)
+        vec = _vector(data[pos].get("embedding"), label, fmt)
         if vec.shape[0] != want:
             hint = (f" (dimensions={dimensions} was requested; the server ignored it)"
                     if dimensions and vec.shape[0] == expect.dim else "")
@@ -150,7 +256,8 @@ def parse_embeddings(payload: Any, labels: Sequence[str], expect: Expectation, *
 def _vector(raw: Any, label: str, encoding_format: str) -> np.ndarray:
     if encoding_format == "base64":
         if not isinstance(raw, str):
-            raise ResponseFormatError(f"embedding is {type(raw).__name__}, expected a base64 string", label)
+            hint = " (the server ignored encoding_format=base64)" if isinstance(raw, list) else ""
+            raise ResponseFormatError(f"embedding is {type(raw).__name__}, expected a base64 string{hint}", label)
         try:
             buf = base64.b64decode(raw, validate=True)
         except (binascii.Error, ValueError):
@@ -160,10 +267,17 @@ def _vector(raw: Any, label: str, encoding_format: str) -> np.ndarray:
                                       label)
         return np.frombuffer(buf, dtype="<f4").astype(np.float64)
     if not isinstance(raw, list):
-        raise ResponseFormatError(f"embedding is {type(raw).__name__}, expected a list of numbers", label)
+        hint = " (encoding_format=float was asked)" if isinstance(raw, str) else ""
+        raise ResponseFormatError(f"embedding is {type(raw).__name__}, expected a list of numbers{hint}", label)
     for d, v in enumerate(raw):
-        if type(v) is not float and type(v) is not int:
-            raise NonFiniteVector(f"value {v!r} at dimension {d} is not a number", label)
+        if type(v) is int:
+            try:
+                float(v)
+            except OverflowError:
+                raise NonFiniteVector(f"value {describe(v)} at dimension {d} is too large for a float",
+                                      label) from None
+        elif type(v) is not float:
+            raise NonFiniteVector(f"value {describe(v)} at dimension {d} is not a number", label)
     return np.asarray(raw, dtype=np.float64)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 Point = tuple[float, Mapping[str, float]]
+Interval = Mapping[str, tuple[float, float]]  # per metric (low, high): an error bar
 BASE_COLOR = "#d62728"
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
@@ -58,16 +59,30 @@ def png_data_uri(fig: Figure) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _yerr(values: Sequence[float], bars: Sequence[Interval | None], m: str) -> list[list[float]] | None:
+    """matplotlib's asymmetric ``yerr`` (below, above) from intervals; None when no point has one."""
+    if not any(b is not None and m in b for b in bars):
+        return None
+    below = [max(0.0, v - b[m][0]) if b is not None and m in b else 0.0 for v, b in zip(values, bars, strict=True)]
+    above = [max(0.0, b[m][1] - v) if b is not None and m in b else 0.0 for v, b in zip(values, bars, strict=True)]
+    return [below, above]
+
+
 def line_chart(title: str, xlabel: str, metrics: Sequence[str], series: Mapping[str, Sequence[Point]],
-               base: Point | None) -> Figure:
+               base: Point | None, *, errors: Mapping[str, Sequence[tuple[float, Interval]]] | None = None) -> Figure:
     """One panel per metric: a line per series over numeric x; the base is a red star and a
-    dashed reference line."""
+    dashed reference line; ``errors`` (per series, per x): error bars (low, high) per metric."""
     fig, axes = _figure(len(metrics), title)
     xs_all = sorted({x for pts in series.values() for x, _ in pts} | ({base[0]} if base else set()))
     for ax, m in zip(axes, metrics, strict=True):
         for label, pts in series.items():
             pts = sorted(pts, key=lambda p: p[0])
-            ax.plot([x for x, _ in pts], [v[m] for _, v in pts], marker="o", label=label or m)
+            xs, ys = [x for x, _ in pts], [v[m] for _, v in pts]
+            line = ax.plot(xs, ys, marker="o", label=label or m)
+            by_x = dict((errors or {}).get(label, ()))
+            yerr = _yerr(ys, [by_x.get(x) for x in xs], m)
+            if yerr is not None:
+                ax.errorbar(xs, ys, yerr=yerr, fmt="none", ecolor=line[0].get_color(), capsize=3, linewidth=1)
         if base is not None:
             ax.axhline(base[1][m], color=BASE_COLOR, linestyle="--", linewidth=1)
             ax.plot([base[0]], [base[1][m]], marker="*", markersize=14, color=BASE_COLOR, linestyle="none",
@@ -83,9 +98,11 @@ def line_chart(title: str, xlabel: str, metrics: Sequence[str], series: Mapping[
 
 def bar_chart(title: str, metrics: Sequence[str], categories: Sequence[str],
               series: Mapping[str, Mapping[str, Mapping[str, float]]], base_metrics: Mapping[str, float],
-              base_bar: tuple[str, str] | None) -> Figure:
+              base_bar: tuple[str, str] | None, *,
+              errors: Mapping[str, Mapping[str, Interval]] | None = None) -> Figure:
     """One panel per metric: grouped bars (category × series); the (series, category) bar equal
-    to the base is hatched with a red edge, and a dashed red line marks the base value."""
+    to the base is hatched with a red edge, and a dashed red line marks the base value; ``errors``
+    (per series, per category): error bars (low, high) per metric."""
     fig, axes = _figure(len(metrics), title)
     n = max(len(series), 1)
     width = 0.8 / n
@@ -96,7 +113,11 @@ def bar_chart(title: str, metrics: Sequence[str], categories: Sequence[str],
             xs = [i + (k - (n - 1) / 2) * width for i in positions]
             ys = [by_cat.get(c, {}).get(m, float("nan")) for c in categories]
             values += [y for y in ys if y == y]
-            bars = ax.bar(xs, ys, width=width * 0.95, label=label or None)
+            yerr = _yerr(ys, [(errors or {}).get(label, {}).get(c) for c in categories], m)
+            bars = ax.bar(xs, ys, width=width * 0.95, label=label or None, yerr=yerr, capsize=3)
+            if yerr is not None:
+                values += [y - lo for y, lo in zip(ys, yerr[0], strict=True) if y == y]
+                values += [y + hi for y, hi in zip(ys, yerr[1], strict=True) if y == y]
             for bar, c in zip(bars, categories, strict=True):
                 if base_bar == (label, c):
                     bar.set_hatch("//")
@@ -112,6 +133,32 @@ def bar_chart(title: str, metrics: Sequence[str], categories: Sequence[str],
         ax.set_title(m)
         ax.set_ylabel(m)
         ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def pareto_chart(title: str, xlabel: str, quality: Mapping[str, Sequence[float]], xs: Sequence[float],
+                 labels: Sequence[str], groups: Sequence[str],
+                 front: Callable[[Sequence[tuple[float, float]]], list[int]], *, log_x: bool = False) -> Figure:
+    """One panel per quality measure: a point per cell (colour per group, text label), and the
+    Pareto front (lower cost, higher quality) as a dashed step line."""
+    fig, axes = _figure(len(quality), title)
+    colours = {g: f"C{i % 10}" for i, g in enumerate(dict.fromkeys(groups))}
+    for ax, (name, ys) in zip(axes, quality.items(), strict=True):
+        for g, colour in colours.items():
+            pts = [(x, y) for x, y, gg in zip(xs, ys, groups, strict=True) if gg == g]
+            ax.scatter([x for x, _ in pts], [y for _, y in pts], color=colour, label=g, zorder=3)
+        for x, y, label in zip(xs, ys, labels, strict=True):
+            ax.annotate(_short(label, 22), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        best = front(list(zip(xs, ys, strict=True)))
+        ax.plot([xs[i] for i in best], [ys[i] for i in best], color="#444", linestyle="--", linewidth=1,
+                drawstyle="steps-post", label="Pareto front", zorder=2)
+        if log_x:
+            ax.set_xscale("log")
+        ax.set_title(name)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     return fig
 

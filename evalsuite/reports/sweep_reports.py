@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..io import atomic_write_json, atomic_write_text
 from ..result import SCHEMA_VERSION
 from ..sweep.registry import declaration
+from .index_reports import index_html, index_markdown
 from .markdown import contract_rows, table
 
 if TYPE_CHECKING:
@@ -58,9 +59,12 @@ def _cell_dict(result: SweepResult, c: CellResult) -> dict[str, Any]:
         "delta": {m: _r(v) for m, v in c.delta.items()},
         "p_values": {m: _r(v) for m, v in c.p_values.items()},
         "significant": c.significant(result.alpha),
+        "uncertainty": {m: {k: _r(v) for k, v in st.to_dict().items()} for m, st in c.stats.items()},
     }
     if shows_storage(c):
         out["storage"] = storage(r.contract)
+    if c.index is not None:
+        out["index"] = c.index.to_dict()
     return out
 
 
@@ -73,7 +77,11 @@ def sweep_to_dict(result: SweepResult) -> dict[str, Any]:
         "mode": "grid" if result.grid else "one-at-a-time",
         "axes": [{"name": a.name, "values": list(a.labels)} for a in result.axes],
         "metrics": list(result.metrics),
-        "significance": {"test": f"ranx paired {result.test} test vs base, per query", "alpha": result.alpha},
+        "significance": {"test": f"ranx paired {result.test} test vs base, per query", "alpha": result.alpha,
+                         "correction": f"{result.correction} across every cell and metric (q-values)",
+                         "marks": f"significant: q-value < {result.alpha}",
+                         "intervals": "95% paired bootstrap CI of the delta over queries (10,000 resamples, seed 0); "
+                                      "sign-flip p: paired randomization test; MDE: one-sided 5%, power 80%"},
         "dataset": base.dataset.identity.to_dict(),
         "model": base.manifest.get("model"),
         "libraries": base.manifest.get("libraries"),
@@ -90,7 +98,31 @@ def sweep_to_dict(result: SweepResult) -> dict[str, Any]:
 def _delta_text(c: CellResult, m: str, alpha: float) -> str:
     if c.cell.same_as_base:
         return "="
-    return f"{c.delta[m]:+.4f}{'*' if c.p_values[m] < alpha else ''}"
+    return f"{c.delta[m]:+.4f}{'*' if c.significant(alpha)[m] else ''}"
+
+
+def _marks_text(result: SweepResult) -> str:
+    return (f"Δ is the cell minus the base; `*` marks q < {result.alpha}: ranx's paired {result.test} test over "
+            f"queries, adjusted for the false discovery rate across every cell and metric ({result.correction}). "
+            "The 95% CI of each Δ is a paired bootstrap over queries; MDE is the smallest true difference a "
+            "one-sided 5% test detects with 80% power on these queries.")
+
+
+def _ci_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
+    """Per cell and metric: Δ with its 95% CI and the MDE."""
+    headers = ["cell"] + [h for m in result.metrics for h in (f"Δ {m} (95% CI)", f"MDE {m}")]
+    rows = []
+    for c in result.cells:
+        row = [c.cell.name]
+        for m in result.metrics:
+            st = c.stats.get(m)
+            if st is None:
+                row += ["-", "-"]
+                continue
+            ci = st.comparison.ci
+            row += [f"{ci.delta:+.4f} [{ci.low:+.4f}, {ci.high:+.4f}]", f"{st.comparison.mde:.4f}"]
+        rows.append(row)
+    return headers, rows
 
 
 def sweep_table_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
@@ -106,8 +138,10 @@ def sweep_table_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
 
 
 def _p_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
-    headers = ["cell"] + [f"p {m}" for m in result.metrics]
-    rows = [[c.cell.name] + [f"{c.p_values[m]:.4g}" for m in result.metrics] for c in result.cells]
+    headers = ["cell"] + [h for m in result.metrics for h in (f"p {m}", f"q {m}", f"sign-flip p {m}")]
+    rows = [[c.cell.name] + [x for m in result.metrics for x in (
+        f"{c.p_values[m]:.4g}", f"{c.stats[m].q_value:.4g}" if m in c.stats else "-",
+        f"{c.stats[m].comparison.p_value:.4g}" if m in c.stats else "-")] for c in result.cells]
     return headers, rows
 
 
@@ -144,11 +178,12 @@ def sweep_markdown(result: SweepResult) -> str:
         f"Model **{model.get('name', base.contract.model)}** at revision `{base.contract.model_revision}` on "
         f"dataset **{ident.name}** (split `{ident.split}`, {ident.n_documents} documents, {ident.n_queries} "
         f"queries). Axes: " + "; ".join(f"`{a.name}` = {', '.join(a.labels)}" for a in result.axes) + ".\n\n",
-        f"Δ is the cell minus the base; `*` marks p < {result.alpha} in ranx's paired {result.test} test over "
-        "queries.\n\n",
+        _marks_text(result) + "\n\n",
         "## Results\n\n", table(headers, rows),
-        "\n## Significance (p-values vs base)\n\n", table(ph, pr),
+        "\n## Uncertainty (95% CI of Δ vs base)\n\n", table(*_ci_rows(result)),
+        f"\n## Significance (p-values vs base; q: {result.correction})\n\n", table(ph, pr),
     ]
+    parts += index_markdown(result)
     if any(shows_storage(c) for c in result.cells):
         parts += ["\n## Storage (float32, flat index)\n\n",
                   table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result))]
@@ -180,6 +215,14 @@ def _groups(result: SweepResult, axis: str) -> dict[str, list[CellResult]]:
     return out
 
 
+_ERROR_BARS = "Error bars: the 95% bootstrap CI of the cell's difference from the base, around the cell's value."
+
+
+def _bar(c: CellResult, base: dict[str, float]) -> dict[str, tuple[float, float]]:
+    """Per metric, the error bar of a cell's value: base + the CI of its delta (low, high)."""
+    return {m: (base[m] + st.comparison.ci.low, base[m] + st.comparison.ci.high) for m, st in c.stats.items()}
+
+
 def sweep_figures(result: SweepResult) -> list[tuple[str, Figure]]:
     """(caption, matplotlib Figure) per axis: a line chart for dim and max length, bars otherwise."""
     from .html import bar_chart, line_chart
@@ -193,18 +236,22 @@ def sweep_figures(result: SweepResult) -> list[tuple[str, Figure]]:
             x0 = getattr(base.contract, axis.name)
             series = {g: [(float(c.cell.label(axis.name) or 0), c.result.metrics) for c in cells]
                       for g, cells in groups.items()}
+            errors = {g: [(float(c.cell.label(axis.name) or 0), _bar(c, base.metrics)) for c in cells]
+                      for g, cells in groups.items()}
             label = axis.declaration.label
-            fig = line_chart(f"metric vs {label}", label, metrics, series, (float(x0), base.metrics))
+            fig = line_chart(f"metric vs {label}", label, metrics, series, (float(x0), base.metrics), errors=errors)
             figures.append((f"Metrics vs {label}; the red star and dashed line are the base contract "
-                            f"({axis.name}={x0}).", fig))
+                            f"({axis.name}={x0}). {_ERROR_BARS}", fig))
         else:
             cats = list(axis.labels)
             bars = {g: {c.cell.label(axis.name) or "": c.result.metrics for c in cells} for g, cells in groups.items()}
+            bar_errors = {g: {c.cell.label(axis.name) or "": _bar(c, base.metrics) for c in cells}
+                          for g, cells in groups.items()}
             base_bar = _base_bar(groups, axis.name)
-            fig = bar_chart(f"metrics per {axis.name}", metrics, cats, bars, base.metrics, base_bar)
+            fig = bar_chart(f"metrics per {axis.name}", metrics, cats, bars, base.metrics, base_bar, errors=bar_errors)
             figures.append((f"Metrics per {axis.name} value; the dashed red line is the base contract"
-                            + (f", the hatched bar the cell equal to it ({base_bar[1]})." if base_bar else "."),
-                            fig))
+                            + (f", the hatched bar the cell equal to it ({base_bar[1]})." if base_bar else ".")
+                            + f" {_ERROR_BARS}", fig))
     return figures
 
 
@@ -220,7 +267,7 @@ def sweep_html(result: SweepResult) -> str:
     for c in result.cells:
         cls = [""]
         for m in result.metrics:
-            sig = c.p_values[m] < result.alpha and not c.cell.same_as_base
+            sig = c.significant(result.alpha)[m] and not c.cell.same_as_base
             cls += ["", ("up" if c.delta[m] > 0 else "down") if sig else ""]
         cell_classes.append(cls)
     parts = [
@@ -229,8 +276,8 @@ def sweep_html(result: SweepResult) -> str:
                     f"dataset {ident.name} (split {ident.split}, {ident.n_documents} documents, {ident.n_queries} "
                     f"queries, sha256 {ident.sha256[:16]}…).", "meta"),
         h.paragraph("Axes: " + "; ".join(f"{a.name} = {', '.join(a.labels)}" for a in result.axes)
-                    + f" ({'grid' if result.grid else 'one variable at a time'}). Δ is cell minus base; * marks "
-                    f"p < {result.alpha} in ranx's paired {result.test} test over queries.", "meta"),
+                    + f" ({'grid' if result.grid else 'one variable at a time'}). "
+                    + _marks_text(result).replace("`", ""), "meta"),
         h.heading("Results"),
         h.table(headers, rows, row_classes=row_classes, cell_classes=cell_classes),
         h.heading("Plots"),
@@ -238,7 +285,9 @@ def sweep_html(result: SweepResult) -> str:
     for caption, fig in sweep_figures(result):
         parts.append(h.figure_html(h.png_data_uri(fig), caption))
     ph, pr = _p_rows(result)
-    parts += [h.heading("Significance (p-values vs base)"), h.table(ph, pr)]
+    parts += [h.heading("Uncertainty (95% CI of Δ vs base)"), h.table(*_ci_rows(result)),
+              h.heading(f"Significance (p-values vs base; q: {result.correction})"), h.table(ph, pr)]
+    parts += index_html(result)
     if any(shows_storage(c) for c in result.cells):
         parts += [h.heading("Storage (float32, flat index)"),
                   h.table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result))]

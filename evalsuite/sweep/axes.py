@@ -61,7 +61,7 @@ def _split(decl: AxisDeclaration, raw: str) -> list[object]:
             raise SpecError(f"--vary {name}=...: the JSON value must be a non-empty list")
         return items
     text = raw if decl.keeps_spaces else text  # prefixes keep their spaces ("query: ")
-    items = [s if decl.keeps_spaces else s.strip() for s in text.split(",")]
+    items = decl.regroup([s if decl.keeps_spaces else s.strip() for s in text.split(",")])
     if any(s == "" for s in items) and not decl.allows_empty:
         raise SpecError(f"--vary {name}={text!r}: empty value; list values separated by commas, "
                         f"e.g. {decl.example_text}")

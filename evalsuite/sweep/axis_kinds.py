@@ -40,13 +40,16 @@ class AxisDeclaration(ABC):
     """One sweep axis. ``name`` is what ``--vary NAME=...`` says and, unless :meth:`apply` is
     overridden, the contract field a value sets. ``label`` names the axis in plots and tables,
     ``explanation`` says what it changes, ``examples`` are complete ``--vary`` items (each parses).
-    ``shows_storage``: the sweep reports add a storage table when a cell varies this axis."""
+    ``shows_storage``: the sweep reports add a storage table when a cell varies this axis.
+    ``crosses``: axes this one is crossed with even one variable at a time (the index axis is
+    measured at every dimension a sweep varies: the Matryoshka x quantization table)."""
 
     name: str
     label: str
     explanation: str
     examples: tuple[str, ...]
     shows_storage: bool = False
+    crosses: tuple[str, ...] = ()
 
     numeric: ClassVar[bool] = False  # values are numbers: plotted as a line over x, bars otherwise
     keeps_spaces: ClassVar[bool] = False  # comma-split values are not stripped ("query: ")
@@ -56,6 +59,10 @@ class AxisDeclaration(ABC):
     def parse(self, item: object, *, literal: bool) -> AxisValue:
         """One value as written: a comma-split string, or an item of a JSON list (``literal``:
         keywords such as ``none`` are then plain text). Raises :class:`SpecError`."""
+
+    def regroup(self, items: list[str]) -> list[str]:
+        """Comma-split values, regrouped where a value's own syntax has commas (index parameters)."""
+        return items
 
     @property
     def sets(self) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""`evalsuite sweep`: the base options of `evalsuite run`, plus --vary / --grid / --out."""
+"""`evalsuite sweep`: the options of `evalsuite run`, plus --vary / --grid / --out."""
 
 from __future__ import annotations
 
@@ -7,20 +7,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..options import RUN_OPTIONS, add_options, collect
+from .. import preflight
+from ..options import OUT_OPTION, RUN_OPTIONS, add_options, collect
 from .options import SWEEP_OPTIONS
+
+OUT = OUT_OPTION.with_default("reports/<dataset>/<model>/sweep")
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("sweep", help="vary one setting at a time (or a grid) around the base contract; "
                                             "write sweep.json, report.md and report.html")
     add_options(p.add_argument, RUN_OPTIONS)
-    add_options(p.add_argument, SWEEP_OPTIONS)
+    add_options(p.add_argument, (*SWEEP_OPTIONS, OUT))
     p.set_defaults(func=cmd_sweep)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from ..pipeline import prepare
+    from ..reports.index_reports import index_table_rows, matryoshka_rows
     from ..reports.run_reports import default_run_dir
     from ..reports.sweep_reports import sweep_table_rows, write_sweep_reports
     from ..spec import RunSpec
@@ -29,11 +33,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     spec = RunSpec.from_mapping(collect(args, RUN_OPTIONS), source="command line")
     axes = parse_vary(args.vary or [])
     grid = bool(args.grid)
+    preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
     prepared = prepare(spec)
     cells = plan_cells(prepared.contract, axes, grid, info=prepared.model)
-    result = run_sweep(prepared, cells, spec.metrics, axes=axes, grid=grid)
     out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name,
                                                           prepared.model.name) / "sweep"
+    preflight.out_dir(out)
+    result = run_sweep(prepared, cells, spec.metrics, axes=axes, grid=grid)
     paths = write_sweep_reports(result, out)
     ident = prepared.dataset.identity
     st = result.stats
@@ -43,11 +49,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
           f"{st.passes_by_role['query']} query + {st.passes_by_role['document']} document; texts encoded "
           f"{sum(st.texts_encoded_by_role.values())}" + (f"; cache hits {st.cache['hits']}, misses "
                                                           f"{st.cache['misses']}" if st.cache else ""))
-    headers, rows = sweep_table_rows(result)
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
-    for row in [headers, *rows]:
-        print("  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths)))
+    _print_table(*sweep_table_rows(result))
+    index_headers, index_rows = index_table_rows(result)
+    if index_rows:
+        print("index cost (recall against exact flat search; Δ against flat over the same vectors)")
+        _print_table(index_headers, index_rows)
+        pivot = matryoshka_rows(result)
+        if pivot:
+            _print_table(*pivot)
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
     return 0
+
+
+def _print_table(headers: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    for row in [headers, *rows]:
+        print("  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))

@@ -2,11 +2,14 @@
 
 Passes sharing an encoder (dtype, max length) run back to back and the encoder is dropped
 before the next one loads, so at most one model is in memory. Only pooled vectors are kept
-between passes; each distinct contract is then scored once with :func:`evalsuite.pipeline.score`.
+between passes; each distinct contract is then scored once with :func:`evalsuite.pipeline.score`
+(exact flat search); a contract with another index is searched with it and measured against the
+flat search of the same vectors (:mod:`.index_cells`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +24,8 @@ from ..metrics import paired_test
 from ..pipeline import Prepared, make_encoder, role_stats_since, score, stats_snapshot
 from ..result import Result
 from .axes import Axis
+from .compare import CORRECTION, CellStats, compare_cells
+from .index_cells import IndexCell, compare_with_flat, score_index
 from .plan import Cell, ForwardPass, base_cell, plan_passes, validate_cells
 
 EncoderFactory = Callable[[str, int], Encoder]
@@ -84,12 +89,17 @@ class CellResult:
     result: Result
     delta: dict[str, float]
     p_values: dict[str, float]
+    stats: dict[str, CellStats] = field(default_factory=dict)  # per metric: CI, sign-flip p, MDE, BH q-value
+    index: IndexCell | None = None  # set when the cell varies the index axis or its contract's index is not flat
 
     @property
     def name(self) -> str:
         return self.cell.name
 
     def significant(self, alpha: float) -> dict[str, bool]:
+        """Per metric: the Benjamini-Hochberg adjusted p-value (uncorrected when no stats) below ``alpha``."""
+        if self.stats:
+            return {m: s.significant(alpha) for m, s in self.stats.items()}
         return {m: p < alpha for m, p in self.p_values.items()}
 
 
@@ -104,6 +114,7 @@ class SweepResult:
     test: str = "student"
     alpha: float = 0.05
     warnings: list[str] = field(default_factory=list)
+    correction: str = CORRECTION  # of the ``*`` marks, across every cell and metric
 
     def cell(self, name: str) -> CellResult:
         for c in self.cells:
@@ -190,16 +201,26 @@ def run_sweep(prepared: Prepared, cells: Sequence[Cell], metrics: Sequence[str] 
 
     t1 = time.perf_counter()
     scored: dict[Contract, Result] = {}
+    reports: dict[Contract, IndexCell] = {}
+
+    def timing_of(c: Contract) -> dict[str, Any]:
+        return {"encode_seconds": round(sum(seconds_by_key[c.forward_key(r)] for r in ("query", "document")), 4),
+                "shared_forward_passes": True,
+                "queries": _role_timing(enc.records, passes, c.forward_key("query")),
+                "documents": _role_timing(enc.records, passes, c.forward_key("document"))}
+
     for cell in [base_cell(base), *cells]:
         c = cell.contract
-        if c in scored:
-            continue
-        timing = {"encode_seconds": round(sum(seconds_by_key[c.forward_key(r)] for r in ("query", "document")), 4),
-                  "shared_forward_passes": True,
-                  "queries": _role_timing(enc.records, passes, c.forward_key("query")),
-                  "documents": _role_timing(enc.records, passes, c.forward_key("document"))}
-        scored[c] = score(prepared, c, vectors(c, "query"), vectors(c, "document"), metrics=metrics,
-                          timing=timing, device=enc.device, keep_vectors=keep_vectors)
+        flat = c.replace(index="flat")  # exact search over the same vectors: the index's ground truth
+        if flat not in scored:
+            scored[flat] = score(prepared, flat, vectors(flat, "query"), vectors(flat, "document"), metrics=metrics,
+                                 timing=timing_of(flat), device=enc.device, keep_vectors=keep_vectors)
+        if c not in reports and (c != flat or cell.label("index") is not None):
+            result, report = score_index(prepared, c, vectors(c, "query"), vectors(c, "document"), scored[flat],
+                                         metrics=metrics, timing=timing_of(c), device=enc.device,
+                                         keep_vectors=keep_vectors)
+            scored[c] = result
+            reports[c] = compare_with_flat(report, result, scored[flat], metrics, test=test, alpha=alpha)
     score_seconds = time.perf_counter() - t1
 
     base_result = scored[base]
@@ -212,7 +233,13 @@ def run_sweep(prepared: Prepared, cells: Sequence[Cell], metrics: Sequence[str] 
         else:
             p_values = {m: paired_test(base_result.per_query[m], r.per_query[m], test=test, alpha=alpha)
                         for m in metrics}
-        out.append(CellResult(cell, r, delta, p_values))
+        measured = cell.label("index") is not None or cell.contract.index != "flat"
+        index = reports.get(cell.contract) if measured else None
+        out.append(CellResult(cell, r, delta, p_values, index=index))
+    compared = compare_cells(base_result.per_query, {c.cell.name: c.result.per_query for c in out},
+                             {c.cell.name: c.p_values for c in out}, metrics,
+                             same_as_base=[c.cell.name for c in out if c.cell.contract == base])
+    out = [dataclasses.replace(c, stats=compared[c.cell.name]) for c in out]
     stats = SweepStats(passes=tuple(enc.records), models_loaded=enc.models_loaded, cache=enc.cache,
                        encode_seconds=encode_seconds, score_seconds=score_seconds, contracts_scored=len(scored))
     problems = list(base_result.warnings) + enc.cache_problems

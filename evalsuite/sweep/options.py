@@ -1,36 +1,26 @@
-"""Sweep options, shared by `evalsuite sweep` and the pytest plugin (declared once, parsed at parse time)."""
+"""Sweep options, shared by `evalsuite sweep` and the pytest plugin (declared once, parsed at parse time).
+
+`evalsuite sweep --vary pooling=cls,mean` writes a sweep report; `pytest --vary pooling=cls,mean`
+makes each cell an item gated against the base.
+"""
 
 from __future__ import annotations
 
-import argparse
-
-from ..errors import SpecError
-from ..options import Option
+from ..options import Option, spec_type
 from .axes import AXES, parse_axis
 
 
 def _vary_item(text: str) -> str:
-    try:
-        parse_axis(text)
-    except SpecError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    parse_axis(text)  # raises SpecError for an unknown axis or a bad value
     return text
 
 
 SWEEP_OPTIONS: tuple[Option, ...] = (
     Option("--vary", f"AXIS=V1,V2,... one sweep axis (repeatable); axes: {', '.join(AXES)}; e.g. "
-           "pooling=cls,mean,last, dim=384,256,128, prefixes=base,none,swapped, query_prefix=[\"q: \", \"\"]",
-           {"action": "append", "type": _vary_item}),
+           "pooling=cls,mean,last, dim=384,256,128, index=flat,hnsw,ivfpq,sq8,binary+rescore=100 (crossed with dim), "
+           "prefixes=base,none,swapped, query_prefix=[\"q: \", \"\"]; "
+           "under pytest each cell is an item gated against the base",
+           {"action": "append", "type": spec_type(_vary_item, "axis")}),
     Option("--grid", "cross every axis (full product) instead of one variable at a time",
-           {"action": "store_const", "const": True}),
-    Option("--out", "report directory (default: reports/<dataset>/<model>/sweep)"),
-)
-
-
-# The pytest plugin's spelling of the same axes: `pytest --model-rev R --sweep pooling=cls,mean,last`.
-SWEEP_PYTEST_OPTIONS: tuple[Option, ...] = (
-    Option("--sweep", "AXIS=V1,V2,... sweep axis (repeatable); each cell becomes an item gated against the base",
-           {"action": "append", "type": _vary_item}),
-    Option("--grid", "cross every sweep axis (full product) instead of one variable at a time",
            {"action": "store_const", "const": True}),
 )

@@ -1,9 +1,10 @@
 """Plan a sweep: cells around a base contract, and the forward passes they need (pure, no model).
 
-One-at-a-time (default): each cell differs from the base in exactly one axis. Grid: the full
-product of the axes. Forward passes are grouped by ``Contract.forward_key(role)`` of each cell's
+One-at-a-time (default): each cell differs from the base in exactly one axis, except that an
+axis is crossed with the axes its declaration ``crosses`` (index x dim). Grid: the full product
+of the axes. Forward passes are grouped by ``Contract.forward_key(role)`` of each cell's
 contract, so whether an axis value needs a pass of its own follows from the contract alone
-(pooling, dim and normalize never do; see ``AxisDeclaration.needs_forward_pass``).
+(pooling, dim, normalize and index never do; see ``AxisDeclaration.needs_forward_pass``).
 """
 
 from __future__ import annotations
@@ -108,7 +109,10 @@ def plan_cells(base: Contract, axes: Sequence[Axis], grid: bool = False, *,
         combos = itertools.product(*(range(len(a.values)) for a in axes))
         plans = [list(zip(axes, combo, strict=True)) for combo in combos]
     else:
-        plans = [[(axis, i)] for axis in axes for i in range(len(axis.values))]
+        plans = []
+        for group in _crossing_groups(axes):
+            combos = itertools.product(*(range(len(a.values)) for a in group))
+            plans += [list(zip(group, combo, strict=True)) for combo in combos]
     cells = []
     for settings in plans:
         try:
@@ -118,6 +122,25 @@ def plan_cells(base: Contract, axes: Sequence[Axis], grid: bool = False, *,
             raise SpecError(f"sweep cell {where}: {exc}") from None
     validate_cells(cells, base, info)
     return cells
+
+
+def _crossing_groups(axes: Sequence[Axis]) -> list[list[Axis]]:
+    """Axes one at a time, except that an axis is crossed with the axes its declaration
+    ``crosses`` (or that cross it), in the order given."""
+    groups: list[list[Axis]] = []
+    placed: set[str] = set()
+    for axis in axes:
+        if axis.name in placed:
+            continue
+        group = [b for b in axes if b.name not in placed and (b is axis or b.name in axis.declaration.crosses
+                                                              or axis.name in b.declaration.crosses)]
+        clash = conflicts(group)
+        if clash:
+            a, b, field = clash[0]
+            raise SpecError(f"{a} is crossed with {b} but both set the contract's {field}; vary only one of them")
+        placed |= {b.name for b in group}
+        groups.append(group)
+    return groups
 
 
 def validate_cells(cells: Sequence[Cell], base: Contract, info: ModelInfo | None = None) -> None:

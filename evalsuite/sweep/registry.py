@@ -18,10 +18,13 @@ the declarations.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
 from ..contract import DTYPES, POOLINGS, Contract
+from ..errors import SpecError
+from ..index.spec import KINDS, parse_index
 from .axis_kinds import AxisDeclaration, AxisValue, BoolAxis, ChoiceAxis, IntAxis, Setting, TextAxis, text_label
 
 PAIR_KEYWORDS = ("base", "none", "swapped", "query_only", "doc_only")
@@ -75,6 +78,31 @@ class PrefixPairAxis(AxisDeclaration):
         return contract.replace(query_prefix=pair[0], doc_prefix=pair[1])
 
 
+_PARAMETER = re.compile(r"^\s*[A-Za-z_]+\s*=")
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexAxis(AxisDeclaration):
+    """An index spec (:mod:`evalsuite.index.spec`): the label is the text as written, the value
+    its canonical text. ``hnsw:M=16,ef=64`` keeps its parameters together in a comma list."""
+
+    def parse(self, item: object, *, literal: bool) -> AxisValue:
+        text = str(item).strip()
+        try:
+            return AxisValue(text, parse_index(text).text)
+        except SpecError as exc:
+            raise self.error(str(exc)) from None
+
+    def regroup(self, items: list[str]) -> list[str]:
+        out: list[str] = []
+        for item in items:
+            if out and _PARAMETER.match(item):
+                out[-1] += "," + item
+            else:
+                out.append(item)
+        return out
+
+
 DECLARATIONS: tuple[AxisDeclaration, ...] = (
     ChoiceAxis(name="pooling", label="pooling", choices=POOLINGS, examples=("pooling=cls,mean,last",),
                explanation="how token vectors become one vector; every pooling shares one forward pass"),
@@ -95,6 +123,10 @@ DECLARATIONS: tuple[AxisDeclaration, ...] = (
             explanation="output dimension (Matryoshka: truncate, then re-normalize); shares the forward pass"),
     NormalizeAxis(name="normalize", label="normalize", examples=("normalize=true,false",),
                   explanation="unit-length vectors; false also turns cosine similarity into dot"),
+    IndexAxis(name="index", label="index", crosses=("dim",),
+              examples=("index=flat,hnsw,ivfpq,sq8,binary", "index=hnsw:M=16,ef=32,ivf:nlist=64,nprobe=8,binary+rescore=100"),
+              explanation=f"the FAISS index searched ({', '.join(KINDS)}); flat is exact, the others are measured "
+                          "against it; crossed with dim; shares the forward pass"),
 )
 
 AXES: tuple[str, ...] = tuple(d.name for d in DECLARATIONS)

@@ -13,8 +13,9 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -69,7 +70,8 @@ def server_encoders(tiny_info) -> Callable[[int], Any]:
 class FaultServer:
     """An OpenAI-compatible embeddings server on loopback that serves the tiny model, with faults.
 
-    ``fault`` breaks every successful embeddings answer in one way; ``fail_first`` is a list of
+    ``fault`` breaks every successful embeddings answer in one way (``batch_dependent``: vectors shift with
+    the request's size); ``max_length`` is the token limit it encodes at; ``fail_first`` is a list of
     statuses returned before answering properly; ``hang`` makes the embeddings route wait.
     """
 
@@ -93,6 +95,8 @@ class FaultServer:
         self.strip_prefix = ""
         self.empty_list_status = 422
         self.hang = False
+        self.echo_auth = False  # answer with the Authorization header as the "model" name
+        self.echo_auth_status: int | None = None  # answer embeddings with this status, the header echoed in the body
         self.release = threading.Event()
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -153,6 +157,9 @@ class FaultServer:
         denied = self._denied(request)
         if denied is not None:
             return denied
+        if self.echo_auth_status is not None:
+            return Response(echo_error_body(request.headers.get("Authorization", "")), status=self.echo_auth_status,
+                            content_type="application/json")
         if fail is not None:
             extra = {"Retry-After": self.retry_after} if self.retry_after else None
             return reply({"error": {"message": "try again", "code": fail}}, fail, extra)
@@ -193,6 +200,11 @@ class FaultServer:
             data[0]["embedding"] = [0.0] * len(data[0]["embedding"])
         elif fault == "unnormalized":
             data[0]["embedding"] = [2.0 * x for x in data[0]["embedding"]]
+        elif fault == "batch_dependent":  # vectors depend on how many texts share the request
+            for d in data:
+                e = np.asarray(d["embedding"], dtype=np.float64)
+                e[0] += 0.05 * len(texts)
+                d["embedding"] = list(map(float, e / np.linalg.norm(e)))
         elif fault == "empty_ok" and texts == [""]:
             data[0]["embedding"] = list(map(float, np.ones(len(rows[0])) / np.sqrt(len(rows[0]))))
         if body.get("encoding_format") == "base64":
@@ -200,13 +212,25 @@ class FaultServer:
 
             for d in data:
                 d["embedding"] = base64.b64encode(np.asarray(d["embedding"], dtype="<f4").tobytes()).decode()
-        return reply({"object": "list", "data": data, "model": self.response_model or self.model,
+        model = request.headers.get("Authorization", "") if self.echo_auth else self.response_model or self.model
+        return reply({"object": "list", "data": data, "model": model,
                       "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
     def expected(self, texts: list[str]) -> Any:
         from evalsuite.vectors import finalize
 
         return finalize(self.encoders(self.max_length).encode(texts, poolings=["mean"])["mean"], self.hidden, True)
+
+
+def echo_error_body(auth: str) -> str:
+    """A JSON error body (no "error" key, so a client quotes it as text) holding an Authorization header
+    JSON-escaped (``\\/``), raw, URL-encoded and base64."""
+    import base64
+    import urllib.parse
+
+    escaped = json.dumps(auth)[1:-1].replace("/", "\\/")
+    forms = [auth, urllib.parse.quote(auth, safe=""), base64.b64encode(auth.encode()).decode()]
+    return '{"message": "bad request from ' + escaped + '", "forms": ' + json.dumps(forms) + '}'
 
 
 @pytest.fixture(scope="session")
@@ -269,6 +293,151 @@ def make_context(tiny_prepared):
     yield make
     for ctx in made:
         ctx.close()
+
+
+# -- a raw HTTP server for faults a framework cannot produce ------------------------------------------
+class RawRequest:
+    """One request as the raw server read it."""
+
+    def __init__(self, head: bytes, body: bytes) -> None:
+        lines = head.decode("latin-1").split("\r\n")
+        self.method, self.path, _ = (lines[0].split(" ") + ["", "", ""])[:3]
+        self.headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
+        self.body = body
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
+
+
+class RawServer:
+    """A threaded HTTP/1.1 server on a raw loopback socket. ``handler(request)`` yields what to do:
+    bytes are sent as they are, a float sleeps that long (interrupted when the server stops), and
+    the string "reset" closes the connection with a TCP RST. Every request is recorded."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(32)
+        self.port = self.sock.getsockname()[1]
+        self.requests: list[RawRequest] = []
+        self.handler: Callable[[RawRequest], Any] = lambda req: iter(())
+        self.stopped = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._conns: list[socket.socket] = []
+        t = threading.Thread(target=self._accept, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return self.origin + "/v1"
+
+    def _accept(self) -> None:
+        self.sock.settimeout(0.05)  # so that stop() is noticed
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.settimeout(None)
+            self._conns.append(conn)
+            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _read_request(self, conn: socket.socket, buf: bytes) -> tuple[RawRequest | None, bytes]:
+        while b"\r\n\r\n" not in buf:
+            data = conn.recv(65536)
+            if not data:
+                return None, b""
+            buf += data
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        req = RawRequest(head, b"")
+        length = int(req.headers.get("content-length", "0") or 0)
+        while len(rest) < length:
+            data = conn.recv(65536)
+            if not data:
+                return None, b""
+            rest += data
+        req.body = rest[:length]
+        return req, rest[length:]
+
+    def _serve(self, conn: socket.socket) -> None:
+        buf = b""
+        try:
+            while not self.stopped.is_set():
+                req, buf = self._read_request(conn, buf)
+                if req is None:
+                    return
+                self.requests.append(req)
+                for step in self.handler(req):
+                    if self.stopped.is_set():
+                        return
+                    if isinstance(step, (int, float)):
+                        self.stopped.wait(step)
+                    elif step == "reset":
+                        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                        return
+                    else:
+                        conn.sendall(step)
+        except OSError:  # the client went away
+            return
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self._threads[0].join(timeout=5)
+        self.sock.close()
+        for c in self._conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for t in self._threads:
+            t.join(timeout=5)
+
+
+def http_response(body: bytes | str, status: int = 200, content_type: str = "application/json",
+                  headers: dict[str, str] | None = None, reason: str = "X") -> bytes:
+    """A complete HTTP/1.1 response with Content-Length (``headers`` may override any header)."""
+    data = body.encode() if isinstance(body, str) else body
+    h = {"Content-Type": content_type, "Content-Length": str(len(data))}
+    h.update(headers or {})
+    head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items() if v is not None)
+    return head.encode("latin-1") + b"\r\n" + data
+
+
+def embeddings_json(n: int, dim: int, model: str = "tiny-model", encoding_format: str = "float") -> dict[str, Any]:
+    """A sound /v1/embeddings answer: n unit vectors (one-hot) of ``dim`` values."""
+    import base64
+
+    import numpy as np
+
+    data = []
+    for i in range(n):
+        v = np.zeros(dim, dtype="<f4")
+        v[i % dim] = 1.0
+        emb: Any = base64.b64encode(v.tobytes()).decode() if encoding_format == "base64" else v.tolist()
+        data.append({"object": "embedding", "index": i, "embedding": emb})
+    return {"object": "list", "data": data, "model": model}
+
+
+@pytest.fixture
+def raw_server():
+    """A fresh raw HTTP server on loopback (see RawServer); stopped after the test."""
+    server = RawServer()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 # -- real infinity-emb servers --------------------------------------------------------------------

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from evalsuite.canary.checks import CanarySettings, Verdict, check_names, run_check
+from evalsuite.canary.checks import CHECKS, CanarySettings, Verdict, check_names, run_check
 from evalsuite.errors import ContractError, SpecError
 
 from .conftest import API_KEY_ENV
@@ -36,6 +36,9 @@ def test_every_check_passes_against_a_faithful_server(fault_server, make_context
     assert list(verdicts) == ALL
     for v in verdicts.values():
         assert v.passed is True, v.message
+    for check in CHECKS:  # each run function answers under its declaration's name and label
+        assert verdicts[check.name].check == check.name
+        assert verdicts[check.name].message.startswith(check.label + ": ")
     assert verdicts["identity"].message.startswith("identity: 'tiny-model' is listed by /v1/models")
     assert verdicts["vector_agreement"].message.startswith("vector agreement: 27 texts, min cosine ")
     assert "delta +0.0000" in verdicts["retrieval_agreement"].message
@@ -191,3 +194,61 @@ def test_silent_truncation_fails_when_the_contract_rejects_long_input(fault_serv
     assert v.passed is False
     assert "over-long input -> HTTP 200: the server truncates silently, but the contract's truncation policy is " \
            "'reject'" in v.message
+
+
+# -- each check's named failure ----------------------------------------------------------------------
+def _length_coded_prepared(tmp_path, make_beir, tiny_model_dir, **spec):
+    """40 documents of 1..40 words, queries of 1..5 words: the tiny model's vectors depend on the token
+    count only, so a query's nearest documents are the ones of about its length."""
+    from evalsuite.pipeline import prepare
+    from evalsuite.spec import RunSpec
+
+    docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["word"] * n)} for n in range(1, 41)]
+    queries = [{"_id": f"q{n}", "text": " ".join(["query"] * n)} for n in range(1, 6)]
+    root = make_beir(tmp_path / "coded", docs, queries, [(f"q{n}", f"d{n:02d}", 1) for n in range(1, 6)])
+    return prepare(RunSpec(model=str(tiny_model_dir), dataset=str(root), device="cpu", use_cache=False, **spec))
+
+
+def test_a_server_truncating_shorter_passes_the_delta_but_fails_rank_agreement(fault_server, make_context, tmp_path,
+                                                                             make_beir, tiny_model_dir):
+    prepared = _length_coded_prepared(tmp_path, make_beir, tiny_model_dir)
+    faithful = run_check("retrieval_agreement", make_context(fault_server.url, prepared))
+    assert faithful.passed is True and faithful.details["top10_overlap"]["mean"] == 1.0
+    assert "(95% CI +0.0000 .. +0.0000)" in faithful.message
+    fault_server.max_length = 8  # the contract says 64: every document over 6 words gets the same vector
+    v = run_check("retrieval_agreement", make_context(fault_server.url, prepared))
+    details = v.details
+    assert details["metrics"]["ndcg@10"]["delta"] == 0.0  # every relevant document is still first
+    assert details["top10_overlap"]["mean"] < 0.9
+    assert v.passed is False
+    assert v.message.startswith(f"retrieval agreement: mean top-10 overlap {details['top10_overlap']['mean']:.3f} "
+                                "< 0.9 although |delta ndcg@10| 0.0000 is within 0.005")
+    relaxed = run_check("retrieval_agreement", make_context(fault_server.url, prepared, min_overlap=0.3))
+    assert relaxed.passed is True  # the threshold is a setting
+
+
+def test_rank_overlap_reads_the_documented_tie_order():
+    from evalsuite.canary.checks.retrieval import rank_overlap
+    from evalsuite.search import Ranking
+
+    ref = Ranking.from_scores({"q": {f"d{i}": 1.0 for i in range(12)}})  # all tied: d9, d8, ... d11, d10, d1, d0
+    shuffled = {"q": dict(reversed(list(ref["q"].items())))}  # same scores, other insertion order
+    assert rank_overlap(ref, shuffled, k=10) == {"q": 1.0}
+    assert rank_overlap(ref, {"q": {"d0": 2.0, "d1": 1.5}}, k=2) == {"q": 0.0}  # ref top-2 is d9, d8
+
+
+def test_norm_agreement_fails_when_the_server_normalizes_an_unnormalized_contract(
+        fault_server, make_context, tmp_path, make_beir, tiny_model_dir):
+    prepared = _length_coded_prepared(tmp_path, make_beir, tiny_model_dir, normalize=False, similarity="dot")
+    v = run_check("norm_agreement", make_context(fault_server.url, prepared))
+    assert v.passed is False
+    assert v.message.startswith("norm agreement: served norm 1.0000 vs reference ")
+    assert "the server normalizes but the contract says normalize=false" in v.message
+
+
+def test_batch_invariance_fails_when_vectors_depend_on_the_batch(fault_server, make_context):
+    assert run_check("batch_invariance", make_context(fault_server.url)).passed is True
+    fault_server.fault = "batch_dependent"
+    v = run_check("batch_invariance", make_context(fault_server.url))
+    assert v.passed is False
+    assert "the server's batching (padding or order) changes vectors" in v.message

@@ -38,22 +38,28 @@ def _corrupt_line(path, lineno, new):
     ('{"_id": "d3", "text": "broken', "invalid JSON"),
     ('{"title": "t", "text": "no id"}', "missing field '_id'"),
     ('{"_id": "d1", "text": "again"}', "duplicate document id 'd1'"),
-    ('{"_id": "d3", "title": "", "text": "  "}', "empty title and text"),
     ('["not", "an", "object"]', "expected a JSON object"),
 ])
 def test_corpus_errors_name_file_and_line(small_beir, line, message):
     _corrupt_line(small_beir / "corpus.jsonl", 3, line)
     with pytest.raises(DatasetError) as err:
-        load_dataset(small_beir)
-    assert f"corpus.jsonl:3: " in str(err.value)
+        load_dataset(small_beir, empty_docs="error")
+    assert "corpus.jsonl:3: " in str(err.value)
     assert message in str(err.value)
+    assert err.value.line == 3
+
+
+def test_empty_document_refused_under_error_policy(small_beir):
+    _corrupt_line(small_beir / "corpus.jsonl", 3, '{"_id": "d3", "title": "", "text": "  "}')
+    with pytest.raises(DatasetError, match=r"corpus.jsonl:3: document 'd3' has empty title and text") as err:
+        load_dataset(small_beir, empty_docs="error")
     assert err.value.line == 3
 
 
 def test_query_errors(small_beir):
     _corrupt_line(small_beir / "queries.jsonl", 2, '{"_id": "q9", "text": ""}')
     with pytest.raises(DatasetError, match=r"queries.jsonl:2: query 'q9' has empty text"):
-        load_dataset(small_beir)
+        load_dataset(small_beir, empty_queries="error")
 
 
 def test_non_integer_relevance(small_beir):
@@ -74,7 +80,9 @@ def test_unknown_ids_are_counted_warnings(small_beir):
         fh.write("q2\tghost\t1\nq-ghost\td1\t1\n")
     ds = load_dataset(small_beir)
     assert ds.identity.n_unknown_qrels == 2
-    assert any("2 judgement(s) name ids absent" in w and "ghost" in w for w in ds.warnings)
+    (w,) = [w for w in ds.warnings if "ignored judgements" in w]
+    assert "1 of 8 judgement(s) name query ids absent from" in w and "'q-ghost' (line 9)" in w
+    assert "1 of 8 judgement(s) name document ids absent from" in w and "'ghost' (line 8)" in w
 
 
 def test_missing_split_lists_present_ones(small_beir):
@@ -99,7 +107,7 @@ def test_trec_qrels_bad_columns(small_beir, tmp_path):
 
 def test_missing_corpus_file(tmp_path):
     (tmp_path / "x").mkdir()
-    with pytest.raises(DatasetError, match="corpus.jsonl: file not found"):
+    with pytest.raises(DatasetError, match=r"corpus.jsonl: file not found \(nor corpus.jsonl.gz"):
         load_dataset(tmp_path / "x")
 
 

@@ -156,3 +156,31 @@ def test_corrupted_cache_file_is_recomputed_by_the_encoder(info, tmp_path):
         healed = _cached(info, tmp_path, loads)
         healed.encode(TEXTS, poolings=["mean"], role="document")
     assert not healed.model_loaded
+
+
+def test_prefixes_and_roles_rendered_by_the_contract_stay_apart_on_a_warm_cache(info, tmp_path, tiny_model_dir,
+                                                                               small_beir):
+    """The same text under two prefixes, and as query vs document, gives different vectors, cold and warm
+    (the tiny model's vectors depend on the token count, so the prefixes differ in length)."""
+    from evalsuite.pipeline import prepare
+    from evalsuite.spec import RunSpec
+
+    def contract(query_prefix):
+        return prepare(RunSpec(model=str(tiny_model_dir), dataset=str(small_beir), device="cpu", use_cache=False,
+                               query_prefix=query_prefix, doc_prefix="search result document: ")).contract
+
+    a, b = contract("q: "), contract("the question is: ")
+    inputs = [(a, "query"), (b, "query"), (a, "document")]
+    rendered = [c.render(role, "bread") for c, role in inputs]
+    assert len(set(rendered)) == 3
+    direct = LocalEncoder(info, device="cpu", max_length=64).encode(rendered, poolings=["mean"])["mean"]
+    assert not np.allclose(direct[0], direct[1]) and not np.allclose(direct[0], direct[2])
+    loads = []
+    for (_, role), text, expected in zip(inputs, rendered, direct, strict=True):  # cold, one role at a time
+        out = _cached(info, tmp_path, loads).encode([text], poolings=["mean"], role=role)["mean"][0]
+        np.testing.assert_allclose(out, expected, atol=1e-6)
+    for (c, role), text, expected in zip(inputs, rendered, direct, strict=True):  # warm: nothing encoded
+        enc = _cached(info, tmp_path, loads)
+        out = enc.encode([text], poolings=["mean"], role=role)["mean"][0]
+        assert not enc.model_loaded, (c.prefix(role), role)
+        np.testing.assert_allclose(out, expected, atol=1e-6)

@@ -84,3 +84,26 @@ def test_bundled_default():
 def test_missing_model():
     with pytest.raises(ModelError, match="no such directory"):
         resolve_model("./no/such/dir/at/all")
+
+
+def test_hub_tokenizer_revision_other_than_the_models(tiny_model_dir, tmp_path, monkeypatch):
+    """--tokenizer-rev names another snapshot: the tokenizer is loaded from there and the contract says so."""
+    from evalsuite.encode.local import LocalEncoder
+
+    cache = tmp_path / "hub"
+    repo = cache / "models--acme--tiny"
+    model_commit, tok_commit = "a" * 40, "b" * 40
+    for c in (model_commit, tok_commit):
+        shutil.copytree(tiny_model_dir, repo / "snapshots" / c)
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(model_commit)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    info = resolve_model("acme/tiny", revision=model_commit, tokenizer_revision=tok_commit)
+    assert (info.revision, info.tokenizer_revision) == (model_commit, tok_commit)
+    assert info.path.is_relative_to(repo / "snapshots" / model_commit)
+    assert info.tokenizer_path.is_relative_to(repo / "snapshots" / tok_commit)
+    enc = LocalEncoder(info, device="cpu", max_length=16)
+    enc.encode(["bread"], poolings=["mean"])
+    assert str(repo / "snapshots" / tok_commit) in str(enc.tokenizer.name_or_path)
+    with pytest.raises(RevisionMismatch, match="tokenizer revision"):
+        resolve_model("acme/tiny", revision=model_commit, tokenizer_revision="c" * 40)

@@ -23,7 +23,8 @@ def _args(tiny, small_beir, *extra):
 
 
 def test_plugin_import_is_light():
-    code = ("import sys, evalsuite.pytest_plugin, evalsuite.options, evalsuite.gates, evalsuite.specfile; "
+    code = ("import sys, evalsuite.pytest_plugin, evalsuite.options, evalsuite.gating.kinds, evalsuite.gating.plan, "
+            "evalsuite.gating.policy, evalsuite.gating.report; "
             "heavy = [m for m in ('torch', 'faiss', 'transformers', 'numba', 'ranx') if m in sys.modules]; "
             "print(heavy); sys.exit(bool(heavy))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -42,7 +43,7 @@ def test_floor_gate_pass_and_fail(pytester, tiny, small_beir):
     result.assert_outcomes(passed=3, failed=1)  # contract, integrity, floor 0.0 / floor 1.5
     out = result.stdout.str()
     assert "is below the floor 1.5" in out and "ndcg@10 = " in out
-    assert "Traceback" not in out and "gate_session.py" not in out  # internal frames hidden
+    assert "Traceback" not in out and "session.py" not in out  # internal frames hidden
     assert result.ret == 1
     assert "evalsuite::small::gate[ndcg@10>=1.5]" in out
     report = json.loads((pytester.path / "reports" / "evalsuite" / "small" / "results.json").read_text())
@@ -55,13 +56,13 @@ def test_items_selectable_with_k(pytester, tiny, small_beir):
     result.assert_outcomes(passed=1, deselected=2)
 
 
-def test_wrong_revision_stops_before_encoding(pytester, tiny, small_beir, tiny_model_dir):
+def test_wrong_revision_stops_before_encoding(run_evalsuite, pytester, tiny, small_beir, tiny_model_dir):
     model, rev = tiny
-    result = pytester.runpytest(*BASE, "--model", model, "--model-rev", "0" * 64, "--dataset", str(small_beir))
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    err = result.stderr.str()
+    run = run_evalsuite(*BASE, "--model", model, "--model-rev", "0" * 64, "--dataset", str(small_beir))
+    assert run.result.ret == pytest.ExitCode.USAGE_ERROR
+    err = run.result.stderr.str()
     assert "0" * 64 in err and rev in err
-    assert "computed candidate" not in result.stdout.str()
+    assert run.report is None and not (pytester.path / "reports").exists()  # nothing was encoded or written
 
 
 def test_bad_values_rejected_at_parse_time(pytester):
@@ -73,18 +74,23 @@ def test_bad_values_rejected_at_parse_time(pytester):
     assert "is not understood" in result.stderr.str()
 
 
-def test_update_baseline_then_mismatch_and_drop(pytester, tiny, small_beir, tiny_model_dir):
+def test_update_baseline_then_mismatch_and_drop(run_evalsuite, pytester, tiny, small_beir, tiny_model_dir):
+    from evalsuite.gating.ledger import BaselineWritten
+
     baseline = pytester.path / "b.json"
-    first = pytester.runpytest(*_args(tiny, small_beir, "--update-baseline", "--baseline", str(baseline),
-                                      "--gate", "ndcg@10:max_drop=0.0"))
-    first.assert_outcomes(passed=2, skipped=1)
-    assert f"baseline written: small: {baseline}" in first.stdout.str()
+    first = run_evalsuite(*_args(tiny, small_beir, "--update-baseline", "--baseline", str(baseline),
+                                 "--gate", "ndcg@10:max_drop=0.0"))
+    first.result.assert_outcomes(passed=2, skipped=1)
+    assert first.report.baselines_written == (BaselineWritten("small", baseline),)
     data = json.loads(baseline.read_text())
     assert data["manifest"]["contract"]["pooling"] == "mean" and "per_query" in data
-    # same settings: passes against the baseline, default gates stated
-    same = pytester.runpytest(*_args(tiny, small_beir, "--baseline", str(baseline)))
-    same.assert_outcomes(passed=2 + 4)
-    assert "default gates applied: ndcg@10:max_drop=0.01" in same.stdout.str()
+    # same settings: passes against the baseline, default gates stated (the note is the feature)
+    same = run_evalsuite(*_args(tiny, small_beir, "--baseline", str(baseline)))
+    same.result.assert_outcomes(passed=2 + 4)
+    assert "default gates applied: ndcg@10:max_drop=0.01" in same.result.stdout.str()
+    results = same.report.dataset("small").results
+    assert {o["gate"] for o in results["gates"]} == {f"{m}:max_drop=0.01" for m in data["metrics"]}
+    assert all(o["passed"] and o["delta"] == pytest.approx(0.0, abs=1e-6) for o in results["gates"])
     # another pooling: the contract item fails and names the field
     cls = pytester.runpytest(*_args(tiny, small_beir, "--baseline", str(baseline), "--pooling", "cls",
                                     "--gate", "ndcg@10:max_drop=1.0"))
@@ -109,15 +115,20 @@ def test_missing_or_corrupt_baseline(pytester, tiny, small_beir):
     assert "bad.json:1: baseline is not valid JSON" in result.stderr.str()
 
 
-def test_reference_revision_ab(pytester, tiny, small_beir, make_tiny_bert, tmp_path):
+def test_reference_revision_ab(run_evalsuite, tiny, small_beir, make_tiny_bert, tmp_path):
     other = make_tiny_bert(tmp_path / "other", seed=1)
-    result = pytester.runpytest(*_args(tiny, small_beir, "--reference-model", str(other), "--reference-rev",
-                                       directory_digest(other), "--gate", "ndcg@10:max_drop=1.0",
-                                       "--gate", "mrr@10:no_significant_drop"))
-    result.assert_outcomes(passed=4)  # contract ignores revisions; gates compare with the reference run
-    out = result.stdout.str()
-    assert "computed reference-small" in out and "computed candidate-small" in out
-    assert "metric      reference  candidate" in out
+    other_rev = directory_digest(other)
+    run = run_evalsuite(*_args(tiny, small_beir, "--reference-model", str(other), "--reference-rev", other_rev,
+                               "--gate", "ndcg@10:max_drop=1.0", "--gate", "mrr@10:no_significant_drop"))
+    run.result.assert_outcomes(passed=4)  # contract ignores revisions; gates compare with the reference run
+    assert sorted(c.what for c in run.report.computations) == ["candidate", "reference"]
+    small = run.report.dataset("small")
+    assert small.side == "reference"
+    assert small.results["reference"]["label"] == f"reference {other_rev[:12]}"
+    ref = small.results["reference"]["metrics"]
+    for o in small.results["gates"]:  # each gate compared the candidate with the reference run's value
+        assert o["reference"] == pytest.approx(ref[o["metric"]])
+        assert o["delta"] == pytest.approx(small.results["metrics"][o["metric"]] - ref[o["metric"]], abs=1e-5)
 
 
 def test_junit_properties(pytester, tiny, small_beir):
@@ -173,7 +184,7 @@ poolng = "cls"
     assert "unknown setting 'poolng'" in result.stderr.str()
 
 
-def test_fixtures_for_user_tests(pytester, tiny, small_beir):
+def test_fixtures_for_user_tests(run_evalsuite, pytester, tiny, small_beir):
     pytester.makepyfile("""
 def test_similarity_canary(evalsuite_encoder):
     sim = evalsuite_encoder.similarity
@@ -184,27 +195,31 @@ def test_result_and_dataset(evalsuite_result, evalsuite_dataset):
     assert evalsuite_dataset.identity.n_documents == 6
     assert evalsuite_result.doc_vectors.shape == (6, 32)
 """)
-    result = pytester.runpytest(*_args(tiny, small_beir))
-    result.assert_outcomes(passed=2 + 2)
-    assert result.stdout.str().count("computed candidate-small") == 1
+    run = run_evalsuite(*_args(tiny, small_beir))
+    run.result.assert_outcomes(passed=2 + 2)
+    assert [(c.what, c.dataset) for c in run.report.computations] == [("candidate", "small")]  # shared
 
 
-def test_xdist_encodes_each_dataset_once(pytester, tiny, small_beir):
+def test_xdist_encodes_each_dataset_once(run_evalsuite, pytester, tiny, small_beir):
     pytester.makepyfile("""
 def test_uses_result(evalsuite_result):
     assert evalsuite_result.metrics
 """)
-    result = pytester.runpytest_subprocess(*_args(tiny, small_beir, "-n", "2", "--gate", "ndcg@10>=0.0",
-                                                  "--gate", "mrr@10>=0.0", "--gate", "recall@10>=0.0"))
-    result.assert_outcomes(passed=1 + 2 + 3)
-    out = result.stdout.str()
-    assert out.count("computed candidate-small") == 1
+    run = run_evalsuite(*_args(tiny, small_beir, "-n", "2", "--gate", "ndcg@10>=0.0", "--gate", "mrr@10>=0.0",
+                               "--gate", "recall@10>=0.0"))
+    run.result.assert_outcomes(passed=1 + 2 + 3)
+    # one worker computed the candidate, the other read it; the controller merged both ledgers
+    computed = run.report.computations
+    assert [(c.what, c.dataset) for c in computed] == [("candidate", "small")]
+    assert computed[0].worker.startswith("gw")
+    gates = json.loads((pytester.path / "reports" / "evalsuite" / "small" / "results.json").read_text())["gates"]
+    assert sorted(o["gate"] for o in gates) == ["mrr@10>=0.0", "ndcg@10>=0.0", "recall@10>=0.0"]
+    out = run.result.stdout.str()
     assert out.count("== evalsuite ==") == 1 or out.count("evalsuite ===") == 1
-    assert json.loads((pytester.path / "reports" / "evalsuite" / "small" / "results.json").read_text())["gates"]
 
 
 @pytest.mark.integration
-def test_real_model_cls_pooling_regresses_against_baseline(pytester, minibeir_dir):
+def test_real_model_cls_pooling_regresses_against_baseline(pytester, minibeir_dir, bundled_model_loaded):
     rev = directory_digest(__import__("evalsuite.model", fromlist=["x"]).bundled_model_dir())
     common = [*BASE, "--model-rev", rev, "--dataset", str(minibeir_dir), "--no-cache", "--device", "cpu"]
     pytester.runpytest(*common, "--update-baseline", "--baseline", "b.json").assert_outcomes(passed=2)
@@ -216,14 +231,19 @@ def test_real_model_cls_pooling_regresses_against_baseline(pytester, minibeir_di
     assert "queries that lost most:" in out
 
 
-def test_sweep_cells_are_items_gated_against_the_base(pytester, tiny, small_beir):
-    result = pytester.runpytest(*_args(tiny, small_beir, "--sweep", "pooling=cls,mean", "--sweep", "dim=16",
-                                       "--gate", "ndcg@10:max_drop=1.0", "--gate", "ndcg@10>=2", "-v"))
-    out = result.stdout.str()
+def test_sweep_cells_are_items_gated_against_the_base(run_evalsuite, pytester, tiny, small_beir):
+    run = run_evalsuite(*_args(tiny, small_beir, "--vary", "pooling=cls,mean", "--vary", "dim=16",
+                               "--gate", "ndcg@10:max_drop=1.0", "--gate", "ndcg@10>=2", "-v"))
+    out = run.result.stdout.str()
     assert "evalsuite::small::sweep[pooling=cls]" in out and "evalsuite::small::sweep[dim=16]" in out
     assert "sweep cell pooling=cls against the base contract" in out
     assert "ndcg@10 = " in out and "below the floor 2" in out
-    assert out.count("computed sweep-small") == 1
+    assert [c.what for c in run.report.computations].count("sweep") == 1  # one sweep serves every cell item
+    run.result.assert_outcomes(passed=2, failed=1 + 3)  # the floor of 2 fails as an item and in every cell
+    cells = [o for o in run.report.dataset("small").results["gates"] if o["item"].startswith("sweep[")]
+    assert {(o["item"], o["gate"], o["passed"]) for o in cells} == {
+        (f"sweep[{c}]", g, g != "ndcg@10>=2") for c in ("pooling=cls", "pooling=mean", "dim=16")
+        for g in ("ndcg@10:max_drop=1.0", "ndcg@10>=2")}
     sweep = json.loads((pytester.path / "reports" / "evalsuite" / "small" / "sweep" / "sweep.json").read_text())
     assert {c["name"] for c in sweep["cells"]} >= {"pooling=cls", "dim=16"}
 
@@ -245,7 +265,7 @@ sweep = ["pooling=cls,last"]
     result.assert_outcomes(passed=2 + 2)
     assert "evalsuite::s::sweep[pooling=last]" in result.stdout.str()
     assert "apply to sweep cells only" in result.stdout.str()
-    bad = pytester.runpytest(*BASE, "--sweep", "colour=red")
+    bad = pytester.runpytest(*BASE, "--vary", "colour=red")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
 
 
@@ -255,7 +275,7 @@ def test_encoder_after_sweep(evalsuite_session, evalsuite_encoder):
     evalsuite_session.sweep("small")  # runs (and frees) the sweep's own encoders first
     assert evalsuite_encoder.similarity("bread dough", "bread dough") > 0.99
 """)
-    result = pytester.runpytest(*_args(tiny, small_beir, "--sweep", "pooling=cls", "--gate", "ndcg@10>=0.0",
+    result = pytester.runpytest(*_args(tiny, small_beir, "--vary", "pooling=cls", "--gate", "ndcg@10>=0.0",
                                        "-p", "no:randomly"))
     result.assert_outcomes(passed=2 + 1 + 1 + 1)
 

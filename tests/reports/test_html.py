@@ -64,3 +64,20 @@ def test_chart_helpers_render_pngs():
     for fig in (line, bars):
         uri = png_data_uri(fig)
         assert base64.b64decode(uri.split(",", 1)[1]).startswith(PNG)
+
+
+def test_charts_draw_the_intervals_as_error_bars():
+    from matplotlib.container import BarContainer, ErrorbarContainer
+
+    line = line_chart("t", "dimension", ["ndcg@10"], {"": [(8, {"ndcg@10": 0.2}), (16, {"ndcg@10": 0.3})]},
+                      (32, {"ndcg@10": 0.35}), errors={"": [(8, {"ndcg@10": (0.15, 0.28)}), (16, {"ndcg@10": (0.25, 0.32)})]})
+    (bars,) = [c for c in line.axes[0].containers if isinstance(c, ErrorbarContainer)]
+    segments = bars.lines[2][0].get_segments()
+    assert [(round(s[0][1], 6), round(s[1][1], 6)) for s in segments] == [(0.15, 0.28), (0.25, 0.32)]
+    chart = bar_chart("t", ["ndcg@10"], ["cls", "mean"], {"": {"cls": {"ndcg@10": 0.1}, "mean": {"ndcg@10": 0.3}}},
+                      {"ndcg@10": 0.3}, ("", "mean"), errors={"": {"cls": {"ndcg@10": (0.05, 0.2)}}})
+    (container,) = [c for c in chart.axes[0].containers if isinstance(c, BarContainer)]
+    err = container.errorbar.lines[2][0].get_segments()
+    assert [(round(s[0][1], 6), round(s[1][1], 6)) for s in err] == [(0.05, 0.2), (0.3, 0.3)]  # none for 'mean'
+    plain = line_chart("t", "dimension", ["ndcg@10"], {"": [(8, {"ndcg@10": 0.2})]}, None)
+    assert not [c for c in plain.axes[0].containers if isinstance(c, ErrorbarContainer)]

@@ -62,3 +62,22 @@ def test_grid_warm_rerun_and_corruption(spec, tmp_path):
     assert any("unusable" in w for w in healed.warnings)
     for a, b in zip(cold.cells, healed.cells, strict=True):
         assert a.result.metrics == pytest.approx(b.result.metrics, abs=1e-4)
+
+
+def test_index_by_dimension_on_the_bundled_model(spec, tmp_path):
+    """The issue's command: every index at every Matryoshka dimension, one forward pass per role."""
+    from evalsuite.reports.sweep_reports import write_sweep_reports
+
+    prepared = prepare(spec)
+    axes = parse_vary(["index=flat,hnsw,ivfpq,sq8,binary,binary+rescore=100", "dim=384,256,128"])
+    sweep = run_sweep(prepared, plan_cells(prepared.contract, axes, info=prepared.model), axes=axes)
+    assert sweep.stats.passes_by_role == {"query": 1, "document": 1} and len(sweep.cells) == 18
+    for dim in (384, 256, 128):
+        recall = {k: sweep.cell(f"index={k},dim={dim}").index.report.recall[10]
+                  for k in ("flat", "hnsw", "ivfpq", "sq8", "binary", "binary+rescore=100")}
+        assert recall["flat"] == 1.0 and recall["hnsw"] >= 0.95 and recall["sq8"] >= 0.95
+        assert recall["binary"] < recall["binary+rescore=100"] and recall["ivfpq"] < 1.0
+        sq8 = sweep.cell(f"index=sq8,dim={dim}").index.vs_flat["ndcg@10"].ci
+        assert abs(sq8.delta) <= 0.005 and sq8.low <= sq8.delta <= sq8.high  # 8 bits per dimension barely move it
+    html = write_sweep_reports(sweep, tmp_path)["report.html"].read_text()
+    assert html.count("<figcaption>Pareto plot") == 2 and "Matryoshka x quantization" in html

@@ -18,14 +18,15 @@ BASE = Contract(model="m", model_revision="r" * 40, tokenizer_revision="t" * 40,
 FIELDS = {f.name for f in dataclasses.fields(Contract)}
 # Which axes can need a forward pass of their own (written out independently of the declarations).
 OWN_FORWARD_PASS = {"pooling": False, "query_prefix": True, "doc_prefix": True, "prefixes": True, "dtype": True,
-                    "max_length": True, "dim": False, "normalize": False}
+                    "max_length": True, "dim": False, "normalize": False, "index": False}
 
 
 def test_axes_are_the_declared_names_unique_and_in_order():
     names = [d.name for d in DECLARATIONS]
     assert len(set(names)) == len(names)
     assert tuple(names) == AXES
-    assert AXES == ("pooling", "query_prefix", "doc_prefix", "prefixes", "dtype", "max_length", "dim", "normalize")
+    assert AXES == ("pooling", "query_prefix", "doc_prefix", "prefixes", "dtype", "max_length", "dim", "normalize",
+                    "index")
     assert declaration("max-length") is declaration("max_length") is not None
     assert declaration("colour") is None
 

@@ -1,0 +1,92 @@
+"""The canary checks, in the order they run: the one list the CLI, the plugin and the reports read.
+
+Adding a check::
+
+    # 1. a declaration in a check module (a new one, or the group it belongs to):
+    def check_widgets(ctx: CanaryContext) -> Verdict: ...      # Verdict("widgets", ...), message "widgets: ..."
+    WIDGETS = CanaryCheck(name="widgets", label="widgets", run=check_widgets,
+                          explanation="what it compares and why", example="widgets: a failure message",
+                          thresholds=("widget_min",))           # requires=..., per_dataset=..., report=...
+    # 2. one entry in CHECKS below, where it should run;
+    # 3. its threshold as a CanarySettings field (bounds validated from the declaration):
+    #        widget_min: float = _setting(0.9, "canary_widget_min", low=0.0, high=1.0)
+    #    and, if users may set it, the Option "--canary-widget-min" in canary/options.py
+    #    (tests/canary/test_settings.py fails while the two disagree);
+    # 4. its test (tests/canary/): a faithful server passes it, the fault it names fails it.
+
+Labels, the list of checks a session runs, skip verdicts and the report sections follow from here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...encode.secret import cut
+from ...errors import EndpointError, EvalsuiteError, SpecError
+from .agreement import BATCH_INVARIANCE, NORM_AGREEMENT, VECTOR_AGREEMENT
+from .bad_input import BAD_INPUT
+from .base import CanaryCheck, Verdict
+from .identity import AUTH, IDENTITY
+from .matryoshka import MATRYOSHKA
+from .retrieval import RETRIEVAL_AGREEMENT
+
+if TYPE_CHECKING:
+    from ..context import CanaryContext
+    from ..settings import CanarySettings
+
+CHECKS: tuple[CanaryCheck, ...] = (
+    IDENTITY,
+    VECTOR_AGREEMENT,
+    NORM_AGREEMENT,
+    BATCH_INVARIANCE,
+    RETRIEVAL_AGREEMENT,
+    BAD_INPUT,
+    MATRYOSHKA,
+    AUTH,
+)
+LABELS: dict[str, str] = {c.name: c.label for c in CHECKS}
+
+
+def get_check(name: str) -> CanaryCheck:
+    """The declaration of check ``name``; SpecError listing the known ones otherwise."""
+    for check in CHECKS:
+        if check.name == name:
+            return check
+    raise SpecError(f"unknown canary check {name!r}; known: {', '.join(c.name for c in CHECKS)}")
+
+
+def check_names(settings: CanarySettings) -> list[str]:
+    """The checks that apply to these settings, in the order they run."""
+    return [c.name for c in CHECKS if c.applies(settings)]
+
+
+def checks_for_dataset(settings: CanarySettings, *, first: bool) -> list[str]:
+    """The checks a session runs for one dataset: all of them for the first dataset, only the
+    dataset-dependent ones (``per_dataset``, e.g. retrieval agreement) for the others."""
+    return [c.name for c in CHECKS if c.applies(settings) and (first or c.per_dataset)]
+
+
+def run_check(name: str, ctx: CanaryContext) -> Verdict:
+    """Run one check. A check the settings do not ask for is skipped (``passed`` None); an endpoint
+    that breaks the contract gives a failed verdict naming what broke, and so does a check that starts
+    after the canary's overall deadline; a usage or input error (SpecError, ContractError, ...) propagates.
+
+    Any other exception is a bug in the check, not in the server: it still ends as a failed verdict
+    (so the canary always reports), named as an internal error with its type."""
+    check = get_check(name)
+    if not check.applies(ctx.settings):
+        return check.skipped()
+    if ctx.deadline_passed():
+        return Verdict(name, False, f"{check.label}: not run: {ctx.deadline.describe()} ran out before this check "
+                                    "started; raise --canary-deadline if the server is just slow",
+                       {"error": "EndpointDeadlineExceeded"})
+    try:
+        return check.run(ctx)
+    except EndpointError as exc:
+        return Verdict(name, False, f"{check.label}: {exc}", {"error": type(exc).__name__})
+    except EvalsuiteError:  # usage and input errors (SpecError, ContractError, ModelError, ...): exit 2
+        raise
+    except Exception as exc:  # the canary must end with a verdict for every check
+        return Verdict(name, False, f"{check.label}: internal error in the check ({type(exc).__name__}: "
+                                    f"{cut(str(exc), 300)}); please report it with canary.json",
+                       {"error": type(exc).__name__, "internal": True})

@@ -1,0 +1,158 @@
+"""Gate values: a parsed gate, the scores of one side of a comparison, the evidence a comparison
+gives (delta with its CI, p-values, MDE), an outcome with its verdict; and the shape of a gate
+kind's declaration (each kind is one subclass in `kinds.py`, the registry)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from ..errors import SpecError
+
+if TYPE_CHECKING:
+    from ..stats import Comparison
+
+GateVerdict = Literal["pass", "fail", "inconclusive"]
+VERDICTS: tuple[GateVerdict, ...] = ("pass", "fail", "inconclusive")
+
+
+@dataclass(frozen=True)
+class Gate:
+    metric: str
+    kind: str
+    threshold: float
+    expr: str
+    needs_reference: bool = True
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Aggregate and per-query values of one side of a comparison."""
+
+    label: str
+    metrics: Mapping[str, float]
+    per_query: Mapping[str, Mapping[str, float]]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the paired comparison of the two sides says about one metric, before any kind judges it.
+
+    ``comparison``: delta with its bootstrap CI, the sign-flip p-value and the minimum detectable
+    effect (None for a floor); ``p_value``: the kind's own test (ranx's paired t-test for
+    ``no_significant_drop``); ``p_adjusted``: that p-value after the session's multiplicity correction.
+    """
+
+    comparison: Comparison | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    correction: str | None = None  # "holm" or "none" for a corrected kind; None when the kind tests nothing
+
+
+@dataclass(frozen=True)
+class Outcome:
+    gate: Gate
+    verdict: GateVerdict
+    candidate: float
+    reference: float | None = None
+    delta: float | None = None
+    p_value: float | None = None
+    losers: tuple[tuple[str, float, float], ...] = field(default=())
+    evidence: Evidence = field(default_factory=Evidence)
+    queries_needed: int | None = None  # non_inferior: roughly how many queries would decide an inconclusive one
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    @property
+    def comparison(self) -> Comparison | None:
+        return self.evidence.comparison
+
+    def to_dict(self) -> dict[str, object]:
+        c, e = self.comparison, self.evidence
+        return {"gate": self.gate.expr, "metric": self.gate.metric, "kind": self.gate.kind,
+                "threshold": self.gate.threshold, "verdict": self.verdict, "passed": self.passed,
+                "candidate": self.candidate, "reference": self.reference, "delta": self.delta,
+                "ci": None if c is None else {"low": c.ci.low, "high": c.ci.high, "lower_bound": c.ci.lower_bound,
+                                              "upper_bound": c.ci.upper_bound, "confidence": c.ci.confidence,
+                                              "n_queries": c.ci.n_queries, "n_resamples": c.ci.n_resamples,
+                                              "seed": c.ci.seed},
+                "mde": None if c is None else c.mde, "sign_flip_p": None if c is None else c.p_value,
+                "p_value": self.p_value, "p_adjusted": e.p_adjusted, "correction": e.correction,
+                "queries_needed": self.queries_needed, "losers": [list(x) for x in self.losers]}
+
+    def uncertainty(self) -> str:
+        """``delta +0.0123 (95% CI -0.0040 .. +0.0290), sign-flip p 0.14, t-test p 0.15, MDE 0.0210``."""
+        c = self.comparison
+        if c is None:
+            return ""
+        text = (f"delta {signed(c.ci.delta)} ({c.ci.confidence:.0%} CI {signed(c.ci.low)} .. {signed(c.ci.high)}), "
+                f"sign-flip p {c.p_value:.3g}")
+        if self.p_value is not None:
+            text += f", t-test p {self.p_value:.3g}"
+            if self.evidence.p_adjusted is not None and self.evidence.correction == "holm":
+                text += f" (Holm-adjusted {self.evidence.p_adjusted:.3g})"
+        return text + f", MDE {c.mde:.4f} ({c.ci.n_queries} queries)"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What a kind decides from the two sides, and how many queries would decide an inconclusive one."""
+
+    verdict: GateVerdict
+    queries_needed: int | None = None
+
+    @classmethod
+    def of(cls, passed: bool) -> Judgement:
+        return cls("pass" if passed else "fail")
+
+
+def signed(x: float) -> str:
+    """``+0.0123``; never ``-0.0000``."""
+    return f"{round(x, 4) + 0.0:+.4f}"
+
+
+def number(text: str, expr: str) -> float:
+    """A gate's value: a number, or a percentage (``2%`` is 0.02)."""
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise SpecError(f"gate {expr!r}: {text!r} is not a number") from None
+
+
+class GateKind:
+    """One kind of gate: its syntax, how it reads its value, how it judges, how it explains.
+
+    A relative kind is written ``METRIC:<name>[=VALUE]``; override :meth:`pattern` for another form.
+    """
+
+    name: ClassVar[str]
+    needs_reference: ClassVar[bool] = True
+    form: ClassVar[str]  # the syntax, as help texts and errors show it
+    example: ClassVar[str]  # a valid expression
+    fails_when: ClassVar[str]  # one line for people, as the README's gate table shows it
+    optional_value: ClassVar[str] = ""  # e.g. "[=ALPHA]": shown after the example in the README's table
+
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(rf"^\s*(?P<metric>[^:\s]+)\s*:\s*{self.name}\s*(?:=\s*(?P<value>[-+0-9.eE]+%?))?\s*$")
+
+    def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
+        """The threshold and the canonical expression; raise SpecError for a bad value."""
+        raise NotImplementedError
+
+    tests_significance: ClassVar[bool] = False  # its p-value joins the session's multiplicity correction
+
+    def p_value(self, gate: Gate, candidate: Scores, reference: Scores) -> float | None:
+        """The kind's own test of the two sides (None: the kind tests nothing)."""
+        return None
+
+    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
+              ref_value: float | None, evidence: Evidence) -> Judgement:
+        raise NotImplementedError
+
+    def explain(self, outcome: Outcome) -> str:
+        """The clause after "metric: reference X, candidate Y, delta Z" (or the whole line for a floor)."""
+        raise NotImplementedError

@@ -1,0 +1,286 @@
+"""The gate kinds, one declaration each, and the registry that parses, evaluates and explains them.
+
+Forms::
+
+    ndcg@10>=0.35                   floor on the candidate's value
+    ndcg@10:max_drop=0.01           absolute drop against the baseline/reference
+    recall@100:max_rel_drop=2%      relative drop (2% or 0.02)
+    mrr@10:no_significant_drop      paired test over per-query scores (ranx), p < alpha fails
+    mrr@10:no_significant_drop=0.01 ... with alpha 0.01 (default 0.05)
+    ndcg@10:non_inferior=0.01       one-sided 95% lower bound of (candidate - reference) >= -0.01
+                                    (pass), upper bound < -0.01 (fail), else inconclusive
+
+Every relative gate's outcome carries the paired comparison (:class:`~evalsuite.gating.gates.Evidence`):
+delta with its bootstrap CI, the sign-flip p-value and the minimum detectable effect.
+
+Adding a kind: one subclass of :class:`GateKind` below, listed in ``KINDS``, and its test. The
+``--gate`` help, the parser's errors and the README's gate table read ``KINDS``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from ..errors import SpecError
+from ..metrics import paired_test, parse_metric
+from .gates import Evidence, Gate, GateKind, Judgement, Outcome, Scores, number
+
+DEFAULT_MAX_DROP = 0.01
+DEFAULT_ALPHA = 0.05
+_TOLERANCE = 1e-12
+_RELATIVE = re.compile(r"^\s*(?P<metric>[^:\s]+)\s*:\s*(?P<kind>[a-z_]+)\s*(?:=\s*(?P<value>[-+0-9.eE]+%?))?\s*$")
+
+
+class Floor(GateKind):
+    name = "floor"
+    needs_reference = False
+    form = "METRIC>=VALUE"
+    example = "ndcg@10>=0.35"
+    fails_when = "the candidate is below the floor"
+
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(r"^\s*(?P<metric>[^:<>=\s]+)\s*>=\s*(?P<value>[-+0-9.eE]+)\s*$")
+
+    def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
+        assert raw is not None  # the pattern requires a value
+        return number(raw, expr), f"{metric}>={raw}"
+
+    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
+              ref_value: float | None, evidence: Evidence) -> Judgement:
+        return Judgement.of(value >= gate.threshold - _TOLERANCE)
+
+    def explain(self, outcome: Outcome) -> str:
+        g = outcome.gate
+        return (f"{g.metric} = {outcome.candidate:.4f} is below the floor {g.threshold:g} "
+                f"(gate {g.expr}, short by {g.threshold - outcome.candidate:.4f})")
+
+
+class _Drop(GateKind):
+    """A kind whose value is an allowed drop (>= 0), required."""
+
+    def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
+        if raw is None:
+            raise SpecError(f"gate {expr!r}: {self.name} needs a value, e.g. {metric}:{self.name}=0.01")
+        value = number(raw, expr)
+        if value < 0:
+            raise SpecError(f"gate {expr!r}: the allowed drop must be >= 0")
+        return value, f"{metric}:{self.name}={raw}"
+
+
+class MaxDrop(_Drop):
+    name = "max_drop"
+    form = "METRIC:max_drop=VALUE"
+    example = "ndcg@10:max_drop=0.01"
+    fails_when = "candidate − reference < −0.01"
+
+    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
+              ref_value: float | None, evidence: Evidence) -> Judgement:
+        assert ref_value is not None
+        return Judgement.of(ref_value - value <= gate.threshold + _TOLERANCE)
+
+    def explain(self, outcome: Outcome) -> str:
+        return f"allowed drop {outcome.gate.threshold:g} (gate {outcome.gate.expr})"
+
+
+class MaxRelDrop(_Drop):
+    name = "max_rel_drop"
+    form = "METRIC:max_rel_drop=PCT%"
+    example = "recall@100:max_rel_drop=2%"
+    fails_when = "the relative drop exceeds 2%"
+
+    @staticmethod
+    def relative_drop(candidate: float, reference: float) -> float:
+        return (reference - candidate) / reference if reference > 0 else 0.0
+
+    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
+              ref_value: float | None, evidence: Evidence) -> Judgement:
+        assert ref_value is not None
+        return Judgement.of(self.relative_drop(value, ref_value) <= gate.threshold + _TOLERANCE)
+
+    def explain(self, outcome: Outcome) -> str:
+        assert outcome.reference is not None
+        rel = self.relative_drop(outcome.candidate, outcome.reference)
+        return f"relative drop {rel:.2%}, allowed {outcome.gate.threshold:.2%} (gate {outcome.gate.expr})"
+
+
+class NoSignificantDrop(GateKind):
+    name = "no_significant_drop"
+    form = "METRIC:no_significant_drop[=ALPHA]"
+    example = "mrr@10:no_significant_drop"
+    optional_value = "[=ALPHA]"
+    fails_when = ("a paired t-test over per-query scores (ranx's own test) finds a drop at p < alpha "
+                  f"({DEFAULT_ALPHA:g}), p Holm-adjusted across the session's significance gates; no evidence of a "
+                  "drop is not evidence of no drop (see below)")
+
+    def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
+        alpha = number(raw, expr) if raw else DEFAULT_ALPHA
+        if not 0 < alpha < 1:
+            raise SpecError(f"gate {expr!r}: alpha must be between 0 and 1")
+        return alpha, f"{metric}:{self.name}" + (f"={raw}" if raw else "")
+
+    tests_significance = True
+
+    def p_value(self, gate: Gate, candidate: Scores, reference: Scores) -> float | None:
+        return paired_test(reference.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}),
+                           alpha=gate.threshold)
+
+    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
+              ref_value: float | None, evidence: Evidence) -> Judgement:
+        assert ref_value is not None
+        p = evidence.p_adjusted if evidence.p_adjusted is not None else evidence.p_value
+        assert p is not None
+        return Judgement.of(not (value < ref_value and p < gate.threshold))
+
+    def explain(self, outcome: Outcome) -> str:
+        g, e = outcome.gate, outcome.evidence
+        p = e.p_adjusted if e.p_adjusted is not None else outcome.p_value
+        which = "Holm-adjusted paired t-test p" if e.correction == "holm" else "paired t-test p"
+        return f"{which} = {p:.4g} < alpha {g.threshold:g} (gate {g.expr})"
+
+
+class NonInferior(_Drop):
+    """A release gate: the drop is at most the margin, with 95% confidence (one-sided)."""
+
+    name = "non_inferior"
+    form = "METRIC:non_inferior=MARGIN"
+    example = "ndcg@10:non_inferior=0.01"
+    fails_when = ("the one-sided 95% upper bound of candidate − reference is below −0.01; passes only when the "
+                  "lower bound is ≥ −0.01; otherwise INCONCLUSIVE, with the minimum detectable effect and the "
+                  "queries that would decide it")
+
+    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
+              ref_value: float | None, evidence: Evidence) -> Judgement:
+        from ..stats import paired_scores, queries_needed
+
+        assert reference is not None and evidence.comparison is not None
+        ci = evidence.comparison.ci
+        if ci.lower_bound >= -gate.threshold - _TOLERANCE:
+            return Judgement("pass")
+        if ci.upper_bound < -gate.threshold:
+            return Judgement("fail")
+        _, a, b = paired_scores(candidate.per_query, reference.per_query, [gate.metric])
+        need = float(queries_needed(a - b, gate.threshold)[0])
+        return Judgement("inconclusive", int(need) if need != float("inf") else None)
+
+    def explain(self, outcome: Outcome) -> str:
+        g, c = outcome.gate, outcome.comparison
+        assert c is not None
+        bounds = (f"one-sided {c.ci.confidence:.0%} bounds {c.ci.lower_bound:+.4f} / {c.ci.upper_bound:+.4f} "
+                  f"against margin -{g.threshold:g}")
+        if outcome.verdict == "fail":
+            return f"{bounds}: the drop exceeds the margin (gate {g.expr})"
+        if outcome.verdict == "inconclusive":
+            need = (f"about {outcome.queries_needed} queries would decide it" if outcome.queries_needed is not None
+                    else "no number of queries would decide it at this delta")
+            return (f"{bounds}: neither non-inferiority nor a drop beyond the margin is shown; minimum detectable "
+                    f"effect {c.mde:.4f} with {c.ci.n_queries} queries, {need} (gate {g.expr})")
+        return f"{bounds} (gate {g.expr})"
+
+
+KINDS: tuple[GateKind, ...] = (Floor(), MaxDrop(), MaxRelDrop(), NoSignificantDrop(), NonInferior())
+_BY_NAME = {k.name: k for k in KINDS}
+
+
+def kind_of(gate: Gate) -> GateKind:
+    return _BY_NAME[gate.kind]
+
+
+def forms() -> str:
+    """``use A, B or C``: every kind's syntax, for error messages."""
+    names = [k.form for k in KINDS]
+    return "use " + ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def gate_help() -> str:
+    return "gate expression, repeatable: " + ", ".join(f"'{k.example}'" for k in KINDS)
+
+
+def kinds_markdown() -> str:
+    """The README's gate table: one row per kind."""
+    rows = [f"| `{k.example}{k.optional_value}` | {k.fails_when} |" for k in KINDS]
+    return "\n".join(["| expression | fails when |", "|---|---|", *rows]) + "\n"
+
+
+def parse_gate(expr: str) -> Gate:
+    """Parse one gate expression; errors say which forms are allowed."""
+    for kind in KINDS:
+        m = kind.pattern().match(expr)
+        if m:
+            metric = parse_metric(m.group("metric"))
+            threshold, canonical = kind.threshold(m.group("value"), metric, expr)
+            return Gate(metric, kind.name, threshold, canonical, kind.needs_reference)
+    m = _RELATIVE.match(expr)
+    if m:
+        parse_metric(m.group("metric"))
+        raise SpecError(f"gate {expr!r}: unknown kind {m.group('kind')!r}; {forms()}")
+    raise SpecError(f"gate {expr!r} is not understood; {forms()}")
+
+
+def parse_gates(exprs: Sequence[str]) -> tuple[Gate, ...]:
+    return tuple(parse_gate(e) for e in exprs)
+
+
+def default_gates(metrics: Sequence[str]) -> tuple[Gate, ...]:
+    """One absolute drop gate per metric, used when a baseline is given without gates."""
+    return tuple(parse_gate(f"{m}:{MaxDrop.name}={DEFAULT_MAX_DROP}") for m in metrics)
+
+
+def _losers(ref: Mapping[str, float], cand: Mapping[str, float], n: int = 5) -> tuple[tuple[str, float, float], ...]:
+    drops = sorted(((ref[q] - cand[q], q) for q in ref if q in cand), reverse=True)
+    return tuple((q, ref[q], cand[q]) for d, q in drops[:n] if d > 0)
+
+
+def gather_evidence(gate: Gate, candidate: Scores, reference: Scores | None) -> Evidence:
+    """The paired comparison of one relative gate's metric (CI, sign-flip p, MDE) and the kind's own
+    p-value, uncorrected; empty for a floor. Raises SpecError when a side lacks the metric."""
+    if gate.metric not in candidate.metrics:
+        raise SpecError(f"gate {gate.expr!r}: metric {gate.metric} was not computed; add it to --metrics")
+    kind = kind_of(gate)
+    if not kind.needs_reference:
+        return Evidence()
+    if reference is None:
+        raise SpecError(f"gate {gate.expr!r} compares against a reference; pass --baseline FILE or --reference-rev")
+    if gate.metric not in reference.metrics:
+        raise SpecError(f"gate {gate.expr!r}: the {reference.label} has no {gate.metric}; "
+                        f"it has {', '.join(reference.metrics)}")
+    from ..stats import compare, paired_scores
+
+    _, a, b = paired_scores(candidate.per_query, reference.per_query, [gate.metric])
+    p = kind.p_value(gate, candidate, reference)
+    return Evidence(compare(a, b)[0], p, p, "none" if kind.tests_significance else None)
+
+
+def judge_gate(gate: Gate, candidate: Scores, reference: Scores | None, evidence: Evidence) -> Outcome:
+    """The outcome of one gate given its evidence (whose ``p_adjusted`` the session may have corrected)."""
+    kind, value = kind_of(gate), candidate.metrics[gate.metric]
+    if not kind.needs_reference or reference is None:
+        return Outcome(gate, kind.judge(gate, candidate, None, value, None, evidence).verdict, value)
+    ref = reference.metrics[gate.metric]
+    judged = kind.judge(gate, candidate, reference, value, ref, evidence)
+    losers = _losers(reference.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}))
+    return Outcome(gate, judged.verdict, value, ref, value - ref, evidence.p_value, losers, evidence,
+                   judged.queries_needed)
+
+
+def evaluate_gate(gate: Gate, candidate: Scores, reference: Scores | None) -> Outcome:
+    """One gate on its own (no multiplicity correction): evidence, then the kind's verdict."""
+    return judge_gate(gate, candidate, reference, gather_evidence(gate, candidate, reference))
+
+
+def explain(outcome: Outcome, queries: Mapping[str, str], reference_label: str = "baseline") -> str:
+    """A failure message a person can act on."""
+    g, kind = outcome.gate, kind_of(outcome.gate)
+    if not kind.needs_reference:
+        return kind.explain(outcome)
+    if outcome.reference is None or outcome.delta is None:
+        raise ValueError(f"outcome of {g.expr} has no reference value to explain")
+    head = (f"{g.metric}: {reference_label} {outcome.reference:.4f}, candidate {outcome.candidate:.4f}, "
+            f"{outcome.uncertainty() or f'delta {outcome.delta:+.4f}'}; {kind.explain(outcome)}")
+    if outcome.losers:
+        head += "\nqueries that lost most:"
+        for qid, ref, cand in outcome.losers:
+            text = queries.get(qid, "")
+            text = text if len(text) <= 70 else text[:67] + "..."
+            head += f"\n  {qid}  {reference_label} {ref:.4f} -> candidate {cand:.4f}  {text!r}"
+    return head

@@ -1,0 +1,210 @@
+"""The session plan of the pytest plugin: `evalsuite.toml` or `[tool.evalsuite]`, overridden by flags.
+
+::
+
+    # evalsuite.toml (keys of [tool.evalsuite] in pyproject.toml are the same)
+    model_rev = "51ec9c19..."         # any `evalsuite run` setting: pooling, dtype, max_length, ...
+    metrics = ["ndcg@10", "recall@100", "mrr@10"]
+    gates = ["ndcg@10:max_drop=0.01"]  # defaults for every dataset
+    inconclusive = "fail"             # or "xfail" / "skip": what an inconclusive gate does to the exit status
+    multiplicity = "holm"             # or "none": correction of the significance-based gates, all together
+
+    [[datasets]]
+    name = "minibeir"
+    path = "../../fixtures/minibeir"   # relative to this file
+    baseline = "baselines/minibeir.json"
+    gates = ["ndcg@10>=0.5", "mrr@10:no_significant_drop"]
+    sweep = ["pooling=cls,mean"]       # optional: one item per sweep cell, gated against the base;
+                                       # or a table: sweep = {pooling = ["cls", "mean"]}
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+from ..spec import RunSpec, default_dataset_dir
+from ..sweep.axes import Axis, axes_from_spec, parse_vary
+from .gates import Gate
+from .kinds import parse_gates
+from .verdicts import VerdictPolicy
+
+SESSION_KEYS = ("baseline", "gates", "reference_model", "reference_rev", "reports_dir", "sweep", "grid",
+                "update_baseline", "inconclusive", "multiplicity")
+DEFAULT_REPORTS_DIR = Path("reports") / "evalsuite"  # relative to the directory pytest runs in
+DATASET_KEYS = ("name", "path", "split", "qrels", "baseline", "gates", "sweep", "grid", "metrics")
+
+
+@dataclass(frozen=True)
+class DatasetPlan:
+    name: str
+    spec: RunSpec
+    baseline: Path | None
+    gates: tuple[Gate, ...]
+    sweep: tuple[Axis, ...] = ()
+    grid: bool = False
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    datasets: tuple[DatasetPlan, ...]
+    update_baseline: bool
+    reference_model: str | None
+    reference_rev: str | None
+    reports_dir: Path
+    source: str
+    verdicts: VerdictPolicy = field(default_factory=VerdictPolicy)
+
+    @property
+    def has_reference_run(self) -> bool:
+        return self.reference_rev is not None or self.reference_model is not None
+
+
+def find_spec_file(start: Path, explicit: str | None = None) -> tuple[Path, dict[str, Any]] | None:
+    """The spec named by ``explicit``; else `evalsuite.toml` in ``start``, else `[tool.evalsuite]` of
+    `pyproject.toml` there."""
+    if explicit:
+        path = (start / explicit).resolve()
+        if not path.is_file():
+            raise SpecError(f"--evalsuite-spec {explicit}: file not found")
+        return path, load_spec_file(path)
+    for name in ("evalsuite.toml", "pyproject.toml"):
+        path = start / name
+        if path.is_file():
+            settings = load_spec_file(path)
+            if settings:
+                return path, settings
+    return None
+
+
+def load_spec_file(path: Path) -> dict[str, Any]:
+    """Settings of a spec file: the whole `evalsuite.toml`, or `[tool.evalsuite]` of a pyproject."""
+    data = read_toml(path)
+    return data.get("tool", {}).get("evalsuite", {}) if path.name == "pyproject.toml" else data
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: invalid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start}); save the spec file as UTF-8") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _path(base: Path, value: Any, where: str) -> Path:
+    if not isinstance(value, str) or not value:
+        raise SpecError(f"{where}: expected a path string, got {value!r}")
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else (base / p)
+
+
+def _list(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SpecError(f"{where}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | None, run_flags: Mapping[str, Any],
+               session_flags: Mapping[str, Any], cwd: Path) -> SessionPlan:
+    """Merge spec-file settings with command-line flags (flags win) into a validated plan."""
+    raw = dict(file_settings or {})
+    src = str(file_path) if file_path else "command line"
+    base_dir = file_path.parent if file_path else cwd
+    datasets_raw = raw.pop("datasets", None)
+    session_raw = {k: raw.pop(k) for k in SESSION_KEYS if k in raw}
+    if "model" in raw and isinstance(raw["model"], str) and (base_dir / raw["model"]).exists():
+        raw["model"] = str(base_dir / raw["model"])
+    if "dataset" in raw:
+        raw["dataset"] = str(_path(base_dir, raw["dataset"], f"{src}: dataset"))
+    if "qrels" in raw:
+        raw["qrels"] = str(_path(base_dir, raw["qrels"], f"{src}: qrels"))
+    base = RunSpec.from_mapping({**raw, **{k: v for k, v in run_flags.items() if k != "dataset"}}, source=src)
+
+    def session(key: str, default: Any = None) -> Any:
+        return session_flags[key] if session_flags.get(key) is not None else session_raw.get(key, default)
+
+    flag_gates = parse_gates(session_flags["gates"]) if session_flags.get("gates") else None
+    top_gates = parse_gates(_list(session_raw["gates"], f"{src}: gates")) if "gates" in session_raw else ()
+    top_sweep = session_raw.get("sweep")
+    flag_sweep = tuple(parse_vary(session_flags["vary"])) if session_flags.get("vary") else None
+
+    # each dataset entry with the directory its relative paths are resolved against
+    entries: list[tuple[Any, Path]]
+    if run_flags.get("dataset"):
+        entries = [({"path": str(_path(cwd, run_flags["dataset"], "--dataset"))}, cwd)]
+    elif datasets_raw is not None:
+        if not isinstance(datasets_raw, list) or not datasets_raw:
+            raise SpecError(f"{src}: 'datasets' must be a non-empty array of tables ([[datasets]])")
+        entries = [(entry, base_dir) for entry in datasets_raw]
+    else:
+        entries = [({"path": base.dataset or str(default_dataset_dir())}, base_dir)]
+
+    plans = []
+    for i, (entry, entry_dir) in enumerate(entries):
+        where = f"{src}: datasets[{i}]"
+        if not isinstance(entry, dict):
+            raise SpecError(f"{where}: expected a table")
+        unknown = set(entry) - set(DATASET_KEYS)
+        if unknown:
+            raise SpecError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {', '.join(DATASET_KEYS)}")
+        if "path" not in entry:
+            raise SpecError(f"{where}: needs 'path'")
+        path = str(_path(entry_dir, entry["path"], f"{where}.path"))
+        changes: dict[str, Any] = {"dataset": path}
+        if "split" in entry:
+            changes["split"] = entry["split"]
+        if "qrels" in entry:  # relative to the spec file, as 'path' is
+            changes["qrels"] = str(_path(entry_dir, entry["qrels"], f"{where}.qrels"))
+        if "metrics" in entry:
+            changes["metrics"] = RunSpec.from_mapping({"metrics": entry["metrics"]}, source=where).metrics
+        for key in ("split", "qrels"):  # flags win over the spec file, as everywhere else
+            if run_flags.get(key):
+                changes[key] = run_flags[key]
+        gates = flag_gates if flag_gates is not None else (
+            parse_gates(_list(entry["gates"], f"{where}.gates")) if "gates" in entry else top_gates)
+        baseline: Path | None = None
+        if session_flags.get("baseline"):
+            if len(entries) > 1:
+                raise SpecError("--baseline names one file but the spec has several datasets; "
+                                "set 'baseline' per dataset in the spec file")
+            baseline = _path(cwd, session_flags["baseline"], "--baseline")
+        elif "baseline" in entry:
+            baseline = _path(base_dir, entry["baseline"], f"{where}.baseline")
+        elif "baseline" in session_raw and len(entries) == 1:
+            baseline = _path(base_dir, session_raw["baseline"], f"{src}: baseline")
+        name = str(entry.get("name") or Path(path).resolve().name)
+        raw_sweep = entry.get("sweep", top_sweep)
+        sweep = flag_sweep if flag_sweep is not None else (
+            tuple(axes_from_spec(raw_sweep, source=f"{where}.sweep")) if raw_sweep else ())
+        grid = bool(session_flags.get("grid") or entry.get("grid", session_raw.get("grid", False)))
+        plans.append(DatasetPlan(name=name, spec=base.replace(**changes), baseline=baseline, gates=gates,
+                                 sweep=sweep, grid=grid))
+    names = [p.name for p in plans]
+    if len(set(names)) != len(names):
+        raise SpecError(f"{src}: dataset names must be unique, got {names}")
+    update = bool(session("update_baseline", False))
+    if update and not any(p.baseline for p in plans):
+        raise SpecError("--update-baseline needs a baseline path: pass --baseline FILE or set 'baseline'")
+    ref_model, ref_rev = session("reference_model"), session("reference_rev")
+    if (ref_model or ref_rev) and any(p.baseline for p in plans) and not update:
+        raise SpecError("both a baseline file and a reference run (--reference-rev/--reference-model) are set; "
+                        "compare against one of them")
+    if isinstance(ref_model, str) and file_path and not session_flags.get("reference_model") \
+            and (base_dir / ref_model).exists():
+        ref_model = str(base_dir / ref_model)
+    reports = session("reports_dir")
+    reports_dir = _path(cwd if session_flags.get("reports_dir") else base_dir, reports, "reports_dir") \
+        if reports else cwd / DEFAULT_REPORTS_DIR
+    verdicts = VerdictPolicy(inconclusive=session("inconclusive", VerdictPolicy.default("inconclusive")),
+                             multiplicity=session("multiplicity", VerdictPolicy.default("multiplicity")))
+    return SessionPlan(datasets=tuple(plans), update_baseline=update, reference_model=ref_model,
+                       reference_rev=ref_rev, reports_dir=reports_dir, source=src, verdicts=verdicts)

@@ -1,0 +1,213 @@
+"""The end of a gated session as one report object: the lines for the terminal and the files to
+write (per dataset: results.json and report.md, and the sweep's reports when a sweep ran).
+
+The session owns state (`session.py`); this module owns presentation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..io import atomic_write_json, atomic_write_text
+from ..reports.markdown import table
+from ..reports.run_reports import run_markdown
+from .gates import GateVerdict, Outcome, signed
+from .ledger import (
+    BaselineWritten,
+    CanaryRecord,
+    CandidateSeen,
+    Computation,
+    GateRecord,
+    ReferenceSeen,
+    SweepCellRecord,
+)
+
+if TYPE_CHECKING:
+    from ..result import Result
+    from ..stats import Comparison
+    from ..sweep.execute import SweepResult
+
+SUMMARY_HEADERS = ("metric", "{side}", "candidate", "delta", "95% CI", "MDE", "verdict")
+_SEVERITY: dict[GateVerdict, int] = {"pass": 0, "inconclusive": 1, "fail": 2}
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One metric: reference value, candidate value, delta with its CI and MDE, and the gate items' verdict."""
+
+    metric: str
+    reference: float | None
+    candidate: float | None
+    verdict: GateVerdict | None  # None: no gate item on this metric; else the worst of its gates
+    comparison: Comparison | None = None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.candidate is None or self.reference is None else self.candidate - self.reference
+
+    def cells(self) -> tuple[str, str, str, str, str, str, str]:
+        c = self.comparison
+        delta = "-" if self.delta is None else signed(self.delta)
+        ci = "-" if c is None else f"{signed(c.ci.low)} .. {signed(c.ci.high)}"
+        mde = "-" if c is None else f"{c.mde:.4f}"
+        verdict = "-" if self.verdict is None else self.verdict.upper()
+        return (self.metric, "-" if self.reference is None else f"{self.reference:.4f}",
+                "-" if self.candidate is None else f"{self.candidate:.4f}", delta, ci, mde, verdict)
+
+
+def summary_rows(candidate: CandidateSeen | None, reference: ReferenceSeen | None,
+                 gates: Sequence[GateRecord]) -> list[SummaryRow]:
+    cand = candidate.metrics if candidate else {}
+    ref = reference.metrics if reference else {}
+    verdicts: dict[str, list[GateVerdict]] = {}
+    comparisons: dict[str, Comparison] = {}
+    for g in gates:
+        verdicts.setdefault(g.outcome.gate.metric, []).append(g.outcome.verdict)
+        if g.outcome.comparison is not None:
+            comparisons.setdefault(g.outcome.gate.metric, g.outcome.comparison)
+    return [SummaryRow(m, ref.get(m), cand.get(m), _worst(verdicts.get(m, [])), comparisons.get(m))
+            for m in dict.fromkeys(list(cand) + list(ref))]
+
+
+def _worst(verdicts: Sequence[GateVerdict]) -> GateVerdict | None:
+    """fail over inconclusive over pass; None without a gate."""
+    if not verdicts:
+        return None
+    worst: GateVerdict = max(verdicts, key=lambda v: _SEVERITY[v])
+    return worst
+
+
+def gate_line(outcome: Outcome) -> str:
+    """One gate item in the terminal summary: verdict, gate, delta with CI, p-values, MDE."""
+    head = f"{outcome.verdict.upper():<12} {outcome.gate.expr}"
+    if outcome.comparison is None:
+        return f"{head}: {outcome.gate.metric} {outcome.candidate:.4f}"
+    text = f"{head}: {outcome.uncertainty()}"
+    if outcome.queries_needed is not None and outcome.verdict == "inconclusive":
+        text += f"; about {outcome.queries_needed} queries would decide it"
+    return text
+
+
+def format_rows(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A plain aligned text table (the terminal summary)."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    return ["  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() for cells in [headers, *rows]]
+
+
+@dataclass(frozen=True)
+class DatasetReport:
+    name: str
+    directory: Path
+    side: str  # "baseline" or "reference": the column the summary compares with
+    rows: tuple[SummaryRow, ...]
+    results: dict[str, Any] | None  # results.json; None when the candidate was never computed
+    markdown: str | None
+    sweep: SweepResult | None
+    gate_lines: tuple[str, ...] = ()
+
+    @property
+    def headers(self) -> tuple[str, ...]:
+        return tuple(h.format(side=self.side) for h in SUMMARY_HEADERS)
+
+    def write(self) -> list[Path]:
+        paths = []
+        if self.sweep is not None:
+            from ..reports.sweep_reports import write_sweep_reports
+
+            paths += list(write_sweep_reports(self.sweep, self.directory / "sweep").values())
+        if self.results is not None and self.markdown is not None:
+            paths += [atomic_write_json(self.directory / "results.json", self.results),
+                      atomic_write_text(self.directory / "report.md", self.markdown)]
+        return paths
+
+
+def _uncertainty_cells(o: Outcome) -> tuple[str, str, str, str, str]:
+    c = o.comparison
+    if c is None:
+        return ("-", "-", "-", "-", "-")
+    adj = "-" if o.evidence.correction != "holm" or o.evidence.p_adjusted is None else f"{o.evidence.p_adjusted:.4g}"
+    return (signed(c.ci.delta), f"{signed(c.ci.low)} .. {signed(c.ci.high)}", f"{c.p_value:.4g}",
+            "-" if o.p_value is None else f"{o.p_value:.4g}" + ("" if adj == "-" else f" (Holm {adj})"),
+            f"{c.mde:.4f}")
+
+
+def dataset_report(name: str, directory: Path, result: Result | None, sweep: SweepResult | None,
+                   candidate: CandidateSeen | None, reference: ReferenceSeen | None,
+                   outcomes: Sequence[GateRecord | SweepCellRecord], notes: Sequence[str],
+                   statement: str | None = None, comparisons: Mapping[str, Comparison] | None = None) -> DatasetReport:
+    """``comparisons``: every metric's paired comparison with the reference side (rows a gate does not
+    test show these)."""
+    """``outcomes``: the gate items' and sweep cells' records, in the order they were made."""
+    gates = [r for r in outcomes if isinstance(r, GateRecord)]
+    if candidate is None and result is not None:
+        candidate = CandidateSeen(name, dict(result.metrics))
+    side = reference.kind if reference else "baseline"
+    rows = tuple(r if r.comparison is not None or not comparisons or r.metric not in comparisons
+                 else replace(r, comparison=comparisons[r.metric]) for r in summary_rows(candidate, reference, gates))
+    results = markdown = None
+    if result is not None:
+        rows_out = [{"dataset": r.dataset, "item": r.item, **r.outcome.to_dict()} for r in outcomes]
+        results = result.to_dict()
+        results["gates"] = rows_out
+        if reference is not None:
+            results["reference"] = {"label": reference.label, "metrics": reference.metrics}
+        if comparisons:
+            results["comparison"] = {m: c.to_dict() for m, c in comparisons.items()}
+        headers = tuple(h.format(side=side) for h in SUMMARY_HEADERS)
+        markdown = run_markdown(result) + "\n## Gates\n\n" + table(headers, [r.cells() for r in rows])
+        if outcomes:
+            markdown += "\n" + table(("item", "gate", "verdict", "candidate", side, "delta", "95% CI",
+                                       "sign-flip p", "t-test p", "MDE", "queries needed"), [
+                (r.item, r.outcome.gate.expr, r.outcome.verdict.upper(), f"{r.outcome.candidate:.4f}",
+                 "-" if r.outcome.reference is None else f"{r.outcome.reference:.4f}",
+                 *_uncertainty_cells(r.outcome),
+                 "-" if r.outcome.queries_needed is None else r.outcome.queries_needed) for r in outcomes])
+            markdown += ("\nThe 95% CI is a paired bootstrap over queries (10,000 resamples, seeded); sign-flip p is "
+                         "a paired randomization test; MDE is the smallest true drop a one-sided 5% test would "
+                         "detect with 80% power on these queries.\n")
+        if statement:
+            markdown += f"\n{statement}\n"
+        if notes:
+            markdown += "\n" + "".join(f"- {n}\n" for n in notes)
+    lines = tuple(gate_line(r.outcome) for r in gates)
+    if results is not None and statement:
+        results["verdict_policy"] = statement
+    return DatasetReport(name, directory, side, rows, results, markdown, sweep, lines)
+
+
+@dataclass(frozen=True)
+class SessionReport:
+    notes: tuple[str, ...]
+    canary: tuple[CanaryRecord, ...]
+    computations: tuple[Computation, ...]
+    baselines_written: tuple[BaselineWritten, ...]
+    datasets: tuple[DatasetReport, ...]
+    reports_dir: Path
+    statement: str | None = None  # the verdict policy (multiplicity, inconclusive), when gates ran
+
+    def dataset(self, name: str) -> DatasetReport:
+        return next(d for d in self.datasets if d.name == name)
+
+    @property
+    def lines(self) -> list[str]:
+        """The terminal summary, below its ``evalsuite`` separator."""
+        out = list(self.notes)
+        if self.statement:
+            out.append(self.statement)
+        out += [f"canary {c.dataset}: {c.verdict.status} {c.verdict.message.splitlines()[0]}" for c in self.canary]
+        out += [f"computed {c}" for c in self.computations]
+        out += [f"baseline written: {b.dataset}: {b.path} (gates skipped)" for b in self.baselines_written]
+        for d in self.datasets:
+            if not d.rows or all(r.candidate is None for r in d.rows):
+                continue
+            out.append(f"{d.name}:")
+            out += ["  " + line for line in format_rows(d.headers, [r.cells() for r in d.rows])]
+            out += ["  " + line for line in d.gate_lines]
+        out.append(f"reports: {self.reports_dir}")
+        return out
+
+    def write(self) -> list[Path]:
+        return [p for d in self.datasets for p in d.write()]

@@ -1,0 +1,276 @@
+"""One gated pytest session: prepared datasets and baselines, the policy, results computed once,
+the ledger of what happened, and the report at the end.
+
+Under pytest-xdist every worker holds one of these: results are computed once per session by
+whichever worker asks first (`shared.py`), outcomes travel to the controller in the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from ..encode.base import Encoder
+from ..errors import EvalsuiteError, SpecError
+from ..pipeline import Prepared, make_encoder, prepare, run
+from ..result import Result
+from .baseline import Baseline, load_baseline, write_baseline
+from .gates import Gate, Outcome, Scores
+from .ledger import BaselineWritten, CanaryRecord, CandidateSeen, Computation, Computed, Ledger, Record, ReferenceSeen
+from .plan import DatasetPlan, SessionPlan
+from .policy import DatasetPolicy, SessionPolicy, session_policy
+from .reference import Reference
+from .report import SessionReport, dataset_report
+from .shared import ComputeOnce
+from .verdicts import GateRequest, judge_all, significance_count
+
+if TYPE_CHECKING:
+    from ..canary.checks import Verdict
+    from ..canary.context import CanaryContext
+    from ..canary.settings import CanarySettings
+    from ..stats import Comparison
+    from ..sweep.execute import SweepResult
+    from ..sweep.plan import Cell
+
+T = TypeVar("T")
+EncoderKey = tuple[str, str, str, int, str]
+
+
+class GateSession:
+    def __init__(self, plan: SessionPlan, shared: ComputeOnce | None = None, *,
+                 canary: CanarySettings | None = None, worker: str = "main") -> None:
+        self.plan = plan
+        self.canary = canary
+        self.worker = worker
+        self.shared = shared or ComputeOnce()
+        self.ledger = Ledger()
+        self.prepared: dict[str, Prepared] = {}
+        self.reference_prepared: dict[str, Prepared] = {}
+        self.baselines: dict[str, Baseline] = {}
+        self.policy = SessionPolicy(())
+        self._encoders: dict[EncoderKey, Encoder] = {}
+        self._canary_contexts: dict[str, CanaryContext] = {}
+        self._seen: set[tuple[str, str]] = set()
+
+    @property
+    def datasets(self) -> tuple[DatasetPlan, ...]:
+        return self.plan.datasets
+
+    def dataset_plan(self, name: str) -> DatasetPlan:
+        return next(d for d in self.plan.datasets if d.name == name)
+
+    def dataset_policy(self, name: str) -> DatasetPolicy:
+        return self.policy.dataset(name)
+
+    # -- before any encoding ----------------------------------------------------------------------
+    def prepare_all(self) -> None:
+        """Pin every model revision, load every dataset and baseline, decide the policy, plan the
+        sweeps (a cell that does not fit the model is an error now); raises EvalsuiteError."""
+        plan = self.plan
+        for dp in plan.datasets:
+            self.prepared[dp.name] = prepare(dp.spec)
+            if plan.has_reference_run:
+                self.reference_prepared[dp.name] = prepare(dp.spec.replace(
+                    model=plan.reference_model or dp.spec.model, model_rev=plan.reference_rev, tokenizer_rev=None))
+            elif dp.baseline is not None and not plan.update_baseline:
+                self.baselines[dp.name] = load_baseline(dp.baseline)
+        self.policy = session_policy(plan, {name: tuple(b.metrics) for name, b in self.baselines.items()})
+        for dp in plan.datasets:
+            self.sweep_cells(dp.name)
+
+    # -- computed once per session ------------------------------------------------------------------
+    def _once(self, what: Computed, name: str, compute: Callable[[], T]) -> T:
+        value, computed = self.shared.get(f"{what}-{name}", compute)
+        if computed:
+            self.ledger.add(Computation(what, name, self.worker))
+        return value
+
+    def _record_once(self, record: Record, key: tuple[str, str]) -> None:
+        if key not in self._seen:
+            self._seen.add(key)
+            self.ledger.add(record)
+
+    def encoder(self, prepared: Prepared) -> Encoder:
+        """One local encoder per forward configuration, shared by results, fixtures and the canary."""
+        c = prepared.contract
+        key = (c.model_revision, c.tokenizer_revision, c.dtype, c.max_length, c.truncation)
+        if key not in self._encoders:
+            self._encoders[key] = make_encoder(prepared)
+        return self._encoders[key]
+
+    def sweep_cells(self, name: str) -> list[Cell]:
+        """The cells of a dataset's sweep (pure planning; empty when no sweep is asked)."""
+        dp = self.dataset_plan(name)
+        if not dp.sweep:
+            return []
+        from ..sweep.plan import plan_cells
+
+        prepared = self.prepared[name]
+        return plan_cells(prepared.contract, dp.sweep, dp.grid, info=prepared.model)
+
+    def sweep(self, name: str) -> SweepResult:
+        """The dataset's sweep, run once per session (one forward pass per role where possible).
+
+        The sweep loads its own encoders and frees them when done, so the session's shared encoder
+        (used by fixtures and the canary) stays alive; the embedding cache shares the vectors.
+        """
+        from ..sweep.execute import run_sweep
+
+        dp, prepared = self.dataset_plan(name), self.prepared[name]
+        return self._once("sweep", name, lambda: run_sweep(prepared, self.sweep_cells(name), axes=dp.sweep,
+                                                           grid=dp.grid))
+
+    def result(self, name: str) -> Result:
+        """The candidate's result on a dataset; writes the baseline when the session updates it."""
+        def compute() -> Result:
+            prepared = self.prepared[name]
+            return run(prepared.spec, prepared, encoder=self.encoder(prepared))
+
+        result = self._once("candidate", name, compute)
+        baseline = self.dataset_plan(name).baseline
+        if self.plan.update_baseline and baseline is not None:
+            # apart from the result: a failed write must not make the next item evaluate again
+            self.shared.get(f"baseline-{name}", lambda: self._write_baseline(name, result, baseline))
+        self._record_once(CandidateSeen(name, dict(result.metrics)), ("candidate", name))
+        return result
+
+    def _write_baseline(self, name: str, result: Result, path: Path) -> Path:
+        try:
+            written = write_baseline(result, path)
+        except OSError as exc:
+            raise SpecError(f"--update-baseline: cannot write the baseline {path} ({exc.strerror or exc}); "
+                            "choose a --baseline path in a directory you can write") from None
+        self.ledger.add(BaselineWritten(name, path))
+        return written
+
+    def reference(self, name: str) -> Reference | None:
+        """The side the dataset's gates compare with (computing a reference run once), or None."""
+        if name in self.baselines:
+            ref = Reference.from_baseline(self.baselines[name])
+        elif name in self.reference_prepared:
+            rp = self.reference_prepared[name]
+            ref = Reference.from_result(self._once("reference", name, lambda: run(rp.spec, rp,
+                                                                                  encoder=self.encoder(rp))))
+        else:
+            return None
+        self._record_once(ReferenceSeen(name, ref.kind, ref.label, dict(ref.scores.metrics)), ("reference", name))
+        return ref
+
+    def verdicts(self) -> dict[str, Outcome | EvalsuiteError]:
+        """Every gate item's outcome, keyed by :meth:`verdict_key`, judged together once per session
+        (the multiplicity correction needs every p-value; under xdist one worker computes, all read)."""
+        def compute() -> dict[str, Outcome | EvalsuiteError]:
+            requests = []
+            for dp in self.datasets:
+                gates = self.dataset_policy(dp.name).gates
+                if not gates:
+                    continue
+                result = self.result(dp.name)
+                ref = self.reference(dp.name)
+                cand = Scores("candidate", result.metrics, result.per_query)
+                requests += [GateRequest(self.verdict_key(dp.name, g), g, ref.comparable(cand) if ref else cand,
+                                         ref.scores if ref else None)
+                             for g in gates if ref is not None or not g.needs_reference]
+            return judge_all(requests, self.plan.verdicts.multiplicity)
+
+        return self.shared.get("verdicts", compute)[0]
+
+    @staticmethod
+    def verdict_key(dataset: str, gate: Gate) -> str:
+        return f"{dataset}/{gate.expr}"
+
+    def sweep_verdicts(self, name: str) -> dict[str, Outcome | EvalsuiteError]:
+        """Every sweep cell's gate outcomes on a dataset against the base, keyed ``cell/gate``, judged together
+        once (the cells' significance-based gates are one family, corrected as the session's policy says)."""
+        def compute() -> dict[str, Outcome | EvalsuiteError]:
+            sweep, gates = self.sweep(name), self.dataset_policy(name).sweep_gates
+            base = Scores("base", sweep.base.metrics, sweep.base.per_query)
+            requests = [GateRequest(f"{c.cell.name}/{g.expr}", g, Scores("cell", c.result.metrics, c.result.per_query),
+                                    base) for c in sweep.cells for g in gates]
+            return judge_all(requests, self.plan.verdicts.multiplicity)
+
+        return self.shared.get(f"sweep-verdicts-{name}", compute)[0]
+
+    def contract_problems(self, name: str) -> list[str]:
+        ref = self.reference(name)
+        if ref is None:
+            return []
+        p = self.prepared[name]
+        return ref.problems(p.contract, p.dataset.identity.sha256)
+
+    # -- canary ------------------------------------------------------------------------------------
+    def canary_checks(self, name: str) -> list[str]:
+        """Endpoint checks for a dataset: all of them for the first, dataset-dependent ones for the others."""
+        if self.canary is None:
+            return []
+        from ..canary.checks import checks_for_dataset
+
+        return checks_for_dataset(self.canary, first=name == self.datasets[0].name)
+
+    def canary_context(self, name: str) -> CanaryContext:
+        if self.canary is None:
+            raise RuntimeError("canary_context called in a session without --endpoint")
+        if name not in self._canary_contexts:
+            from ..canary.context import CanaryContext
+            from ..encode.contract_encoder import ContractEncoder
+
+            prepared = self.prepared[name]
+            self._canary_contexts[name] = CanaryContext(
+                self.canary, prepared,
+                reference_encoder=lambda: ContractEncoder(self.encoder(prepared), prepared.contract),
+                reference_result=lambda: self.result(name))
+        return self._canary_contexts[name]
+
+    def record_verdict(self, name: str, verdict: Verdict) -> None:
+        self.ledger.add(CanaryRecord(name, verdict))
+
+    # -- the end -------------------------------------------------------------------------------------
+    def finish(self) -> SessionReport:
+        """The report of the whole session (on the controller, after the workers' ledgers are merged)."""
+        from ..sweep.execute import SweepResult
+
+        gates = [g for d in self.policy.datasets for g in d.gates]
+        statement = self.plan.verdicts.statement(significance_count(gates)) if gates else None
+        datasets = []
+        for dp in self.datasets:
+            sweep, result = self.shared.peek(f"sweep-{dp.name}"), self.shared.peek(f"candidate-{dp.name}")
+            result = result if isinstance(result, Result) else None
+            datasets.append(dataset_report(
+                dp.name, self.plan.reports_dir / dp.name, result,
+                sweep if isinstance(sweep, SweepResult) else None, self.ledger.candidate(dp.name),
+                self.ledger.reference(dp.name), self.ledger.outcomes(dp.name), self.policy.notes, statement,
+                self._comparisons(dp.name, result)))
+        return SessionReport(notes=self.policy.notes, canary=tuple(self.ledger.canary()),
+                             computations=tuple(self.ledger.computations()),
+                             baselines_written=tuple(self.ledger.baselines_written()), datasets=tuple(datasets),
+                             reports_dir=self.plan.reports_dir, statement=statement)
+
+    def _comparisons(self, name: str, result: Result | None) -> dict[str, Comparison]:
+        """Every metric's delta against the baseline or reference run with its CI (empty without both sides),
+        so the summary's A/B rows carry their uncertainty whether or not a gate tests them."""
+        if result is None:
+            return {}
+        if name in self.baselines:
+            ref: Reference | None = Reference.from_baseline(self.baselines[name])
+        else:
+            computed = self.shared.peek(f"reference-{name}")
+            ref = Reference.from_result(computed) if isinstance(computed, Result) else None
+        if ref is None:
+            return {}
+        from ..stats import compare, paired_scores
+
+        cand = ref.comparable(Scores("candidate", result.metrics, result.per_query))
+        metrics = [m for m in cand.per_query if m in ref.scores.per_query]
+        if not metrics:
+            return {}
+        try:
+            _, a, b = paired_scores(cand.per_query, ref.scores.per_query, metrics)
+        except EvalsuiteError:
+            return {}  # the sides share no query: the contract item already says why
+        return dict(zip(metrics, compare(a, b), strict=True))
+
+    def close(self) -> None:
+        for ctx in self._canary_contexts.values():
+            ctx.close()
+        self._canary_contexts.clear()

@@ -1,0 +1,71 @@
+"""From the plugin's parsed options (and a spec file) to a prepared session, or None when the
+session has no evalsuite settings at all (the plugin then stays inert)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..options import RUN_OPTIONS, Option, collect
+from .options import GATE_OPTIONS
+
+if TYPE_CHECKING:
+    from ..canary.settings import CanarySettings
+    from .plan import SessionPlan
+    from .session import GateSession
+
+PREFIX = "evalsuite_"
+
+
+def plugin_options() -> tuple[Option, ...]:
+    """Every option the plugin adds, in the order `pytest --help` shows them."""
+    from ..canary.options import CANARY_OPTIONS
+    from ..sweep.options import SWEEP_OPTIONS
+
+    return (*RUN_OPTIONS, *GATE_OPTIONS, *SWEEP_OPTIONS, *CANARY_OPTIONS)
+
+
+def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | None, worker: str) -> GateSession | None:
+    """``values``: pytest's ``config.option``. Raises EvalsuiteError for bad settings."""
+    from ..canary.options import CANARY_OPTIONS
+    from ..sweep.options import SWEEP_OPTIONS
+    from .plan import build_plan, find_spec_file
+
+    run_flags = collect(values, RUN_OPTIONS, PREFIX)
+    session_flags = collect(values, GATE_OPTIONS + SWEEP_OPTIONS, PREFIX)
+    found = find_spec_file(cwd, session_flags.pop("spec", None))
+    canary_flags = collect(values, CANARY_OPTIONS, PREFIX)
+    if not run_flags and not session_flags and not canary_flags and found is None:
+        return None
+    plan = build_plan(file_settings=found[1] if found else None, file_path=found[0] if found else None,
+                      run_flags=run_flags, session_flags=session_flags, cwd=cwd)
+    canary = None
+    if canary_flags:
+        from ..canary.settings import CanarySettings
+
+        canary = CanarySettings.from_values(canary_flags)
+        canary.api_key()  # a configured but unset key variable is an error now, not mid-session
+    return prepared_session(plan, shared_dir=shared_dir, worker=worker, canary=canary)
+
+
+def default_session(cwd: Path) -> GateSession:
+    """The bundled model on the fixture dataset: what the fixtures use when no setting is given."""
+    from .plan import build_plan
+
+    plan = build_plan(file_settings=None, file_path=None, run_flags={}, session_flags={}, cwd=cwd)
+    return prepared_session(plan, shared_dir=None, worker="main")
+
+
+def prepared_session(plan: SessionPlan, *, shared_dir: Path | None, worker: str,
+                     canary: CanarySettings | None = None) -> GateSession:
+    from .. import preflight
+    from .session import GateSession
+    from .shared import ComputeOnce
+
+    preflight.session_plan(plan)  # paths it writes, gates vs metrics: before loading anything
+    session = GateSession(plan, ComputeOnce(shared_dir), canary=canary, worker=worker)
+    session.prepare_all()
+    for name, baseline in session.baselines.items():
+        preflight.baseline_metrics(name, session.dataset_policy(name).gates, baseline.path, tuple(baseline.metrics))
+    return session

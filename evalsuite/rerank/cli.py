@@ -1,0 +1,65 @@
+"""`evalsuite rerank`, `rerank-sweep`, `rerank-canary` and `late`: thin shells over these packages.
+
+Exit codes: 0 done (every canary check passed), 1 a canary check failed, 2 a usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..options import OUT_OPTION, RUN_OPTIONS, add_options, collect
+from .options import DEPTH_OPTION, RERANK_OPTIONS
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("rerank", help="two-stage evaluation: first-stage retrieval, then a cross-encoder "
+                              "reranks the top N; both stages' metrics and the gain")
+    add_options(p.add_argument, (*RUN_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION,
+                                 OUT_OPTION.with_default("reports/<dataset>/<model>+rerank")))
+    p.set_defaults(func=cmd_rerank)
+
+    from .sweep_options import register_sweep
+
+    register_sweep(subparsers)
+
+    from .canary.cli import register as register_canary
+
+    register_canary(subparsers)
+
+    from ..late.cli import register as register_late
+
+    register_late(subparsers)
+
+
+def rerank_spec(args: argparse.Namespace) -> Any:
+    from .run import RerankSpec
+
+    return RerankSpec.from_mapping(collect(args, RERANK_OPTIONS), source="command line")
+
+
+def cmd_rerank(args: argparse.Namespace) -> int:
+    from ..reports.run_reports import default_run_dir
+    from ..spec import RunSpec
+    from .reports import write_two_stage_reports
+    from .run import run_two_stage
+
+    spec = RunSpec.from_mapping(collect(args), source="command line")
+    rspec = rerank_spec(args)
+    depths = list(args.depths or (rspec.depth,))
+    results = run_two_stage(spec, rspec, depths)
+    first = results[0].first
+    out = Path(args.out) if args.out else Path(str(default_run_dir(first.dataset.identity.name, first.contract.model))
+                                               + "+rerank")
+    paths = write_two_stage_reports(results, out)
+    print(f"first stage  {first.contract.model} @ {first.contract.model_revision[:16]}")
+    c = results[0].contract.to_dict()
+    print(f"reranker     {c['model']} @ {c['model_revision'][:16]} (activation {c['activation']}, "
+          f"max length {c['max_length']})")
+    for r in results:
+        print(f"depth {r.depth}")
+        for d in r.deltas:
+            print(f"  {d.describe()}")
+    print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    return 0

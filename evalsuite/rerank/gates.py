@@ -1,0 +1,49 @@
+"""What gates read from a two-stage result: either stage's scores, and a verdict on the gain.
+
+Plain values only (no import of :mod:`evalsuite.gating`, which sits above this package): a gating
+kind wraps :func:`stage_scores` in its ``Scores`` and calls :func:`judge_gain` for a minimum gain.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..errors import SpecError
+from .gain import StageDelta
+from .twostage import TwoStageResult
+
+Stage = Literal["first", "reranked"]
+Decision = Literal["pass", "fail", "inconclusive"]
+STAGES: tuple[str, ...] = ("first", "reranked")
+
+
+def stage_scores(result: TwoStageResult, stage: str) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """(aggregate, per-query) metrics of one stage: what a floor or drop gate compares."""
+    if stage not in STAGES:
+        raise SpecError(f"stage {stage!r} is not valid; choose first or reranked")
+    if stage == "first":
+        return dict(result.first.metrics), {m: dict(v) for m, v in result.first.per_query.items()}
+    return dict(result.metrics), {m: dict(v) for m, v in result.per_query.items()}
+
+
+def judge_gain(delta: StageDelta, min_gain: float) -> Decision:
+    """The reranker must add at least ``min_gain`` (reranked minus first stage, mean over queries).
+
+    pass: the one-sided 95% lower bound of the gain is >= ``min_gain``; fail: the two-sided interval lies
+    entirely below it; otherwise inconclusive. Without an interval (no :mod:`evalsuite.stats`), the point
+    gain decides pass or fail.
+    """
+    if delta.lower_bound is None or delta.high is None:
+        return "pass" if delta.delta >= min_gain else "fail"
+    if delta.lower_bound >= min_gain:
+        return "pass"
+    if delta.high < min_gain:
+        return "fail"
+    return "inconclusive"
+
+
+def explain_gain(delta: StageDelta, min_gain: float) -> str:
+    decision = judge_gain(delta, min_gain)
+    ci = f", 95% CI [{delta.low:+.4f}, {delta.high:+.4f}]" if delta.low is not None else " (point gain, no interval)"
+    return (f"{delta.metric}: first stage {delta.first:.4f}, reranked {delta.reranked:.4f}, gain {delta.delta:+.4f}"
+            f"{ci}; required gain >= {min_gain:g}: {decision}")

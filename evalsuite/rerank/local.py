@@ -1,0 +1,163 @@
+"""The local reranker reference: transformers ``AutoModelForSequenceClassification`` + torch.
+
+Pairs are tokenized once (as the contract renders them), sorted by token length and batched under
+a token budget, so padding stays small; the logit of the one label goes through the contract's
+activation. Scores come back in input order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelError, TruncationError
+from ..model import ModelInfo
+from .contract import RerankerContract, finite_or_error
+
+_TORCH_DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass
+class RerankStats:
+    pairs: int = 0
+    tokens: int = 0
+    padded_tokens: int = 0
+    truncated: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {"pairs": self.pairs, "tokens": self.tokens, "padded_tokens": self.padded_tokens,
+                "truncated": self.truncated, "batches": self.batches, "seconds": round(self.seconds, 4)}
+
+
+def length_batches(lengths: np.ndarray, batch_size: int, max_batch_tokens: int) -> list[np.ndarray]:
+    """Indices grouped longest first, each group under ``batch_size`` rows and ``max_batch_tokens`` padded tokens."""
+    order = np.argsort(-lengths, kind="stable")
+    batches: list[np.ndarray] = []
+    cur: list[int] = []
+    cur_max = 0
+    for i in order:
+        n = int(lengths[i])
+        new_max = max(cur_max, n)
+        if cur and (len(cur) >= batch_size or new_max * (len(cur) + 1) > max_batch_tokens):
+            batches.append(np.array(cur))
+            cur, new_max = [], n
+        cur.append(int(i))
+        cur_max = new_max
+    if cur:
+        batches.append(np.array(cur))
+    return batches
+
+
+class LocalReranker:
+    """Reference scorer for one reranker contract (revision, template, max length, truncation, dtype)."""
+
+    def __init__(self, info: ModelInfo, contract: RerankerContract, *, device: str = "auto", batch_size: int = 32,
+                 max_batch_tokens: int = 16384, trust_remote_code: bool = False) -> None:
+        import torch
+        import transformers
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        from ..encode.local import pick_device
+
+        if contract.model_revision != info.revision:
+            raise ModelError(f"{info.root}: the reranker contract pins revision {contract.model_revision[:16]} but the "
+                             f"directory is {info.revision[:16]}")
+        if info.needs_remote_code and not trust_remote_code:
+            raise ModelError(f"{info.root}: this reranker needs custom code (config.json has auto_map); evalsuite does "
+                             "not run repository code unless you pass --trust-remote-code after reviewing it")
+        self.info, self.contract = info, contract
+        self.device = pick_device(device)
+        self.batch_size, self.max_batch_tokens = batch_size, max_batch_tokens
+        self.stats = RerankStats()
+        transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(info.tokenizer_path), local_files_only=True,
+                                                           trust_remote_code=trust_remote_code)
+            self.model = AutoModelForSequenceClassification.from_pretrained(
+                str(info.path), local_files_only=True, dtype=getattr(torch, contract.dtype),
+                trust_remote_code=trust_remote_code)
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"{info.path}: cannot load the reranker or its tokenizer offline: {exc}") from exc
+        self.model.eval().to(self.device)
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else (self.tokenizer.eos_token_id or 0))
+
+    def _encode(self, firsts: list[str], seconds: list[str | None], truncation: Any) -> dict[str, list[list[int]]]:
+        c = self.contract
+        kw: dict[str, Any] = {"padding": False, "return_attention_mask": False}
+        if truncation:
+            kw.update(truncation=truncation, max_length=c.max_length)
+        if c.is_pair:
+            return dict(self.tokenizer(firsts, [s or "" for s in seconds], **kw))
+        return dict(self.tokenizer(firsts, **kw))
+
+    def tokenize(self, pairs: Sequence[tuple[str, str]], ids: Sequence[str] | None = None
+                 ) -> tuple[list[list[int]], list[list[int]] | None, int]:
+        """Token ids (and token type ids) per pair under the contract; and how many pairs were cut."""
+        c = self.contract
+        rendered = [c.render(q, d) for q, d in pairs]
+        firsts = [r[0] for r in rendered]
+        seconds = [r[1] for r in rendered]
+        full = self._encode(firsts, seconds, False)
+        long = [i for i, row in enumerate(full["input_ids"]) if len(row) > c.max_length]
+        if long and c.truncation == "reject":
+            i = long[0]
+            name = ids[i] if ids is not None else f"#{i}"
+            raise TruncationError(f"pair {name} has {len(full['input_ids'][i])} tokens, over the reranker max_length "
+                                  f"{c.max_length} and its truncation is 'reject' ({len(long)} such pair(s)); raise "
+                                  "--reranker-max-length or use --reranker-truncation longest_first")
+        if long:
+            cut = self._encode([firsts[i] for i in long], [seconds[i] for i in long], c.truncation)
+            for key in full:
+                for j, i in enumerate(long):
+                    full[key][i] = cut[key][j]
+        types = full.get("token_type_ids")
+        return full["input_ids"], types, len(long)
+
+    def logits(self, pairs: Sequence[tuple[str, str]], ids: Sequence[str] | None = None) -> np.ndarray:
+        """The raw logit of each pair (float64, input order), before any activation."""
+        import torch
+
+        t0 = time.perf_counter()
+        n = len(pairs)
+        out = np.zeros(n, dtype=np.float64)
+        if n == 0:
+            return out
+        token_ids, type_ids, truncated = self.tokenize(pairs, ids)
+        lengths = np.fromiter((len(r) for r in token_ids), dtype=np.int64, count=n)
+        self.stats.pairs += n
+        self.stats.tokens += int(lengths.sum())
+        self.stats.truncated += truncated
+        with torch.inference_mode():
+            for idx in length_batches(lengths, self.batch_size, self.max_batch_tokens):
+                width = int(lengths[idx].max())
+                ids_arr = np.full((len(idx), width), self.pad_id, dtype=np.int64)
+                types = np.zeros((len(idx), width), dtype=np.int64)
+                mask = np.zeros((len(idx), width), dtype=np.int64)
+                for row, i in enumerate(idx):
+                    ids_arr[row, :lengths[i]] = token_ids[i]
+                    mask[row, :lengths[i]] = 1
+                    if type_ids is not None:
+                        types[row, :lengths[i]] = type_ids[i]
+                inputs = {"input_ids": torch.from_numpy(ids_arr).to(self.device),
+                          "attention_mask": torch.from_numpy(mask).to(self.device)}
+                if type_ids is not None:
+                    inputs["token_type_ids"] = torch.from_numpy(types).to(self.device)
+                logits = self.model(**inputs).logits.float()
+                out[idx] = logits[:, 0].cpu().numpy().astype(np.float64)
+                self.stats.padded_tokens += len(idx) * width
+                self.stats.batches += 1
+        self.stats.seconds += time.perf_counter() - t0
+        finite_or_error(out, f"reranker {self.info.name}")
+        return out
+
+    def score(self, pairs: Sequence[tuple[str, str]], ids: Sequence[str] | None = None) -> np.ndarray:
+        """Each pair's score after the contract's activation (float64, input order)."""
+        return self.contract.activate(self.logits(pairs, ids))

@@ -1,0 +1,185 @@
+"""The reranker canary against a fault-injecting /v1/rerank server on loopback (real HTTP, real scores of the tiny
+cross-encoder): the faithful server passes every check; each fault is a failed verdict naming it, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from evalsuite.rerank.canary.checks import CHECKS
+from evalsuite.rerank.canary.runner import make_context, run_checks
+from evalsuite.rerank.canary.settings import RerankCanarySettings
+from evalsuite.rerank.run import RerankSpec
+
+
+class RerankFaultServer:
+    """Answers POST /v1/rerank like Infinity (sorted by score, sigmoid applied), with an optional ``fault``."""
+
+    def __init__(self, httpserver: Any, reference: Any) -> None:
+        self.httpserver, self.reference, self.fault = httpserver, reference, "none"
+        httpserver.expect_request("/v1/rerank", method="POST").respond_with_handler(self.answer)
+
+    @property
+    def url(self) -> str:
+        return self.httpserver.url_for("/v1")
+
+    def answer(self, request: Any) -> Any:
+        from werkzeug import Response
+
+        body = json.loads(request.data)
+        docs = body["documents"]
+        if not docs:
+            status = 500 if self.fault == "server_error_on_empty" else 422
+            return Response(json.dumps({"detail": "documents must not be empty"}), status, content_type="application/json")
+        if self.fault == "refuse_long" and any(len(d) > 1000 for d in docs):
+            return Response(json.dumps({"detail": "input too long"}), 413, content_type="application/json")
+        scores = self.reference.score([(body["query"], d) for d in docs]).tolist()
+        if self.fault == "no_activation":
+            scores = [math.log(s / (1 - s)) for s in scores]
+        results = sorted(({"index": i, "relevance_score": s} for i, s in enumerate(scores)),
+                         key=lambda r: -r["relevance_score"])
+        if body.get("top_n") and self.fault != "ignores_top_n":
+            results = results[: body["top_n"]]
+        f = self.fault
+        if f == "shuffled" and len(results) > 1:
+            results = results[1:] + results[:1]
+        elif f == "missing" and len(results) > 1:
+            results = results[:-1]
+        elif f == "duplicate" and len(results) > 1:
+            results[-1] = dict(results[-1], index=results[0]["index"])
+        elif f == "out_of_range":
+            results[0] = dict(results[0], index=len(docs))
+        elif f == "wrong_documents" and len(results) > 1:  # scores stay sorted, indices rotate
+            idx = [r["index"] for r in results]
+            results = [dict(r, index=idx[(k + 1) % len(idx)]) for k, r in enumerate(results)]
+        elif f == "nan":
+            results[-1] = dict(results[-1], relevance_score=float("nan"))
+        text = json.dumps({"object": "rerank", "results": results, "model": "tiny-ce"})
+        return Response(text, 200, content_type="application/json")
+
+
+@pytest.fixture(scope="module")
+def reference(cross_encoder_dir):
+    from evalsuite.model import resolve_model
+    from evalsuite.rerank.contract import build_reranker_contract
+    from evalsuite.rerank.local import LocalReranker
+
+    info = resolve_model(str(cross_encoder_dir))
+    return LocalReranker(info, build_reranker_contract(info), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def first_stage(tiny_model_dir, tmp_path_factory, make_beir, small_beir_records):
+    from evalsuite.pipeline import run
+    from evalsuite.spec import RunSpec
+
+    corpus, queries, qrels = small_beir_records
+    data = make_beir(tmp_path_factory.mktemp("rr-canary"), corpus, queries, qrels)
+    spec = RunSpec(model=str(tiny_model_dir), dataset=str(data), device="cpu", use_cache=False,
+                   metrics=("ndcg@10", "mrr@10"))
+    return spec, run(spec)
+
+
+@pytest.fixture
+def server(httpserver, reference):
+    return RerankFaultServer(httpserver, reference)
+
+
+def canary(server, first_stage, cross_encoder_dir, **settings):
+    spec, first = first_stage
+    s = RerankCanarySettings(endpoint=server.url, depth=6, timeout=10, **settings)
+    ctx = make_context(s, spec, RerankSpec(reranker=str(cross_encoder_dir)), first=first)
+    outcome = run_checks(ctx)
+    return {v.check: v for v in outcome.verdicts}, outcome
+
+
+def test_faithful_server_passes_every_check(server, first_stage, cross_encoder_dir, tmp_path):
+    from evalsuite.rerank.canary.runner import write_reports
+
+    verdicts, outcome = canary(server, first_stage, cross_encoder_dir)
+    assert list(verdicts) == [c.name for c in CHECKS]
+    assert all(v.passed for v in verdicts.values()), [v.message for v in verdicts.values()]
+    assert verdicts["score_agreement"].details["max_abs_diff"] < 1e-6
+    assert "empty documents list -> HTTP 422" in verdicts["bad_input"].message
+    assert "over-long pair -> truncated like the reference" in verdicts["bad_input"].message
+    assert verdicts["index_mapping"].details["top_n"]["returned"] == verdicts["index_mapping"].details["top_n"]["expected"]
+    paths = write_reports(outcome, tmp_path)
+    assert json.loads(paths["json"].read_text())["passed"] is True
+    assert paths["markdown"].read_text().startswith("# Reranker canary: PASS")
+
+
+@pytest.mark.parametrize("fault, check, text", [
+    ("shuffled", "index_mapping", "not sorted by score"),
+    ("missing", "index_mapping", "5 result(s) for 6 document(s) (no top_n was sent"),
+    ("duplicate", "index_mapping", "appears twice"),
+    ("out_of_range", "index_mapping", "index 6 is out of range for 6 document(s)"),
+    ("nan", "index_mapping", "a score must be a finite number"),
+    ("wrong_documents", "score_agreement", "max |served - reference|"),
+    ("no_activation", "score_agreement", "after activation 'sigmoid'"),
+    ("ignores_top_n", "index_mapping", "6 result(s) for 6 document(s) (top_n=3); expected 3"),
+    ("server_error_on_empty", "bad_input", "empty documents list -> HTTP 500 (a server error; expected a 4xx)"),
+])
+def test_each_fault_is_a_failed_verdict(server, first_stage, cross_encoder_dir, fault, check, text):
+    server.fault = fault
+    verdicts, outcome = canary(server, first_stage, cross_encoder_dir)
+    assert outcome.passed is False
+    assert verdicts[check].passed is False, verdicts[check].message
+    assert text in verdicts[check].message
+    if check == "index_mapping" and fault != "ignores_top_n":  # the checks that need sound answers fail with the same cause, not a traceback
+        assert verdicts["score_agreement"].passed is False and verdicts["reranked_metrics"].passed is False
+
+
+def test_a_refused_over_long_pair_is_accepted_and_reported(server, first_stage, cross_encoder_dir):
+    server.fault = "refuse_long"
+    verdicts, outcome = canary(server, first_stage, cross_encoder_dir)
+    assert outcome.passed, [v.message for v in verdicts.values()]
+    assert "over-long pair -> HTTP 413 (refused)" in verdicts["bad_input"].message
+
+
+def test_parser_scores_in_request_order_and_top_n():
+    from evalsuite.rerank.canary.shapes import APIS, parse_scores
+
+    payload = {"results": [{"index": 2, "relevance_score": 0.9}, {"index": 0, "relevance_score": 0.5},
+                           {"index": 1, "relevance_score": 0.1}]}
+    scores, order = parse_scores(payload, 3, APIS["rerank"])
+    assert scores.tolist() == [0.5, 0.1, 0.9] and order == [2, 0, 1]
+    top, order = parse_scores({"results": payload["results"][:2]}, 3, APIS["rerank"], top_n=2)
+    assert order == [2, 0] and np.isnan(top[1])
+    sg = [{"index": 1, "score": 3.0}, {"index": 0, "score": -1.0}]  # SGLang / TEI: a bare list with 'score'
+    assert parse_scores(sg, 2, APIS["tei"])[0].tolist() == [-1.0, 3.0]
+    vllm_score = {"data": [{"index": 0, "object": "score", "score": 0.2}, {"index": 1, "object": "score", "score": 0.7}]}
+    assert parse_scores(vllm_score, 2, APIS["score"])[0].tolist() == [0.2, 0.7]  # /score: request order, unsorted
+
+
+@pytest.mark.parametrize("payload, error", [
+    ({"results": [{"index": True, "relevance_score": 0.1}]}, "not an integer"),
+    ({"results": [{"index": 0, "relevance_score": "0.1"}]}, "not a number"),
+    ({"results": [{"index": 0}]}, "no 'relevance_score' or 'score'"),
+    ({"scores": []}, "no 'results'"),
+    ({"data": [{"index": 1, "score": 0.1}, {"index": 0, "score": 0.2}]}, "answers in request order"),
+])
+def test_parser_refuses_broken_answers(payload, error):
+    from evalsuite.encode.response import ResponseError
+    from evalsuite.rerank.canary.shapes import APIS, parse_scores
+
+    api = APIS["score"] if "data" in payload else APIS["rerank"]
+    n = len(payload.get("results", payload.get("data", [])))
+    with pytest.raises(ResponseError, match=error):
+        parse_scores(payload, max(n, 1), api)
+
+
+def test_kendall_tau_matches_scipy():
+    from scipy.stats import kendalltau
+
+    from evalsuite.rerank.canary.checks import kendall_tau
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        a = rng.integers(0, 5, size=12).astype(float)  # with ties
+        b = a + rng.normal(scale=1.5, size=12)
+        assert kendall_tau(a, b) == pytest.approx(kendalltau(a, b).statistic, abs=1e-12)
+    assert kendall_tau(np.arange(5.0), -np.arange(5.0)) == pytest.approx(-1.0)

@@ -1,0 +1,113 @@
+"""The reranker canary against a real infinity-emb server serving the tiny cross-encoder directory on CPU.
+
+Infinity answers POST /v1/rerank with {"results": [{"relevance_score", "index"}], ...}, sorted best first,
+with a sigmoid applied (raw logits with "raw_scores": true). The canary passes against it when the contract
+says what the server does, and names the failing check when the deployment's activation or pair template
+differs from the contract.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+# One xdist group, like tests/canary/test_infinity.py: a single worker starts the server.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("infinity-rerank")]
+
+REPO = Path(__file__).resolve().parents[2]
+INFINITY = REPO / ".infinity-venv" / "bin" / "infinity_emb"
+STARTUP_S = 120.0
+
+
+@pytest.fixture(scope="module")
+def infinity_reranker(cross_encoder_dir, tmp_path_factory):
+    if not INFINITY.exists():
+        reason = f"infinity-emb not found at {INFINITY}; install it with `bash .ci/infinity.sh install .infinity-venv`"
+        if os.environ.get("CI"):
+            pytest.fail(reason + " (CI must run the infinity canary tests)")
+        pytest.skip(reason)
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path_factory.mktemp("infinity-rerank") / "server.log"
+    env = dict(os.environ, DO_NOT_TRACK="1", INFINITY_ANONYMOUS_USAGE_STATS="0", HF_HUB_OFFLINE="1")
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([str(INFINITY), "v2", "--model-id", str(cross_encoder_dir), "--engine", "torch",
+                                 "--device", "cpu", "--port", str(port), "--host", "127.0.0.1", "--url-prefix", "/v1"],
+                                stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + STARTUP_S
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"infinity exited with {proc.returncode}: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"infinity did not start within {STARTUP_S:.0f}s: {log.read_text()[-2000:]}")
+            time.sleep(0.5)
+        models = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).json()
+        assert models["data"][0]["capabilities"] == ["rerank"]
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+def canary(url, model, data, ce, out, *extra):
+    import argparse
+
+    from evalsuite.rerank.cli import register
+
+    parser = argparse.ArgumentParser(prog="evalsuite")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["rerank-canary", "--reranker-endpoint", url, "--reranker", str(ce), "--model", str(model),
+                              "--dataset", str(data), "--device", "cpu", "--no-cache", "--out", str(out),
+                              "--reranker-canary-depth", "6", *extra])
+    rc = args.func(args)
+    return rc, {v["check"]: v for v in json.loads((out / "rerank_canary.json").read_text())["verdicts"]}
+
+
+def test_rerank_canary_against_infinity(infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path,
+                                        capsys):
+    rc, verdicts = canary(infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path / "good")
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert all(v["passed"] for v in verdicts.values()), out
+    assert verdicts["score_agreement"]["details"]["max_abs_diff"] < 1e-4
+    assert "empty documents list -> HTTP 422" in verdicts["bad_input"]["message"]
+    assert "over-long pair -> truncated like the reference (128 tokens)" in verdicts["bad_input"]["message"]
+
+    # raw scores from the server against a contract without activation: the logits agree too
+    rc, verdicts = canary(infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path / "raw",
+                          "--reranker-activation", "none", "--reranker-raw-scores")
+    assert rc == 0 and verdicts["score_agreement"]["details"]["activation"] == "none"
+
+    # the deployment applies a sigmoid; a contract that declares none is a failed score agreement
+    rc, verdicts = canary(infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path / "act",
+                          "--reranker-activation", "none")
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert verdicts["score_agreement"]["passed"] is False
+    assert "FAIL  score agreement: max |served - reference|" in out and "after activation 'none'" in out
+
+    # the deployment uses the tokenizer's pair encoding; a contract with a one-text template differs
+    rc, verdicts = canary(infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path / "tpl",
+                          "--reranker-template", "query: {query} document: {document}")
+    assert rc == 1
+    assert verdicts["score_agreement"]["passed"] is False
