@@ -4,41 +4,28 @@ The corpus's vectors stay on disk (:class:`~evalsuite.encode.store.VectorStore`)
 finalized (Matryoshka cut, normalization) and searched with :func:`evalsuite.search.search`, and the
 per-block top ``k`` lists are merged per query. Peak memory is one block plus ``queries x k``
 candidates, whatever the corpus size, and the ranking is the one :func:`~evalsuite.search.search`
-gives over the whole corpus in memory, tie order included: each block is searched under stand-in
-document ids that sort exactly like the real ones (zero-padded positions in code-point order), and the
-merge orders candidates by (score, that position) in the direction the search's tie order uses.
+gives over the whole corpus in memory, in its documented tie order (score descending, then document
+id descending), also across blocks: each block is searched under stand-in document ids that sort
+exactly like the real ones (zero-padded positions in code-point order), and the merge orders the
+candidates by score descending, then that position descending.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from . import search as search_module
 from .encode.executors import DEFAULT_BLOCK_ROWS
 from .encode.store import VectorStore
 from .errors import ContractError, SpecError
+from .search import Ranking, search
 from .vectors import finalize
-
-
-def _ids_descending() -> bool:
-    """Whether the search's tie order puts the larger document id first."""
-    key = getattr(search_module, "tie_order_key", None)
-    return bool(key is not None and key("b", 0.0) < key("a", 0.0))
-
-
-def _as_ranking(docs: dict[str, tuple[str, ...]], scores: dict[str, tuple[float, ...]], k: int,
-                n: int) -> Mapping[str, Mapping[str, float]]:
-    ranking_type = getattr(search_module, "Ranking", None)
-    if ranking_type is not None and hasattr(ranking_type, "from_scores"):
-        return ranking_type(docs, scores, depth=k, corpus_size=n)  # type: ignore[no-any-return]
-    return {q: dict(zip(docs[q], scores[q], strict=True)) for q in docs}
 
 
 def block_search(query_vectors: np.ndarray, store: VectorStore, *, query_ids: Sequence[str],
                  doc_ids: Sequence[str], k: int, similarity: str, dim: int, normalize: bool,
-                 block_rows: int = DEFAULT_BLOCK_ROWS) -> Mapping[str, Mapping[str, float]]:
+                 block_rows: int = DEFAULT_BLOCK_ROWS) -> Ranking:
     """The top ``k`` documents per query over the stored (pooled) vectors, finalized to ``dim`` and
     ``normalize`` block by block; the same ranking as :func:`evalsuite.search.search` over all of them."""
     n = store.rows
@@ -55,7 +42,6 @@ def block_search(query_vectors: np.ndarray, store: VectorStore, *, query_ids: Se
     position = np.empty(n, dtype=np.int64)
     position[order] = np.arange(n)
     width = len(str(max(n - 1, 0)))
-    tie_sign = -1 if _ids_descending() else 1
     nq = len(qids)
     best_s = np.full((nq, k), -np.inf)
     best_p = np.full((nq, k), n, dtype=np.int64)
@@ -63,7 +49,7 @@ def block_search(query_vectors: np.ndarray, store: VectorStore, *, query_ids: Se
         block = finalize(store.read_block(start, stop), dim, normalize)
         stand_in = [f"{p:0{width}d}" for p in position[start:stop]]
         kb = min(k, stop - start)
-        part = search_module.search(query_vectors, block, query_ids=qids, doc_ids=stand_in, k=kb,
+        part = search(query_vectors, block, query_ids=qids, doc_ids=stand_in, k=kb,
                                     similarity=similarity)
         s = np.full((nq, kb), -np.inf)
         p = np.full((nq, kb), n, dtype=np.int64)
@@ -75,7 +61,8 @@ def block_search(query_vectors: np.ndarray, store: VectorStore, *, query_ids: Se
                 s[qi, :m] = list(hits.values())
         all_s = np.concatenate([best_s, s], axis=1)
         all_p = np.concatenate([best_p, p], axis=1)
-        pick = np.lexsort((tie_sign * all_p, -all_s), axis=-1)[:, :k]
+        # the documented tie order: score descending, then document id descending (larger position first)
+        pick = np.lexsort((-all_p, -all_s), axis=-1)[:, :k]
         best_s = np.take_along_axis(all_s, pick, axis=-1)
         best_p = np.take_along_axis(all_p, pick, axis=-1)
         del block, part
@@ -85,4 +72,4 @@ def block_search(query_vectors: np.ndarray, store: VectorStore, *, query_ids: Se
         keep = np.isfinite(best_s[qi])
         docs[qid] = tuple(str(doc_ids[j]) for j in order[best_p[qi][keep]])
         scores[qid] = tuple(best_s[qi][keep].tolist())
-    return _as_ranking(docs, scores, k, n)
+    return Ranking(docs, scores, depth=k, corpus_size=n)

@@ -12,7 +12,7 @@ def finalize(vectors: np.ndarray, dim: int, normalize: bool) -> np.ndarray:
     """Keep the first ``dim`` dimensions, then L2-normalize if asked (Matryoshka order)."""
     if dim > vectors.shape[1]:
         raise ValueError(f"dim {dim} exceeds the vectors' dimension {vectors.shape[1]}")
-    out = np.ascontiguousarray(vectors[:, :dim], dtype=np.float32)
+    out: np.ndarray = np.ascontiguousarray(vectors[:, :dim], dtype=np.float32)
     if normalize:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         out = out / np.where(norms > 0, norms, 1.0)
