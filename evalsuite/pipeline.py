@@ -24,6 +24,7 @@ from .datasets import Dataset, load_dataset
 from .encode.base import Encoder, EncodeStats
 from .encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
 from .encode.store import VectorStore
+from .errors import SpecError
 from .metrics import evaluate as score_metrics
 from .metrics import search_depth
 from .model import ModelInfo, resolve_model
@@ -47,9 +48,23 @@ def prepare(spec: RunSpec) -> Prepared:
     """Resolve and pin the model (revision errors come here, before any encoding), load the dataset."""
     info = resolve_model(spec.model, revision=spec.model_rev, tokenizer_revision=spec.tokenizer_rev)
     contract = build_contract(spec, info)
+    execution_of(spec)  # executor settings are checked before the dataset loads
+    if contract.index != "flat" and spec.chunk_size:
+        raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
     dataset = load_dataset(spec.dataset or default_dataset_dir(), spec.split, spec.qrels,
                            empty_docs=spec.empty_docs, empty_queries=spec.empty_queries)
     return Prepared(spec, info, contract, dataset)
+
+
+INDEX_IN_MEMORY = ("index {index!r} is built over the document vectors in memory; it cannot be combined with "
+                   "--chunk-size (block-wise exact search): drop one of the two")
+
+
+def execution_of(spec: RunSpec) -> Execution:
+    """Where and how the reference encodes, as the settings say (in this process, in memory, by default)."""
+    return Execution(executor=spec.executor, ray_address=spec.ray_address, ray_actors=spec.ray_actors,
+                     chunk_size=spec.chunk_size, block_rows=spec.block_rows,
+                     store_dir=Path(spec.store_dir) if spec.store_dir else None)
 
 
 def make_encoder(prepared: Prepared, *, dtype: str | None = None, max_length: int | None = None,
@@ -58,7 +73,7 @@ def make_encoder(prepared: Prepared, *, dtype: str | None = None, max_length: in
     wrapped by the embedding cache when enabled; the model loads on the first cache miss, never before."""
     spec, c = prepared.spec, prepared.contract
     dtype, max_length = dtype or c.dtype, max_length or c.max_length
-    execution = execution or Execution()
+    execution = execution or execution_of(spec)
 
     def build() -> Encoder:
         return build_encoder(prepared.model, execution, dtype=dtype, device=spec.device, max_length=max_length,
@@ -109,7 +124,7 @@ def manifest(prepared: Prepared, contract: Contract, *, device: str, run_id: str
         "contract": contract.to_dict(),
         "contract_fingerprint": contract.fingerprint(),
         "model": prepared.model.to_dict(),
-        "index": {"type": index_kind(contract.similarity), "similarity": contract.similarity,
+        "index": {"type": index_kind(contract.similarity), "spec": contract.index, "similarity": contract.similarity,
                   "dim": contract.dim, "normalized": contract.normalize, "vectors": ident.n_documents,
                   "dtype_stored": "float32"},
         "dataset": ident.manifest_dict(),
@@ -138,12 +153,24 @@ def score(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_pooled
         dv = finalize(d_pooled, contract.dim, contract.normalize)
         ranking = search(qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics),
                          similarity=contract.similarity)
+    index_entry: dict[str, Any] | None = None
+    if contract.index != "flat":  # the exact ranking is the ground truth the index is measured against
+        if dv is None:
+            raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
+        from .index.measure import evaluate_index
+        from .index.spec import parse_index
+
+        index_run = evaluate_index(parse_index(contract.index), qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids,
+                                   similarity=contract.similarity, k=search_depth(metrics), exact=ranking)
+        ranking, index_entry = index_run.ranking, index_run.report.manifest_entry()
     t1 = time.perf_counter()
     aggregate, per_query = score_metrics(ds.qrels, ranking, metrics)
     t2 = time.perf_counter()
     timing = dict(timing, search_seconds=round(t1 - t0, 4), score_seconds=round(t2 - t1, 4))
-    return Result(contract=contract,
-                  manifest=manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12]),
+    man = manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12])
+    if index_entry is not None:
+        man["index"].update(index_entry)
+    return Result(contract=contract, manifest=man,
                   dataset=ds, metrics=aggregate, per_query=per_query, timing=timing, ranking=ranking,  # type: ignore[arg-type]
                   query_vectors=qv if keep_vectors else None, doc_vectors=dv if keep_vectors else None,
                   warnings=list(ds.warnings))
@@ -159,7 +186,7 @@ def run(spec: RunSpec, prepared: Prepared | None = None, encoder: Encoder | None
     """Evaluate one contract on one dataset (on ``execution``'s executor; chunked and block-wise from a
     memory-mapped store when its ``chunk_size`` is set)."""
     prepared = prepared or prepare(spec)
-    execution = execution or Execution()
+    execution = execution or execution_of(spec)
     encoder = encoder or make_encoder(prepared, execution=execution)
     c, ds = prepared.contract, prepared.dataset
     before = stats_snapshot(encoder)
