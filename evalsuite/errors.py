@@ -49,3 +49,11 @@ class EndpointError(EvalsuiteError):
 
 class CacheError(EvalsuiteError):
     """An embedding cache entry is unusable."""
+
+
+class ExecutorError(EvalsuiteError):
+    """The encoding executor (e.g. a Ray cluster or one of its actors) failed or cannot be reached."""
+
+
+class StoreError(EvalsuiteError):
+    """The on-disk vector store of a run cannot be created, written or read."""

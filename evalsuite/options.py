@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 
 from .contract import DTYPES, POOLINGS, SIMILARITIES, TRUNCATIONS
 from .datasets.model import EMPTY_POLICIES
+from .encode.executors import EXECUTORS
+from .index.spec import canonical as canonical_index
 from .errors import SpecError
 from .metrics import parse_metrics
 from .spec import RunSpec
@@ -124,6 +126,18 @@ RUN_OPTIONS: tuple[Option, ...] = (
     run_option("--batch-size", "max texts per forward batch", {"type": int_at_least(1)}),
     Option("--trust-remote-code", "allow the model repository's own Python code to run (off by default)",
            {"action": "store_const", "const": True}),
+    run_option("--index", "FAISS index searched: flat (exact), hnsw[:M=32,efc=40,ef=64], ivf[:nlist=256,nprobe=16], "
+               "ivfpq[:nlist=256,m=..,nbits=8], sq8, binary[+rescore=R]; parameters are clamped to the corpus "
+               "and recorded", {"type": spec_type(canonical_index, "index")}),
+    run_option("--executor", "where the reference encoder runs: in-process, or ray (extra evalsuite[ray])",
+               {"choices": EXECUTORS}),
+    Option("--ray-address", "HOST:PORT or ray://HOST:PORT of a running Ray cluster (default: a local Ray)"),
+    run_option("--ray-actors", "models encoding at once on Ray (one GPU each where CUDA is present)",
+               {"type": int_at_least(1)}),
+    run_option("--chunk-size", "encode N documents at a time into an on-disk vector store and search it block by "
+               "block (bounded memory); 0 keeps the vectors in memory", {"type": int_at_least(0)}),
+    run_option("--block-rows", "stored vectors per search block", {"type": int_at_least(1)}),
+    Option("--store-dir", "directory for the run's vector store with --chunk-size (default: a temporary one)"),
     Option("--cache-dir", "embedding cache directory (default: the user cache directory)"),
     Option("--no-cache", "do not read or write the embedding cache",
            {"action": "store_const", "const": False, "dest_name": "use_cache"}),

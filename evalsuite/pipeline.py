@@ -5,18 +5,26 @@ The CLI and the pytest plugin both call these functions; neither holds logic the
 
 from __future__ import annotations
 
+import tempfile
 import time
 import uuid
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from . import __version__
+from .blocksearch import block_search
 from .contract import Contract
 from .datasets import Dataset, load_dataset
-from .encode.base import EncodeStats, Encoder
+from .encode.base import Encoder, EncodeStats
+from .encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
+from .encode.store import VectorStore
+from .errors import SpecError
 from .metrics import evaluate as score_metrics
 from .metrics import search_depth
 from .model import ModelInfo, resolve_model
@@ -40,26 +48,42 @@ def prepare(spec: RunSpec) -> Prepared:
     """Resolve and pin the model (revision errors come here, before any encoding), load the dataset."""
     info = resolve_model(spec.model, revision=spec.model_rev, tokenizer_revision=spec.tokenizer_rev)
     contract = build_contract(spec, info)
+    execution_of(spec)  # executor settings are checked before the dataset loads
+    if contract.index != "flat" and spec.chunk_size:
+        raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
     dataset = load_dataset(spec.dataset or default_dataset_dir(), spec.split, spec.qrels,
                            empty_docs=spec.empty_docs, empty_queries=spec.empty_queries)
     return Prepared(spec, info, contract, dataset)
 
 
-def make_encoder(prepared: Prepared, *, dtype: str | None = None, max_length: int | None = None) -> Encoder:
-    """The local reference encoder for this contract (wrapped by the embedding cache when enabled)."""
-    from .encode.local import LocalEncoder
+INDEX_IN_MEMORY = ("index {index!r} is built over the document vectors in memory; it cannot be combined with "
+                   "--chunk-size (block-wise exact search): drop one of the two")
 
+
+def execution_of(spec: RunSpec) -> Execution:
+    """Where and how the reference encodes, as the settings say (in this process, in memory, by default)."""
+    return Execution(executor=spec.executor, ray_address=spec.ray_address, ray_actors=spec.ray_actors,
+                     chunk_size=spec.chunk_size, block_rows=spec.block_rows,
+                     store_dir=Path(spec.store_dir) if spec.store_dir else None)
+
+
+def make_encoder(prepared: Prepared, *, dtype: str | None = None, max_length: int | None = None,
+                 execution: Execution | None = None) -> Encoder:
+    """The reference encoder for this contract on ``execution``'s executor (in this process by default),
+    wrapped by the embedding cache when enabled; the model loads on the first cache miss, never before."""
     spec, c = prepared.spec, prepared.contract
     dtype, max_length = dtype or c.dtype, max_length or c.max_length
+    execution = execution or execution_of(spec)
 
     def build() -> Encoder:
-        return LocalEncoder(prepared.model, dtype=dtype, device=spec.device, max_length=max_length,
-                            truncation=c.truncation, batch_size=spec.batch_size,
-                            trust_remote_code=spec.trust_remote_code)
+        return build_encoder(prepared.model, execution, dtype=dtype, device=spec.device, max_length=max_length,
+                             truncation=c.truncation, batch_size=spec.batch_size,
+                             trust_remote_code=spec.trust_remote_code)
 
     if not spec.use_cache:
         return build()
-    from .encode.cache import CachedEncoder, EmbeddingCache
+    from .encode.cache import EmbeddingCache
+    from .encode.cached import CachedEncoder
 
     return CachedEncoder(EmbeddingCache(spec.cache_dir), prepared.model, dtype=dtype, max_length=max_length,
                          truncation=c.truncation, device=spec.device, factory=build)
@@ -76,17 +100,31 @@ def encode_dataset(encoder: Encoder, contract: Contract, dataset: Dataset,
     return q, d
 
 
+def encode_to_store(encoder: Encoder, contract: Contract, texts: Callable[[Sequence[str]], list[str]],
+                    ids: Sequence[str], store_dir: Path, *, chunk_size: int, poolings: Sequence[str],
+                    role: str = "document", dim: int) -> dict[str, VectorStore]:
+    """Encode ``ids`` (their texts fetched by ``texts`` chunk by chunk) ``chunk_size`` at a time into one
+    memory-mapped store per pooling; only one chunk's texts, tokens and vectors are held at once."""
+    stores = {p: VectorStore.create(store_dir / f"{role}-{p}.npy", len(ids), dim) for p in poolings}
+    for start in range(0, len(ids), chunk_size):
+        chunk = list(ids[start:start + chunk_size])
+        vectors = encoder.encode(contract.render_all(role, texts(chunk)), poolings=poolings, ids=chunk, role=role)
+        for p in poolings:
+            stores[p].write(start, vectors[p])
+    return stores
+
+
 def manifest(prepared: Prepared, contract: Contract, *, device: str, run_id: str) -> dict[str, Any]:
     """The index manifest: what a query service must match to use these vectors."""
     ident = prepared.dataset.identity
     return {
         "run_id": run_id,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "evalsuite_version": __version__,
         "contract": contract.to_dict(),
         "contract_fingerprint": contract.fingerprint(),
         "model": prepared.model.to_dict(),
-        "index": {"type": index_kind(contract.similarity), "similarity": contract.similarity,
+        "index": {"type": index_kind(contract.similarity), "spec": contract.index, "similarity": contract.similarity,
                   "dim": contract.dim, "normalized": contract.normalize, "vectors": ident.n_documents,
                   "dtype_stored": "float32"},
         "dataset": ident.manifest_dict(),
@@ -95,23 +133,45 @@ def manifest(prepared: Prepared, contract: Contract, *, device: str, run_id: str
     }
 
 
-def score(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_pooled: np.ndarray, *,
+def score(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_pooled: np.ndarray | VectorStore, *,
           metrics: Sequence[str], timing: dict[str, Any], device: str, run_id: str | None = None,
-          keep_vectors: bool = True) -> Result:
-    """Finalize vectors for ``contract`` (dim, normalize), search with FAISS, score with ranx."""
+          keep_vectors: bool = True, block_rows: int = DEFAULT_BLOCK_ROWS) -> Result:
+    """Finalize vectors for ``contract`` (dim, normalize), search with FAISS, score with ranx.
+
+    Document vectors in a :class:`VectorStore` are searched block by block (``block_rows`` at a time) and
+    never loaded whole; the ranking is the same as in memory.
+    """
     ds = prepared.dataset
     qv = finalize(q_pooled, contract.dim, contract.normalize)
-    dv = finalize(d_pooled, contract.dim, contract.normalize)
     t0 = time.perf_counter()
-    ranking = search(qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics),
-                     similarity=contract.similarity)
+    dv: np.ndarray | None = None
+    if isinstance(d_pooled, VectorStore):
+        ranking = block_search(qv, d_pooled, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics),
+                               similarity=contract.similarity, dim=contract.dim, normalize=contract.normalize,
+                               block_rows=block_rows)
+    else:
+        dv = finalize(d_pooled, contract.dim, contract.normalize)
+        ranking = search(qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics),
+                         similarity=contract.similarity)
+    index_entry: dict[str, Any] | None = None
+    if contract.index != "flat":  # the exact ranking is the ground truth the index is measured against
+        if dv is None:
+            raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
+        from .index.measure import evaluate_index
+        from .index.spec import parse_index
+
+        index_run = evaluate_index(parse_index(contract.index), qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids,
+                                   similarity=contract.similarity, k=search_depth(metrics), exact=ranking)
+        ranking, index_entry = index_run.ranking, index_run.report.manifest_entry()
     t1 = time.perf_counter()
     aggregate, per_query = score_metrics(ds.qrels, ranking, metrics)
     t2 = time.perf_counter()
     timing = dict(timing, search_seconds=round(t1 - t0, 4), score_seconds=round(t2 - t1, 4))
-    return Result(contract=contract,
-                  manifest=manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12]),
-                  dataset=ds, metrics=aggregate, per_query=per_query, timing=timing, ranking=ranking,
+    man = manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12])
+    if index_entry is not None:
+        man["index"].update(index_entry)
+    return Result(contract=contract, manifest=man,
+                  dataset=ds, metrics=aggregate, per_query=per_query, timing=timing, ranking=ranking,  # type: ignore[arg-type]
                   query_vectors=qv if keep_vectors else None, doc_vectors=dv if keep_vectors else None,
                   warnings=list(ds.warnings))
 
@@ -121,23 +181,52 @@ def encode_timing(stats_by_role: dict[str, EncodeStats], seconds: float) -> dict
             "queries": stats_by_role["query"].to_dict(), "documents": stats_by_role["document"].to_dict()}
 
 
-def run(spec: RunSpec, prepared: Prepared | None = None, encoder: Encoder | None = None) -> Result:
-    """Evaluate one contract on one dataset."""
+def run(spec: RunSpec, prepared: Prepared | None = None, encoder: Encoder | None = None, *,
+        execution: Execution | None = None) -> Result:
+    """Evaluate one contract on one dataset (on ``execution``'s executor; chunked and block-wise from a
+    memory-mapped store when its ``chunk_size`` is set)."""
     prepared = prepared or prepare(spec)
-    encoder = encoder or make_encoder(prepared)
-    c = prepared.contract
+    execution = execution or execution_of(spec)
+    encoder = encoder or make_encoder(prepared, execution=execution)
+    c, ds = prepared.contract, prepared.dataset
     before = stats_snapshot(encoder)
+    served_before = {r: st.copy() for r, st in getattr(encoder, "cached_by_role", {}).items()}
     cache = getattr(encoder, "cache_stats", None)
     hits_before = (cache.hits, cache.misses) if cache is not None else None
-    t0 = time.perf_counter()
-    q, d = encode_dataset(encoder, c, prepared.dataset, [c.pooling])
-    seconds = time.perf_counter() - t0
-    timing = encode_timing(role_stats_since(encoder, before), seconds)
-    if cache is not None and hits_before is not None:
-        timing["cache"] = {"hits": cache.hits - hits_before[0], "misses": cache.misses - hits_before[1],
-                           "corrupt": cache.corrupt}
-    return score(prepared, c, q[c.pooling], d[c.pooling], metrics=spec.metrics, timing=timing,
-                 device=encoder.device)
+    with ExitStack() as stack:
+        t0 = time.perf_counter()
+        if execution.blockwise:
+            store_dir = execution.store_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(
+                prefix="evalsuite-store-")))
+            q = encoder.encode(c.render_all("query", [ds.queries[i] for i in ds.query_ids]), poolings=[c.pooling],
+                               ids=ds.query_ids, role="query")
+            stores = encode_to_store(encoder, c, lambda ids: [ds.corpus[i] for i in ids], ds.doc_ids, store_dir,
+                                     chunk_size=execution.chunk_size, poolings=[c.pooling],
+                                     dim=prepared.model.hidden_size)
+            d: dict[str, np.ndarray | VectorStore] = dict(stores)
+        else:
+            q, d_mem = encode_dataset(encoder, c, ds, [c.pooling])
+            d = dict(d_mem)
+        seconds = time.perf_counter() - t0
+        timing = encode_timing(role_stats_since(encoder, before), seconds)
+        if cache is not None and hits_before is not None:
+            timing["cache"] = {"hits": cache.hits - hits_before[0], "misses": cache.misses - hits_before[1],
+                               "corrupt": cache.corrupt}
+        add_cached_counts(timing, getattr(encoder, "cached_by_role", None), served_before)
+        return score(prepared, c, q[c.pooling], d[c.pooling], metrics=spec.metrics, timing=timing,
+                     device=encoder.device, keep_vectors=not execution.blockwise, block_rows=execution.block_rows)
+
+
+def add_cached_counts(timing: dict[str, Any], served: dict[str, EncodeStats] | None,
+                      before: dict[str, EncodeStats]) -> None:
+    """Per role, the texts served from the cache with the token and truncation counts stored when they were
+    encoded (``cached_texts``, ``cached_tokens``, ``cached_truncated``): a warm run reports what the cold
+    one did without a tokenizer."""
+    if served is None:
+        return
+    for role, name in (("query", "queries"), ("document", "documents")):
+        d = served.get(role, EncodeStats()).minus(before.get(role, EncodeStats()))
+        timing[name].update(cached_texts=d.texts, cached_tokens=d.tokens, cached_truncated=d.truncated)
 
 
 def role_stats_since(encoder: Encoder, before: dict[str, EncodeStats]) -> dict[str, EncodeStats]:

@@ -42,6 +42,13 @@ class RunSpec:
     trust_remote_code: bool = False
     cache_dir: str | None = None
     use_cache: bool = True
+    index: str = "flat"
+    executor: str = "in-process"
+    ray_address: str | None = None
+    ray_actors: int = 1
+    chunk_size: int = 0
+    block_rows: int = 262_144
+    store_dir: str | None = None
     slice_by: tuple[str, ...] | None = None  # metadata fields to slice by (None: topic/domain when the queries have them)
 
     def replace(self, **changes: Any) -> "RunSpec":
@@ -105,7 +112,7 @@ def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
         model=info.name, model_revision=info.revision, tokenizer_revision=info.tokenizer_revision,
         pooling=pooling, normalize=normalize, query_prefix=query_prefix, doc_prefix=doc_prefix,
         dtype=spec.dtype, max_length=max_length, truncation=spec.truncation, dim=dim, similarity=similarity,
-        matryoshka_dims=info.matryoshka_dims,
+        matryoshka_dims=info.matryoshka_dims, index=spec.index,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,7 +12,7 @@ def finalize(vectors: np.ndarray, dim: int, normalize: bool) -> np.ndarray:
     """Keep the first ``dim`` dimensions, then L2-normalize if asked (Matryoshka order)."""
     if dim > vectors.shape[1]:
         raise ValueError(f"dim {dim} exceeds the vectors' dimension {vectors.shape[1]}")
-    out = np.ascontiguousarray(vectors[:, :dim], dtype=np.float32)
+    out: np.ndarray = np.ascontiguousarray(vectors[:, :dim], dtype=np.float32)
     if normalize:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         out = out / np.where(norms > 0, norms, 1.0)
@@ -63,3 +64,25 @@ def check_vectors(vectors: np.ndarray, *, dim: int, normalized: bool, tol: float
         min_norm=float(fn.min()) if fn.size else float("nan"),
         max_norm=float(fn.max()) if fn.size else float("nan"),
     )
+
+
+def check_vector_blocks(blocks: Iterable[np.ndarray], *, dim: int, normalized: bool,
+                        tol: float = 1e-3) -> IntegrityReport:
+    """:func:`check_vectors` over consecutive row blocks (a stored corpus), row numbers counted across blocks."""
+    n, got_dim, wrong = 0, dim, False
+    non_finite: list[int] = []
+    zero: list[int] = []
+    bad: list[int] = []
+    lo, hi = float("inf"), float("-inf")
+    for block in blocks:
+        r = check_vectors(block, dim=dim, normalized=normalized, tol=tol)
+        non_finite += [n + i for i in r.non_finite]
+        zero += [n + i for i in r.zero]
+        bad += [n + i for i in r.bad_norm]
+        wrong, got_dim = wrong or r.wrong_dim, r.dim if r.wrong_dim else got_dim
+        if r.min_norm == r.min_norm:  # not NaN: the block had usable rows
+            lo, hi = min(lo, r.min_norm), max(hi, r.max_norm)
+        n += r.n
+    return IntegrityReport(n=n, dim=got_dim, non_finite=tuple(non_finite), zero=tuple(zero), bad_norm=tuple(bad),
+                           wrong_dim=wrong, min_norm=lo if n and lo != float("inf") else float("nan"),
+                           max_norm=hi if n and hi != float("-inf") else float("nan"))

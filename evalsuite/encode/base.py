@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -19,19 +20,30 @@ class EncodeStats:
     batches: int = 0
     seconds: float = 0.0
 
-    def copy(self) -> "EncodeStats":
+    def copy(self) -> EncodeStats:
         return EncodeStats(**vars(self))
 
-    def minus(self, other: "EncodeStats") -> "EncodeStats":
+    def minus(self, other: EncodeStats) -> EncodeStats:
         return EncodeStats(**{k: getattr(self, k) - getattr(other, k) for k in vars(self)})
 
-    def add(self, other: "EncodeStats") -> None:
+    def add(self, other: EncodeStats) -> None:
         for k in ("texts", "tokens", "padded_tokens", "truncated", "batches", "seconds"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
 
     def to_dict(self) -> dict[str, float | int]:
         return {"texts": self.texts, "tokens": self.tokens, "padded_tokens": self.padded_tokens,
                 "truncated": self.truncated, "batches": self.batches, "seconds": round(self.seconds, 4)}
+
+
+@dataclass(frozen=True)
+class EncodedRows:
+    """Part of a streamed encode: ``rows`` index the call's texts; per row its vector per pooling, its
+    token count (after truncation) and whether it was truncated."""
+
+    rows: np.ndarray
+    vectors: dict[str, np.ndarray]
+    tokens: np.ndarray
+    truncated: np.ndarray
 
 
 class Encoder(Protocol):
@@ -43,8 +55,11 @@ class Encoder(Protocol):
     counters per role ("query", "document") over all calls.
     """
 
-    device: str
-    stats_by_role: dict[str, EncodeStats]
+    @property
+    def device(self) -> str: ...
+
+    @property
+    def stats_by_role(self) -> dict[str, EncodeStats]: ...
 
     def encode(self, texts: Sequence[str], *, poolings: Sequence[str],
                ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]: ...

@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import ModelError, SpecError, TruncationError
 from ..model import ModelInfo
-from .base import EncodeStats
+from .base import EncodedRows, EncodeStats
 
 _TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
@@ -62,8 +63,8 @@ class LocalEncoder:
         self.max_batch_tokens = max_batch_tokens
         self.progress = progress_enabled() if progress is None else progress
         self.stats_by_role: dict[str, EncodeStats] = {}
-        transformers.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
+        transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(info.tokenizer_path), local_files_only=True,
                                                            trust_remote_code=trust_remote_code)
@@ -81,14 +82,14 @@ class LocalEncoder:
     def release(self) -> None:
         """Drop the model and tokenizer (counters stay); the encoder cannot encode afterwards."""
         self.model = None
-        self.tokenizer = None
+        self.tokenizer = None  # type: ignore[assignment]
 
     # -- tokenization -------------------------------------------------------------------------
-    def _tokenize(self, texts: list[str], ids: Sequence[str] | None) -> tuple[list[list[int]], int]:
-        """Token ids per text, truncated to max_length; and how many texts were truncated."""
+    def _tokenize(self, texts: list[str], ids: Sequence[str] | None) -> tuple[list[list[int]], np.ndarray]:
+        """Token ids per text, truncated to max_length; and which texts were truncated."""
         probe = self.max_length + 1
         out: list[list[int]] = []
-        truncated = 0
+        truncated = np.zeros(len(texts), dtype=bool)
         for start in range(0, len(texts), 4096):
             chunk = texts[start:start + 4096]
             enc = self.tokenizer(chunk, truncation=True, max_length=probe, padding=False,
@@ -105,15 +106,17 @@ class LocalEncoder:
                 fixed = self.tokenizer([chunk[i] for i in long], truncation=True, max_length=self.max_length,
                                        padding=False, return_attention_mask=False,
                                        return_token_type_ids=False)["input_ids"]
-                for i, row in zip(long, fixed):
+                for i, row in zip(long, fixed, strict=True):
                     enc[i] = row
-                truncated += len(long)
+                truncated[[start + i for i in long]] = True
             out.extend(enc)
         return out, truncated
 
     def _batches(self, lengths: np.ndarray) -> list[np.ndarray]:
         order = np.argsort(-lengths, kind="stable")
-        batches, cur, cur_max = [], [], 0
+        batches: list[np.ndarray] = []
+        cur: list[int] = []
+        cur_max = 0
         for i in order:
             n = int(lengths[i])
             new_max = max(cur_max, n)
@@ -130,6 +133,18 @@ class LocalEncoder:
     def encode(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
                ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]:
         """Pooled full-dimension float32 vectors (not normalized) per pooling, rows in input order."""
+        poolings = list(dict.fromkeys(poolings))
+        out = {p: np.zeros((len(texts), self.info.hidden_size), dtype=np.float32) for p in poolings}
+        for part in self.encode_stream(texts, poolings=poolings, ids=ids, role=role):
+            for p in poolings:
+                out[p][part.rows] = part.vectors[p]
+        return out
+
+    def encode_stream(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
+                      ids: Sequence[str] | None = None,
+                      role: str = "document") -> Iterator[EncodedRows]:
+        """One :class:`EncodedRows` per batch as it is computed (rows index ``texts``); the role's counters
+        grow batch by batch, so an interrupted stream still counts what it finished."""
         import torch
 
         from .pooling import pool
@@ -137,41 +152,42 @@ class LocalEncoder:
         t0 = time.perf_counter()
         poolings = list(dict.fromkeys(poolings))
         n = len(texts)
-        hidden = self.info.hidden_size
-        out = {p: np.zeros((n, hidden), dtype=np.float32) for p in poolings}
-        stats = EncodeStats(texts=n)
+        stats = self.stats_by_role.setdefault(role, EncodeStats())
         if n == 0:
-            self.stats_by_role.setdefault(role, EncodeStats())
-            return out
-        token_ids, stats.truncated = self._tokenize(list(texts), ids)
+            return
+        token_ids, truncated = self._tokenize(list(texts), ids)
         lengths = np.fromiter((len(r) for r in token_ids), dtype=np.int64, count=n)
-        stats.tokens = int(lengths.sum())
+        stats.texts += n
+        stats.tokens += int(lengths.sum())
+        stats.truncated += int(truncated.sum())
         bar: Any = None
         if self.progress:
             from tqdm import tqdm
 
             bar = tqdm(total=n, desc=f"encode {role}s", unit="text", leave=False)
-        with torch.inference_mode():
+        try:
             for idx in self._batches(lengths):
-                width = int(lengths[idx].max())
-                ids_arr = np.full((len(idx), width), self.pad_id, dtype=np.int64)
-                mask = np.zeros((len(idx), width), dtype=np.int64)
-                for row, i in enumerate(idx):
-                    ids_arr[row, :lengths[i]] = token_ids[i]
-                    mask[row, :lengths[i]] = 1
-                inputs = {"input_ids": torch.from_numpy(ids_arr).to(self.device),
-                          "attention_mask": torch.from_numpy(mask).to(self.device)}
-                if self.use_token_types:
-                    inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
-                h = self.model(**inputs).last_hidden_state.float()
-                for p in poolings:
-                    out[p][idx] = pool(h, inputs["attention_mask"], p).cpu().numpy()
+                with torch.inference_mode():
+                    width = int(lengths[idx].max())
+                    ids_arr = np.full((len(idx), width), self.pad_id, dtype=np.int64)
+                    mask = np.zeros((len(idx), width), dtype=np.int64)
+                    for row, i in enumerate(idx):
+                        ids_arr[row, :lengths[i]] = token_ids[i]
+                        mask[row, :lengths[i]] = 1
+                    inputs = {"input_ids": torch.from_numpy(ids_arr).to(self.device),
+                              "attention_mask": torch.from_numpy(mask).to(self.device)}
+                    if self.use_token_types:
+                        inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
+                    h = self.model(**inputs).last_hidden_state.float()
+                    vectors = {p: pool(h, inputs["attention_mask"], p).cpu().numpy() for p in poolings}
                 stats.padded_tokens += len(idx) * width
                 stats.batches += 1
+                stats.seconds += time.perf_counter() - t0
+                t0 = time.perf_counter()
                 if bar is not None:
                     bar.update(len(idx))
-        if bar is not None:
-            bar.close()
-        stats.seconds = time.perf_counter() - t0
-        self.stats_by_role.setdefault(role, EncodeStats()).add(stats)
-        return out
+                yield EncodedRows(idx, vectors, lengths[idx].astype(np.int32), truncated[idx])
+        finally:
+            stats.seconds += time.perf_counter() - t0
+            if bar is not None:
+                bar.close()

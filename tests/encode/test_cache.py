@@ -5,8 +5,8 @@ import warnings
 import numpy as np
 import pytest
 
-from evalsuite.encode.cache import (CacheCorruptionWarning, CachedEncoder, EmbeddingCache, ShardKey,
-                                    default_cache_dir, text_hash)
+from evalsuite.encode.cache import CacheCorruptionWarning, EmbeddingCache, ShardKey, default_cache_dir, text_hash
+from evalsuite.encode.cached import CachedEncoder
 from evalsuite.encode.local import LocalEncoder
 from evalsuite.model import resolve_model
 
@@ -124,7 +124,7 @@ def test_partial_hits_encode_only_the_missing_texts_and_poolings(info, tmp_path)
     out = enc.encode(TEXTS, poolings=["mean", "last"], role="document")
     assert enc.stats_by_role["document"].texts == len(TEXTS)  # 'last' was missing for every text
     enc2 = _cached(info, tmp_path, loads)
-    enc2.encode(TEXTS + ["a new text about bread"], poolings=["mean", "last"], role="document")
+    enc2.encode([*TEXTS, "a new text about bread"], poolings=["mean", "last"], role="document")
     assert enc2.stats_by_role["document"].texts == 1
     direct = LocalEncoder(info, device="cpu", max_length=64).encode(TEXTS, poolings=["mean", "last"])
     for p in ("mean", "last"):

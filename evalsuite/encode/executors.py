@@ -1,0 +1,63 @@
+"""How a run encodes and searches: in this process (the default) or on Ray Data; in memory or chunked.
+
+The spec says *what* is evaluated; an :class:`Execution` says *how*. The in-process executor needs
+nothing beyond the model stack; ``executor="ray"`` imports Ray only when the first text is encoded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import SpecError
+
+if TYPE_CHECKING:
+    from ..model import ModelInfo
+    from .base import Encoder
+
+EXECUTORS = ("in-process", "ray")
+DEFAULT_CHUNK = 65_536
+DEFAULT_BLOCK_ROWS = 262_144
+
+
+@dataclass(frozen=True)
+class Execution:
+    """``chunk_size`` 0 keeps the corpus's vectors in memory; N encodes N documents at a time into a
+    memory-mapped store under ``store_dir`` (a temporary directory when None) and searches it in blocks
+    of ``block_rows``. ``ray_address`` None starts (or reuses) a local Ray; ``ray_actors`` models run at once."""
+
+    executor: str = "in-process"
+    ray_address: str | None = None
+    ray_actors: int = 1
+    chunk_size: int = 0
+    block_rows: int = DEFAULT_BLOCK_ROWS
+    store_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise SpecError(f"executor {self.executor!r} is not valid; choose one of {', '.join(EXECUTORS)}")
+        if self.ray_address is not None and self.executor != "ray":
+            raise SpecError("--ray-address is only used with --executor ray")
+        if self.ray_actors < 1 or self.chunk_size < 0 or self.block_rows < 1:
+            raise SpecError(f"ray_actors ({self.ray_actors}) and block_rows ({self.block_rows}) must be >= 1 and "
+                            f"chunk_size ({self.chunk_size}) >= 0 (0: in memory)")
+
+    @property
+    def blockwise(self) -> bool:
+        return self.chunk_size > 0
+
+
+def build_encoder(info: ModelInfo, execution: Execution, *, dtype: str, device: str, max_length: int,
+                  truncation: str, batch_size: int, trust_remote_code: bool) -> Encoder:
+    """The model encoder for ``execution`` (the embedding cache wraps it when enabled)."""
+    if execution.executor == "ray":
+        from .ray_executor import RayEncoder
+
+        return RayEncoder(info, dtype=dtype, device=device, max_length=max_length, truncation=truncation,
+                          batch_size=batch_size, trust_remote_code=trust_remote_code,
+                          address=execution.ray_address, actors=execution.ray_actors)
+    from .local import LocalEncoder
+
+    return LocalEncoder(info, dtype=dtype, device=device, max_length=max_length, truncation=truncation,
+                        batch_size=batch_size, trust_remote_code=trust_remote_code)
