@@ -49,6 +49,15 @@ class RunSpec:
     chunk_size: int = 0
     block_rows: int = 262_144
     store_dir: str | None = None
+    # a served deployment as the encoder (empty: the local reference model); None: the client's default
+    endpoints: tuple[str, ...] = ()
+    served_model: str | None = None
+    api_key_env: str | None = None
+    endpoint_timeout: float | None = None
+    endpoint_concurrency: int | None = None
+    endpoint_batch_size: int | None = None
+    encoding_format: str | None = None
+    endpoint_dimensions: bool = False
 
     def replace(self, **changes: Any) -> "RunSpec":
         return dataclasses.replace(self, **changes)
@@ -64,6 +73,9 @@ class RunSpec:
             kw[name] = value
         if "metrics" in kw:
             kw["metrics"] = parse_metrics(kw["metrics"])
+        if "endpoints" in kw:
+            urls = kw["endpoints"]
+            kw["endpoints"] = (urls,) if isinstance(urls, str) else tuple(str(u) for u in urls)
         return cls(**kw)
 
 
