@@ -195,8 +195,11 @@ class FleetEncoder:
                 with lock:
                     self.batches_by_url[member.config.url] += 1
 
+        # interleaved (one worker per member, then a second per member, ...) so that a call of few batches
+        # still goes to every member
+        most = max(m.config.concurrency for m in self.members)
         threads = [threading.Thread(target=worker, args=(m,), daemon=True, name=f"fleet-{k}-{j}")
-                   for k, m in enumerate(self.members) for j in range(m.config.concurrency)]
+                   for j in range(most) for k, m in enumerate(self.members) if j < m.config.concurrency]
         for t in threads:
             t.start()
         for t in threads:
