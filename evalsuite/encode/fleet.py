@@ -66,9 +66,12 @@ class FleetConfig:
         return Secret.validated(value, self.api_key_env)
 
     def endpoint_config(self, url: str, *, model: str | None, api_key: Secret | None) -> EndpointConfig:
-        given = {"timeout": self.timeout, "concurrency": self.concurrency, "batch_size": self.batch_size,
-                 "encoding_format": self.encoding_format}
-        return EndpointConfig(url, model=model, api_key=api_key, **{k: v for k, v in given.items() if v is not None})
+        default = EndpointConfig(url)
+        return EndpointConfig(
+            url, model=model, api_key=api_key, timeout=default.timeout if self.timeout is None else self.timeout,
+            concurrency=default.concurrency if self.concurrency is None else self.concurrency,
+            batch_size=default.batch_size if self.batch_size is None else self.batch_size,
+            encoding_format=default.encoding_format if self.encoding_format is None else self.encoding_format)
 
 
 class FleetEncoder:
