@@ -179,6 +179,9 @@ def test_dim_is_cut_here_unless_the_server_is_asked_for_it(fault_server, tiny_mo
     asked = run(spec_of(tiny_model_dir, canary_dataset, fault_server.url, dim=16, endpoint_dimensions=True))
     assert fault_server.bodies and all(body["dimensions"] == 16 for body in fault_server.bodies)
     assert asked.manifest["encoder"]["dimensions_requested"] == 16
+    blockwise = run(spec_of(tiny_model_dir, canary_dataset, fault_server.url, dim=16, endpoint_dimensions=True,
+                            chunk_size=3))  # served 16-column vectors stored chunk by chunk, searched block-wise
+    assert blockwise.metrics == pytest.approx(asked.metrics, abs=1e-6) and blockwise.ranking == asked.ranking
     for result in (cut_here, asked):
         assert result.query_vectors.shape[1] == 16
         assert cosines(result.doc_vectors, local.doc_vectors).min() >= 0.9999
