@@ -33,7 +33,7 @@ from .metrics import search_depth
 from .model import ModelInfo, resolve_model
 from .result import Result
 from .search import index_kind, search
-from .spec import RunSpec, build_contract, default_dataset_dir, library_versions
+from .spec import RunSpec, build_contract, check_endpoint_settings, default_dataset_dir, library_versions
 from .vectors import finalize
 
 
@@ -52,6 +52,7 @@ def prepare(spec: RunSpec) -> Prepared:
     info = resolve_model(spec.model, revision=spec.model_rev, tokenizer_revision=spec.tokenizer_rev)
     contract = build_contract(spec, info)
     execution_of(spec)  # executor settings are checked before the dataset loads
+    check_endpoint_settings(spec)
     if contract.index != "flat" and spec.chunk_size:
         raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
     dataset = load_dataset(spec.dataset or default_dataset_dir(), spec.split, spec.qrels,

@@ -79,6 +79,22 @@ class RunSpec:
         return cls(**kw)
 
 
+ENDPOINT_SETTINGS = {"served_model": "--served-model", "api_key_env": "--api-key-env",
+                     "endpoint_timeout": "--endpoint-timeout", "endpoint_concurrency": "--endpoint-concurrency",
+                     "endpoint_batch_size": "--endpoint-batch-size", "encoding_format": "--encoding-format",
+                     "endpoint_dimensions": "--endpoint-dimensions"}
+
+
+def check_endpoint_settings(spec: RunSpec) -> None:
+    """Endpoint client settings without an endpoint would be ignored in silence: a usage error instead."""
+    if spec.endpoints:
+        return
+    given = [flag for name, flag in ENDPOINT_SETTINGS.items() if getattr(spec, name) not in (None, False)]
+    if given:
+        raise SpecError(f"{', '.join(given)} set(s) how to call a served model, but no --endpoint URL is given: "
+                        "add --endpoint URL, or drop the option")
+
+
 def default_dataset_dir() -> Path:
     """The bundled fixture dataset, found beside the package (source checkout) or in the cwd."""
     here = Path(__file__).resolve().parent.parent / "fixtures" / "minibeir"

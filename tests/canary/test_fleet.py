@@ -202,6 +202,11 @@ def test_run_endpoint_options_are_the_canary_client_options(tiny_model_dir):
     assert args.endpoints == ["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--endpoint", "ftp://x"])
+    from evalsuite.errors import SpecError
+    from evalsuite.pipeline import prepare
+
+    with pytest.raises(SpecError, match="--endpoint-batch-size.*no --endpoint URL"):
+        prepare(RunSpec(model=str(tiny_model_dir), endpoint_batch_size=4))
     spec = RunSpec.from_mapping({"endpoints": "http://127.0.0.1:1/v1"}, source="spec.json")
     assert spec.endpoints == ("http://127.0.0.1:1/v1",)
     with pytest.raises(Exception, match="more than once"):
