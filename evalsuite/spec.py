@@ -49,6 +49,15 @@ class RunSpec:
     chunk_size: int = 0
     block_rows: int = 262_144
     store_dir: str | None = None
+    # a served deployment as the encoder (empty: the local reference model); None: the client's default
+    endpoints: tuple[str, ...] = ()
+    served_model: str | None = None
+    api_key_env: str | None = None
+    endpoint_timeout: float | None = None
+    endpoint_concurrency: int | None = None
+    endpoint_batch_size: int | None = None
+    encoding_format: str | None = None
+    endpoint_dimensions: bool = False
 
     def replace(self, **changes: Any) -> "RunSpec":
         return dataclasses.replace(self, **changes)
@@ -64,7 +73,26 @@ class RunSpec:
             kw[name] = value
         if "metrics" in kw:
             kw["metrics"] = parse_metrics(kw["metrics"])
+        if "endpoints" in kw:
+            urls = kw["endpoints"]
+            kw["endpoints"] = (urls,) if isinstance(urls, str) else tuple(str(u) for u in urls)
         return cls(**kw)
+
+
+ENDPOINT_SETTINGS = {"served_model": "--served-model", "api_key_env": "--api-key-env",
+                     "endpoint_timeout": "--endpoint-timeout", "endpoint_concurrency": "--endpoint-concurrency",
+                     "endpoint_batch_size": "--endpoint-batch-size", "encoding_format": "--encoding-format",
+                     "endpoint_dimensions": "--endpoint-dimensions"}
+
+
+def check_endpoint_settings(spec: RunSpec) -> None:
+    """Endpoint client settings without an endpoint would be ignored in silence: a usage error instead."""
+    if spec.endpoints:
+        return
+    given = [flag for name, flag in ENDPOINT_SETTINGS.items() if getattr(spec, name) not in (None, False)]
+    if given:
+        raise SpecError(f"{', '.join(given)} set(s) how to call a served model, but no --endpoint URL is given: "
+                        "add --endpoint URL, or drop the option")
 
 
 def default_dataset_dir() -> Path:
