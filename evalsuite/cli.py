@@ -25,13 +25,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         from .rerank.cli import cmd_rerank
 
         return cmd_rerank(args)
+    from .canary.options import RUN_ENDPOINT_OPTIONS
     from .pipeline import prepare, run
     from .reports import write_run_reports
     from .reports.run_reports import default_run_dir
     from .slicing.attach import slice_index
     from .spec import RunSpec
 
-    spec = RunSpec.from_mapping(collect(args), source="command line")
+    spec = RunSpec.from_mapping(collect(args, (*RUN_OPTIONS, *RUN_ENDPOINT_OPTIONS)), source="command line")
     preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
     prepared = prepare(spec)
     out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name, prepared.model.name)
@@ -42,6 +43,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     paths = write_run_reports(result, out)
     ident = prepared.dataset.identity
     print(f"model    {prepared.model.name} @ {prepared.contract.model_revision[:16]}")
+    encoder = result.manifest.get("encoder", {})
+    if encoder.get("kind") == "endpoint":
+        print(f"served   {encoder['served_model']} at {', '.join(encoder['urls'])}")
     print(f"dataset  {ident.name} ({ident.n_documents} documents, {ident.n_queries} queries, "
           f"{ident.n_queries_dropped} dropped)")
     _print_metrics(result.metrics)
@@ -71,9 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p_run = sub.add_parser("run", help="evaluate one contract on one dataset and write reports")
+    from .canary.options import RUN_ENDPOINT_OPTIONS
     from .rerank.options import DEPTH_OPTION, RERANK_OPTIONS
 
-    add_options(p_run.add_argument, (*RUN_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, OUT))
+    add_options(p_run.add_argument, (*RUN_OPTIONS, *RUN_ENDPOINT_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, OUT))
     p_run.set_defaults(func=cmd_run)
 
     p_rev = sub.add_parser("model-rev", help="print the revision that pins a model directory (or cached hub model)")

@@ -13,7 +13,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from .contract import Contract
 from .datasets import Dataset, load_dataset
 from .encode.base import Encoder, EncodeStats
 from .encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
+
+if TYPE_CHECKING:
+    from .encode.fleet import FleetConfig
 from .encode.store import VectorStore
 from .errors import SpecError
 from .metrics import evaluate as score_metrics
@@ -30,7 +33,7 @@ from .metrics import search_depth
 from .model import ModelInfo, resolve_model
 from .result import Result
 from .search import index_kind, search
-from .spec import RunSpec, build_contract, default_dataset_dir, library_versions
+from .spec import RunSpec, build_contract, check_endpoint_settings, default_dataset_dir, library_versions
 from .vectors import finalize
 
 
@@ -49,6 +52,7 @@ def prepare(spec: RunSpec) -> Prepared:
     info = resolve_model(spec.model, revision=spec.model_rev, tokenizer_revision=spec.tokenizer_rev)
     contract = build_contract(spec, info)
     execution_of(spec)  # executor settings are checked before the dataset loads
+    check_endpoint_settings(spec)
     if contract.index != "flat" and spec.chunk_size:
         raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
     dataset = load_dataset(spec.dataset or default_dataset_dir(), spec.split, spec.qrels,
@@ -75,6 +79,9 @@ def make_encoder(prepared: Prepared, *, dtype: str | None = None, max_length: in
     dtype, max_length = dtype or c.dtype, max_length or c.max_length
     execution = execution or execution_of(spec)
 
+    if spec.endpoints:
+        return make_fleet_encoder(prepared, dtype=dtype, max_length=max_length)
+
     def build() -> Encoder:
         return build_encoder(prepared.model, execution, dtype=dtype, device=spec.device, max_length=max_length,
                              truncation=c.truncation, batch_size=spec.batch_size,
@@ -87,6 +94,43 @@ def make_encoder(prepared: Prepared, *, dtype: str | None = None, max_length: in
 
     return CachedEncoder(EmbeddingCache(spec.cache_dir), prepared.model, dtype=dtype, max_length=max_length,
                          truncation=c.truncation, device=spec.device, factory=build)
+
+
+def fleet_config(spec: RunSpec, contract: Contract) -> FleetConfig:
+    """How to call the served deployment the settings name (``dimensions`` sent only when asked for)."""
+    from .encode.fleet import FleetConfig
+
+    return FleetConfig(urls=spec.endpoints, served_model=spec.served_model, api_key_env=spec.api_key_env,
+                       timeout=spec.endpoint_timeout, concurrency=spec.endpoint_concurrency,
+                       batch_size=spec.endpoint_batch_size, encoding_format=spec.encoding_format,
+                       dimensions=contract.dim if spec.endpoint_dimensions else None)
+
+
+def make_fleet_encoder(prepared: Prepared, *, dtype: str, max_length: int) -> Encoder:
+    """The served deployment as the encoder, its identity checked now (one ``/v1/models`` per URL, no
+    embeddings); behind the embedding cache, keyed by the served identity, when the cache is on."""
+    from .encode.fleet import FleetEncoder
+
+    spec, c = prepared.spec, prepared.contract
+    if spec.executor != "in-process" or spec.ray_address:
+        raise SpecError("--endpoint encodes on the served deployment; drop --executor/--ray-address")
+    fleet = FleetEncoder.connect(fleet_config(spec, c), hidden_size=prepared.model.hidden_size,
+                                 normalize=c.normalize)
+    if not spec.use_cache:
+        return fleet
+    from .encode.cache import EmbeddingCache
+    from .encode.cached import CachedEncoder
+
+    return CachedEncoder(EmbeddingCache(spec.cache_dir), prepared.model, dtype=dtype, max_length=max_length,
+                         truncation=c.truncation, device="endpoint", factory=lambda: fleet, source=fleet.source,
+                         dim=fleet.dim, describe=fleet.manifest_entry)
+
+
+def encoder_entry(encoder: Encoder) -> dict[str, Any]:
+    """The manifest's ``encoder`` section: ``kind`` local (the reference model) or endpoint (a served deployment)."""
+    describe = getattr(encoder, "manifest_entry", None)
+    entry = describe() if callable(describe) else None
+    return dict(entry) if isinstance(entry, dict) else {"kind": "local"}
 
 
 def encode_dataset(encoder: Encoder, contract: Contract, dataset: Dataset,
@@ -114,10 +158,12 @@ def encode_to_store(encoder: Encoder, contract: Contract, texts: Callable[[Seque
     return stores
 
 
-def manifest(prepared: Prepared, contract: Contract, *, device: str, run_id: str) -> dict[str, Any]:
-    """The index manifest: what a query service must match to use these vectors."""
+def manifest(prepared: Prepared, contract: Contract, *, device: str, run_id: str,
+             encoder: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The index manifest: what a query service must match to use these vectors (and, when given, the
+    ``encoder`` section: who made them)."""
     ident = prepared.dataset.identity
-    return {
+    return {**({"encoder": encoder} if encoder is not None else {}),
         "run_id": run_id,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "evalsuite_version": __version__,
@@ -135,7 +181,8 @@ def manifest(prepared: Prepared, contract: Contract, *, device: str, run_id: str
 
 def score(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_pooled: np.ndarray | VectorStore, *,
           metrics: Sequence[str], timing: dict[str, Any], device: str, run_id: str | None = None,
-          keep_vectors: bool = True, block_rows: int = DEFAULT_BLOCK_ROWS) -> Result:
+          keep_vectors: bool = True, block_rows: int = DEFAULT_BLOCK_ROWS,
+          encoder: dict[str, Any] | None = None) -> Result:
     """Finalize vectors for ``contract`` (dim, normalize), search with FAISS, score with ranx.
 
     Document vectors in a :class:`VectorStore` are searched block by block (``block_rows`` at a time) and
@@ -167,7 +214,7 @@ def score(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_pooled
     aggregate, per_query = score_metrics(ds.qrels, ranking, metrics)
     t2 = time.perf_counter()
     timing = dict(timing, search_seconds=round(t1 - t0, 4), score_seconds=round(t2 - t1, 4))
-    man = manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12])
+    man = manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12], encoder=encoder)
     if index_entry is not None:
         man["index"].update(index_entry)
     return Result(contract=contract, manifest=man,
@@ -202,7 +249,7 @@ def run(spec: RunSpec, prepared: Prepared | None = None, encoder: Encoder | None
                                ids=ds.query_ids, role="query")
             stores = encode_to_store(encoder, c, lambda ids: [ds.corpus[i] for i in ids], ds.doc_ids, store_dir,
                                      chunk_size=execution.chunk_size, poolings=[c.pooling],
-                                     dim=prepared.model.hidden_size)
+                                     dim=int(getattr(encoder, "dim", None) or prepared.model.hidden_size))
             d: dict[str, np.ndarray | VectorStore] = dict(stores)
         else:
             q, d_mem = encode_dataset(encoder, c, ds, [c.pooling])
@@ -214,7 +261,8 @@ def run(spec: RunSpec, prepared: Prepared | None = None, encoder: Encoder | None
                                "corrupt": cache.corrupt}
         add_cached_counts(timing, getattr(encoder, "cached_by_role", None), served_before)
         return score(prepared, c, q[c.pooling], d[c.pooling], metrics=spec.metrics, timing=timing,
-                     device=encoder.device, keep_vectors=not execution.blockwise, block_rows=execution.block_rows)
+                     device=encoder.device, keep_vectors=not execution.blockwise, block_rows=execution.block_rows,
+                     encoder=encoder_entry(encoder))
 
 
 def add_cached_counts(timing: dict[str, Any], served: dict[str, EncodeStats] | None,

@@ -49,6 +49,15 @@ class RunSpec:
     chunk_size: int = 0
     block_rows: int = 262_144
     store_dir: str | None = None
+    # a served deployment as the encoder (empty: the local reference model); None: the client's default
+    endpoints: tuple[str, ...] = ()
+    served_model: str | None = None
+    api_key_env: str | None = None
+    endpoint_timeout: float | None = None
+    endpoint_concurrency: int | None = None
+    endpoint_batch_size: int | None = None
+    encoding_format: str | None = None
+    endpoint_dimensions: bool = False
     slice_by: tuple[str, ...] | None = None  # metadata fields to slice by (None: topic/domain when the queries have them)
 
     def replace(self, **changes: Any) -> "RunSpec":
@@ -65,6 +74,9 @@ class RunSpec:
             kw[name] = value
         if "metrics" in kw:
             kw["metrics"] = parse_metrics(kw["metrics"])
+        if "endpoints" in kw:
+            urls = kw["endpoints"]
+            kw["endpoints"] = (urls,) if isinstance(urls, str) else tuple(str(u) for u in urls)
         if "slice_by" in kw:
             kw["slice_by"] = _fields(kw["slice_by"], source)
         return cls(**kw)
@@ -76,6 +88,22 @@ def _fields(value: Any, source: str) -> tuple[str, ...]:
     if not isinstance(items, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in items):
         raise SpecError(f"{source}: slice_by must be a list of metadata field names, e.g. [\"topic\"]; got {value!r}")
     return tuple(dict.fromkeys(v.strip() for v in items))
+
+
+ENDPOINT_SETTINGS = {"served_model": "--served-model", "api_key_env": "--api-key-env",
+                     "endpoint_timeout": "--endpoint-timeout", "endpoint_concurrency": "--endpoint-concurrency",
+                     "endpoint_batch_size": "--endpoint-batch-size", "encoding_format": "--encoding-format",
+                     "endpoint_dimensions": "--endpoint-dimensions"}
+
+
+def check_endpoint_settings(spec: RunSpec) -> None:
+    """Endpoint client settings without an endpoint would be ignored in silence: a usage error instead."""
+    if spec.endpoints:
+        return
+    given = [flag for name, flag in ENDPOINT_SETTINGS.items() if getattr(spec, name) not in (None, False)]
+    if given:
+        raise SpecError(f"{', '.join(given)} set(s) how to call a served model, but no --endpoint URL is given: "
+                        "add --endpoint URL, or drop the option")
 
 
 def default_dataset_dir() -> Path:

@@ -8,6 +8,7 @@ Every parser rejects a bad value with a message saying what is allowed. Nothing 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from collections.abc import Callable
 from typing import Any
@@ -93,4 +94,26 @@ CANARY_OPTIONS: tuple[Option, ...] = (
     _setting("--canary-deadline", "canary: seconds the whole canary may take; checks still running then fail, "
              "naming it (each request also ends within --endpoint-timeout)",
              {"type": _float_in(0.0, None, low_open=True), "metavar": "SECONDS"}),
+)
+
+# `evalsuite run --endpoint URL [--endpoint URL ...]`: the endpoint client options above, declared once, for a
+# served deployment as the encoder (evalsuite.encode.fleet)
+CLIENT_FLAGS = ("--served-model", "--api-key-env", "--endpoint-timeout", "--endpoint-concurrency",
+                "--endpoint-batch-size", "--encoding-format")
+
+
+def _for_run(opt: Option) -> Option:
+    help = opt.help.removeprefix("canary: ")
+    if opt.flag == "--endpoint-concurrency":
+        help += " per URL"
+    return dataclasses.replace(opt, help="with --endpoint: " + help)
+
+
+RUN_ENDPOINT_OPTIONS: tuple[Option, ...] = (
+    Option("--endpoint", "evaluate the model as served: OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1; "
+           "repeat for a fleet (batches are spread over the URLs, which must all serve one model)",
+           {"type": spec_type(_url, "url"), "metavar": "URL", "action": "append", "dest_name": "endpoints"}),
+    *(_for_run(o) for o in CANARY_OPTIONS if o.flag in CLIENT_FLAGS),
+    Option("--endpoint-dimensions", "with --endpoint: ask the server for --dim columns ('dimensions') instead of "
+           "cutting and re-normalizing the full vectors here", {"action": "store_const", "const": True}),
 )

@@ -71,9 +71,13 @@ class ShardKey:
     pooling: str
     role: str
     dim: int
+    source: str = "local"  # who made the vectors: "local" (the reference model) or a served deployment's identity
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:32]
+        fields = asdict(self)
+        if fields["source"] == "local":  # local keys stay what they were before served vectors were cached
+            del fields["source"]
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:32]
 
 
 @dataclass

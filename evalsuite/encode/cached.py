@@ -9,6 +9,7 @@ truncations are stored with each row, so a warm run reports them without a token
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,8 @@ class CachedEncoder:
     model (built by ``factory`` on the first miss, never before) only for the texts it lacks."""
 
     def __init__(self, cache: EmbeddingCache, info: ModelInfo, *, dtype: str, max_length: int, truncation: str,
-                 device: str, factory: Callable[[], Encoder], flush_rows: int = 8192) -> None:
+                 device: str, factory: Callable[[], Encoder], flush_rows: int = 8192, source: str = "local",
+                 dim: int | None = None, describe: Callable[[], dict[str, Any]] | None = None) -> None:
         self.cache = cache
         self.info = info
         self.dtype = dtype
@@ -35,7 +37,14 @@ class CachedEncoder:
         self._stats: dict[str, EncodeStats] = {}
         self.loads = 0
         self.flush_rows = flush_rows
+        self.source = source  # part of every key: served vectors never share entries with local ones
+        self.dim = dim or info.hidden_size
+        self._describe = describe
         self.cached_by_role: dict[str, EncodeStats] = {}
+
+    def manifest_entry(self) -> dict[str, Any]:
+        """Who makes the vectors (the manifest's ``encoder`` section), with or without a cache miss."""
+        return self._describe() if self._describe is not None else {"kind": "local"}
 
     @property
     def model_loaded(self) -> bool:
@@ -61,6 +70,8 @@ class CachedEncoder:
 
     @property
     def device(self) -> str:
+        if self.source != "local":
+            return "endpoint"
         if self._inner is not None:
             return self._inner.device
         if self._device == "cpu" or self._device.startswith("cuda"):
@@ -80,7 +91,7 @@ class CachedEncoder:
     def key(self, pooling: str, role: str) -> ShardKey:
         return ShardKey(model_revision=self.info.revision, tokenizer_revision=self.info.tokenizer_revision,
                         dtype=self.dtype, max_length=self.max_length, truncation=self.truncation,
-                        pooling=pooling, role=role, dim=self.info.hidden_size)
+                        pooling=pooling, role=role, dim=self.dim, source=self.source)
 
     def encode(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
                ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]:

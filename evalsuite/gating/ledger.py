@@ -60,7 +60,7 @@ class ReferenceSeen:
     metrics: dict[str, float]
 
 
-Computed = Literal["candidate", "reference", "sweep"]
+Computed = Literal["candidate", "reference", "sweep", "local"]  # local: the reference model's own run when the candidate is served
 
 
 @dataclass(frozen=True)

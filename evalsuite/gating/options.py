@@ -25,6 +25,9 @@ GATE_OPTIONS: tuple[Option, ...] = (
     Option("--multiplicity", "correction of the session's significance-based gates (no_significant_drop) tested "
            "together: holm (Holm-Bonferroni) or none; stated in the summary",
            {"choices": MULTIPLICITY}).with_default(VerdictPolicy.default("multiplicity")),
+    Option("--gate-endpoint", "gate the model as served at --endpoint: the candidate result comes from the endpoint "
+           "(as `evalsuite run --endpoint`); references, baselines' reruns and the canary's reference stay local",
+           {"action": "store_const", "const": True}),
     Option("--reports-dir", "where results.json and report.md go", default=DEFAULT_REPORTS_DIR),
     Option("--evalsuite-spec", "spec file (default: ./evalsuite.toml, else [tool.evalsuite] in ./pyproject.toml)",
            {"dest_name": "spec"}),

@@ -43,9 +43,12 @@ EncoderKey = tuple[str, str, str, int, str]
 
 class GateSession:
     def __init__(self, plan: SessionPlan, shared: ComputeOnce | None = None, *,
-                 canary: CanarySettings | None = None, worker: str = "main") -> None:
+                 canary: CanarySettings | None = None, worker: str = "main", gate_endpoint: bool = False) -> None:
+        if gate_endpoint and canary is None:
+            raise SpecError("--gate-endpoint gates the model as served at --endpoint URL; give --endpoint")
         self.plan = plan
         self.canary = canary
+        self.gate_endpoint = gate_endpoint  # the candidate result comes from the served endpoint
         self.worker = worker
         self.shared = shared or ComputeOnce()
         self.ledger = Ledger()
@@ -133,11 +136,35 @@ class GateSession:
 
         return self._once("sweep", name, compute)
 
+    def served(self, prepared: Prepared) -> Prepared:
+        """``prepared`` with the canary's endpoint and client settings: the model as served is the encoder."""
+        import dataclasses
+
+        s = self.canary
+        if s is None:
+            raise SpecError("--gate-endpoint gates the model as served at --endpoint URL; give --endpoint")
+        spec = prepared.spec.replace(endpoints=(s.endpoint,), served_model=s.served_model, api_key_env=s.api_key_env,
+                                     endpoint_timeout=s.timeout, endpoint_concurrency=s.concurrency,
+                                     endpoint_batch_size=s.batch_size, encoding_format=s.encoding_format)
+        return dataclasses.replace(prepared, spec=spec)
+
+    def local_result(self, name: str) -> Result:
+        """The local reference model's result on a dataset (what the canary compares the served one with)."""
+        if not self.gate_endpoint:
+            return self.result(name)
+        prepared = self.prepared[name]
+        return self._once("local", name, lambda: run(prepared.spec, prepared, encoder=self.encoder(prepared)))
+
     def result(self, name: str) -> Result:
-        """The candidate's result on a dataset; writes the baseline when the session updates it."""
+        """The candidate's result on a dataset (the model as served with ``--gate-endpoint``); writes the
+        baseline when the session updates it."""
         def compute() -> Result:
             prepared = self.prepared[name]
-            result = run(prepared.spec, prepared, encoder=self.encoder(prepared))
+            if self.gate_endpoint:
+                served = self.served(prepared)
+                result = run(served.spec, served)
+            else:
+                result = run(prepared.spec, prepared, encoder=self.encoder(prepared))
             result.slices = self.slices.get(name)
             return result
 
@@ -235,7 +262,7 @@ class GateSession:
             self._canary_contexts[name] = CanaryContext(
                 self.canary, prepared,
                 reference_encoder=lambda: ContractEncoder(self.encoder(prepared), prepared.contract),
-                reference_result=lambda: self.result(name))
+                reference_result=lambda: self.local_result(name))
         return self._canary_contexts[name]
 
     def record_verdict(self, name: str, verdict: Verdict) -> None:

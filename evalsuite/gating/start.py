@@ -35,6 +35,7 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
     run_flags = collect(values, RUN_OPTIONS, PREFIX)
     session_flags = collect(values, GATE_OPTIONS + SWEEP_OPTIONS, PREFIX)
     found = find_spec_file(cwd, session_flags.pop("spec", None))
+    gate_endpoint = bool(session_flags.pop("gate_endpoint", False))
     canary_flags = collect(values, CANARY_OPTIONS, PREFIX)
     if not run_flags and not session_flags and not canary_flags and found is None:
         return None
@@ -46,7 +47,7 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
 
         canary = CanarySettings.from_values(canary_flags)
         canary.api_key()  # a configured but unset key variable is an error now, not mid-session
-    return prepared_session(plan, shared_dir=shared_dir, worker=worker, canary=canary)
+    return prepared_session(plan, shared_dir=shared_dir, worker=worker, canary=canary, gate_endpoint=gate_endpoint)
 
 
 def default_session(cwd: Path) -> GateSession:
@@ -58,13 +59,13 @@ def default_session(cwd: Path) -> GateSession:
 
 
 def prepared_session(plan: SessionPlan, *, shared_dir: Path | None, worker: str,
-                     canary: CanarySettings | None = None) -> GateSession:
+                     canary: CanarySettings | None = None, gate_endpoint: bool = False) -> GateSession:
     from .. import preflight
     from .session import GateSession
     from .shared import ComputeOnce
 
     preflight.session_plan(plan)  # paths it writes, gates vs metrics: before loading anything
-    session = GateSession(plan, ComputeOnce(shared_dir), canary=canary, worker=worker)
+    session = GateSession(plan, ComputeOnce(shared_dir), canary=canary, worker=worker, gate_endpoint=gate_endpoint)
     session.prepare_all()
     for name, baseline in session.baselines.items():
         preflight.baseline_metrics(name, session.dataset_policy(name).gates, baseline.path, tuple(baseline.metrics))

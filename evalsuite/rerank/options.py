@@ -10,7 +10,7 @@ from ..options import Option, int_at_least
 from .contract import ACTIVATIONS, PAIR_TRUNCATIONS
 from .run import RerankSpec
 
-_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RerankSpec)}
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RerankSpec) if f.default is not dataclasses.MISSING}
 
 
 def depths(text: str) -> tuple[int, ...]:

@@ -62,3 +62,40 @@ def test_pytest_canary_against_real_infinity(pytester, infinity_servers, canary_
     assert "::canary[vector_agreement] FAILED" in out
     assert "vector agreement: min cosine" in out
     assert infinity_servers["key"] not in out + good.stdout.str()
+
+
+def test_gate_endpoint_gates_the_model_as_served(pytester, fault_server, tiny_model_dir, canary_dataset, tmp_path):
+    """--gate-endpoint: the gated candidate result comes from --endpoint; without it the candidate is local."""
+    import json
+
+    baseline, reports = tmp_path / "baseline.json", tmp_path / "reports"
+    common = [*BASE, "--model", str(tiny_model_dir), "--dataset", str(canary_dataset), "--reports-dir", str(reports)]
+    assert pytester.runpytest(*common, "--update-baseline", "--baseline", str(baseline)).ret == 0
+    gated = [*common, "--baseline", str(baseline), "--gate", "ndcg@10:max_drop=0.005", "--gate", "mrr@10:max_drop=0.005",
+             "--endpoint", fault_server.url, "-k", "gate"]
+    faithful = pytester.runpytest(*gated, "--gate-endpoint")
+    assert faithful.ret == 0, faithful.stdout.str()
+    n_texts = 8 + 5  # the canary dataset's documents and queries, all encoded by the server
+    assert sum(len(b["input"]) for b in fault_server.bodies) == n_texts
+    manifests = [json.loads(p.read_text()) for p in reports.rglob("results.json")]
+    assert any(m.get("manifest", m).get("encoder", {}).get("kind") == "endpoint" for m in manifests)
+    # a different deployment: it truncates every text to its first token; on the tiny random model that
+    # scores ndcg@10 0.5865 against the local 0.4940, so a bar between the two tells which one was gated
+    fault_server.max_length = 3
+    fault_server.bodies.clear()
+    bar = [*common, "--gate", "ndcg@10>=0.55", "--endpoint", fault_server.url, "-k", "gate"]
+    assert pytester.runpytest(*bar).ret == 1  # without --gate-endpoint the candidate is the local model
+    assert not fault_server.bodies
+    served = pytester.runpytest(*bar, "--gate-endpoint")
+    assert served.ret == 0, served.stdout.str()
+    assert "0.5865" in served.stdout.str()
+    # the canary still compares the served model with the local reference, not with itself
+    agreement = pytester.runpytest(*common, "--endpoint", fault_server.url, "--gate-endpoint",
+                                   "-k", "retrieval_agreement")
+    assert agreement.ret == 1 and "::canary[retrieval_agreement] FAILED" in agreement.stdout.str()
+
+
+def test_gate_endpoint_without_endpoint_is_a_usage_error(pytester, tiny_model_dir):
+    result = pytester.runpytest(*BASE, "--model", str(tiny_model_dir), "--gate-endpoint")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--gate-endpoint" in result.stderr.str() and "--endpoint" in result.stderr.str()

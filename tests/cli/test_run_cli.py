@@ -63,7 +63,7 @@ def test_run_writes_reports(tiny_model_dir, small_beir, tmp_path, capsys):
     assert timing["documents"]["texts"] == 6 and timing["queries"]["tokens"] > 0
     assert {"encode_seconds", "search_seconds", "score_seconds"} <= set(timing)
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["index"] == {"type": "IndexFlatIP", "similarity": "cosine", "dim": 16, "normalized": True,
+    assert manifest["index"] == {"type": "IndexFlatIP", "spec": "flat", "similarity": "cosine", "dim": 16, "normalized": True,
                                  "vectors": 6, "dtype_stored": "float32"}
     trec = (out / "run.trec").read_text().splitlines()
     assert len(trec) == 3 * 6 and trec[0].split()[1] == "Q0" and trec[0].split()[3] == "1"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...encode.secret import cut
+from ...encode.served import quote_names
 from ...errors import EndpointError
-from ..context import quote_names
 from .base import CanaryCheck, Verdict
 
 LISTED_IN_DETAILS = 20  # model names kept in canary.json (a server may list thousands)

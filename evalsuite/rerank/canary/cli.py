@@ -16,7 +16,7 @@ from ..options import RERANK_OPTIONS
 from .settings import RerankCanarySettings
 from .shapes import APIS
 
-_D = {f.name: f.default for f in dataclasses.fields(RerankCanarySettings)}
+_D = {f.name: f.default for f in dataclasses.fields(RerankCanarySettings) if f.default is not dataclasses.MISSING}
 
 
 def _number(text: str) -> float:
