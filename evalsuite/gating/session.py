@@ -153,7 +153,13 @@ class GateSession:
         if not self.gate_endpoint:
             return self.result(name)
         prepared = self.prepared[name]
-        return self._once("local", name, lambda: run(prepared.spec, prepared, encoder=self.encoder(prepared)))
+
+        def compute() -> Result:
+            result = run(prepared.spec, prepared, encoder=self.encoder(prepared))
+            result.slices = self.slices.get(name)
+            return result
+
+        return self._once("local", name, compute)
 
     def result(self, name: str) -> Result:
         """The candidate's result on a dataset (the model as served with ``--gate-endpoint``); writes the
