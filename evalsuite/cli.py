@@ -46,8 +46,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     encoder = result.manifest.get("encoder", {})
     if encoder.get("kind") == "endpoint":
         print(f"served   {encoder['served_model']} at {', '.join(encoder['urls'])}")
-    print(f"dataset  {ident.name} ({ident.n_documents} documents, {ident.n_queries} queries, "
-          f"{ident.n_queries_dropped} dropped)")
+    print(
+        f"dataset  {ident.name} ({ident.n_documents} documents, {ident.n_queries} queries, "
+        f"{ident.n_queries_dropped} dropped)"
+    )
     _print_metrics(result.metrics)
     from .reports.slices import slice_lines
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from .contract import Contract
 from .datasets import Dataset
+from .search import Ranking
 from .slicing import SliceIndex, SliceRow
 
 SCHEMA_VERSION = 1
@@ -22,7 +23,7 @@ class Result:
     metrics: dict[str, float]
     per_query: dict[str, dict[str, float]]
     timing: dict[str, Any]
-    ranking: dict[str, dict[str, float]]
+    ranking: Ranking
     query_vectors: np.ndarray | None = field(default=None, repr=False)
     doc_vectors: np.ndarray | None = field(default=None, repr=False)
     warnings: list[str] = field(default_factory=list)

@@ -43,8 +43,14 @@ class DatasetIdentity:
 
     def manifest_dict(self) -> dict[str, Any]:
         """What an index manifest records about the data: which files, which split, which policies."""
-        return {"name": self.name, "format": self.format, "split": self.split, "sha256": self.sha256,
-                "empty_docs": self.empty_docs, "empty_queries": self.empty_queries}
+        return {
+            "name": self.name,
+            "format": self.format,
+            "split": self.split,
+            "sha256": self.sha256,
+            "empty_docs": self.empty_docs,
+            "empty_queries": self.empty_queries,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {

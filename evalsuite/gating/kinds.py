@@ -50,14 +50,23 @@ class Floor(GateKind):
         assert raw is not None  # the pattern requires a value
         return number(raw, expr), f"{metric}>={raw}"
 
-    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None, evidence: Evidence) -> Judgement:
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
         return Judgement.of(value >= gate.threshold - _TOLERANCE)
 
     def explain(self, outcome: Outcome) -> str:
         g = outcome.gate
-        return (f"{g.metric} = {outcome.candidate:.4f} is below the floor {g.threshold:g} "
-                f"(gate {g.expr}, short by {g.threshold - outcome.candidate:.4f})")
+        return (
+            f"{g.metric} = {outcome.candidate:.4f} is below the floor {g.threshold:g} "
+            f"(gate {g.expr}, short by {g.threshold - outcome.candidate:.4f})"
+        )
 
 
 class _Drop(GateKind):
@@ -78,8 +87,15 @@ class MaxDrop(_Drop):
     example = "ndcg@10:max_drop=0.01"
     fails_when = "candidate − reference < −0.01"
 
-    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None, evidence: Evidence) -> Judgement:
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
         assert ref_value is not None
         return Judgement.of(ref_value - value <= gate.threshold + _TOLERANCE)
 
@@ -97,8 +113,15 @@ class MaxRelDrop(_Drop):
     def relative_drop(candidate: float, reference: float) -> float:
         return (reference - candidate) / reference if reference > 0 else 0.0
 
-    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None, evidence: Evidence) -> Judgement:
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
         assert ref_value is not None
         return Judgement.of(self.relative_drop(value, ref_value) <= gate.threshold + _TOLERANCE)
 
@@ -113,9 +136,11 @@ class NoSignificantDrop(GateKind):
     form = "METRIC:no_significant_drop[=ALPHA]"
     example = "mrr@10:no_significant_drop"
     optional_value = "[=ALPHA]"
-    fails_when = ("a paired t-test over per-query scores (ranx's own test) finds a drop at p < alpha "
-                  f"({DEFAULT_ALPHA:g}), p Holm-adjusted across the session's significance gates; no evidence of a "
-                  "drop is not evidence of no drop (see below)")
+    fails_when = (
+        "a paired t-test over per-query scores (ranx's own test) finds a drop at p < alpha "
+        f"({DEFAULT_ALPHA:g}), p Holm-adjusted across the session's significance gates; no evidence of a "
+        "drop is not evidence of no drop (see below)"
+    )
 
     def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
         alpha = number(raw, expr) if raw else DEFAULT_ALPHA
@@ -126,11 +151,19 @@ class NoSignificantDrop(GateKind):
     tests_significance = True
 
     def p_value(self, gate: Gate, candidate: Scores, reference: Scores) -> float | None:
-        return paired_test(reference.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}),
-                           alpha=gate.threshold)
+        return paired_test(
+            reference.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}), alpha=gate.threshold
+        )
 
-    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None, evidence: Evidence) -> Judgement:
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
         assert ref_value is not None
         p = evidence.p_adjusted if evidence.p_adjusted is not None else evidence.p_value
         assert p is not None
@@ -149,12 +182,21 @@ class NonInferior(_Drop):
     name = "non_inferior"
     form = "METRIC:non_inferior=MARGIN"
     example = "ndcg@10:non_inferior=0.01"
-    fails_when = ("the one-sided 95% upper bound of candidate − reference is below −0.01; passes only when the "
-                  "lower bound is ≥ −0.01; otherwise INCONCLUSIVE, with the minimum detectable effect and the "
-                  "queries that would decide it")
+    fails_when = (
+        "the one-sided 95% upper bound of candidate − reference is below −0.01; passes only when the "
+        "lower bound is ≥ −0.01; otherwise INCONCLUSIVE, with the minimum detectable effect and the "
+        "queries that would decide it"
+    )
 
-    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None, evidence: Evidence) -> Judgement:
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
         from ..stats import paired_scores, queries_needed
 
         assert reference is not None and evidence.comparison is not None
@@ -170,15 +212,22 @@ class NonInferior(_Drop):
     def explain(self, outcome: Outcome) -> str:
         g, c = outcome.gate, outcome.comparison
         assert c is not None
-        bounds = (f"one-sided {c.ci.confidence:.0%} bounds {c.ci.lower_bound:+.4f} / {c.ci.upper_bound:+.4f} "
-                  f"against margin -{g.threshold:g}")
+        bounds = (
+            f"one-sided {c.ci.confidence:.0%} bounds {c.ci.lower_bound:+.4f} / {c.ci.upper_bound:+.4f} "
+            f"against margin -{g.threshold:g}"
+        )
         if outcome.verdict == "fail":
             return f"{bounds}: the drop exceeds the margin (gate {g.expr})"
         if outcome.verdict == "inconclusive":
-            need = (f"about {outcome.queries_needed} queries would decide it" if outcome.queries_needed is not None
-                    else "no number of queries would decide it at this delta")
-            return (f"{bounds}: neither non-inferiority nor a drop beyond the margin is shown; minimum detectable "
-                    f"effect {c.mde:.4f} with {c.ci.n_queries} queries, {need} (gate {g.expr})")
+            need = (
+                f"about {outcome.queries_needed} queries would decide it"
+                if outcome.queries_needed is not None
+                else "no number of queries would decide it at this delta"
+            )
+            return (
+                f"{bounds}: neither non-inferiority nor a drop beyond the margin is shown; minimum detectable "
+                f"effect {c.mde:.4f} with {c.ci.n_queries} queries, {need} (gate {g.expr})"
+            )
         return f"{bounds} (gate {g.expr})"
 
 
@@ -197,9 +246,12 @@ def forms() -> str:
 
 
 def gate_help() -> str:
-    return ("gate expression, repeatable: " + ", ".join(f"'{k.example}'" for k in KINDS)
-            + "; a [slice] after the metric judges that slice's queries: 'ndcg@10[topic=finance]:max_drop=0.02', "
-            "'recall@100[doclen>256]>=0.6'")
+    return (
+        "gate expression, repeatable: "
+        + ", ".join(f"'{k.example}'" for k in KINDS)
+        + "; a [slice] after the metric judges that slice's queries: 'ndcg@10[topic=finance]:max_drop=0.02', "
+        "'recall@100[doclen>256]>=0.6'"
+    )
 
 
 def kinds_markdown() -> str:
@@ -217,8 +269,14 @@ def parse_gate(expr: str) -> Gate:
         if m:
             metric = parse_metric(m.group("metric"))
             threshold, canonical = kind.threshold(m.group("value"), metric, expr)
-            return Gate(metric, kind.name, threshold, with_selector(canonical, metric, selector), kind.needs_reference,
-                        selector.text if selector else None)
+            return Gate(
+                metric,
+                kind.name,
+                threshold,
+                with_selector(canonical, metric, selector),
+                kind.needs_reference,
+                selector.text if selector else None,
+            )
     expr = plain
     m = _RELATIVE.match(expr)
     if m:
@@ -252,8 +310,9 @@ def gather_evidence(gate: Gate, candidate: Scores, reference: Scores | None) -> 
     if reference is None:
         raise SpecError(f"gate {gate.expr!r} compares against a reference; pass --baseline FILE or --reference-rev")
     if gate.metric not in reference.metrics:
-        raise SpecError(f"gate {gate.expr!r}: the {reference.label} has no {gate.metric}; "
-                        f"it has {', '.join(reference.metrics)}")
+        raise SpecError(
+            f"gate {gate.expr!r}: the {reference.label} has no {gate.metric}; it has {', '.join(reference.metrics)}"
+        )
     from ..stats import compare, paired_scores
 
     if gate.selector is not None:
@@ -282,12 +341,24 @@ def judge_gate(gate: Gate, candidate: Scores, reference: Scores | None, evidence
         judged, note = kind.judge(gate, candidate, side, value, ref, evidence), None
     else:  # a slice: too few queries decide nothing; otherwise its CI backs the kind's verdict
         judged, note = too_few(gate, n) or judge_slice(
-            gate, kind.judge(gate, candidate, side, value, ref, evidence), candidate, side, evidence, n)
+            gate, kind.judge(gate, candidate, side, value, ref, evidence), candidate, side, evidence, n
+        )
     if ref is None or side is None:
         return Outcome(gate, judged.verdict, value, note=note, n_queries=n)
     losers = _losers(side.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}))
-    return Outcome(gate, judged.verdict, value, ref, value - ref, evidence.p_value, losers, evidence,
-                   judged.queries_needed, note, n)
+    return Outcome(
+        gate,
+        judged.verdict,
+        value,
+        ref,
+        value - ref,
+        evidence.p_value,
+        losers,
+        evidence,
+        judged.queries_needed,
+        note,
+        n,
+    )
 
 
 def evaluate_gate(gate: Gate, candidate: Scores, reference: Scores | None) -> Outcome:
@@ -308,8 +379,10 @@ def explain(outcome: Outcome, queries: Mapping[str, str], reference_label: str =
     elif outcome.reference is None or outcome.delta is None:
         raise ValueError(f"outcome of {g.expr} has no reference value to explain")
     else:
-        head = (f"{g.metric}: {reference_label} {outcome.reference:.4f}, candidate {outcome.candidate:.4f}, "
-                f"{outcome.uncertainty() or f'delta {outcome.delta:+.4f}'}; {kind.explain(outcome)}")
+        head = (
+            f"{g.metric}: {reference_label} {outcome.reference:.4f}, candidate {outcome.candidate:.4f}, "
+            f"{outcome.uncertainty() or f'delta {outcome.delta:+.4f}'}; {kind.explain(outcome)}"
+        )
     if outcome.losers:
         head += "\nqueries that lost most:"
         for qid, ref, cand in outcome.losers:

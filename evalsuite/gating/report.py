@@ -56,12 +56,20 @@ class SummaryRow:
         ci = "-" if c is None else f"{signed(c.ci.low)} .. {signed(c.ci.high)}"
         mde = "-" if c is None else f"{c.mde:.4f}"
         verdict = "-" if self.verdict is None else self.verdict.upper()
-        return (self.metric, "-" if self.reference is None else f"{self.reference:.4f}",
-                "-" if self.candidate is None else f"{self.candidate:.4f}", delta, ci, mde, verdict)
+        return (
+            self.metric,
+            "-" if self.reference is None else f"{self.reference:.4f}",
+            "-" if self.candidate is None else f"{self.candidate:.4f}",
+            delta,
+            ci,
+            mde,
+            verdict,
+        )
 
 
-def summary_rows(candidate: CandidateSeen | None, reference: ReferenceSeen | None,
-                 gates: Sequence[GateRecord]) -> list[SummaryRow]:
+def summary_rows(
+    candidate: CandidateSeen | None, reference: ReferenceSeen | None, gates: Sequence[GateRecord]
+) -> list[SummaryRow]:
     cand = candidate.metrics if candidate else {}
     ref = reference.metrics if reference else {}
     verdicts: dict[str, list[GateVerdict]] = {}
@@ -72,8 +80,10 @@ def summary_rows(candidate: CandidateSeen | None, reference: ReferenceSeen | Non
         verdicts.setdefault(g.outcome.gate.metric, []).append(g.outcome.verdict)
         if g.outcome.comparison is not None:
             comparisons.setdefault(g.outcome.gate.metric, g.outcome.comparison)
-    return [SummaryRow(m, ref.get(m), cand.get(m), _worst(verdicts.get(m, [])), comparisons.get(m))
-            for m in dict.fromkeys(list(cand) + list(ref))]
+    return [
+        SummaryRow(m, ref.get(m), cand.get(m), _worst(verdicts.get(m, [])), comparisons.get(m))
+        for m in dict.fromkeys(list(cand) + list(ref))
+    ]
 
 
 def _worst(verdicts: Sequence[GateVerdict]) -> GateVerdict | None:
@@ -125,8 +135,10 @@ class DatasetReport:
 
             paths += list(write_sweep_reports(self.sweep, self.directory / "sweep").values())
         if self.results is not None and self.markdown is not None:
-            paths += [atomic_write_json(self.directory / "results.json", self.results),
-                      atomic_write_text(self.directory / "report.md", self.markdown)]
+            paths += [
+                atomic_write_json(self.directory / "results.json", self.results),
+                atomic_write_text(self.directory / "report.md", self.markdown),
+            ]
         return paths
 
 
@@ -135,16 +147,28 @@ def _uncertainty_cells(o: Outcome) -> tuple[str, str, str, str, str]:
     if c is None:
         return ("-", "-", "-", "-", "-")
     adj = "-" if o.evidence.correction != "holm" or o.evidence.p_adjusted is None else f"{o.evidence.p_adjusted:.4g}"
-    return (signed(c.ci.delta), f"{signed(c.ci.low)} .. {signed(c.ci.high)}", f"{c.p_value:.4g}",
-            "-" if o.p_value is None else f"{o.p_value:.4g}" + ("" if adj == "-" else f" (Holm {adj})"),
-            f"{c.mde:.4f}")
+    return (
+        signed(c.ci.delta),
+        f"{signed(c.ci.low)} .. {signed(c.ci.high)}",
+        f"{c.p_value:.4g}",
+        "-" if o.p_value is None else f"{o.p_value:.4g}" + ("" if adj == "-" else f" (Holm {adj})"),
+        f"{c.mde:.4f}",
+    )
 
 
-def dataset_report(name: str, directory: Path, result: Result | None, sweep: SweepResult | None,
-                   candidate: CandidateSeen | None, reference: ReferenceSeen | None,
-                   outcomes: Sequence[GateRecord | SweepCellRecord], notes: Sequence[str],
-                   statement: str | None = None, comparisons: Mapping[str, Comparison] | None = None,
-                   moves: Sequence[SliceMove] = ()) -> DatasetReport:
+def dataset_report(
+    name: str,
+    directory: Path,
+    result: Result | None,
+    sweep: SweepResult | None,
+    candidate: CandidateSeen | None,
+    reference: ReferenceSeen | None,
+    outcomes: Sequence[GateRecord | SweepCellRecord],
+    notes: Sequence[str],
+    statement: str | None = None,
+    comparisons: Mapping[str, Comparison] | None = None,
+    moves: Sequence[SliceMove] = (),
+) -> DatasetReport:
     """``comparisons``: every metric's paired comparison with the reference side (rows a gate does not
     test show these)."""
     """``outcomes``: the gate items' and sweep cells' records, in the order they were made."""
@@ -152,8 +176,12 @@ def dataset_report(name: str, directory: Path, result: Result | None, sweep: Swe
     if candidate is None and result is not None:
         candidate = CandidateSeen(name, dict(result.metrics))
     side = reference.kind if reference else "baseline"
-    rows = tuple(r if r.comparison is not None or not comparisons or r.metric not in comparisons
-                 else replace(r, comparison=comparisons[r.metric]) for r in summary_rows(candidate, reference, gates))
+    rows = tuple(
+        r
+        if r.comparison is not None or not comparisons or r.metric not in comparisons
+        else replace(r, comparison=comparisons[r.metric])
+        for r in summary_rows(candidate, reference, gates)
+    )
     results = markdown = None
     if result is not None:
         rows_out = [{"dataset": r.dataset, "item": r.item, **r.outcome.to_dict()} for r in outcomes]
@@ -168,15 +196,38 @@ def dataset_report(name: str, directory: Path, result: Result | None, sweep: Swe
         headers = tuple(h.format(side=side) for h in SUMMARY_HEADERS)
         markdown = run_markdown(result) + "\n## Gates\n\n" + table(headers, [r.cells() for r in rows])
         if outcomes:
-            markdown += "\n" + table(("item", "gate", "verdict", "candidate", side, "delta", "95% CI",
-                                       "sign-flip p", "t-test p", "MDE", "queries needed"), [
-                (r.item, r.outcome.gate.expr, r.outcome.verdict.upper(), f"{r.outcome.candidate:.4f}",
-                 "-" if r.outcome.reference is None else f"{r.outcome.reference:.4f}",
-                 *_uncertainty_cells(r.outcome),
-                 "-" if r.outcome.queries_needed is None else r.outcome.queries_needed) for r in outcomes])
-            markdown += ("\nThe 95% CI is a paired bootstrap over queries (10,000 resamples, seeded); sign-flip p is "
-                         "a paired randomization test; MDE is the smallest true drop a one-sided 5% test would "
-                         "detect with 80% power on these queries.\n")
+            markdown += "\n" + table(
+                (
+                    "item",
+                    "gate",
+                    "verdict",
+                    "candidate",
+                    side,
+                    "delta",
+                    "95% CI",
+                    "sign-flip p",
+                    "t-test p",
+                    "MDE",
+                    "queries needed",
+                ),
+                [
+                    (
+                        r.item,
+                        r.outcome.gate.expr,
+                        r.outcome.verdict.upper(),
+                        f"{r.outcome.candidate:.4f}",
+                        "-" if r.outcome.reference is None else f"{r.outcome.reference:.4f}",
+                        *_uncertainty_cells(r.outcome),
+                        "-" if r.outcome.queries_needed is None else r.outcome.queries_needed,
+                    )
+                    for r in outcomes
+                ],
+            )
+            markdown += (
+                "\nThe 95% CI is a paired bootstrap over queries (10,000 resamples, seeded); sign-flip p is "
+                "a paired randomization test; MDE is the smallest true drop a one-sided 5% test would "
+                "detect with 80% power on these queries.\n"
+            )
         markdown += moved_markdown(moves, side)
         if statement:
             markdown += f"\n{statement}\n"

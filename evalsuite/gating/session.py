@@ -42,8 +42,15 @@ EncoderKey = tuple[str, str, str, int, str]
 
 
 class GateSession:
-    def __init__(self, plan: SessionPlan, shared: ComputeOnce | None = None, *,
-                 canary: CanarySettings | None = None, worker: str = "main", gate_endpoint: bool = False) -> None:
+    def __init__(
+        self,
+        plan: SessionPlan,
+        shared: ComputeOnce | None = None,
+        *,
+        canary: CanarySettings | None = None,
+        worker: str = "main",
+        gate_endpoint: bool = False,
+    ) -> None:
         if gate_endpoint and canary is None:
             raise SpecError("--gate-endpoint gates the model as served at --endpoint URL; give --endpoint")
         self.plan = plan
@@ -81,8 +88,11 @@ class GateSession:
             self.slices[dp.name] = slice_index(self.prepared[dp.name])  # tokens counted, no model loaded
             check_gate_slices(dp.gates, self.slices[dp.name], dp.name)
             if plan.has_reference_run:
-                self.reference_prepared[dp.name] = prepare(dp.spec.replace(
-                    model=plan.reference_model or dp.spec.model, model_rev=plan.reference_rev, tokenizer_rev=None))
+                self.reference_prepared[dp.name] = prepare(
+                    dp.spec.replace(
+                        model=plan.reference_model or dp.spec.model, model_rev=plan.reference_rev, tokenizer_rev=None
+                    )
+                )
             elif dp.baseline is not None and not plan.update_baseline:
                 self.baselines[dp.name] = load_baseline(dp.baseline)
         self.policy = session_policy(plan, {name: tuple(b.metrics) for name, b in self.baselines.items()})
@@ -143,9 +153,15 @@ class GateSession:
         s = self.canary
         if s is None:
             raise SpecError("--gate-endpoint gates the model as served at --endpoint URL; give --endpoint")
-        spec = prepared.spec.replace(endpoints=(s.endpoint,), served_model=s.served_model, api_key_env=s.api_key_env,
-                                     endpoint_timeout=s.timeout, endpoint_concurrency=s.concurrency,
-                                     endpoint_batch_size=s.batch_size, encoding_format=s.encoding_format)
+        spec = prepared.spec.replace(
+            endpoints=(s.endpoint,),
+            served_model=s.served_model,
+            api_key_env=s.api_key_env,
+            endpoint_timeout=s.timeout,
+            endpoint_concurrency=s.concurrency,
+            endpoint_batch_size=s.batch_size,
+            encoding_format=s.encoding_format,
+        )
         return dataclasses.replace(prepared, spec=spec)
 
     def local_result(self, name: str) -> Result:
@@ -164,6 +180,7 @@ class GateSession:
     def result(self, name: str) -> Result:
         """The candidate's result on a dataset (the model as served with ``--gate-endpoint``); writes the
         baseline when the session updates it."""
+
         def compute() -> Result:
             prepared = self.prepared[name]
             if self.gate_endpoint:
@@ -186,8 +203,10 @@ class GateSession:
         try:
             written = write_baseline(result, path)
         except OSError as exc:
-            raise SpecError(f"--update-baseline: cannot write the baseline {path} ({exc.strerror or exc}); "
-                            "choose a --baseline path in a directory you can write") from None
+            raise SpecError(
+                f"--update-baseline: cannot write the baseline {path} ({exc.strerror or exc}); "
+                "choose a --baseline path in a directory you can write"
+            ) from None
         self.ledger.add(BaselineWritten(name, path))
         return written
 
@@ -197,8 +216,9 @@ class GateSession:
             ref = Reference.from_baseline(self.baselines[name])
         elif name in self.reference_prepared:
             rp = self.reference_prepared[name]
-            ref = Reference.from_result(self._once("reference", name, lambda: run(rp.spec, rp,
-                                                                                  encoder=self.encoder(rp))))
+            ref = Reference.from_result(
+                self._once("reference", name, lambda: run(rp.spec, rp, encoder=self.encoder(rp)))
+            )
         else:
             return None
         self._record_once(ReferenceSeen(name, ref.kind, ref.label, dict(ref.scores.metrics)), ("reference", name))
@@ -207,6 +227,7 @@ class GateSession:
     def verdicts(self) -> dict[str, Outcome | EvalsuiteError]:
         """Every gate item's outcome, keyed by :meth:`verdict_key`, judged together once per session
         (the multiplicity correction needs every p-value; under xdist one worker computes, all read)."""
+
         def compute() -> dict[str, Outcome | EvalsuiteError]:
             requests = []
             for dp in self.datasets:
@@ -216,9 +237,16 @@ class GateSession:
                 result = self.result(dp.name)
                 ref = self.reference(dp.name)
                 cand = Scores("candidate", result.metrics, result.per_query, result.slices)
-                requests += [GateRequest(self.verdict_key(dp.name, g), g, ref.comparable(cand) if ref else cand,
-                                         ref.scores if ref else None)
-                             for g in gates if ref is not None or not g.needs_reference]
+                requests += [
+                    GateRequest(
+                        self.verdict_key(dp.name, g),
+                        g,
+                        ref.comparable(cand) if ref else cand,
+                        ref.scores if ref else None,
+                    )
+                    for g in gates
+                    if ref is not None or not g.needs_reference
+                ]
             return judge_all(requests, self.plan.verdicts.multiplicity)
 
         return self.shared.get("verdicts", compute)[0]
@@ -230,13 +258,18 @@ class GateSession:
     def sweep_verdicts(self, name: str) -> dict[str, Outcome | EvalsuiteError]:
         """Every sweep cell's gate outcomes on a dataset against the base, keyed ``cell/gate``, judged together
         once (the cells' significance-based gates are one family, corrected as the session's policy says)."""
+
         def compute() -> dict[str, Outcome | EvalsuiteError]:
             sweep, gates = self.sweep(name), self.dataset_policy(name).sweep_gates
             base = Scores("base", sweep.base.metrics, sweep.base.per_query)
             index = self.slices.get(name)  # the base contract's membership: cells are paired on the same queries
-            requests = [GateRequest(f"{c.cell.name}/{g.expr}", g,
-                                    Scores("cell", c.result.metrics, c.result.per_query, index), base)
-                        for c in sweep.cells for g in gates]
+            requests = [
+                GateRequest(
+                    f"{c.cell.name}/{g.expr}", g, Scores("cell", c.result.metrics, c.result.per_query, index), base
+                )
+                for c in sweep.cells
+                for g in gates
+            ]
             return judge_all(requests, self.plan.verdicts.multiplicity)
 
         return self.shared.get(f"sweep-verdicts-{name}", compute)[0]
@@ -266,9 +299,11 @@ class GateSession:
 
             prepared = self.prepared[name]
             self._canary_contexts[name] = CanaryContext(
-                self.canary, prepared,
+                self.canary,
+                prepared,
                 reference_encoder=lambda: ContractEncoder(self.encoder(prepared), prepared.contract),
-                reference_result=lambda: self.local_result(name))
+                reference_result=lambda: self.local_result(name),
+            )
         return self._canary_contexts[name]
 
     def record_verdict(self, name: str, verdict: Verdict) -> None:
@@ -285,15 +320,30 @@ class GateSession:
         for dp in self.datasets:
             sweep, result = self.shared.peek(f"sweep-{dp.name}"), self.shared.peek(f"candidate-{dp.name}")
             result = result if isinstance(result, Result) else None
-            datasets.append(dataset_report(
-                dp.name, self.plan.reports_dir / dp.name, result,
-                sweep if isinstance(sweep, SweepResult) else None, self.ledger.candidate(dp.name),
-                self.ledger.reference(dp.name), self.ledger.outcomes(dp.name), self.policy.notes, statement,
-                self._comparisons(dp.name, result), self._slice_moves(dp.name, result)))
-        return SessionReport(notes=self.policy.notes, canary=tuple(self.ledger.canary()),
-                             computations=tuple(self.ledger.computations()),
-                             baselines_written=tuple(self.ledger.baselines_written()), datasets=tuple(datasets),
-                             reports_dir=self.plan.reports_dir, statement=statement)
+            datasets.append(
+                dataset_report(
+                    dp.name,
+                    self.plan.reports_dir / dp.name,
+                    result,
+                    sweep if isinstance(sweep, SweepResult) else None,
+                    self.ledger.candidate(dp.name),
+                    self.ledger.reference(dp.name),
+                    self.ledger.outcomes(dp.name),
+                    self.policy.notes,
+                    statement,
+                    self._comparisons(dp.name, result),
+                    self._slice_moves(dp.name, result),
+                )
+            )
+        return SessionReport(
+            notes=self.policy.notes,
+            canary=tuple(self.ledger.canary()),
+            computations=tuple(self.ledger.computations()),
+            baselines_written=tuple(self.ledger.baselines_written()),
+            datasets=tuple(datasets),
+            reports_dir=self.plan.reports_dir,
+            statement=statement,
+        )
 
     def _reference_side(self, name: str) -> Reference | None:
         """The baseline or the computed reference run, without computing anything."""
@@ -313,8 +363,12 @@ class GateSession:
         from ..slicing.compare import slice_moves
 
         cand = ref.comparable(Scores("candidate", result.metrics, result.per_query))
-        return slice_moves(result.slices, cand.per_query, ref.scores.per_query,
-                           [m for m in result.metrics if m in ref.scores.per_query])
+        return slice_moves(
+            result.slices,
+            cand.per_query,
+            ref.scores.per_query,
+            [m for m in result.metrics if m in ref.scores.per_query],
+        )
 
     def _comparisons(self, name: str, result: Result | None) -> dict[str, Comparison]:
         """Every metric's delta against the baseline or reference run with its CI (empty without both sides),

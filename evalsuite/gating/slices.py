@@ -36,14 +36,16 @@ def split_selector(expr: str) -> tuple[str, Selector | None]:
         return expr, None
     m = _SLICED.match(expr)
     if not m:
-        raise SpecError(f"gate {expr!r}: write the slice right after the metric, e.g. ndcg@10[topic=finance]"
-                        ":max_drop=0.02 or recall@100[doclen>256]>=0.6")
+        raise SpecError(
+            f"gate {expr!r}: write the slice right after the metric, e.g. ndcg@10[topic=finance]"
+            ":max_drop=0.02 or recall@100[doclen>256]>=0.6"
+        )
     return m.group("metric") + m.group("rest"), parse_selector(m.group("selector"), where=f"gate {expr!r}: slice")
 
 
 def with_selector(canonical: str, metric: str, selector: Selector | None) -> str:
     """The canonical expression with the slice after the metric."""
-    return canonical if selector is None else f"{metric}[{selector.text}]{canonical[len(metric):]}"
+    return canonical if selector is None else f"{metric}[{selector.text}]{canonical[len(metric) :]}"
 
 
 def restrict(scores: Scores, qids: Collection[str]) -> Scores:
@@ -58,8 +60,10 @@ def slice_sides(gate: Gate, candidate: Scores, reference: Scores | None) -> tupl
     """Both sides restricted to the gate's slice, and how many queries it holds (both sides scored)."""
     assert gate.selector is not None
     if candidate.slices is None:
-        raise SpecError(f"gate {gate.expr!r}: this side has no slice index (lengths and metadata of its queries); "
-                        "slice gates apply to runs of evalsuite's pipeline")
+        raise SpecError(
+            f"gate {gate.expr!r}: this side has no slice index (lengths and metadata of its queries); "
+            "slice gates apply to runs of evalsuite's pipeline"
+        )
     qids = set(candidate.slices.members(parse_selector(gate.selector)))
     if reference is not None:
         qids &= set(next(iter(reference.per_query.values()), {}))
@@ -72,12 +76,14 @@ def too_few(gate: Gate, n: int) -> tuple[Judgement, str] | None:
     """INCONCLUSIVE with its note when the slice has fewer than :data:`MIN_QUERIES` queries; None otherwise."""
     if n >= MIN_QUERIES:
         return None
-    return Judgement("inconclusive"), (f"slice [{gate.selector}] has {n} queries, fewer than {MIN_QUERIES}: "
-                                       "too few to decide")
+    return Judgement("inconclusive"), (
+        f"slice [{gate.selector}] has {n} queries, fewer than {MIN_QUERIES}: too few to decide"
+    )
 
 
-def judge_slice(gate: Gate, kind_verdict: Judgement, candidate: Scores, reference: Scores | None,
-                evidence: Evidence, n: int) -> tuple[Judgement, str | None]:
+def judge_slice(
+    gate: Gate, kind_verdict: Judgement, candidate: Scores, reference: Scores | None, evidence: Evidence, n: int
+) -> tuple[Judgement, str | None]:
     """The verdict of a slice gate with enough queries (see the module doc) and the note that explains it."""
     head = f"slice [{gate.selector}] has {n} queries"
     if gate.kind not in POINT_KINDS:
@@ -99,8 +105,11 @@ def judge_slice(gate: Gate, kind_verdict: Judgement, candidate: Scores, referenc
         verdict = decide(ci, allowed)
         bounds = f"one-sided 95% bounds of the delta {ci.lower_bound:+.4f} / {ci.upper_bound:+.4f}"
         what = f"against the allowed drop -{allowed:.4g}"
-    tail = {"pass": "passes", "fail": "fails",
-            "inconclusive": "straddle it: the CI is too wide to decide on this slice"}[verdict]
+    tail = {
+        "pass": "passes",
+        "fail": "fails",
+        "inconclusive": "straddle it: the CI is too wide to decide on this slice",
+    }[verdict]
     return Judgement(verdict), f"{head}; {bounds} {what}: {tail}"
 
 

@@ -29,16 +29,25 @@ def run_markdown(result: Result) -> str:
         "\n## Contract\n",
         table(["field", "value"], contract_rows(m["contract"])),
         "\n## Timing\n",
-        table(["step", "value"], [
-            ("encode seconds", t.get("encode_seconds")), ("search seconds", t.get("search_seconds")),
-            ("score seconds", t.get("score_seconds")),
-            ("query tokens", t.get("queries", {}).get("tokens")),
-            ("document tokens", t.get("documents", {}).get("tokens")),
-            ("truncated texts", t.get("queries", {}).get("truncated", 0) + t.get("documents", {}).get("truncated", 0)),
-            ("embedding cache hits / misses",
-             f"{t['cache']['hits']} / {t['cache']['misses']}" if "cache" in t else "cache off"),
-            ("device", m.get("device")),
-        ]),
+        table(
+            ["step", "value"],
+            [
+                ("encode seconds", t.get("encode_seconds")),
+                ("search seconds", t.get("search_seconds")),
+                ("score seconds", t.get("score_seconds")),
+                ("query tokens", t.get("queries", {}).get("tokens")),
+                ("document tokens", t.get("documents", {}).get("tokens")),
+                (
+                    "truncated texts",
+                    t.get("queries", {}).get("truncated", 0) + t.get("documents", {}).get("truncated", 0),
+                ),
+                (
+                    "embedding cache hits / misses",
+                    f"{t['cache']['hits']} / {t['cache']['misses']}" if "cache" in t else "cache off",
+                ),
+                ("device", m.get("device")),
+            ],
+        ),
     ]
     if result.warnings:
         parts += ["\n## Warnings\n", "".join(f"- {w}\n" for w in result.warnings)]

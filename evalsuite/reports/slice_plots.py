@@ -20,8 +20,9 @@ MAX_PANELS = 24
 _COLS = 4
 
 
-def slice_values(index: SliceIndex, runs: Sequence[tuple[str, Mapping[str, Mapping[str, float]]]],
-                 metric: str) -> list[tuple[str, int, list[float]]]:
+def slice_values(
+    index: SliceIndex, runs: Sequence[tuple[str, Mapping[str, Mapping[str, float]]]], metric: str
+) -> list[tuple[str, int, list[float]]]:
     """``(slice, queries, [value per run])`` for every reported slice, runs given as ``(name, per_query)``."""
     tables = [{r.slice: r for r in index.table(pq)} for _, pq in runs]
     out = []
@@ -37,8 +38,13 @@ def slice_cells_dict(index: SliceIndex, per_query: Mapping[str, Mapping[str, flo
     return [r.to_dict() for r in index.table(per_query)]
 
 
-def slice_small_multiples(index: SliceIndex, runs: Sequence[tuple[str, Mapping[str, Mapping[str, float]]]],
-                          metric: str, *, title: str | None = None) -> Figure | None:
+def slice_small_multiples(
+    index: SliceIndex,
+    runs: Sequence[tuple[str, Mapping[str, Mapping[str, float]]]],
+    metric: str,
+    *,
+    title: str | None = None,
+) -> Figure | None:
     """One panel per slice (at most :data:`MAX_PANELS`), one bar per run (the first is the base, in red);
     None when there is nothing to draw."""
     from matplotlib.figure import Figure
@@ -60,7 +66,7 @@ def slice_small_multiples(index: SliceIndex, runs: Sequence[tuple[str, Mapping[s
         ax.set_title(f"{name} ({n} q)", fontsize=9)
         ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
         ax.set_ylim(0, 1.0 if max(max(v) for _, _, v in values) <= 1.0 else None)
-    for ax in axes[len(values):]:
+    for ax in axes[len(values) :]:
         ax.set_visible(False)
     fig.suptitle(title or f"{metric} per slice (red: base)")
     return fig

@@ -39,8 +39,11 @@ def cell_moves(result: SweepResult, c: CellResult) -> list[SliceMove]:
     index = result.base.slices
     if index is None or c.cell.same_as_base:
         return []
-    return [m for m in slice_moves(index, c.result.per_query, result.base.per_query, list(result.metrics))
-            if m.comparison.ci.delta != 0]
+    return [
+        m
+        for m in slice_moves(index, c.result.per_query, result.base.per_query, list(result.metrics))
+        if m.comparison.ci.delta != 0
+    ]
 
 
 def sweep_slice_lines(result: SweepResult) -> list[str]:
@@ -54,8 +57,10 @@ def sweep_slice_lines(result: SweepResult) -> list[str]:
         if moves:
             m = moves[0]
             ci = m.comparison.ci
-            lines.append(f"  {c.cell.name}: {m.slice} ({m.n_queries} queries) {first} {m.reference:.4f} -> "
-                         f"{m.candidate:.4f}, delta {ci.delta:+.4f} (95% CI {ci.low:+.4f} .. {ci.high:+.4f})")
+            lines.append(
+                f"  {c.cell.name}: {m.slice} ({m.n_queries} queries) {first} {m.reference:.4f} -> "
+                f"{m.candidate:.4f}, delta {ci.delta:+.4f} (95% CI {ci.low:+.4f} .. {ci.high:+.4f})"
+            )
     return ["slice that moved most per cell:", *lines] if lines else []
 
 
@@ -65,8 +70,10 @@ def _slice_table(result: SweepResult, metric: str) -> tuple[list[str], list[list
     assert result.base.slices is not None
     runs = [("base", result.base.per_query)] + [(c.cell.name, c.result.per_query) for c in result.cells]
     values = slice_values(result.base.slices, runs, metric)
-    return (["slice", "queries", *(name for name, _ in runs)],
-            [[s, str(n), *(f"{v:.4f}" for v in vs)] for s, n, vs in values])
+    return (
+        ["slice", "queries", *(name for name, _ in runs)],
+        [[s, str(n), *(f"{v:.4f}" for v in vs)] for s, n, vs in values],
+    )
 
 
 def sweep_slices_markdown(result: SweepResult) -> list[str]:
@@ -76,11 +83,12 @@ def sweep_slices_markdown(result: SweepResult) -> list[str]:
     parts = [f"\n## Slices ({metric})\n\n", table(*_slice_table(result, metric))]
     rows = [[c.cell.name, *moved_cells(m)] for c in result.cells for m in cell_moves(result, c)[:MOVED_PER_CELL]]
     if rows:
-        parts += ["\n### Slices each cell moved most\n\n",
-                  table(["cell", "slice", "metric", "queries", "base", "cell value", "delta", "95% CI", "sign-flip p"],
-                        rows),
-                  "\nDelta with its paired bootstrap 95% CI over the slice's queries (membership of the base "
-                  "contract); not corrected for the number of slices.\n"]
+        parts += [
+            "\n### Slices each cell moved most\n\n",
+            table(["cell", "slice", "metric", "queries", "base", "cell value", "delta", "95% CI", "sign-flip p"], rows),
+            "\nDelta with its paired bootstrap 95% CI over the slice's queries (membership of the base "
+            "contract); not corrected for the number of slices.\n",
+        ]
     return parts
 
 
@@ -95,7 +103,12 @@ def sweep_slices_html(result: SweepResult) -> list[str]:
     parts = [h.heading(f"Slices ({metric})")]
     fig = slice_small_multiples(result.base.slices, runs, metric)
     if fig is not None:
-        parts.append(h.figure_html(h.png_data_uri(fig), f"{metric} per slice: one panel per slice, one bar per "
-                                   "cell (red: base, dashed: the base's value); membership of the base contract"))
+        parts.append(
+            h.figure_html(
+                h.png_data_uri(fig),
+                f"{metric} per slice: one panel per slice, one bar per "
+                "cell (red: base, dashed: the base's value); membership of the base contract",
+            )
+        )
     parts.append(h.table(*_slice_table(result, metric)))
     return parts

@@ -8,5 +8,14 @@ per-query metrics of each slice.
 from .index import DEFAULT_FIELDS, MIN_QUERIES, QueryProfile, SliceIndex, SliceRow, build_slice_index
 from .selectors import Selector, length_buckets, parse_selector
 
-__all__ = ["DEFAULT_FIELDS", "MIN_QUERIES", "QueryProfile", "Selector", "SliceIndex", "SliceRow",
-           "build_slice_index", "length_buckets", "parse_selector"]
+__all__ = [
+    "DEFAULT_FIELDS",
+    "MIN_QUERIES",
+    "QueryProfile",
+    "Selector",
+    "SliceIndex",
+    "SliceRow",
+    "build_slice_index",
+    "length_buckets",
+    "parse_selector",
+]

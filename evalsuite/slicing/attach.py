@@ -13,5 +13,6 @@ if TYPE_CHECKING:
 
 def slice_index(prepared: Prepared, contract: Contract | None = None) -> SliceIndex:
     """Membership of every slice for ``prepared`` (under ``contract``, default its own); no model is loaded."""
-    return build_slice_index(prepared.dataset, contract or prepared.contract, prepared.model.tokenizer_path,
-                             prepared.spec.slice_by)
+    return build_slice_index(
+        prepared.dataset, contract or prepared.contract, prepared.model.tokenizer_path, prepared.spec.slice_by
+    )

@@ -27,14 +27,23 @@ class SliceMove:
     comparison: Comparison
 
     def to_dict(self) -> dict[str, object]:
-        return {"slice": self.slice, "metric": self.metric, "n_queries": self.n_queries,
-                "candidate": round(self.candidate, 6), "reference": round(self.reference, 6),
-                **self.comparison.to_dict()}
+        return {
+            "slice": self.slice,
+            "metric": self.metric,
+            "n_queries": self.n_queries,
+            "candidate": round(self.candidate, 6),
+            "reference": round(self.reference, 6),
+            **self.comparison.to_dict(),
+        }
 
 
-def slice_moves(index: SliceIndex, candidate: Mapping[str, Mapping[str, float]],
-                reference: Mapping[str, Mapping[str, float]], metrics: Sequence[str],
-                selectors: Sequence[Selector] | None = None) -> list[SliceMove]:
+def slice_moves(
+    index: SliceIndex,
+    candidate: Mapping[str, Mapping[str, float]],
+    reference: Mapping[str, Mapping[str, float]],
+    metrics: Sequence[str],
+    selectors: Sequence[Selector] | None = None,
+) -> list[SliceMove]:
     """Every reported slice's paired comparison per metric, largest absolute delta first."""
     import numpy as np
 

@@ -48,8 +48,11 @@ class SliceRow:
     metrics: Mapping[str, float]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"slice": self.slice, "n_queries": self.n_queries,
-                "metrics": {m: round(v, 6) for m, v in self.metrics.items()}}
+        return {
+            "slice": self.slice,
+            "n_queries": self.n_queries,
+            "metrics": {m: round(v, 6) for m, v in self.metrics.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -66,14 +69,14 @@ class SliceIndex:
             attr = selector.dimension
             return tuple(q for q, p in self.profiles.items() if selector.holds(getattr(p, attr), self.max_length))
         if selector.is_doc_field:
-            name = selector.dimension[len(DOC_FIELD_PREFIX):]
+            name = selector.dimension[len(DOC_FIELD_PREFIX) :]
             return tuple(q for q, p in self.profiles.items() if selector.value in p.doc_fields.get(name, ()))
         return tuple(q for q, p in self.profiles.items() if p.fields.get(selector.dimension) == selector.value)
 
     def values(self, field_name: str) -> list[str]:
         """The values a query field (or ``doc.FIELD``) takes, sorted."""
         if field_name.startswith(DOC_FIELD_PREFIX):
-            name = field_name[len(DOC_FIELD_PREFIX):]
+            name = field_name[len(DOC_FIELD_PREFIX) :]
             return sorted({v for p in self.profiles.values() for v in p.doc_fields.get(name, ())})
         return sorted({p.fields[field_name] for p in self.profiles.values() if field_name in p.fields})
 
@@ -86,9 +89,11 @@ class SliceIndex:
         if name in LENGTHS or name in self.known_fields():
             return
         known = self.known_fields()
-        raise SpecError(f"{where}: the queries have no metadata field {name!r}; known fields: "
-                        f"{', '.join(known) if known else 'none (queries.jsonl records hold only _id and text)'}; "
-                        "a document field is written doc.FIELD")
+        raise SpecError(
+            f"{where}: the queries have no metadata field {name!r}; known fields: "
+            f"{', '.join(known) if known else 'none (queries.jsonl records hold only _id and text)'}; "
+            "a document field is written doc.FIELD"
+        )
 
     def check(self, selector: Selector, where: str) -> None:
         """SpecError when the selector names a field or value the dataset does not have."""
@@ -98,8 +103,9 @@ class SliceIndex:
         values = self.values(selector.dimension)
         if selector.value not in values:
             shown = ", ".join(values[:_MAX_LISTED]) + (", ..." if len(values) > _MAX_LISTED else "")
-            raise SpecError(f"{where}: no query has {selector.dimension}={selector.value!r}; "
-                            f"{selector.dimension} takes {shown}")
+            raise SpecError(
+                f"{where}: no query has {selector.dimension}={selector.value!r}; {selector.dimension} takes {shown}"
+            )
 
     def reported(self) -> tuple[Selector, ...]:
         """The slices every report shows: non-empty length buckets, then each value of each ``slice_by`` field."""
@@ -107,21 +113,28 @@ class SliceIndex:
         out += [parse_selector(f"{f}={v}") for f in self.slice_by for v in self.values(f)]
         return tuple(out)
 
-    def table(self, per_query: Mapping[str, Mapping[str, float]],
-              selectors: Sequence[Selector] | None = None) -> tuple[SliceRow, ...]:
+    def table(
+        self, per_query: Mapping[str, Mapping[str, float]], selectors: Sequence[Selector] | None = None
+    ) -> tuple[SliceRow, ...]:
         """Each slice's query count and per-metric mean over its queries (those the metric scored)."""
         rows = []
         for s in self.reported() if selectors is None else selectors:
             qids = self.members(s)
-            metrics = {m: sum(scores[q] for q in qids if q in scores) / n
-                       for m, scores in per_query.items() if (n := sum(1 for q in qids if q in scores))}
+            metrics = {
+                m: sum(scores[q] for q in qids if q in scores) / n
+                for m, scores in per_query.items()
+                if (n := sum(1 for q in qids if q in scores))
+            }
             rows.append(SliceRow(s.text, len(qids), metrics))
         return tuple(rows)
 
     def to_dict(self, per_query: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
-        return {"max_length": self.max_length, "slice_by": list(self.slice_by),
-                "doclen": "tokens of the query's longest relevant document (grade >= 1)",
-                "slices": [r.to_dict() for r in self.table(per_query)]}
+        return {
+            "max_length": self.max_length,
+            "slice_by": list(self.slice_by),
+            "doclen": "tokens of the query's longest relevant document (grade >= 1)",
+            "slices": [r.to_dict() for r in self.table(per_query)],
+        }
 
 
 def default_slice_by(dataset: Dataset) -> tuple[str, ...]:
@@ -129,8 +142,9 @@ def default_slice_by(dataset: Dataset) -> tuple[str, ...]:
     return tuple(f for f in DEFAULT_FIELDS if f in present)
 
 
-def build_slice_index(dataset: Dataset, contract: Contract, tokenizer_dir: Path,
-                      slice_by: Sequence[str] | None = None) -> SliceIndex:
+def build_slice_index(
+    dataset: Dataset, contract: Contract, tokenizer_dir: Path, slice_by: Sequence[str] | None = None
+) -> SliceIndex:
     """Count the tokens of every query and relevant document as ``contract`` renders them, and profile
     each query. ``slice_by`` (None: :data:`DEFAULT_FIELDS` present on the queries) is checked against
     the dataset's fields; an unknown one is a SpecError listing the known ones."""
@@ -138,18 +152,25 @@ def build_slice_index(dataset: Dataset, contract: Contract, tokenizer_dir: Path,
     relevant = {q: [d for d, g in dataset.qrels[q].items() if g >= 1] for q in qids}
     dids = list(dict.fromkeys(d for q in qids for d in relevant[q]))
     qlen = count_tokens(tokenizer_dir, contract.render_all("query", [dataset.queries[q] for q in qids]))
-    dlen = dict(zip(dids, count_tokens(tokenizer_dir, contract.render_all("document",
-                                                                          [dataset.corpus[d] for d in dids])),
-                    strict=True))
+    dlen = dict(
+        zip(
+            dids,
+            count_tokens(tokenizer_dir, contract.render_all("document", [dataset.corpus[d] for d in dids])),
+            strict=True,
+        )
+    )
     profiles = {}
     for q, n in zip(qids, qlen, strict=True):
         docs: dict[str, set[str]] = {}
         for d in relevant[q]:
             for k, v in dataset.doc_fields.get(d, {}).items():
                 docs.setdefault(k, set()).add(v)
-        profiles[q] = QueryProfile(n, max((dlen[d] for d in relevant[q]), default=0),
-                                   dict(dataset.query_fields.get(q, {})),
-                                   {k: frozenset(v) for k, v in docs.items()})
+        profiles[q] = QueryProfile(
+            n,
+            max((dlen[d] for d in relevant[q]), default=0),
+            dict(dataset.query_fields.get(q, {})),
+            {k: frozenset(v) for k, v in docs.items()},
+        )
     index = SliceIndex(contract.max_length, profiles)
     fields = tuple(dict.fromkeys(slice_by)) if slice_by is not None else default_slice_by(dataset)
     for f in fields:

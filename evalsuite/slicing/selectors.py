@@ -96,8 +96,9 @@ def _length(dim: str, op: str, raw: str, where: str, text: str) -> Selector:
             raise SpecError(f"{where} [{text}]: the range {lo}..{hi} is empty; write LOW..HIGH")
         return Selector(dim, "range", raw, lo, hi)
     if not raw.isdigit():
-        raise SpecError(f"{where} [{text}]: {raw!r} is not a token count; use {dim}<=N, {dim}=A..B or "
-                        f"{dim}={TRUNCATED}")
+        raise SpecError(
+            f"{where} [{text}]: {raw!r} is not a token count; use {dim}<=N, {dim}=A..B or {dim}={TRUNCATED}"
+        )
     n = int(raw)
     bounds = {"<=": (0, n), "<": (0, n - 1), ">=": (n, None), ">": (n + 1, None), "=": (n, n)}[op]
     if bounds[1] is not None and bounds[1] < bounds[0]:

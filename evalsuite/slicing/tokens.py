@@ -29,13 +29,15 @@ def count_tokens(tokenizer_dir: Path, texts: Sequence[str]) -> list[int]:
     try:
         tok = Tokenizer.from_file(str(path))
     except Exception as exc:  # a bad tokenizer file is a model problem, said once
-        raise ModelError(f"{path}: cannot be read as a fast tokenizer ({type(exc).__name__}: {str(exc)[:160]}); "
-                         "the slices by length need the model's tokenizer") from None
+        raise ModelError(
+            f"{path}: cannot be read as a fast tokenizer ({type(exc).__name__}: {str(exc)[:160]}); "
+            "the slices by length need the model's tokenizer"
+        ) from None
     tok.no_truncation()
     tok.no_padding()
     out: list[int] = []
     for start in range(0, len(texts), _BATCH):
-        out += [len(e.ids) for e in tok.encode_batch(list(texts[start:start + _BATCH]))]
+        out += [len(e.ids) for e in tok.encode_batch(list(texts[start : start + _BATCH]))]
     return out
 
 

@@ -15,8 +15,11 @@ OUT = OUT_OPTION.with_default("reports/<dataset>/<model>/sweep")
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("sweep", help="vary one setting at a time (or a grid) around the base contract; "
-                                            "write sweep.json, report.md and report.html")
+    p = subparsers.add_parser(
+        "sweep",
+        help="vary one setting at a time (or a grid) around the base contract; "
+        "write sweep.json, report.md and report.html",
+    )
     add_options(p.add_argument, RUN_OPTIONS)
     add_options(p.add_argument, (*SWEEP_OPTIONS, OUT))
     p.set_defaults(func=cmd_sweep)
@@ -38,8 +41,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
     prepared = prepare(spec)
     cells = plan_cells(prepared.contract, axes, grid, info=prepared.model)
-    out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name,
-                                                          prepared.model.name) / "sweep"
+    out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name, prepared.model.name) / "sweep"
     preflight.out_dir(out)
     slices = slice_index(prepared)  # an unknown --slice-by field is an error before encoding
     result = run_sweep(prepared, cells, spec.metrics, axes=axes, grid=grid)
@@ -49,10 +51,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     st = result.stats
     print(f"model    {prepared.model.name} @ {prepared.contract.model_revision[:16]}")
     print(f"dataset  {ident.name} ({ident.n_documents} documents, {ident.n_queries} queries)")
-    print(f"cells    {len(cells)} ({'grid' if grid else 'one variable at a time'}); forward passes "
-          f"{st.passes_by_role['query']} query + {st.passes_by_role['document']} document; texts encoded "
-          f"{sum(st.texts_encoded_by_role.values())}" + (f"; cache hits {st.cache['hits']}, misses "
-                                                          f"{st.cache['misses']}" if st.cache else ""))
+    print(
+        f"cells    {len(cells)} ({'grid' if grid else 'one variable at a time'}); forward passes "
+        f"{st.passes_by_role['query']} query + {st.passes_by_role['document']} document; texts encoded "
+        f"{sum(st.texts_encoded_by_role.values())}"
+        + (f"; cache hits {st.cache['hits']}, misses {st.cache['misses']}" if st.cache else "")
+    )
     _print_table(*sweep_table_rows(result))
     index_headers, index_rows = index_table_rows(result)
     if index_rows:

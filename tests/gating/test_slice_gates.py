@@ -16,8 +16,9 @@ TOPICS = {"finance": 12, "sports": 12, "music": 12, "cooking": 12, "rare": 5}
 
 def _index():
     topics = [t for t, n in TOPICS.items() for _ in range(n)]
-    return SliceIndex(64, {f"q{i:02d}": QueryProfile(10 + i, 100 + i, {"topic": t}) for i, t in enumerate(topics)},
-                      ("topic",))
+    return SliceIndex(
+        64, {f"q{i:02d}": QueryProfile(10 + i, 100 + i, {"topic": t}) for i, t in enumerate(topics)}, ("topic",)
+    )
 
 
 def _sides(change, seed=0):
@@ -53,7 +54,8 @@ def test_a_topic_gate_fails_while_the_average_passes():
     sliced = evaluate_gate(parse_gate("ndcg@10[topic=finance]:max_drop=0.02"), cand, ref)
     assert sliced.verdict == "fail"  # bug caught: the slice ignored (judged on every query)
     assert sliced.candidate == pytest.approx(_mean(c, "finance")) and sliced.reference == pytest.approx(
-        _mean(r, "finance"))
+        _mean(r, "finance")
+    )
     assert sliced.n_queries == 12 and sliced.comparison.ci.n_queries == 12
     assert sliced.comparison.ci.upper_bound < -0.02
     assert {q for q, _, _ in sliced.losers} <= {q for q in c if _index().profiles[q].fields["topic"] == "finance"}
@@ -65,9 +67,13 @@ def test_a_topic_gate_fails_while_the_average_passes():
 
 def test_too_few_queries_is_inconclusive_never_a_silent_pass():
     cand, ref, *_ = _sides(lambda q, t, v: v)  # identical: a point estimate would pass
-    for expr in ("ndcg@10[topic=rare]:max_drop=0.02", "ndcg@10[topic=rare]>=0.1",
-                 "ndcg@10[topic=rare]:non_inferior=0.02", "ndcg@10[topic=rare]:no_significant_drop",
-                 "ndcg@10[qlen>10000]:max_drop=0.02"):  # the last slice is empty
+    for expr in (
+        "ndcg@10[topic=rare]:max_drop=0.02",
+        "ndcg@10[topic=rare]>=0.1",
+        "ndcg@10[topic=rare]:non_inferior=0.02",
+        "ndcg@10[topic=rare]:no_significant_drop",
+        "ndcg@10[qlen>10000]:max_drop=0.02",
+    ):  # the last slice is empty
         out = evaluate_gate(parse_gate(expr), cand, ref)
         assert out.verdict == "inconclusive", expr
         assert "fewer than 10: too few to decide" in out.note
@@ -100,7 +106,7 @@ def test_a_floor_on_a_slice_uses_the_bootstrap_bounds_of_the_slice_mean():
     assert high.verdict == "pass" and high.candidate == pytest.approx(0.9)
     assert floor("ndcg@10[topic=finance]>=0.6", lambda q, t, v: 0.3 if t == "finance" else 1.0)[0].verdict == "fail"
     # alternating 0.2 / 1.0: mean 0.6 sits on the floor, the bounds straddle it
-    noisy, c = floor("ndcg@10[topic=finance]>=0.6", lambda q, t, v: (0.2 if int(q[1:]) % 2 else 1.0))
+    noisy, c = floor("ndcg@10[topic=finance]>=0.6", lambda q, t, v: 0.2 if int(q[1:]) % 2 else 1.0)
     assert noisy.candidate == pytest.approx(_mean(c, "finance")) and noisy.verdict == "inconclusive"
     assert "bounds of the slice mean" in noisy.note
 
@@ -116,11 +122,17 @@ def test_slice_gates_join_the_session_correction():
 
 def test_unknown_field_or_value_lists_the_known_ones():
     index = _index()
-    with pytest.raises(SpecError, match=r"minibeir: gate 'ndcg@10\[domain=x\]>=0.5': the queries have no metadata "
-                                        r"field 'domain'; known fields: topic"):
+    with pytest.raises(
+        SpecError,
+        match=r"minibeir: gate 'ndcg@10\[domain=x\]>=0.5': the queries have no metadata "
+        r"field 'domain'; known fields: topic",
+    ):
         check_gate_slices([parse_gate("ndcg@10[domain=x]>=0.5")], index, "minibeir")
-    with pytest.raises(SpecError, match=r"no query has topic='fnance'; topic takes cooking, finance, music, rare, "
-                                        r"sports"):
+    with pytest.raises(
+        SpecError,
+        match=r"no query has topic='fnance'; topic takes cooking, finance, music, rare, "
+        r"sports",
+    ):
         check_gate_slices([parse_gate("ndcg@10[topic=fnance]:max_drop=0.02")], index, "minibeir")
     check_gate_slices([parse_gate("ndcg@10[doclen>999]>=0.5"), parse_gate("ndcg@10>=0.5")], index, "minibeir")
 
@@ -136,9 +148,13 @@ def test_the_session_refuses_an_unknown_topic_before_encoding(tiny_model_dir, mi
     from evalsuite.gating.plan import build_plan
     from evalsuite.gating.start import prepared_session
 
-    plan = build_plan(file_settings=None, file_path=None, cwd=tmp_path,
-                      run_flags={"model": str(tiny_model_dir), "dataset": str(minibeir_dir)},
-                      session_flags={"gates": ["ndcg@10[topic=fnance]>=0.5"]})
+    plan = build_plan(
+        file_settings=None,
+        file_path=None,
+        cwd=tmp_path,
+        run_flags={"model": str(tiny_model_dir), "dataset": str(minibeir_dir)},
+        session_flags={"gates": ["ndcg@10[topic=fnance]>=0.5"]},
+    )
     with pytest.raises(SpecError, match=r"no query has topic='fnance'; topic takes astronomy, cooking, databases"):
         prepared_session(plan, shared_dir=None, worker="main")
 
@@ -146,14 +162,25 @@ def test_the_session_refuses_an_unknown_topic_before_encoding(tiny_model_dir, mi
 def test_slice_by_from_a_spec_file_and_per_dataset(tmp_path, minibeir_dir):
     from evalsuite.gating.plan import build_plan
 
-    settings = {"slice_by": ["topic"], "datasets": [{"name": "a", "path": str(minibeir_dir)},
-                                                    {"name": "b", "path": str(minibeir_dir), "slice_by": "doc.x,topic"}]}
-    plan = build_plan(file_settings=settings, file_path=tmp_path / "evalsuite.toml", run_flags={}, session_flags={},
-                      cwd=tmp_path)
+    settings = {
+        "slice_by": ["topic"],
+        "datasets": [
+            {"name": "a", "path": str(minibeir_dir)},
+            {"name": "b", "path": str(minibeir_dir), "slice_by": "doc.x,topic"},
+        ],
+    }
+    plan = build_plan(
+        file_settings=settings, file_path=tmp_path / "evalsuite.toml", run_flags={}, session_flags={}, cwd=tmp_path
+    )
     assert [d.spec.slice_by for d in plan.datasets] == [("topic",), ("doc.x", "topic")]
     with pytest.raises(SpecError, match="slice_by must be a list of metadata field names"):
-        build_plan(file_settings={"slice_by": [1]}, file_path=tmp_path / "evalsuite.toml", run_flags={},
-                   session_flags={}, cwd=tmp_path)
+        build_plan(
+            file_settings={"slice_by": [1]},
+            file_path=tmp_path / "evalsuite.toml",
+            run_flags={},
+            session_flags={},
+            cwd=tmp_path,
+        )
 
 
 def test_a_slice_gate_does_not_decide_its_metrics_row():
@@ -164,8 +191,9 @@ def test_a_slice_gate_does_not_decide_its_metrics_row():
     sliced = evaluate_gate(parse_gate("ndcg@10[topic=finance]:max_drop=0.02"), cand, ref)
     whole = evaluate_gate(parse_gate("ndcg@10:max_drop=0.03"), cand, ref)
     records = [GateRecord("d", "gate[s]", sliced), GateRecord("d", "gate[w]", whole)]
-    row = summary_rows(CandidateSeen("d", dict(cand.metrics)), ReferenceSeen("d", "baseline", "baseline",
-                                                                            dict(ref.metrics)), records)[0]
+    row = summary_rows(
+        CandidateSeen("d", dict(cand.metrics)), ReferenceSeen("d", "baseline", "baseline", dict(ref.metrics)), records
+    )[0]
     assert row.verdict == "pass" and row.comparison is whole.comparison  # bug caught: the slice's CI on the row
     line = gate_line(sliced)
     assert line.startswith("FAIL         ndcg@10[topic=finance]:max_drop=0.02: delta ")

@@ -25,10 +25,12 @@ def coded(make_beir, tmp_path):
     long = [(n, "finance") for n in range(30, 42)]
     queries = short + long
     docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["word"] * n)} for n in range(1, 61)]
-    return make_beir(tmp_path / "coded", docs,
-                     [{"_id": f"q{j:03d}", "text": " ".join(["query"] * n), "topic": t}
-                      for j, (n, t) in enumerate(queries)],
-                     [(f"q{j:03d}", f"d{n:02d}", 1) for j, (n, _) in enumerate(queries)])
+    return make_beir(
+        tmp_path / "coded",
+        docs,
+        [{"_id": f"q{j:03d}", "text": " ".join(["query"] * n), "topic": t} for j, (n, t) in enumerate(queries)],
+        [(f"q{j:03d}", f"d{n:02d}", 1) for j, (n, _) in enumerate(queries)],
+    )
 
 
 class _KeepReport:
@@ -43,14 +45,38 @@ class _KeepReport:
 def test_a_sweep_cell_that_hurts_one_topic_fails_its_gate(pytester, tiny_model_dir, coded):
     keep = _KeepReport()
     result = pytester.runpytest(
-        "-p", "no:randomly", "-p", "no:cacheprovider", "--model", str(tiny_model_dir),
-        "--model-rev", directory_digest(tiny_model_dir), "--dataset", str(coded), "--no-cache", "--device", "cpu",
-        "--vary", "max_length=24", "--gate", "ndcg@10:max_drop=0.1", "--gate", "ndcg@10[topic=finance]:max_drop=0.02",
-        "--gate", "ndcg@10[topic=sports]:max_drop=0.02", "--junitxml", "junit.xml", plugins=[keep])
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "--model",
+        str(tiny_model_dir),
+        "--model-rev",
+        directory_digest(tiny_model_dir),
+        "--dataset",
+        str(coded),
+        "--no-cache",
+        "--device",
+        "cpu",
+        "--vary",
+        "max_length=24",
+        "--gate",
+        "ndcg@10:max_drop=0.1",
+        "--gate",
+        "ndcg@10[topic=finance]:max_drop=0.02",
+        "--gate",
+        "ndcg@10[topic=sports]:max_drop=0.02",
+        "--junitxml",
+        "junit.xml",
+        plugins=[keep],
+    )
     assert result.ret == 1
     rows = {r["gate"]: r for r in keep.report.dataset("coded").results["gates"] if r["item"].startswith("sweep")}
-    overall, finance, sports = (rows["ndcg@10:max_drop=0.1"], rows["ndcg@10[topic=finance]:max_drop=0.02"],
-                                rows["ndcg@10[topic=sports]:max_drop=0.02"])
+    overall, finance, sports = (
+        rows["ndcg@10:max_drop=0.1"],
+        rows["ndcg@10[topic=finance]:max_drop=0.02"],
+        rows["ndcg@10[topic=sports]:max_drop=0.02"],
+    )
     assert overall["verdict"] == "pass" and -0.1 < overall["delta"] < -0.02  # the average holds its gate
     assert finance["verdict"] == "fail" and finance["slice_queries"] == 12 and finance["delta"] < -0.2
     assert finance["ci"]["upper_bound"] < -0.02 and finance["reference"] == pytest.approx(1.0)
@@ -72,19 +98,34 @@ def test_an_ab_session_reports_the_slices_that_moved_most(tiny_model_dir, make_t
     from evalsuite.gating.start import prepared_session
 
     other = make_tiny_bert(tmp_path / "other", seed=7)
-    plan = build_plan(file_settings=None, file_path=None, cwd=tmp_path,
-                      run_flags={"model": str(tiny_model_dir), "dataset": str(minibeir_dir), "use_cache": False,
-                                 "device": "cpu", "metrics": ("ndcg@10", "recall@100")},
-                      session_flags={"reference_model": str(other), "reference_rev": directory_digest(other),
-                                     "gates": ["ndcg@10:max_drop=1"]})
+    plan = build_plan(
+        file_settings=None,
+        file_path=None,
+        cwd=tmp_path,
+        run_flags={
+            "model": str(tiny_model_dir),
+            "dataset": str(minibeir_dir),
+            "use_cache": False,
+            "device": "cpu",
+            "metrics": ("ndcg@10", "recall@100"),
+        },
+        session_flags={
+            "reference_model": str(other),
+            "reference_rev": directory_digest(other),
+            "gates": ["ndcg@10:max_drop=1"],
+        },
+    )
     session = prepared_session(plan, shared_dir=None, worker="main")
     result, ref = session.result("minibeir"), session.reference("minibeir")
     report = session.finish().dataset("minibeir")
     moves = report.results["slice_comparison"]
     deltas = [abs(m["ci"]["delta"]) for m in moves]
     assert deltas == sorted(deltas, reverse=True) and deltas[0] > 0
-    topics = {q: json.loads(line)["topic"] for line in (minibeir_dir / "queries.jsonl").read_text().splitlines()
-              for q in [json.loads(line)["_id"]]}
+    topics = {
+        q: json.loads(line)["topic"]
+        for line in (minibeir_dir / "queries.jsonl").read_text().splitlines()
+        for q in [json.loads(line)["_id"]]
+    }
     for m in (x for x in moves if x["slice"].startswith("topic=")):
         qids = [q for q, t in topics.items() if f"topic={t}" == m["slice"]]
         cand, base = result.per_query[m["metric"]], ref.scores.per_query[m["metric"]]
@@ -105,9 +146,13 @@ def test_bundled_model_cls_pooling_fails_the_databases_gate_while_the_average_ho
     from evalsuite.gating.start import prepared_session
 
     gates = ["ndcg@10:max_drop=0.1", "ndcg@10[topic=databases]:max_drop=0.05", "ndcg@10[topic=cooking]:max_drop=0.05"]
-    plan = build_plan(file_settings=None, file_path=None, cwd=tmp_path,
-                      run_flags={"dataset": str(minibeir_dir), "device": "cpu", "cache_dir": str(tmp_path / "c")},
-                      session_flags={"gates": gates, "vary": ["pooling=cls"]})
+    plan = build_plan(
+        file_settings=None,
+        file_path=None,
+        cwd=tmp_path,
+        run_flags={"dataset": str(minibeir_dir), "device": "cpu", "cache_dir": str(tmp_path / "c")},
+        session_flags={"gates": gates, "vary": ["pooling=cls"]},
+    )
     session = prepared_session(plan, shared_dir=None, worker="main")
     verdicts = session.sweep_verdicts("minibeir")
     overall, databases, cooking = (verdicts[f"pooling=cls/{g}"] for g in gates)

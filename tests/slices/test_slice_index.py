@@ -28,21 +28,30 @@ def _words(n, word="word"):
 
 @pytest.fixture
 def crafted(make_beir, tmp_path):
-    docs = [{"_id": d, "title": "", "text": _words(n), "domain": "legal" if d in ("d3", "d5") else "medical"}
-            for d, n in DOC_WORDS.items()]
+    docs = [
+        {"_id": d, "title": "", "text": _words(n), "domain": "legal" if d in ("d3", "d5") else "medical"}
+        for d, n in DOC_WORDS.items()
+    ]
     queries = [  # (id, words, topic, relevant documents); d7 is a hard negative (grade 0) everywhere
-        ("q1", 3, "finance", ["d1"]), ("q2", 50, "finance", ["d1", "d3"]), ("q3", 8, "sports", ["d4"]),
-        ("q4", 130, "sports", ["d5", "d1"]), ("q5", 600, "cooking", ["d6"]), ("q6", 1, "cooking", ["d2"]),
+        ("q1", 3, "finance", ["d1"]),
+        ("q2", 50, "finance", ["d1", "d3"]),
+        ("q3", 8, "sports", ["d4"]),
+        ("q4", 130, "sports", ["d5", "d1"]),
+        ("q5", 600, "cooking", ["d6"]),
+        ("q6", 1, "cooking", ["d2"]),
     ]
     qrels = [(q, d, 1 + (i == 0)) for q, _, _, rel in queries for i, d in enumerate(rel)]
     qrels += [(q, "d7", 0) for q, *_ in queries]
-    return make_beir(tmp_path / "crafted", docs,
-                     [{"_id": q, "text": _words(n, "query"), "topic": t} for q, n, t, _ in queries], qrels)
+    return make_beir(
+        tmp_path / "crafted",
+        docs,
+        [{"_id": q, "text": _words(n, "query"), "topic": t} for q, n, t, _ in queries],
+        qrels,
+    )
 
 
 def _prepared(tiny_model_dir, dataset, **changes):
-    return prepare(RunSpec(model=str(tiny_model_dir), dataset=str(dataset), device="cpu", use_cache=False,
-                           **changes))
+    return prepare(RunSpec(model=str(tiny_model_dir), dataset=str(dataset), device="cpu", use_cache=False, **changes))
 
 
 def test_token_counts_are_words_plus_two(tiny_model_dir):
@@ -73,9 +82,21 @@ def test_membership_by_hand(tiny_model_dir, crafted):
     assert members("doc.domain=medical") == {"q1", "q2", "q3", "q4", "q5", "q6"}
     # topic reported by default (the queries carry it), doc fields only when asked
     assert [s.text for s in index.reported()] == [
-        "qlen<=32", "qlen=33..128", "qlen=129..256", "qlen>512", "qlen=truncated",
-        "doclen<=32", "doclen=33..128", "doclen=129..256", "doclen=257..512", "doclen>512", "doclen=truncated",
-        "topic=cooking", "topic=finance", "topic=sports"]
+        "qlen<=32",
+        "qlen=33..128",
+        "qlen=129..256",
+        "qlen>512",
+        "qlen=truncated",
+        "doclen<=32",
+        "doclen=33..128",
+        "doclen=129..256",
+        "doclen=257..512",
+        "doclen>512",
+        "doclen=truncated",
+        "topic=cooking",
+        "topic=finance",
+        "topic=sports",
+    ]
 
 
 def test_lengths_count_the_rendered_text(tiny_model_dir, crafted):
@@ -87,8 +108,10 @@ def test_lengths_count_the_rendered_text(tiny_model_dir, crafted):
 def test_slice_table_is_the_mean_over_the_slice(tiny_model_dir, crafted):
     p = _prepared(tiny_model_dir, crafted, slice_by=("topic", "doc.domain"))
     index = build_slice_index(p.dataset, p.contract, p.model.tokenizer_path, p.spec.slice_by)
-    per_query = {"ndcg@10": {"q1": 0.1, "q2": 0.5, "q3": 0.9, "q4": 0.2, "q5": 0.0, "q6": 1.0},
-                 "recall@10": {"q1": 1.0, "q2": 0.5, "q3": 0.0, "q4": 1.0, "q5": 1.0, "q6": 0.0}}
+    per_query = {
+        "ndcg@10": {"q1": 0.1, "q2": 0.5, "q3": 0.9, "q4": 0.2, "q5": 0.0, "q6": 1.0},
+        "recall@10": {"q1": 1.0, "q2": 0.5, "q3": 0.0, "q4": 1.0, "q5": 1.0, "q6": 0.0},
+    }
     rows = {r.slice: r for r in index.table(per_query)}
     assert rows["topic=finance"].n_queries == 2
     assert rows["topic=finance"].metrics["ndcg@10"] == pytest.approx((0.1 + 0.5) / 2)
@@ -98,7 +121,8 @@ def test_slice_table_is_the_mean_over_the_slice(tiny_model_dir, crafted):
     buckets = [r for s, r in rows.items() if s.startswith("doclen") and s != "doclen=truncated"]
     assert sum(r.n_queries for r in buckets) == 6
     assert sum(r.n_queries * r.metrics["ndcg@10"] for r in buckets) / 6 == pytest.approx(
-        np.mean(list(per_query["ndcg@10"].values())))
+        np.mean(list(per_query["ndcg@10"].values()))
+    )
 
 
 def test_unknown_slice_field_lists_the_known_ones(tiny_model_dir, crafted):
@@ -114,14 +138,37 @@ def test_a_real_run_reports_slices_that_match_a_hand_computation(tiny_model_dir,
     from evalsuite.cli import main
 
     out = tmp_path / "out"
-    assert main(["run", "--model", str(tiny_model_dir), "--dataset", str(crafted), "--no-cache", "--device", "cpu",
-                 "--slice-by", "topic", "--slice-by", "doc.domain", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                str(tiny_model_dir),
+                "--dataset",
+                str(crafted),
+                "--no-cache",
+                "--device",
+                "cpu",
+                "--slice-by",
+                "topic",
+                "--slice-by",
+                "doc.domain",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     results = json.loads((out / "results.json").read_text())
     per_query = results["per_query"]
     by_name = {s["slice"]: s for s in results["slices"]["slices"]}
-    hand = {"topic=sports": ["q3", "q4"], "doclen=truncated": ["q2", "q3", "q4", "q5"], "doc.domain=legal": ["q2", "q4"],
-            "qlen<=32": ["q1", "q3", "q6"]}
+    hand = {
+        "topic=sports": ["q3", "q4"],
+        "doclen=truncated": ["q2", "q3", "q4", "q5"],
+        "doc.domain=legal": ["q2", "q4"],
+        "qlen<=32": ["q1", "q3", "q6"],
+    }
     for name, qids in hand.items():
         assert by_name[name]["n_queries"] == len(qids)
         for metric in ("ndcg@10", "recall@100"):
@@ -138,30 +185,86 @@ def test_unknown_slice_by_is_a_usage_error_before_encoding(tiny_model_dir, craft
     from evalsuite.cli import main
 
     monkeypatch.setattr(pipeline, "run", lambda *a, **k: pytest.fail("encoded before the usage error"))
-    assert main(["run", "--model", str(tiny_model_dir), "--dataset", str(crafted), "--no-cache",
-                 "--slice-by", "domain", "--out", str(tmp_path / "o")]) == 2
-    assert "--slice-by: the queries have no metadata field 'domain'; known fields: topic, doc.domain" \
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                str(tiny_model_dir),
+                "--dataset",
+                str(crafted),
+                "--no-cache",
+                "--slice-by",
+                "domain",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
+    assert (
+        "--slice-by: the queries have no metadata field 'domain'; known fields: topic, doc.domain"
         in capsys.readouterr().err
+    )
 
 
 def test_the_fixture_run_shows_topic_and_length_slices(tiny_model_dir, minibeir_dir, tmp_path, capsys):
     from evalsuite.cli import main
 
-    assert main(["run", "--model", str(tiny_model_dir), "--dataset", str(minibeir_dir), "--no-cache", "--device",
-                 "cpu", "--out", str(tmp_path / "o")]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                str(tiny_model_dir),
+                "--dataset",
+                str(minibeir_dir),
+                "--no-cache",
+                "--device",
+                "cpu",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
-    shown = {line.split()[0] for line in lines[lines.index("slices:") + 2:] if line.startswith("  ") and
-             not line.startswith("  *")}
-    topics = {f"topic={t}" for t in ("astronomy", "cooking", "databases", "finance", "gardening", "music",
-                                     "networking", "physiology", "railways", "sports")}
+    shown = {
+        line.split()[0]
+        for line in lines[lines.index("slices:") + 2 :]
+        if line.startswith("  ") and not line.startswith("  *")
+    }
+    topics = {
+        f"topic={t}"
+        for t in (
+            "astronomy",
+            "cooking",
+            "databases",
+            "finance",
+            "gardening",
+            "music",
+            "networking",
+            "physiology",
+            "railways",
+            "sports",
+        )
+    }
     assert topics <= shown and "qlen<=32" in shown and any(s.startswith("doclen") for s in shown)
 
 
 def test_slicing_loads_no_model_stack(tiny_model_dir, crafted):
-    code = ("import sys; from evalsuite.pipeline import prepare; from evalsuite.spec import RunSpec; "
-            "from evalsuite.slicing.attach import slice_index; "
-            f"p = prepare(RunSpec(model={str(tiny_model_dir)!r}, dataset={str(crafted)!r})); "
-            "slice_index(p); print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True,
-                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    code = (
+        "import sys; from evalsuite.pipeline import prepare; from evalsuite.spec import RunSpec; "
+        "from evalsuite.slicing.attach import slice_index; "
+        f"p = prepare(RunSpec(model={str(tiny_model_dir)!r}, dataset={str(crafted)!r})); "
+        "slice_index(p); print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.strip() == "[]"

@@ -8,8 +8,9 @@ from evalsuite.slicing import QueryProfile, SliceIndex
 
 def _index():
     topics = ["a", "a", "b", "b", "b"]
-    return SliceIndex(64, {f"q{i}": QueryProfile(5 + 40 * i, 10, {"topic": t}) for i, t in enumerate(topics)},
-                      ("topic",))
+    return SliceIndex(
+        64, {f"q{i}": QueryProfile(5 + 40 * i, 10, {"topic": t}) for i, t in enumerate(topics)}, ("topic",)
+    )
 
 
 def test_values_per_slice_and_run():
@@ -19,8 +20,15 @@ def test_values_per_slice_and_run():
     assert values["topic=a"][0] == 2 and values["topic=a"][1] == pytest.approx([0.75, 0.25])
     assert values["topic=b"][1] == pytest.approx([0.3, 0.4])
     assert values["qlen<=32"] == (1, pytest.approx([1.0, 0.0]))  # q0 has 5 tokens
-    assert set(values) == {"qlen<=32", "qlen=33..128", "qlen=129..256", "qlen=truncated", "doclen<=32", "topic=a",
-                           "topic=b"}
+    assert set(values) == {
+        "qlen<=32",
+        "qlen=33..128",
+        "qlen=129..256",
+        "qlen=truncated",
+        "doclen<=32",
+        "topic=a",
+        "topic=b",
+    }
     assert values["qlen=truncated"][0] == 3  # 85, 125 and 165 tokens, over 64
 
 

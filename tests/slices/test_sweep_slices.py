@@ -13,10 +13,12 @@ def coded(make_beir, tmp_path):
     queries = [(n, ("sports", "music")[i % 2]) for i, n in enumerate(list(range(1, 21)) * 2)]
     queries += [(n, "finance") for n in range(30, 42)]
     docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["word"] * n)} for n in range(1, 61)]
-    return make_beir(tmp_path / "coded", docs,
-                     [{"_id": f"q{j:03d}", "text": " ".join(["query"] * n), "topic": t}
-                      for j, (n, t) in enumerate(queries)],
-                     [(f"q{j:03d}", f"d{n:02d}", 1) for j, (n, _) in enumerate(queries)]), queries
+    return make_beir(
+        tmp_path / "coded",
+        docs,
+        [{"_id": f"q{j:03d}", "text": " ".join(["query"] * n), "topic": t} for j, (n, t) in enumerate(queries)],
+        [(f"q{j:03d}", f"d{n:02d}", 1) for j, (n, _) in enumerate(queries)],
+    ), queries
 
 
 def test_sweep_reports_carry_the_slices(tiny_model_dir, coded, tmp_path, capsys, monkeypatch):
@@ -34,8 +36,25 @@ def test_sweep_reports_carry_the_slices(tiny_model_dir, coded, tmp_path, capsys,
     monkeypatch.setattr(execute, "run_sweep", keep)
     monkeypatch.setattr("evalsuite.sweep.run_sweep", keep)
     out = tmp_path / "sw"
-    assert main(["sweep", "--model", str(tiny_model_dir), "--dataset", str(dataset), "--no-cache", "--device", "cpu",
-                 "--vary", "max_length=24", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--model",
+                str(tiny_model_dir),
+                "--dataset",
+                str(dataset),
+                "--no-cache",
+                "--device",
+                "cpu",
+                "--vary",
+                "max_length=24",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     data = json.loads((out / "sweep.json").read_text())
     cell = data["cells"][0]
