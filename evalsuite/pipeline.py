@@ -34,7 +34,7 @@ from .model import ModelInfo, resolve_model
 from .result import Result
 from .search import index_kind, search
 from .spec import RunSpec, build_contract, check_endpoint_settings, default_dataset_dir, library_versions
-from .vectors import finalize
+from .vectors import IntegrityReport, check_vector_blocks, finalize
 
 
 @dataclass(frozen=True)
@@ -263,6 +263,7 @@ def score(
     qv = finalize(q_pooled, contract.dim, contract.normalize)
     t0 = time.perf_counter()
     dv: np.ndarray | None = None
+    doc_integrity: IntegrityReport | None = None  # of a stored corpus, checked block by block
     if isinstance(d_pooled, VectorStore):
         ranking = block_search(
             qv,
@@ -274,6 +275,12 @@ def score(
             dim=contract.dim,
             normalize=contract.normalize,
             block_rows=block_rows,
+        )
+        store = d_pooled
+        doc_integrity = check_vector_blocks(
+            (finalize(store.read_block(a, b), contract.dim, contract.normalize) for a, b in store.blocks(block_rows)),
+            dim=contract.dim,
+            normalized=contract.normalize,
         )
     else:
         dv = finalize(d_pooled, contract.dim, contract.normalize)
@@ -313,9 +320,10 @@ def score(
         per_query=per_query,
         timing=timing,
         ranking=ranking,
-        query_vectors=qv if keep_vectors else None,
+        query_vectors=qv if keep_vectors or doc_integrity is not None else None,  # queries are few
         doc_vectors=dv if keep_vectors else None,
         warnings=list(ds.warnings),
+        doc_integrity=doc_integrity,
     )
 
 

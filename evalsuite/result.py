@@ -11,6 +11,7 @@ from .contract import Contract
 from .datasets import Dataset
 from .search import Ranking
 from .slicing import SliceIndex, SliceRow
+from .vectors import IntegrityReport
 
 SCHEMA_VERSION = 1
 
@@ -28,6 +29,7 @@ class Result:
     doc_vectors: np.ndarray | None = field(default=None, repr=False)
     warnings: list[str] = field(default_factory=list)
     slices: SliceIndex | None = field(default=None, repr=False)  # slice membership; None: not sliced
+    doc_integrity: IntegrityReport | None = field(default=None, repr=False)  # block-wise runs keep no doc vectors
 
     def slice_rows(self) -> tuple[SliceRow, ...]:
         """Every reported slice with its metrics (empty when the run was not sliced)."""

@@ -86,10 +86,13 @@ class IntegrityItem(EvalsuiteItem):
             ("query", result.query_vectors, result.dataset.query_ids),
             ("document", result.doc_vectors, result.dataset.doc_ids),
         ):
-            if vectors is None:
+            if vectors is not None:
+                report = check_vectors(vectors, dim=c.dim, normalized=c.normalize)
+            elif role == "document" and result.doc_integrity is not None:  # a block-wise run: checked from the store
+                report = result.doc_integrity
+            else:
                 problems.append(f"{role} vectors were not kept in the result")
                 continue
-            report = check_vectors(vectors, dim=c.dim, normalized=c.normalize)
             self.user_properties.append((f"{role}_norm_range", f"{report.min_norm:.6f}..{report.max_norm:.6f}"))
             problems += [f"{role} vectors: {p}" for p in report.problems(ids)]
         if problems:

@@ -75,16 +75,21 @@ def _broken_copy(tiny_model_dir, dest, how):
     return dest
 
 
+@pytest.mark.parametrize("stored", [(), ("--chunk-size", "2", "--block-rows", "4")], ids=["in-memory", "block-wise"])
 @pytest.mark.parametrize(
     "how, message", [("nan", "vector(s) with non-finite values"), ("zero", "vector(s) with zero vector")]
 )
-def test_the_integrity_item_fails_on_nan_and_zero_vectors(pytester, tiny_model_dir, small_beir, tmp_path, how, message):
+def test_the_integrity_item_fails_on_nan_and_zero_vectors(
+    pytester, tiny_model_dir, small_beir, tmp_path, how, message, stored
+):
     broken = _broken_copy(tiny_model_dir, tmp_path / how, how)
-    run = pytester.runpytest(*_args(broken, small_beir, "--gate", "ndcg@10>=0.0", "-k", "integrity"))
+    run = pytester.runpytest(*_args(broken, small_beir, "--gate", "ndcg@10>=0.0", "-k", "integrity", *stored))
     assert run.ret == 1
     run.assert_outcomes(failed=1)
     out = run.stdout.str()
     assert "vector integrity: query vectors: 3 " + message in out
     assert "document vectors: 6 " + message in out
-    healthy = pytester.runpytest(*_args(tiny_model_dir, small_beir, "--gate", "ndcg@10>=0.0", "-k", "integrity"))
+    healthy = pytester.runpytest(
+        *_args(tiny_model_dir, small_beir, "--gate", "ndcg@10>=0.0", "-k", "integrity", *stored)
+    )
     healthy.assert_outcomes(passed=1)
