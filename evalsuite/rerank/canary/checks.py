@@ -9,34 +9,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ...canary.checks.base import Verdict
 from ...errors import EvalsuiteError
 from .context import RerankCanaryContext
 
-
-@dataclass(frozen=True)
-class RerankVerdict:
-    check: str
-    passed: bool | None  # None: did not apply
-    message: str
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def status(self) -> str:
-        return {True: "PASS", False: "FAIL", None: "SKIP"}[self.passed]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "status": self.status,
-            "passed": self.passed,
-            "message": self.message,
-            "details": self.details,
-        }
+# The embedding canary's verdict: the same statuses, JSON shape and redaction of every API key.
+RerankVerdict = Verdict
 
 
 @dataclass(frozen=True)
