@@ -42,7 +42,9 @@ def write_tiny_bert(path: Path, *, pooling: str = "mean", sentence_transformers_
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(dict.fromkeys(_WORDS)) + \
         [f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"] + list("abcdefghijklmnopqrstuvwxyz0123456789.,?!-'")
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    tok = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True, model_max_length=128)
+    # transformers 5 builds a fast tokenizer's vocabulary from ``vocab`` (a vocab_file alone leaves only the
+    # special tokens, and every word becomes [UNK]).
+    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True, model_max_length=128)
     tok.save_pretrained(str(path))
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=2, num_attention_heads=2,
