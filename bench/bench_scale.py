@@ -54,38 +54,70 @@ def child(size: int, executor: str, queries: int, chunk: int, block: int, model_
         import ray
 
         ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False)
-    encoder = build_encoder(info, Execution(executor=executor),
-                            dtype="float32", device="cpu", max_length=contract.max_length,
-                            truncation="truncate", batch_size=64, trust_remote_code=False)
+    encoder = build_encoder(
+        info,
+        Execution(executor=executor),
+        dtype="float32",
+        device="cpu",
+        max_length=contract.max_length,
+        truncation="truncate",
+        batch_size=64,
+        trust_remote_code=False,
+    )
     doc_ids = [f"d{i}" for i in range(size)]
     metrics = ("ndcg@10", "recall@100")
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         t0 = time.perf_counter()
-        stores = encode_to_store(encoder, contract, lambda ids: [doc_text(int(d[1:]), words) for d in ids], doc_ids,
-                                 Path(tmp), chunk_size=chunk, poolings=[contract.pooling], dim=info.hidden_size)
+        stores = encode_to_store(
+            encoder,
+            contract,
+            lambda ids: [doc_text(int(d[1:]), words) for d in ids],
+            doc_ids,
+            Path(tmp),
+            chunk_size=chunk,
+            poolings=[contract.pooling],
+            dim=info.hidden_size,
+        )
         t1 = time.perf_counter()
         # queries: a prefix of a random document's words; that document is the relevant one
         rng = random.Random(99)
         targets = [rng.randrange(size) for _ in range(queries)]
         qtexts = [" ".join(doc_text(t, words).split()[:8]) for t in targets]
         qids = [f"q{i}" for i in range(queries)]
-        qv = encoder.encode(contract.render_all("query", qtexts), poolings=[contract.pooling], ids=qids,
-                            role="query")[contract.pooling]
+        qv = encoder.encode(contract.render_all("query", qtexts), poolings=[contract.pooling], ids=qids, role="query")[
+            contract.pooling
+        ]
         qv = finalize(qv, contract.dim, contract.normalize)
         t2 = time.perf_counter()
-        ranking = block_search(qv, stores[contract.pooling], query_ids=qids, doc_ids=doc_ids,
-                               k=search_depth(metrics), similarity=contract.similarity, dim=contract.dim,
-                               normalize=contract.normalize, block_rows=block)
+        ranking = block_search(
+            qv,
+            stores[contract.pooling],
+            query_ids=qids,
+            doc_ids=doc_ids,
+            k=search_depth(metrics),
+            similarity=contract.similarity,
+            dim=contract.dim,
+            normalize=contract.normalize,
+            block_rows=block,
+        )
         t3 = time.perf_counter()
         aggregate, _ = evaluate({q: {f"d{t}": 1} for q, t in zip(qids, targets, strict=True)}, ranking, metrics)
         t4 = time.perf_counter()
     stats = encoder.stats_by_role["document"]
-    return {"size": size, "executor": executor, "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-            "encode_seconds": round(t1 - t0, 2), "tokens": stats.tokens,
-            "tokens_per_s": round(stats.tokens / (t1 - t0)), "query_encode_seconds": round(t2 - t1, 2),
-            "search_seconds": round(t3 - t2, 2), "score_seconds": round(t4 - t3, 2),
-            "process_seconds": round(time.perf_counter() - t_start, 2), "vector_bytes": size * info.hidden_size * 4,
-            "metrics": {k: round(v, 4) for k, v in aggregate.items()}}
+    return {
+        "size": size,
+        "executor": executor,
+        "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        "encode_seconds": round(t1 - t0, 2),
+        "tokens": stats.tokens,
+        "tokens_per_s": round(stats.tokens / (t1 - t0)),
+        "query_encode_seconds": round(t2 - t1, 2),
+        "search_seconds": round(t3 - t2, 2),
+        "score_seconds": round(t4 - t3, 2),
+        "process_seconds": round(time.perf_counter() - t_start, 2),
+        "vector_bytes": size * info.hidden_size * 4,
+        "metrics": {k: round(v, 4) for k, v in aggregate.items()},
+    }
 
 
 def search_check(size: int, dim: int, queries: int, block: int) -> dict[str, Any]:
@@ -106,8 +138,17 @@ def search_check(size: int, dim: int, queries: int, block: int) -> dict[str, Any
             stop = min(start + 65536, size)
             store.write(start, rng.standard_normal((stop - start, dim), dtype=np.float32))
         t0 = time.perf_counter()
-        ranking = block_search(qv, store, query_ids=[f"q{i}" for i in range(queries)], doc_ids=doc_ids, k=100,
-                               similarity="cosine", dim=dim, normalize=True, block_rows=block)
+        ranking = block_search(
+            qv,
+            store,
+            query_ids=[f"q{i}" for i in range(queries)],
+            doc_ids=doc_ids,
+            k=100,
+            similarity="cosine",
+            dim=dim,
+            normalize=True,
+            block_rows=block,
+        )
         t1 = time.perf_counter()
         rss_block = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         docs = store.read_block(0, size)
@@ -118,9 +159,16 @@ def search_check(size: int, dim: int, queries: int, block: int) -> dict[str, Any
     # IndexFlatIP leaves exactly tied scores in index order; the documented tie order (and search()) does not
     same_set = sum(set(ranking[f"q{i}"]) == {doc_ids[j] for j in idx[i]} for i in range(queries))
     same_order = sum(list(ranking[q]) == list(ordered[q]) for q in ranking)
-    return {"size": size, "dim": dim, "queries": queries, "block_search_seconds": round(t1 - t0, 1),
-            "in_memory_seconds": round(t2 - t1, 1), "peak_rss_gb_block_search": round(rss_block, 2),
-            "top100_set_equal_to_IndexFlatIP": same_set, "ranking_equal_to_in_memory_search": same_order}
+    return {
+        "size": size,
+        "dim": dim,
+        "queries": queries,
+        "block_search_seconds": round(t1 - t0, 1),
+        "in_memory_seconds": round(t2 - t1, 1),
+        "peak_rss_gb_block_search": round(rss_block, 2),
+        "top100_set_equal_to_IndexFlatIP": same_set,
+        "ranking_equal_to_in_memory_search": same_order,
+    }
 
 
 def main() -> int:
@@ -131,8 +179,12 @@ def main() -> int:
     ap.add_argument("--chunk", type=int, default=65536)
     ap.add_argument("--block", type=int, default=262144)
     ap.add_argument("--json")
-    ap.add_argument("--search-check", metavar="SIZE,DIM", help="only compare block-wise search of random vectors "
-                    "with one in-memory IndexFlatIP (e.g. 1000000,384 with --queries 7000)")
+    ap.add_argument(
+        "--search-check",
+        metavar="SIZE,DIM",
+        help="only compare block-wise search of random vectors "
+        "with one in-memory IndexFlatIP (e.g. 1000000,384 with --queries 7000)",
+    )
     ap.add_argument("--child", nargs=2, metavar=("SIZE", "EXECUTOR"), help=argparse.SUPPRESS)
     ap.add_argument("--model-dir", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -151,32 +203,55 @@ def main() -> int:
     for executor in args.executors.split(","):
         for size in (int(s) for s in args.sizes.split(",")):
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, __file__, "--child", str(size), executor, "--queries",
-                                   str(args.queries), "--chunk", str(args.chunk), "--block", str(args.block),
-                                   "--model-dir", str(model_dir)], capture_output=True, text=True)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    str(size),
+                    executor,
+                    "--queries",
+                    str(args.queries),
+                    "--chunk",
+                    str(args.chunk),
+                    "--block",
+                    str(args.block),
+                    "--model-dir",
+                    str(model_dir),
+                ],
+                capture_output=True,
+                text=True,
+            )
             if proc.returncode != 0:
                 print(f"{executor} {size}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
                 continue
             row = json.loads(proc.stdout.strip().splitlines()[-1])
             row["wall_seconds"] = round(time.perf_counter() - t0, 2)
             rows.append(row)
-            print(f"{executor:>10} {size:>8} docs  peak RSS {row['peak_rss_gb']:.2f} GB  encode {row['encode_seconds']}s "
-                  f"({row['tokens_per_s']} tok/s)  search {row['search_seconds']}s  score {row['score_seconds']}s  "
-                  f"process {row['wall_seconds']}s  {row['metrics']}", flush=True)
+            print(
+                f"{executor:>10} {size:>8} docs  peak RSS {row['peak_rss_gb']:.2f} GB  encode {row['encode_seconds']}s "
+                f"({row['tokens_per_s']} tok/s)  search {row['search_seconds']}s  score {row['score_seconds']}s  "
+                f"process {row['wall_seconds']}s  {row['metrics']}",
+                flush=True,
+            )
     for executor in args.executors.split(","):
         mine = sorted((r for r in rows if r["executor"] == executor), key=lambda r: r["size"])
         if len(mine) >= 2:
             a, b = mine[0], mine[-1]
             per100k = (b["peak_rss_gb"] - a["peak_rss_gb"]) * 2**30 / ((b["size"] - a["size"]) / 1e5)
             vec100k = b["vector_bytes"] / b["size"] * 1e5
-            print(f"{executor}: RSS slope {per100k / 2**20:.1f} MB per 100k documents (vectors: {vec100k / 2**20:.1f} "
-                  f"MB; target <= {TARGETS['slope_over_vectors']:.2f}x)")
+            print(
+                f"{executor}: RSS slope {per100k / 2**20:.1f} MB per 100k documents (vectors: {vec100k / 2**20:.1f} "
+                f"MB; target <= {TARGETS['slope_over_vectors']:.2f}x)"
+            )
     by = {(r["executor"], r["size"]): r for r in rows}
     for size in sorted({r["size"] for r in rows}):
         if ("ray", size) in by and ("in-process", size) in by:
             ratio = by[("ray", size)]["encode_seconds"] / by[("in-process", size)]["encode_seconds"]
-            print(f"{size} docs: Ray encode / in-process encode = {ratio:.2f} (target <= "
-                  f"{TARGETS['ray_over_in_process']})")
+            print(
+                f"{size} docs: Ray encode / in-process encode = {ratio:.2f} (target <= "
+                f"{TARGETS['ray_over_in_process']})"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     return 0

@@ -42,8 +42,11 @@ def timed(fn: Callable[[], object], repeat: int) -> dict[str, float]:
         fn()
         runs.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
-    return {"fastest_s": round(min(runs), 4), "median_s": round(statistics.median(runs), 4),
-            "cpu_s": round(min(cpu), 4)}
+    return {
+        "fastest_s": round(min(runs), 4),
+        "median_s": round(statistics.median(runs), 4),
+        "cpu_s": round(min(cpu), 4),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,18 +68,29 @@ def main(argv: list[str] | None = None) -> int:
         "compare": timed(lambda: stats.compare(cand, ref, n_resamples=b), args.repeat),
     }
     head = stats.compare(cand[:, :1], ref[:, :1], n_resamples=b)[0]
-    print(f"{args.queries} queries x {args.metrics} metrics, {b} resamples, {os.cpu_count()} CPUs, "
-          f"numpy {np.__version__}")
+    print(
+        f"{args.queries} queries x {args.metrics} metrics, {b} resamples, {os.cpu_count()} CPUs, numpy {np.__version__}"
+    )
     for name, f in timings.items():
-        print(f"  {name:<17} fastest {f['fastest_s']:.3f} s   median {f['median_s']:.3f} s   "
-              f"(CPU time {f['cpu_s']:.3f} s)")
+        print(
+            f"  {name:<17} fastest {f['fastest_s']:.3f} s   median {f['median_s']:.3f} s   "
+            f"(CPU time {f['cpu_s']:.3f} s)"
+        )
     ok = timings["paired_bootstrap"]["fastest_s"] < TARGET_SECONDS
     print(f"  bootstrap target < {TARGET_SECONDS:.1f} s: {'met' if ok else 'MISSED'}")
     c = head.ci
-    print(f"  e.g. metric 0: delta {c.delta:+.4f}, 95% CI {c.low:+.4f} .. {c.high:+.4f}, "
-          f"sign-flip p {head.p_value:.4f}, MDE {head.mde:.4f}")
-    figures = {"queries": args.queries, "metrics": args.metrics, "resamples": b, "cpus": os.cpu_count(),
-               "numpy": np.__version__, **timings}
+    print(
+        f"  e.g. metric 0: delta {c.delta:+.4f}, 95% CI {c.low:+.4f} .. {c.high:+.4f}, "
+        f"sign-flip p {head.p_value:.4f}, MDE {head.mde:.4f}"
+    )
+    figures = {
+        "queries": args.queries,
+        "metrics": args.metrics,
+        "resamples": b,
+        "cpus": os.cpu_count(),
+        "numpy": np.__version__,
+        **timings,
+    }
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0 if ok else 1

@@ -42,9 +42,11 @@ DIMS = "384,256,128,64"
 TARGETS = {"b": 1.0, "c": 1.3, "d": 0.1, "w": 0.05}
 HEAVY = ("torch", "transformers", "tokenizers", "faiss", "ranx", "numba")
 # the CLI in a child that reports the heavy modules it imported, after it exits normally
-_CLI = ("import sys, json, atexit; from evalsuite.cli import main; "
-        "atexit.register(lambda: print('HEAVY ' + json.dumps(sorted(m for m in %r if m in sys.modules)), "
-        "file=sys.stderr)); sys.exit(main(sys.argv[1:]))" % (HEAVY,))
+_CLI = (
+    "import sys, json, atexit; from evalsuite.cli import main; "
+    "atexit.register(lambda: print('HEAVY ' + json.dumps(sorted(m for m in %r if m in sys.modules)), "
+    "file=sys.stderr)); sys.exit(main(sys.argv[1:]))".replace("%r", repr(HEAVY))
+)
 
 
 # -- corpus ----------------------------------------------------------------------------------
@@ -67,8 +69,7 @@ def build_corpus(out: Path, n_docs: int, seed: int = 13) -> dict[str, int]:
         for d in docs:
             if len(rows) >= n_docs:
                 break
-            rows.append({"_id": f"{d['_id']}~{copy}", "title": d.get("title", ""),
-                         "text": _perturb(d["text"], rng)})
+            rows.append({"_id": f"{d['_id']}~{copy}", "title": d.get("title", ""), "text": _perturb(d["text"], rng)})
         copy += 1
     (out / "qrels").mkdir(parents=True, exist_ok=True)
     (out / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -124,26 +125,44 @@ def child(step: str, dataset: str, device: str, cache_dir: str) -> dict[str, Any
         if step == "b":
             result = run(spec, prepared)
             t = result.timing
-            out.update(encode_seconds=t["encode_seconds"],
-                       tokens=t["queries"]["tokens"] + t["documents"]["tokens"],
-                       padded_tokens=t["queries"]["padded_tokens"] + t["documents"]["padded_tokens"],
-                       metrics=result.metrics)
+            out.update(
+                encode_seconds=t["encode_seconds"],
+                tokens=t["queries"]["tokens"] + t["documents"]["tokens"],
+                padded_tokens=t["queries"]["padded_tokens"] + t["documents"]["padded_tokens"],
+                metrics=result.metrics,
+            )
         else:
             axes = parse_vary([f"pooling={POOLINGS}", f"dim={DIMS}"])
             cells = plan_cells(prepared.contract, axes, grid=True, info=prepared.model)
             result = run_sweep(prepared, cells, axes=axes, grid=True)
             st = result.stats
-            out.update(cells=len(result.cells), encode_seconds=st.encode_seconds, score_seconds=st.score_seconds,
-                       passes_by_role=st.passes_by_role, texts_encoded=st.texts_encoded_by_role,
-                       models_loaded=st.models_loaded, cache=st.cache)
+            out.update(
+                cells=len(result.cells),
+                encode_seconds=st.encode_seconds,
+                score_seconds=st.score_seconds,
+                passes_by_role=st.passes_by_role,
+                texts_encoded=st.texts_encoded_by_role,
+                models_loaded=st.models_loaded,
+                cache=st.cache,
+            )
         out["seconds"] = time.perf_counter() - t0
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
 
 def run_child(step: str, dataset: Path, device: str, cache_dir: Path) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--child", step, "--dataset", str(dataset), "--device", device,
-           "--cache-dir", str(cache_dir)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        step,
+        "--dataset",
+        str(dataset),
+        "--device",
+        device,
+        "--cache-dir",
+        str(cache_dir),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, TQDM_DISABLE="1"))
     if proc.returncode != 0:
         raise SystemExit(f"step {step} failed:\n{proc.stderr[-4000:]}")
@@ -152,8 +171,25 @@ def run_child(step: str, dataset: Path, device: str, cache_dir: Path) -> dict[st
 
 def run_whole_process(dataset: Path, device: str, cache_dir: Path, out: Path) -> dict[str, Any]:
     """The warm sweep as one process, timed from spawn to exit (imports, model resolution, reports)."""
-    cmd = [sys.executable, "-c", _CLI, "sweep", "--dataset", str(dataset), "--device", device, "--cache-dir",
-           str(cache_dir), "--vary", f"pooling={POOLINGS}", "--vary", f"dim={DIMS}", "--grid", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-c",
+        _CLI,
+        "sweep",
+        "--dataset",
+        str(dataset),
+        "--device",
+        device,
+        "--cache-dir",
+        str(cache_dir),
+        "--vary",
+        f"pooling={POOLINGS}",
+        "--vary",
+        f"dim={DIMS}",
+        "--grid",
+        "--out",
+        str(out),
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, TQDM_DISABLE="1"))
     seconds = time.perf_counter() - t0
@@ -215,11 +251,18 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="evalsuite-bench-") as tmp:
         root = Path(tmp)
         counts = build_corpus(root / "data", args.docs)
-        print(f"corpus: {counts['documents']} documents, {counts['queries']} queries; device {args.device}; "
-              f"torch threads {torch.get_num_threads()}; {os.cpu_count()} CPUs", flush=True)
+        print(
+            f"corpus: {counts['documents']} documents, {counts['queries']} queries; device {args.device}; "
+            f"torch threads {torch.get_num_threads()}; {os.cpu_count()} CPUs",
+            flush=True,
+        )
         res: dict[str, Any] = {"corpus": counts, "device": args.device, "torch_threads": torch.get_num_threads()}
-        labels = {"a": "(a) sentence-transformers encode", "b": "(b) evalsuite run, cold",
-                  "c": "(c) sweep 12 cells, cold", "d": "(d) sweep 12 cells, warm"}
+        labels = {
+            "a": "(a) sentence-transformers encode",
+            "b": "(b) evalsuite run, cold",
+            "c": "(c) sweep 12 cells, cold",
+            "d": "(d) sweep 12 cells, warm",
+        }
         for rep in range(args.repeat):  # round-robin, so background load hits every step alike
             for step in "abcd":
                 cache = root / f"cache-{step if step != 'd' else 'c'}-{rep}"
@@ -228,8 +271,11 @@ def main() -> int:
                 if step not in res or got["seconds"] < res[step]["seconds"]:
                     res[step] = got
             got = run_whole_process(root / "data", args.device, root / f"cache-c-{rep}", root / "out")
-            print(f"{'(w) sweep warm, whole process':<36}{got['seconds']:8.1f} s  (run {rep + 1}; imported "
-                  f"{', '.join(got['imported']) or 'none of ' + ', '.join(HEAVY)})", flush=True)
+            print(
+                f"{'(w) sweep warm, whole process':<36}{got['seconds']:8.1f} s  (run {rep + 1}; imported "
+                f"{', '.join(got['imported']) or 'none of ' + ', '.join(HEAVY)})",
+                flush=True,
+            )
             if "w" not in res or got["seconds"] < res["w"]["seconds"]:
                 res["w"] = got
 
@@ -237,25 +283,38 @@ def main() -> int:
     avg_len = tokens / (counts["documents"] + counts["queries"])
     gflops = matmul_gflops(args.device)
     floor = tokens * flops_per_token(avg_len) / (gflops * 1e9)
-    res["floor"] = {"tokens": tokens, "padded_tokens": res["b"]["padded_tokens"],
-                    "flops_per_token": flops_per_token(avg_len), "matmul_gflops": gflops, "seconds": floor}
+    res["floor"] = {
+        "tokens": tokens,
+        "padded_tokens": res["b"]["padded_tokens"],
+        "flops_per_token": flops_per_token(avg_len),
+        "matmul_gflops": gflops,
+        "seconds": floor,
+    }
     a = res["a"]["seconds"]
     print()
     print(f"{'step':<36}{'seconds':>9}{'vs (a)':>9}{'target':>9}{'floor/time':>12}{'peak RSS MB':>13}")
-    rows = [("a", "(a) sentence-transformers encode"), ("b", "(b) evalsuite run, cold"),
-            ("c", "(c) sweep 3 poolings x 4 dims, cold"), ("d", "(d) same sweep, warm"),
-            ("w", "(w) same sweep, warm, whole process")]
+    rows = [
+        ("a", "(a) sentence-transformers encode"),
+        ("b", "(b) evalsuite run, cold"),
+        ("c", "(c) sweep 3 poolings x 4 dims, cold"),
+        ("d", "(d) same sweep, warm"),
+        ("w", "(w) same sweep, warm, whole process"),
+    ]
     for key, label in rows:
         s = res[key]["seconds"]
         target = f"<={TARGETS[key]}" if key in TARGETS else ""
         frac = f"{floor / s:.0%}" if key not in ("d", "w") else ""
         print(f"{label:<36}{s:>9.1f}{s / a:>9.2f}{target:>9}{frac:>12}{res[key]['peak_rss_mb']:>13.0f}")
-    print(f"(e) floor: {tokens} tokens x {flops_per_token(avg_len) / 1e6:.1f} MFLOP/token / {gflops:.1f} GFLOP/s "
-          f"= {floor:.1f} s")
+    print(
+        f"(e) floor: {tokens} tokens x {flops_per_token(avg_len) / 1e6:.1f} MFLOP/token / {gflops:.1f} GFLOP/s "
+        f"= {floor:.1f} s"
+    )
     print(f"(f) peak memory (c)/(b) = {res['c']['peak_rss_mb'] / res['b']['peak_rss_mb']:.2f} (target <= 1.5)")
-    print(f"(c) forward passes {res['c']['passes_by_role']}, texts encoded {res['c']['texts_encoded']}; "
-          f"(d) texts encoded {res['d']['texts_encoded']}, models loaded {res['d']['models_loaded']}; "
-          f"(w) imported {', '.join(res['w']['imported']) or 'none of ' + ', '.join(HEAVY)}")
+    print(
+        f"(c) forward passes {res['c']['passes_by_role']}, texts encoded {res['c']['texts_encoded']}; "
+        f"(d) texts encoded {res['d']['texts_encoded']}, models loaded {res['d']['models_loaded']}; "
+        f"(w) imported {', '.join(res['w']['imported']) or 'none of ' + ', '.join(HEAVY)}"
+    )
     verdicts = {k: res[k]["seconds"] / a <= t for k, t in TARGETS.items()}
     verdicts["mem"] = res["c"]["peak_rss_mb"] <= 1.5 * res["b"]["peak_rss_mb"]
     print("targets: " + ", ".join(f"{k} {'met' if ok else 'MISSED'}" for k, ok in verdicts.items()))

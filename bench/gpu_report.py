@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import math
 import traceback
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,13 +25,15 @@ class Thresholds:
     """What each section must meet (the README's GPU section quotes these)."""
 
     min_cosine: Mapping[str, float] = field(
-        default_factory=lambda: {"float32": 0.9999, "float16": 0.999, "bfloat16": 0.99})
+        default_factory=lambda: {"float32": 0.9999, "float16": 0.999, "bfloat16": 0.99}
+    )
     metric_tolerance: Mapping[str, float] = field(
-        default_factory=lambda: {"float32": 0.001, "float16": 0.005, "bfloat16": 0.01})
-    sweep_max_time_ratio: float = 1.3      # 12-cell grid sweep seconds / one sentence-transformers encode
-    sweep_max_memory_ratio: float = 1.5    # peak GPU memory of the sweep / of the sentence-transformers encode
-    ray_metric_tolerance: float = 1e-4     # Ray executor vs in-process run, every metric
-    search_score_atol: float = 1e-4        # faiss-gpu vs CPU exact search, per rank; also the tie width
+        default_factory=lambda: {"float32": 0.001, "float16": 0.005, "bfloat16": 0.01}
+    )
+    sweep_max_time_ratio: float = 1.3  # 12-cell grid sweep seconds / one sentence-transformers encode
+    sweep_max_memory_ratio: float = 1.5  # peak GPU memory of the sweep / of the sentence-transformers encode
+    ray_metric_tolerance: float = 1e-4  # Ray executor vs in-process run, every metric
+    search_score_atol: float = 1e-4  # faiss-gpu vs CPU exact search, per rank; also the tie width
 
     def to_dict(self) -> dict[str, Any]:
         return {k: dict(v) if isinstance(v, Mapping) else v for k, v in asdict(self).items()}
@@ -87,8 +90,13 @@ class Section:
         return [c for c in self.checks if not c.passed]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "summary": self.summary, "seconds": self.seconds,
-                "checks": [asdict(c) for c in self.checks], "data": dict(self.data)}
+        return {
+            "status": self.status,
+            "summary": self.summary,
+            "seconds": self.seconds,
+            "checks": [asdict(c) for c in self.checks],
+            "data": dict(self.data),
+        }
 
 
 def finish(name: str, checks: Sequence[Check], summary: str, data: Mapping[str, Any] | None = None) -> Section:
@@ -115,17 +123,34 @@ def exit_status(sections: Sequence[Section]) -> int:
 def no_cuda_message(torch_version: str, cuda_build: str | None) -> str:
     built = f"built for CUDA {cuda_build}" if cuda_build else "built for CPU"
     base = torch_version.split("+")[0]
-    return (f"no CUDA device: torch.cuda.is_available() is False (torch {torch_version}, {built}); run on a CUDA "
-            f"machine after `TORCH_SPEC='torch=={base}+cuXXX' PIP_EXTRA_INDEX_URL=https://download.pytorch.org/"
-            "whl/cuXXX bash scripts/bootstrap.sh` (cuXXX: your CUDA version, e.g. cu128)")
+    return (
+        f"no CUDA device: torch.cuda.is_available() is False (torch {torch_version}, {built}); run on a CUDA "
+        f"machine after `TORCH_SPEC='torch=={base}+cuXXX' PIP_EXTRA_INDEX_URL=https://download.pytorch.org/"
+        "whl/cuXXX bash scripts/bootstrap.sh` (cuXXX: your CUDA version, e.g. cu128)"
+    )
 
 
-def assemble(environment: Mapping[str, Any], sections: Sequence[Section], thresholds: Thresholds, *,
-             command: Sequence[str], created: str, seconds: float) -> dict[str, Any]:
+def assemble(
+    environment: Mapping[str, Any],
+    sections: Sequence[Section],
+    thresholds: Thresholds,
+    *,
+    command: Sequence[str],
+    created: str,
+    seconds: float,
+) -> dict[str, Any]:
     status = exit_status(sections)
-    return {"schema": SCHEMA, "created": created, "command": list(command), "seconds": round(seconds, 2),
-            "passed": status == 0, "exit_status": status, "environment": dict(environment),
-            "thresholds": thresholds.to_dict(), "sections": {s.name: s.to_dict() for s in sections}}
+    return {
+        "schema": SCHEMA,
+        "created": created,
+        "command": list(command),
+        "seconds": round(seconds, 2),
+        "passed": status == 0,
+        "exit_status": status,
+        "environment": dict(environment),
+        "thresholds": thresholds.to_dict(),
+        "sections": {s.name: s.to_dict() for s in sections},
+    }
 
 
 def json_safe(obj: Any) -> Any:
@@ -147,7 +172,7 @@ def json_text(report: Mapping[str, Any]) -> str:
 
 def render_table(sections: Sequence[Section], title: str) -> str:
     rows = [(s.name, s.status, "" if s.seconds is None else f"{s.seconds:.1f}", s.summary) for s in sections]
-    w = [max(len(r[i]) for r in rows + [("section", "status", "seconds", "")]) for i in range(3)]
+    w = [max(len(r[i]) for r in [*rows, ("section", "status", "seconds", "")]) for i in range(3)]
     lines = [title, f"{'section':<{w[0]}}  {'status':<{w[1]}}  {'seconds':>{w[2]}}  summary"]
     lines += [f"{n:<{w[0]}}  {st:<{w[1]}}  {sec:>{w[2]}}  {summ}" for n, st, sec, summ in rows]
     failed = [(s.name, c) for s in sections for c in s.failed_checks]

@@ -19,9 +19,10 @@ import pkgutil
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gpu_judge import compare_rankings, judge_ray, judge_runs, judge_search, judge_vectors, one_gpu_env, ray_skip_reason
@@ -41,8 +42,8 @@ class Context:
     model: str | None = None
     dataset: str | None = None
     dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")
-    sweep_docs: int = 20000          # the sweep's corpus: fixtures grown to this many documents (0: as is)
-    repeat: int = 2                  # sweep and sentence-transformers timed this many times; fastest kept
+    sweep_docs: int = 20000  # the sweep's corpus: fixtures grown to this many documents (0: as is)
+    repeat: int = 2  # sweep and sentence-transformers timed this many times; fastest kept
     poolings: tuple[str, ...] = ("cls", "mean", "last")
     dims: tuple[int, ...] = (384, 256, 128, 64)
     faiss_docs: int = 50000
@@ -66,13 +67,13 @@ def free_device(device: str) -> None:
         torch.cuda.empty_cache()
 
 
-def _release(encoder: "Encoder") -> None:
+def _release(encoder: Encoder) -> None:
     release = getattr(encoder, "release", None)
     if callable(release):
         release()
 
 
-def prepare_on(ctx: Context, device: str, dataset: str | None = None) -> "Prepared":
+def prepare_on(ctx: Context, device: str, dataset: str | None = None) -> Prepared:
     from evalsuite.pipeline import prepare
     from evalsuite.spec import RunSpec
 
@@ -80,7 +81,7 @@ def prepare_on(ctx: Context, device: str, dataset: str | None = None) -> "Prepar
 
 
 # -- (1) vectors -----------------------------------------------------------------------------------
-def encode_fixture(prepared: "Prepared", *, device: str, dtype: str) -> tuple[np.ndarray, str]:
+def encode_fixture(prepared: Prepared, *, device: str, dtype: str) -> tuple[np.ndarray, str]:
     """Final (dim-cut, normalized) query then document vectors of the contract, and the device used."""
     from evalsuite.pipeline import encode_dataset, make_encoder
     from evalsuite.vectors import finalize
@@ -146,8 +147,11 @@ def ray_executor_modules() -> list[str]:
     import evalsuite.encode as enc
 
     pattern = re.compile(r"(^|_)ray(_|$)", re.IGNORECASE)
-    found = [m.name for m in pkgutil.walk_packages(enc.__path__, prefix="evalsuite.encode.", onerror=lambda _: None)
-             if pattern.search(m.name.rsplit(".", 1)[-1])]
+    found = [
+        m.name
+        for m in pkgutil.walk_packages(enc.__path__, prefix="evalsuite.encode.", onerror=lambda _: None)
+        if pattern.search(m.name.rsplit(".", 1)[-1])
+    ]
     found += [f"evalsuite.encode.{n}" for n in dir(enc) if n.startswith("Ray")]
     return found
 
@@ -165,24 +169,38 @@ def cli_has_executor_option() -> bool:
 
 
 def section_ray(ctx: Context) -> Section:
-    reason = ray_skip_reason(ray_executor_modules(), importlib.util.find_spec("ray") is not None,
-                             cli_has_executor_option())
+    reason = ray_skip_reason(
+        ray_executor_modules(), importlib.util.find_spec("ray") is not None, cli_has_executor_option()
+    )
     if reason:
         return skipped("ray", reason)
     in_process = _run_or_raise(ctx, ["--device", ctx.device, "--dtype", "float32"], ctx.workdir / "ray-in-process")
     out = ctx.workdir / "ray-executor"
-    cmd = [sys.executable, "-m", "evalsuite.cli", "run", "--executor", "ray", "--device", "cuda", "--dtype",
-           "float32", "--no-cache", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "evalsuite.cli",
+        "run",
+        "--executor",
+        "ray",
+        "--device",
+        "cuda",
+        "--dtype",
+        "float32",
+        "--no-cache",
+        "--out",
+        str(out),
+    ]
     cmd += ["--model", ctx.model] if ctx.model else []
     cmd += ["--dataset", ctx.dataset] if ctx.dataset else []
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600,
-                          env=one_gpu_env(os.environ, ctx.gpu_index))
+    proc = subprocess.run(
+        cmd, check=False, capture_output=True, text=True, timeout=600, env=one_gpu_env(os.environ, ctx.gpu_index)
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {(proc.stdout + proc.stderr)[-2000:]}")
     ray = json.loads((out / "results.json").read_text())
     section = judge_ray(in_process["metrics"], ray["metrics"], str(ray["manifest"]["device"]), ctx.thresholds)
-    return dataclasses.replace(section, data=dict(section.data, command=cmd,
-                                                  executor=ray["manifest"].get("executor")))
+    return dataclasses.replace(section, data=dict(section.data, command=cmd, executor=ray["manifest"].get("executor")))
 
 
 # -- (5) faiss-gpu ---------------------------------------------------------------------------------
@@ -198,8 +216,9 @@ def section_faiss(ctx: Context) -> Section:
     rng = np.random.default_rng(0)
     docs = rng.standard_normal((ctx.faiss_docs, 384)).astype(np.float32)
     docs /= np.linalg.norm(docs, axis=1, keepdims=True)
-    queries = docs[rng.choice(ctx.faiss_docs, ctx.faiss_queries, replace=False)] + \
-        0.1 * rng.standard_normal((ctx.faiss_queries, 384)).astype(np.float32)
+    queries = docs[rng.choice(ctx.faiss_docs, ctx.faiss_queries, replace=False)] + 0.1 * rng.standard_normal(
+        (ctx.faiss_queries, 384)
+    ).astype(np.float32)
     resources = faiss.StandardGpuResources()
     agreement = {}
     for similarity in ("cosine", "l2"):
@@ -207,7 +226,11 @@ def section_faiss(ctx: Context) -> Section:
         gpu = faiss.index_cpu_to_gpu(resources, ctx.gpu_index, cpu)
         ref_scores, ref_ids = cpu.search(queries, 100)
         got_scores, got_ids = gpu.search(queries, 100)
-        agreement[similarity] = compare_rankings(ref_scores, ref_ids, got_scores, got_ids,
-                                                 ctx.thresholds.search_score_atol)
-    return judge_search(agreement, ctx.thresholds, {"documents": ctx.faiss_docs, "queries": ctx.faiss_queries,
-                                                    "k": 100, "dim": 384, "faiss": faiss.__version__})
+        agreement[similarity] = compare_rankings(
+            ref_scores, ref_ids, got_scores, got_ids, ctx.thresholds.search_score_atol
+        )
+    return judge_search(
+        agreement,
+        ctx.thresholds,
+        {"documents": ctx.faiss_docs, "queries": ctx.faiss_queries, "k": 100, "dim": 384, "faiss": faiss.__version__},
+    )

@@ -58,7 +58,7 @@ def _warm(device: str) -> None:
         evaluate(qrels, ranking, metrics)
 
 
-def time_st(prepared: "Prepared", device: str) -> tuple[float, int | None]:
+def time_st(prepared: Prepared, device: str) -> tuple[float, int | None]:
     """One sentence-transformers encode of the queries and documents (model load included): seconds, peak."""
     from sentence_transformers import SentenceTransformer
 
@@ -78,7 +78,7 @@ def time_st(prepared: "Prepared", device: str) -> tuple[float, int | None]:
     return seconds, peak
 
 
-def time_sweep(prepared: "Prepared", ctx: Context) -> tuple[float, int | None, "SweepResult"]:
+def time_sweep(prepared: Prepared, ctx: Context) -> tuple[float, int | None, SweepResult]:
     """The 3 poolings x 4 dims grid sweep, cold (no embedding cache): seconds, peak, SweepResult."""
     from evalsuite.sweep import parse_vary, plan_cells, run_sweep
 
@@ -95,8 +95,11 @@ def time_sweep(prepared: "Prepared", ctx: Context) -> tuple[float, int | None, "
 
 def section_sweep(ctx: Context) -> Section:
     if importlib.util.find_spec("sentence_transformers") is None:
-        return skipped("sweep", "sentence-transformers is not installed (.venv/bin/python -m pip install "
-                                "sentence-transformers, or scripts/bootstrap.sh --test)")
+        return skipped(
+            "sweep",
+            "sentence-transformers is not installed (.venv/bin/python -m pip install "
+            "sentence-transformers, or scripts/bootstrap.sh --test)",
+        )
     import sentence_transformers  # noqa: F401  (imported before any clock)
 
     dataset = ctx.dataset
@@ -107,18 +110,33 @@ def section_sweep(ctx: Context) -> Section:
         dataset = str(ctx.workdir / "sweep-corpus")
     prepared = prepare_on(ctx, ctx.device, dataset)
     _warm(ctx.device)
-    rounds = [(time_st(prepared, ctx.device), time_sweep(prepared, ctx))  # alternating: background load hits both
-              for _ in range(max(1, ctx.repeat))]
+    rounds = [
+        (time_st(prepared, ctx.device), time_sweep(prepared, ctx))  # alternating: background load hits both
+        for _ in range(max(1, ctx.repeat))
+    ]
     best_st = min((st for st, _ in rounds), key=lambda r: r[0])
     best_sweep = min((sw for _, sw in rounds), key=lambda r: r[0])
     result = best_sweep[2]
     figures = SweepFigures(
-        cells=len(result.cells), expected_cells=len(ctx.poolings) * len(ctx.dims),
-        passes_by_role=result.stats.passes_by_role, device=str(result.base.manifest["device"]),
-        tokens=sum(p.tokens_encoded for p in result.stats.passes), sweep_seconds=best_sweep[0],
-        st_seconds=best_st[0], sweep_peak_bytes=best_sweep[1], st_peak_bytes=best_st[1])
+        cells=len(result.cells),
+        expected_cells=len(ctx.poolings) * len(ctx.dims),
+        passes_by_role=result.stats.passes_by_role,
+        device=str(result.base.manifest["device"]),
+        tokens=sum(p.tokens_encoded for p in result.stats.passes),
+        sweep_seconds=best_sweep[0],
+        st_seconds=best_st[0],
+        sweep_peak_bytes=best_sweep[1],
+        st_peak_bytes=best_st[1],
+    )
     section = judge_sweep(figures, ctx.thresholds)
     ident = prepared.dataset.identity
-    return dataclasses.replace(section, data=dict(section.data, documents=ident.n_documents,
-                                                  queries=ident.n_queries, repeat=ctx.repeat,
-                                                  batch_size=prepared.spec.batch_size))
+    return dataclasses.replace(
+        section,
+        data=dict(
+            section.data,
+            documents=ident.n_documents,
+            queries=ident.n_queries,
+            repeat=ctx.repeat,
+            batch_size=prepared.spec.batch_size,
+        ),
+    )

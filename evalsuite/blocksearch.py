@@ -23,15 +23,26 @@ from .search import Ranking, search
 from .vectors import finalize
 
 
-def block_search(query_vectors: np.ndarray, store: VectorStore, *, query_ids: Sequence[str],
-                 doc_ids: Sequence[str], k: int, similarity: str, dim: int, normalize: bool,
-                 block_rows: int = DEFAULT_BLOCK_ROWS) -> Ranking:
+def block_search(
+    query_vectors: np.ndarray,
+    store: VectorStore,
+    *,
+    query_ids: Sequence[str],
+    doc_ids: Sequence[str],
+    k: int,
+    similarity: str,
+    dim: int,
+    normalize: bool,
+    block_rows: int = DEFAULT_BLOCK_ROWS,
+) -> Ranking:
     """The top ``k`` documents per query over the stored (pooled) vectors, finalized to ``dim`` and
     ``normalize`` block by block; the same ranking as :func:`evalsuite.search.search` over all of them."""
     n = store.rows
     if n != len(doc_ids):
-        raise ContractError(f"block search: the store {store.path} holds {n} vectors for {len(doc_ids)} document "
-                            "ids; delete the store and re-run")
+        raise ContractError(
+            f"block search: the store {store.path} holds {n} vectors for {len(doc_ids)} document "
+            "ids; delete the store and re-run"
+        )
     if k < 1:
         raise SpecError(f"search depth k={k} must be >= 1")
     if block_rows < 1:
@@ -49,8 +60,7 @@ def block_search(query_vectors: np.ndarray, store: VectorStore, *, query_ids: Se
         block = finalize(store.read_block(start, stop), dim, normalize)
         stand_in = [f"{p:0{width}d}" for p in position[start:stop]]
         kb = min(k, stop - start)
-        part = search(query_vectors, block, query_ids=qids, doc_ids=stand_in, k=kb,
-                                    similarity=similarity)
+        part = search(query_vectors, block, query_ids=qids, doc_ids=stand_in, k=kb, similarity=similarity)
         s = np.full((nq, kb), -np.inf)
         p = np.full((nq, kb), n, dtype=np.int64)
         for qi, qid in enumerate(qids):

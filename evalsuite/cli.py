@@ -29,6 +29,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .pipeline import prepare, run
     from .reports import write_run_reports
     from .reports.run_reports import default_run_dir
+    from .slicing.attach import slice_index
     from .spec import RunSpec
 
     spec = RunSpec.from_mapping(collect(args, (*RUN_OPTIONS, *RUN_ENDPOINT_OPTIONS)), source="command line")
@@ -36,16 +37,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     prepared = prepare(spec)
     out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name, prepared.model.name)
     preflight.out_dir(out)
+    slices = slice_index(prepared)  # an unknown --slice-by field is an error before encoding
     result = run(spec, prepared)
+    result.slices = slices
     paths = write_run_reports(result, out)
     ident = prepared.dataset.identity
     print(f"model    {prepared.model.name} @ {prepared.contract.model_revision[:16]}")
     encoder = result.manifest.get("encoder", {})
     if encoder.get("kind") == "endpoint":
         print(f"served   {encoder['served_model']} at {', '.join(encoder['urls'])}")
-    print(f"dataset  {ident.name} ({ident.n_documents} documents, {ident.n_queries} queries, "
-          f"{ident.n_queries_dropped} dropped)")
+    print(
+        f"dataset  {ident.name} ({ident.n_documents} documents, {ident.n_queries} queries, "
+        f"{ident.n_queries_dropped} dropped)"
+    )
     _print_metrics(result.metrics)
+    from .reports.slices import slice_lines
+
+    for line in slice_lines(result.slice_rows(), tuple(result.metrics)):
+        print(line)
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in paths.values())}")

@@ -74,8 +74,15 @@ class Contract:
 
     def forward_key(self, role: str) -> tuple[str, ...]:
         """What needs its own forward pass: pooling, dim, normalize and index do not."""
-        return (self.model_revision, self.tokenizer_revision, self.dtype, str(self.max_length),
-                self.truncation, role, self.prefix(role))
+        return (
+            self.model_revision,
+            self.tokenizer_revision,
+            self.dtype,
+            str(self.max_length),
+            self.truncation,
+            role,
+            self.prefix(role),
+        )
 
     def replace(self, **changes: Any) -> Contract:
         return dataclasses.replace(self, **changes)
@@ -91,8 +98,7 @@ class Contract:
         unknown = set(data) - names
         if unknown:
             raise ContractError(f"{source}: unknown contract field(s) {sorted(unknown)}")
-        missing = {f.name for f in dataclasses.fields(cls)
-                   if f.default is dataclasses.MISSING} - set(data)
+        missing = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING} - set(data)
         if missing:
             raise ContractError(f"{source}: contract lacks field(s) {sorted(missing)}")
         kwargs = dict(data)
@@ -118,7 +124,8 @@ class Contract:
                 out[f.name] = (a, b)
         return out
 
-    def describe_diff(self, other: Contract, labels: tuple[str, str] = ("expected", "found"),
-                      ignore: tuple[str, ...] = ()) -> str:
+    def describe_diff(
+        self, other: Contract, labels: tuple[str, str] = ("expected", "found"), ignore: tuple[str, ...] = ()
+    ) -> str:
         diffs = self.diff(other, ignore=ignore)
         return "; ".join(f"{k}: {labels[0]} {a!r}, {labels[1]} {b!r}" for k, (a, b) in diffs.items())

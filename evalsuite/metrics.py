@@ -12,8 +12,20 @@ from .errors import ContractError, SpecError
 from .search import Ranking
 
 DEFAULT_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
-RANX_METRICS = ("hits", "hit_rate", "precision", "recall", "r-precision", "mrr", "map", "dcg", "dcg_burges",
-                "ndcg", "ndcg_burges", "bpref")
+RANX_METRICS = (
+    "hits",
+    "hit_rate",
+    "precision",
+    "recall",
+    "r-precision",
+    "mrr",
+    "map",
+    "dcg",
+    "dcg_burges",
+    "ndcg",
+    "ndcg_burges",
+    "bpref",
+)
 _METRIC_RE = re.compile(r"^(?P<name>[a-z_-]+?)(?:@(?P<k>\d+))?(?:-l(?P<lvl>\d+))?$")
 _RBP_RE = re.compile(r"^rbp[.@]\d+$")
 _NO_RESULT = "__evalsuite_no_result__"
@@ -26,8 +38,10 @@ def parse_metric(text: str) -> str:
         return m
     match = _METRIC_RE.match(m)
     if not match or match.group("name") not in RANX_METRICS:
-        raise SpecError(f"metric {text!r} is not a ranx metric; use NAME or NAME@K with NAME one of "
-                        f"{', '.join(RANX_METRICS)} (e.g. ndcg@10, recall@100, mrr@10)")
+        raise SpecError(
+            f"metric {text!r} is not a ranx metric; use NAME or NAME@K with NAME one of "
+            f"{', '.join(RANX_METRICS)} (e.g. ndcg@10, recall@100, mrr@10)"
+        )
     if match.group("k") is not None and int(match.group("k")) < 1:
         raise SpecError(f"metric {text!r}: the cutoff must be >= 1")
     return m
@@ -52,8 +66,9 @@ def search_depth(metrics: Sequence[str], floor: int = 100) -> int:
     return max([floor] + [cutoff(m) for m in metrics])
 
 
-def evaluate(qrels: Mapping[str, Mapping[str, int]], ranking: Ranking | Mapping[str, Mapping[str, float]],
-             metrics: Sequence[str]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+def evaluate(
+    qrels: Mapping[str, Mapping[str, int]], ranking: Ranking | Mapping[str, Mapping[str, float]], metrics: Sequence[str]
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """Aggregate and per-query scores, computed by ranx on exactly the order of ``ranking``.
 
     A plain ``{qid: {docid: score}}`` is first put in the documented tie order
@@ -75,7 +90,7 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], ranking: Ranking | Mapping[
         # with one metric and no Run object ranx 0.3 looks up a wrong key: always ask for two or more
         asked = list(metrics) if len(metrics) > 1 else [metrics[0], metrics[0]]
         scores = ranx_evaluate(q, run, asked, return_mean=False, save_results_in_run=False)
-    per_query = {m: dict(zip(qids, (float(x) for x in scores[m]))) for m in metrics}
+    per_query = {m: dict(zip(qids, (float(x) for x in scores[m]), strict=False)) for m in metrics}
     aggregate = {m: float(np.mean(scores[m])) for m in metrics}
     return aggregate, per_query
 
@@ -86,12 +101,15 @@ def _check_depth(ranking: Ranking, metrics: Sequence[str]) -> None:
         return
     deep = [m for m in metrics if cutoff(m) > ranking.depth]
     if deep:
-        raise ContractError(f"metrics {', '.join(deep)} look deeper than the search went ({ranking.depth} of "
-                            f"{ranking.corpus_size} documents per query); search with k=search_depth(metrics)")
+        raise ContractError(
+            f"metrics {', '.join(deep)} look deeper than the search went ({ranking.depth} of "
+            f"{ranking.corpus_size} documents per query); search with k=search_depth(metrics)"
+        )
 
 
-def paired_test(control: Mapping[str, float], treatment: Mapping[str, float], *, test: str = "student",
-                alpha: float = 0.05) -> float:
+def paired_test(
+    control: Mapping[str, float], treatment: Mapping[str, float], *, test: str = "student", alpha: float = 0.05
+) -> float:
     """p-value of ranx's paired significance test over the queries both sides scored."""
     from ranx.statistical_tests import fisher_randomization_test, paired_student_t_test
 

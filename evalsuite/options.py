@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 from .contract import DTYPES, POOLINGS, SIMILARITIES, TRUNCATIONS
 from .datasets.model import EMPTY_POLICIES
 from .encode.executors import EXECUTORS
-from .index.spec import canonical as canonical_index
 from .errors import SpecError
+from .index.spec import canonical as canonical_index
 from .metrics import parse_metrics
 from .spec import RunSpec
 
@@ -41,6 +41,7 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
 
 def spec_type(parse: Callable[[str], T], name: str) -> Callable[[str], T]:
     """An argparse ``type`` from a parser that raises SpecError: the message becomes argparse's."""
+
     def convert(text: str) -> T:
         try:
             return parse(text)
@@ -105,42 +106,76 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("--dataset", "dataset directory: BEIR layout or a saved Hugging Face dataset (default: bundled fixtures)"),
     run_option("--split", "qrels split"),
     Option("--qrels", "qrels file to use instead of qrels/<split>.tsv (BEIR TSV or TREC 'qid 0 docid rel')"),
-    run_option("--empty-docs", "documents with empty title and text: keep (encode ''), skip (drop them and their "
-               "judgements) or error", {"choices": EMPTY_POLICIES}),
-    run_option("--empty-queries", "queries with empty text: skip (drop them), keep (encode '') or error",
-               {"choices": EMPTY_POLICIES}),
+    run_option(
+        "--empty-docs",
+        "documents with empty title and text: keep (encode ''), skip (drop them and their judgements) or error",
+        {"choices": EMPTY_POLICIES},
+    ),
+    run_option(
+        "--empty-queries",
+        "queries with empty text: skip (drop them), keep (encode '') or error",
+        {"choices": EMPTY_POLICIES},
+    ),
     Option("--pooling", "pooling (default: what the model declares)", {"choices": POOLINGS}),
     Option("--query-prefix", "text prepended to every query (default: the model's 'query' prompt, else none)"),
     Option("--doc-prefix", "text prepended to every document (default: the model's document prompt, else none)"),
     run_option("--dtype", "forward-pass dtype", {"choices": DTYPES}),
     Option("--max-length", "max tokens per text (default: the model's max_seq_length)", {"type": int_at_least(2)}),
     run_option("--truncation", "over-long texts: truncate and count, or reject", {"choices": TRUNCATIONS}),
-    Option("--dim", "output dimension: keep the first N dims, then re-normalize (Matryoshka)",
-           {"type": int_at_least(1)}),
-    Option("--no-normalize", "do not L2-normalize vectors (similarity becomes dot)",
-           {"action": "store_const", "const": False, "dest_name": "normalize"}),
-    Option("--similarity", "index similarity (default: cosine, or dot when not normalized)",
-           {"choices": SIMILARITIES}),
+    Option(
+        "--dim", "output dimension: keep the first N dims, then re-normalize (Matryoshka)", {"type": int_at_least(1)}
+    ),
+    Option(
+        "--no-normalize",
+        "do not L2-normalize vectors (similarity becomes dot)",
+        {"action": "store_const", "const": False, "dest_name": "normalize"},
+    ),
+    Option("--similarity", "index similarity (default: cosine, or dot when not normalized)", {"choices": SIMILARITIES}),
     run_option("--device", "auto, cpu, cuda or cuda:N", {"type": _device}),
     run_option("--metrics", "comma-separated ranx metrics", {"type": spec_type(parse_metrics, "metrics")}),
     run_option("--batch-size", "max texts per forward batch", {"type": int_at_least(1)}),
-    Option("--trust-remote-code", "allow the model repository's own Python code to run (off by default)",
-           {"action": "store_const", "const": True}),
-    run_option("--index", "FAISS index searched: flat (exact), hnsw[:M=32,efc=40,ef=64], ivf[:nlist=256,nprobe=16], "
-               "ivfpq[:nlist=256,m=..,nbits=8], sq8, binary[+rescore=R]; parameters are clamped to the corpus "
-               "and recorded", {"type": spec_type(canonical_index, "index")}),
-    run_option("--executor", "where the reference encoder runs: in-process, or ray (extra evalsuite[ray])",
-               {"choices": EXECUTORS}),
+    Option(
+        "--trust-remote-code",
+        "allow the model repository's own Python code to run (off by default)",
+        {"action": "store_const", "const": True},
+    ),
+    run_option(
+        "--index",
+        "FAISS index searched: flat (exact), hnsw[:M=32,efc=40,ef=64], ivf[:nlist=256,nprobe=16], "
+        "ivfpq[:nlist=256,m=..,nbits=8], sq8, binary[+rescore=R]; parameters are clamped to the corpus "
+        "and recorded",
+        {"type": spec_type(canonical_index, "index")},
+    ),
+    run_option(
+        "--executor",
+        "where the reference encoder runs: in-process, or ray (extra evalsuite[ray])",
+        {"choices": EXECUTORS},
+    ),
     Option("--ray-address", "HOST:PORT or ray://HOST:PORT of a running Ray cluster (default: a local Ray)"),
-    run_option("--ray-actors", "models encoding at once on Ray (one GPU each where CUDA is present)",
-               {"type": int_at_least(1)}),
-    run_option("--chunk-size", "encode N documents at a time into an on-disk vector store and search it block by "
-               "block (bounded memory); 0 keeps the vectors in memory", {"type": int_at_least(0)}),
+    run_option(
+        "--ray-actors", "models encoding at once on Ray (one GPU each where CUDA is present)", {"type": int_at_least(1)}
+    ),
+    run_option(
+        "--chunk-size",
+        "encode N documents at a time into an on-disk vector store and search it block by "
+        "block (bounded memory); 0 keeps the vectors in memory",
+        {"type": int_at_least(0)},
+    ),
     run_option("--block-rows", "stored vectors per search block", {"type": int_at_least(1)}),
     Option("--store-dir", "directory for the run's vector store with --chunk-size (default: a temporary one)"),
     Option("--cache-dir", "embedding cache directory (default: the user cache directory)"),
-    Option("--no-cache", "do not read or write the embedding cache",
-           {"action": "store_const", "const": False, "dest_name": "use_cache"}),
+    Option(
+        "--no-cache",
+        "do not read or write the embedding cache",
+        {"action": "store_const", "const": False, "dest_name": "use_cache"},
+    ),
+    Option(
+        "--slice-by",
+        "report metrics per value of this query metadata field (doc.FIELD: of the relevant "
+        "documents), repeatable; query and document length slices are always reported "
+        "(default: topic or domain when the queries have it)",
+        {"action": "append", "metavar": "FIELD"},
+    ),
 )
 
 # The report directory of `evalsuite run`, `sweep` and `canary`; each command states its default.

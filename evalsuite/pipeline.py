@@ -55,24 +55,37 @@ def prepare(spec: RunSpec) -> Prepared:
     check_endpoint_settings(spec)
     if contract.index != "flat" and spec.chunk_size:
         raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
-    dataset = load_dataset(spec.dataset or default_dataset_dir(), spec.split, spec.qrels,
-                           empty_docs=spec.empty_docs, empty_queries=spec.empty_queries)
+    dataset = load_dataset(
+        spec.dataset or default_dataset_dir(),
+        spec.split,
+        spec.qrels,
+        empty_docs=spec.empty_docs,
+        empty_queries=spec.empty_queries,
+    )
     return Prepared(spec, info, contract, dataset)
 
 
-INDEX_IN_MEMORY = ("index {index!r} is built over the document vectors in memory; it cannot be combined with "
-                   "--chunk-size (block-wise exact search): drop one of the two")
+INDEX_IN_MEMORY = (
+    "index {index!r} is built over the document vectors in memory; it cannot be combined with "
+    "--chunk-size (block-wise exact search): drop one of the two"
+)
 
 
 def execution_of(spec: RunSpec) -> Execution:
     """Where and how the reference encodes, as the settings say (in this process, in memory, by default)."""
-    return Execution(executor=spec.executor, ray_address=spec.ray_address, ray_actors=spec.ray_actors,
-                     chunk_size=spec.chunk_size, block_rows=spec.block_rows,
-                     store_dir=Path(spec.store_dir) if spec.store_dir else None)
+    return Execution(
+        executor=spec.executor,
+        ray_address=spec.ray_address,
+        ray_actors=spec.ray_actors,
+        chunk_size=spec.chunk_size,
+        block_rows=spec.block_rows,
+        store_dir=Path(spec.store_dir) if spec.store_dir else None,
+    )
 
 
-def make_encoder(prepared: Prepared, *, dtype: str | None = None, max_length: int | None = None,
-                 execution: Execution | None = None) -> Encoder:
+def make_encoder(
+    prepared: Prepared, *, dtype: str | None = None, max_length: int | None = None, execution: Execution | None = None
+) -> Encoder:
     """The reference encoder for this contract on ``execution``'s executor (in this process by default),
     wrapped by the embedding cache when enabled; the model loads on the first cache miss, never before."""
     spec, c = prepared.spec, prepared.contract
@@ -83,27 +96,47 @@ def make_encoder(prepared: Prepared, *, dtype: str | None = None, max_length: in
         return make_fleet_encoder(prepared, dtype=dtype, max_length=max_length)
 
     def build() -> Encoder:
-        return build_encoder(prepared.model, execution, dtype=dtype, device=spec.device, max_length=max_length,
-                             truncation=c.truncation, batch_size=spec.batch_size,
-                             trust_remote_code=spec.trust_remote_code)
+        return build_encoder(
+            prepared.model,
+            execution,
+            dtype=dtype,
+            device=spec.device,
+            max_length=max_length,
+            truncation=c.truncation,
+            batch_size=spec.batch_size,
+            trust_remote_code=spec.trust_remote_code,
+        )
 
     if not spec.use_cache:
         return build()
     from .encode.cache import EmbeddingCache
     from .encode.cached import CachedEncoder
 
-    return CachedEncoder(EmbeddingCache(spec.cache_dir), prepared.model, dtype=dtype, max_length=max_length,
-                         truncation=c.truncation, device=spec.device, factory=build)
+    return CachedEncoder(
+        EmbeddingCache(spec.cache_dir),
+        prepared.model,
+        dtype=dtype,
+        max_length=max_length,
+        truncation=c.truncation,
+        device=spec.device,
+        factory=build,
+    )
 
 
 def fleet_config(spec: RunSpec, contract: Contract) -> FleetConfig:
     """How to call the served deployment the settings name (``dimensions`` sent only when asked for)."""
     from .encode.fleet import FleetConfig
 
-    return FleetConfig(urls=spec.endpoints, served_model=spec.served_model, api_key_env=spec.api_key_env,
-                       timeout=spec.endpoint_timeout, concurrency=spec.endpoint_concurrency,
-                       batch_size=spec.endpoint_batch_size, encoding_format=spec.encoding_format,
-                       dimensions=contract.dim if spec.endpoint_dimensions else None)
+    return FleetConfig(
+        urls=spec.endpoints,
+        served_model=spec.served_model,
+        api_key_env=spec.api_key_env,
+        timeout=spec.endpoint_timeout,
+        concurrency=spec.endpoint_concurrency,
+        batch_size=spec.endpoint_batch_size,
+        encoding_format=spec.encoding_format,
+        dimensions=contract.dim if spec.endpoint_dimensions else None,
+    )
 
 
 def make_fleet_encoder(prepared: Prepared, *, dtype: str, max_length: int) -> Encoder:
@@ -114,16 +147,24 @@ def make_fleet_encoder(prepared: Prepared, *, dtype: str, max_length: int) -> En
     spec, c = prepared.spec, prepared.contract
     if spec.executor != "in-process" or spec.ray_address:
         raise SpecError("--endpoint encodes on the served deployment; drop --executor/--ray-address")
-    fleet = FleetEncoder.connect(fleet_config(spec, c), hidden_size=prepared.model.hidden_size,
-                                 normalize=c.normalize)
+    fleet = FleetEncoder.connect(fleet_config(spec, c), hidden_size=prepared.model.hidden_size, normalize=c.normalize)
     if not spec.use_cache:
         return fleet
     from .encode.cache import EmbeddingCache
     from .encode.cached import CachedEncoder
 
-    return CachedEncoder(EmbeddingCache(spec.cache_dir), prepared.model, dtype=dtype, max_length=max_length,
-                         truncation=c.truncation, device="endpoint", factory=lambda: fleet, source=fleet.source,
-                         dim=fleet.dim, describe=fleet.manifest_entry)
+    return CachedEncoder(
+        EmbeddingCache(spec.cache_dir),
+        prepared.model,
+        dtype=dtype,
+        max_length=max_length,
+        truncation=c.truncation,
+        device="endpoint",
+        factory=lambda: fleet,
+        source=fleet.source,
+        dim=fleet.dim,
+        describe=fleet.manifest_entry,
+    )
 
 
 def encoder_entry(encoder: Encoder) -> dict[str, Any]:
@@ -133,56 +174,86 @@ def encoder_entry(encoder: Encoder) -> dict[str, Any]:
     return dict(entry) if isinstance(entry, dict) else {"kind": "local"}
 
 
-def encode_dataset(encoder: Encoder, contract: Contract, dataset: Dataset,
-                   poolings: Sequence[str]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def encode_dataset(
+    encoder: Encoder, contract: Contract, dataset: Dataset, poolings: Sequence[str]
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Pooled, full-dimension query and document vectors per pooling (one forward pass per role)."""
     qids, dids = dataset.query_ids, dataset.doc_ids
-    q = encoder.encode(contract.render_all("query", [dataset.queries[i] for i in qids]), poolings=poolings,
-                       ids=qids, role="query")
-    d = encoder.encode(contract.render_all("document", [dataset.corpus[i] for i in dids]), poolings=poolings,
-                       ids=dids, role="document")
+    q = encoder.encode(
+        contract.render_all("query", [dataset.queries[i] for i in qids]), poolings=poolings, ids=qids, role="query"
+    )
+    d = encoder.encode(
+        contract.render_all("document", [dataset.corpus[i] for i in dids]), poolings=poolings, ids=dids, role="document"
+    )
     return q, d
 
 
-def encode_to_store(encoder: Encoder, contract: Contract, texts: Callable[[Sequence[str]], list[str]],
-                    ids: Sequence[str], store_dir: Path, *, chunk_size: int, poolings: Sequence[str],
-                    role: str = "document", dim: int) -> dict[str, VectorStore]:
+def encode_to_store(
+    encoder: Encoder,
+    contract: Contract,
+    texts: Callable[[Sequence[str]], list[str]],
+    ids: Sequence[str],
+    store_dir: Path,
+    *,
+    chunk_size: int,
+    poolings: Sequence[str],
+    role: str = "document",
+    dim: int,
+) -> dict[str, VectorStore]:
     """Encode ``ids`` (their texts fetched by ``texts`` chunk by chunk) ``chunk_size`` at a time into one
     memory-mapped store per pooling; only one chunk's texts, tokens and vectors are held at once."""
     stores = {p: VectorStore.create(store_dir / f"{role}-{p}.npy", len(ids), dim) for p in poolings}
     for start in range(0, len(ids), chunk_size):
-        chunk = list(ids[start:start + chunk_size])
+        chunk = list(ids[start : start + chunk_size])
         vectors = encoder.encode(contract.render_all(role, texts(chunk)), poolings=poolings, ids=chunk, role=role)
         for p in poolings:
             stores[p].write(start, vectors[p])
     return stores
 
 
-def manifest(prepared: Prepared, contract: Contract, *, device: str, run_id: str,
-             encoder: dict[str, Any] | None = None) -> dict[str, Any]:
+def manifest(
+    prepared: Prepared, contract: Contract, *, device: str, run_id: str, encoder: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The index manifest: what a query service must match to use these vectors (and, when given, the
     ``encoder`` section: who made them)."""
     ident = prepared.dataset.identity
-    return {**({"encoder": encoder} if encoder is not None else {}),
+    return {
+        **({"encoder": encoder} if encoder is not None else {}),
         "run_id": run_id,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "evalsuite_version": __version__,
         "contract": contract.to_dict(),
         "contract_fingerprint": contract.fingerprint(),
         "model": prepared.model.to_dict(),
-        "index": {"type": index_kind(contract.similarity), "spec": contract.index, "similarity": contract.similarity,
-                  "dim": contract.dim, "normalized": contract.normalize, "vectors": ident.n_documents,
-                  "dtype_stored": "float32"},
+        "index": {
+            "type": index_kind(contract.similarity),
+            "spec": contract.index,
+            "similarity": contract.similarity,
+            "dim": contract.dim,
+            "normalized": contract.normalize,
+            "vectors": ident.n_documents,
+            "dtype_stored": "float32",
+        },
         "dataset": ident.manifest_dict(),
         "device": device,
         "libraries": library_versions(),
     }
 
 
-def score(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_pooled: np.ndarray | VectorStore, *,
-          metrics: Sequence[str], timing: dict[str, Any], device: str, run_id: str | None = None,
-          keep_vectors: bool = True, block_rows: int = DEFAULT_BLOCK_ROWS,
-          encoder: dict[str, Any] | None = None) -> Result:
+def score(
+    prepared: Prepared,
+    contract: Contract,
+    q_pooled: np.ndarray,
+    d_pooled: np.ndarray | VectorStore,
+    *,
+    metrics: Sequence[str],
+    timing: dict[str, Any],
+    device: str,
+    run_id: str | None = None,
+    keep_vectors: bool = True,
+    block_rows: int = DEFAULT_BLOCK_ROWS,
+    encoder: dict[str, Any] | None = None,
+) -> Result:
     """Finalize vectors for ``contract`` (dim, normalize), search with FAISS, score with ranx.
 
     Document vectors in a :class:`VectorStore` are searched block by block (``block_rows`` at a time) and
@@ -193,13 +264,22 @@ def score(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_pooled
     t0 = time.perf_counter()
     dv: np.ndarray | None = None
     if isinstance(d_pooled, VectorStore):
-        ranking = block_search(qv, d_pooled, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics),
-                               similarity=contract.similarity, dim=contract.dim, normalize=contract.normalize,
-                               block_rows=block_rows)
+        ranking = block_search(
+            qv,
+            d_pooled,
+            query_ids=ds.query_ids,
+            doc_ids=ds.doc_ids,
+            k=search_depth(metrics),
+            similarity=contract.similarity,
+            dim=contract.dim,
+            normalize=contract.normalize,
+            block_rows=block_rows,
+        )
     else:
         dv = finalize(d_pooled, contract.dim, contract.normalize)
-        ranking = search(qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics),
-                         similarity=contract.similarity)
+        ranking = search(
+            qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics), similarity=contract.similarity
+        )
     index_entry: dict[str, Any] | None = None
     if contract.index != "flat":  # the exact ranking is the ground truth the index is measured against
         if dv is None:
@@ -207,8 +287,16 @@ def score(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_pooled
         from .index.measure import evaluate_index
         from .index.spec import parse_index
 
-        index_run = evaluate_index(parse_index(contract.index), qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids,
-                                   similarity=contract.similarity, k=search_depth(metrics), exact=ranking)
+        index_run = evaluate_index(
+            parse_index(contract.index),
+            qv,
+            dv,
+            query_ids=ds.query_ids,
+            doc_ids=ds.doc_ids,
+            similarity=contract.similarity,
+            k=search_depth(metrics),
+            exact=ranking,
+        )
         ranking, index_entry = index_run.ranking, index_run.report.manifest_entry()
     t1 = time.perf_counter()
     aggregate, per_query = score_metrics(ds.qrels, ranking, metrics)
@@ -217,19 +305,35 @@ def score(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_pooled
     man = manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12], encoder=encoder)
     if index_entry is not None:
         man["index"].update(index_entry)
-    return Result(contract=contract, manifest=man,
-                  dataset=ds, metrics=aggregate, per_query=per_query, timing=timing, ranking=ranking,  # type: ignore[arg-type]
-                  query_vectors=qv if keep_vectors else None, doc_vectors=dv if keep_vectors else None,
-                  warnings=list(ds.warnings))
+    return Result(
+        contract=contract,
+        manifest=man,
+        dataset=ds,
+        metrics=aggregate,
+        per_query=per_query,
+        timing=timing,
+        ranking=ranking,
+        query_vectors=qv if keep_vectors else None,
+        doc_vectors=dv if keep_vectors else None,
+        warnings=list(ds.warnings),
+    )
 
 
 def encode_timing(stats_by_role: dict[str, EncodeStats], seconds: float) -> dict[str, Any]:
-    return {"encode_seconds": round(seconds, 4),
-            "queries": stats_by_role["query"].to_dict(), "documents": stats_by_role["document"].to_dict()}
+    return {
+        "encode_seconds": round(seconds, 4),
+        "queries": stats_by_role["query"].to_dict(),
+        "documents": stats_by_role["document"].to_dict(),
+    }
 
 
-def run(spec: RunSpec, prepared: Prepared | None = None, encoder: Encoder | None = None, *,
-        execution: Execution | None = None) -> Result:
+def run(
+    spec: RunSpec,
+    prepared: Prepared | None = None,
+    encoder: Encoder | None = None,
+    *,
+    execution: Execution | None = None,
+) -> Result:
     """Evaluate one contract on one dataset (on ``execution``'s executor; chunked and block-wise from a
     memory-mapped store when its ``chunk_size`` is set)."""
     prepared = prepared or prepare(spec)
@@ -243,13 +347,25 @@ def run(spec: RunSpec, prepared: Prepared | None = None, encoder: Encoder | None
     with ExitStack() as stack:
         t0 = time.perf_counter()
         if execution.blockwise:
-            store_dir = execution.store_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(
-                prefix="evalsuite-store-")))
-            q = encoder.encode(c.render_all("query", [ds.queries[i] for i in ds.query_ids]), poolings=[c.pooling],
-                               ids=ds.query_ids, role="query")
-            stores = encode_to_store(encoder, c, lambda ids: [ds.corpus[i] for i in ids], ds.doc_ids, store_dir,
-                                     chunk_size=execution.chunk_size, poolings=[c.pooling],
-                                     dim=int(getattr(encoder, "dim", None) or prepared.model.hidden_size))
+            store_dir = execution.store_dir or Path(
+                stack.enter_context(tempfile.TemporaryDirectory(prefix="evalsuite-store-"))
+            )
+            q = encoder.encode(
+                c.render_all("query", [ds.queries[i] for i in ds.query_ids]),
+                poolings=[c.pooling],
+                ids=ds.query_ids,
+                role="query",
+            )
+            stores = encode_to_store(
+                encoder,
+                c,
+                lambda ids: [ds.corpus[i] for i in ids],
+                ds.doc_ids,
+                store_dir,
+                chunk_size=execution.chunk_size,
+                poolings=[c.pooling],
+                dim=int(getattr(encoder, "dim", None) or prepared.model.hidden_size),
+            )
             d: dict[str, np.ndarray | VectorStore] = dict(stores)
         else:
             q, d_mem = encode_dataset(encoder, c, ds, [c.pooling])
@@ -257,16 +373,29 @@ def run(spec: RunSpec, prepared: Prepared | None = None, encoder: Encoder | None
         seconds = time.perf_counter() - t0
         timing = encode_timing(role_stats_since(encoder, before), seconds)
         if cache is not None and hits_before is not None:
-            timing["cache"] = {"hits": cache.hits - hits_before[0], "misses": cache.misses - hits_before[1],
-                               "corrupt": cache.corrupt}
+            timing["cache"] = {
+                "hits": cache.hits - hits_before[0],
+                "misses": cache.misses - hits_before[1],
+                "corrupt": cache.corrupt,
+            }
         add_cached_counts(timing, getattr(encoder, "cached_by_role", None), served_before)
-        return score(prepared, c, q[c.pooling], d[c.pooling], metrics=spec.metrics, timing=timing,
-                     device=encoder.device, keep_vectors=not execution.blockwise, block_rows=execution.block_rows,
-                     encoder=encoder_entry(encoder))
+        return score(
+            prepared,
+            c,
+            q[c.pooling],
+            d[c.pooling],
+            metrics=spec.metrics,
+            timing=timing,
+            device=encoder.device,
+            keep_vectors=not execution.blockwise,
+            block_rows=execution.block_rows,
+            encoder=encoder_entry(encoder),
+        )
 
 
-def add_cached_counts(timing: dict[str, Any], served: dict[str, EncodeStats] | None,
-                      before: dict[str, EncodeStats]) -> None:
+def add_cached_counts(
+    timing: dict[str, Any], served: dict[str, EncodeStats] | None, before: dict[str, EncodeStats]
+) -> None:
     """Per role, the texts served from the cache with the token and truncation counts stored when they were
     encoded (``cached_texts``, ``cached_tokens``, ``cached_truncated``): a warm run reports what the cold
     one did without a tokenizer."""
@@ -279,8 +408,10 @@ def add_cached_counts(timing: dict[str, Any], served: dict[str, EncodeStats] | N
 
 def role_stats_since(encoder: Encoder, before: dict[str, EncodeStats]) -> dict[str, EncodeStats]:
     """Per-role counters accumulated since the ``before`` snapshot."""
-    return {r: encoder.stats_by_role.get(r, EncodeStats()).minus(before.get(r, EncodeStats()))
-            for r in ("query", "document")}
+    return {
+        r: encoder.stats_by_role.get(r, EncodeStats()).minus(before.get(r, EncodeStats()))
+        for r in ("query", "document")
+    }
 
 
 def stats_snapshot(encoder: Encoder) -> dict[str, EncodeStats]:

@@ -97,8 +97,9 @@ def cache_dir(spec: RunSpec) -> Path | None:
     else:
         root = default_cache_dir()
         where = f"${ENV_DIR}" if os.environ.get(ENV_DIR) else "the default cache directory"
-    return check_writable_dir(root, f"embedding cache ({where})",
-                              "pass --cache-dir a directory you can write, or --no-cache")
+    return check_writable_dir(
+        root, f"embedding cache ({where})", "pass --cache-dir a directory you can write, or --no-cache"
+    )
 
 
 def run_paths(spec: RunSpec, out: Path | None, option: str = "--out") -> None:
@@ -118,23 +119,31 @@ def session_plan(plan: SessionPlan) -> None:
     for dp in plan.datasets:
         missing = uncomputed_gates(dp.gates, dp.spec.metrics)
         if missing:
-            raise SpecError(f"{dp.name}: gate {', '.join(missing)}, which is not computed; add it to --metrics "
-                            f"(computed: {','.join(dp.spec.metrics)}) or drop the gate")
+            raise SpecError(
+                f"{dp.name}: gate {', '.join(missing)}, which is not computed; add it to --metrics "
+                f"(computed: {','.join(dp.spec.metrics)}) or drop the gate"
+            )
     for dp in plan.datasets:
         if plan.update_baseline and dp.baseline is not None:
-            check_writable_file(dp.baseline, "--update-baseline: baseline",
-                                "choose a --baseline path in a directory you can write")
+            check_writable_file(
+                dp.baseline, "--update-baseline: baseline", "choose a --baseline path in a directory you can write"
+            )
         elif dp.baseline is not None and dp.baseline.is_dir():
-            raise SpecError(f"baseline {dp.baseline}: is a directory; name the baseline JSON file "
-                            "(create it with --update-baseline)")
+            raise SpecError(
+                f"baseline {dp.baseline}: is a directory; name the baseline JSON file "
+                "(create it with --update-baseline)"
+            )
         cache_dir(dp.spec)
-    check_writable_dir(plan.reports_dir, "--reports-dir",
-                       "pass --reports-dir a directory you can write (it is created if missing)")
+    check_writable_dir(
+        plan.reports_dir, "--reports-dir", "pass --reports-dir a directory you can write (it is created if missing)"
+    )
 
 
 def baseline_metrics(name: str, gates: Iterable[Gate], baseline: Path, metrics: Sequence[str]) -> None:
     """A gate that compares with a baseline needs the metric in the baseline file."""
     missing = uncomputed_gates((g for g in gates if g.needs_reference), metrics)
     if missing:
-        raise SpecError(f"{name}: gate {', '.join(missing)}, which the baseline {baseline} does not hold "
-                        f"(it has {','.join(metrics)}); regenerate it with --update-baseline or drop the gate")
+        raise SpecError(
+            f"{name}: gate {', '.join(missing)}, which the baseline {baseline} does not hold "
+            f"(it has {','.join(metrics)}); regenerate it with --update-baseline or drop the gate"
+        )

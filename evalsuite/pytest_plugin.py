@@ -50,15 +50,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "evalsuite: items collected by the evalsuite plugin")
     if _is_worker(config):
         workerinput: dict[str, Any] = config.workerinput  # type: ignore[attr-defined]
-        shared, worker = Path(workerinput["evalsuite_shared"]) if workerinput.get("evalsuite_shared") else None, \
-            str(workerinput.get("workerid", "worker"))
+        shared, worker = (
+            Path(workerinput["evalsuite_shared"]) if workerinput.get("evalsuite_shared") else None,
+            str(workerinput.get("workerid", "worker")),
+        )
     else:
         if getattr(config.option, "numprocesses", None):
             config.stash[SHARED] = Path(tempfile.mkdtemp(prefix="evalsuite-xdist-"))
         shared, worker = config.stash.get(SHARED, None), "main"
     try:
-        config.stash[SESSION] = start_session(config.option, config.invocation_params.dir, shared_dir=shared,
-                                              worker=worker)
+        config.stash[SESSION] = start_session(
+            config.option, config.invocation_params.dir, shared_dir=shared, worker=worker
+        )
     except EvalsuiteError as exc:
         raise pytest.UsageError(f"evalsuite: {exc}") from None
 
@@ -102,13 +105,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         report.write()
     except OSError as exc:  # past the start-up check of --reports-dir (a race, a full disk): a line, not a traceback
         path = exc.filename2 or exc.filename or report.reports_dir  # os.replace(tmp, target) names the target second
-        config.stash[WRITE_ERROR] = (f"evalsuite: error: {path}: {exc.strerror or exc}; not all reports were written; "
-                                     "pass --reports-dir a directory you can write")
+        config.stash[WRITE_ERROR] = (
+            f"evalsuite: error: {path}: {exc.strerror or exc}; not all reports were written; "
+            "pass --reports-dir a directory you can write"
+        )
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
-                            config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
     report = config.stash.get(REPORT, None)
     if report is None:
         return

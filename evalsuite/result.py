@@ -9,6 +9,8 @@ import numpy as np
 
 from .contract import Contract
 from .datasets import Dataset
+from .search import Ranking
+from .slicing import SliceIndex, SliceRow
 
 SCHEMA_VERSION = 1
 
@@ -21,10 +23,15 @@ class Result:
     metrics: dict[str, float]
     per_query: dict[str, dict[str, float]]
     timing: dict[str, Any]
-    ranking: dict[str, dict[str, float]]
+    ranking: Ranking
     query_vectors: np.ndarray | None = field(default=None, repr=False)
     doc_vectors: np.ndarray | None = field(default=None, repr=False)
     warnings: list[str] = field(default_factory=list)
+    slices: SliceIndex | None = field(default=None, repr=False)  # slice membership; None: not sliced
+
+    def slice_rows(self) -> tuple[SliceRow, ...]:
+        """Every reported slice with its metrics (empty when the run was not sliced)."""
+        return self.slices.table(self.per_query) if self.slices is not None else ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -35,4 +42,5 @@ class Result:
             "per_query": {m: {q: round(s, 6) for q, s in scores.items()} for m, scores in self.per_query.items()},
             "timing": self.timing,
             "warnings": list(self.warnings),
+            **({"slices": self.slices.to_dict(self.per_query)} if self.slices is not None else {}),
         }

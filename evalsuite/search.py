@@ -78,8 +78,10 @@ class Ranking(Mapping[str, Mapping[str, float]]):
                 raise ContractError(f"Ranking: query {qid!r} has a NaN score; NaN has no place in a ranking")
             ties = np.flatnonzero(s[1:] == s[:-1])
             if (s[1:] > s[:-1]).any() or any(docs[t + 1] > docs[t] for t in ties):
-                raise ContractError(f"Ranking: query {qid!r} is not in the tie order (score descending, then "
-                                    "document id descending); build it with Ranking.from_scores")
+                raise ContractError(
+                    f"Ranking: query {qid!r} is not in the tie order (score descending, then "
+                    "document id descending); build it with Ranking.from_scores"
+                )
 
     @classmethod
     def from_scores(cls, scores: Mapping[str, Mapping[str, float]]) -> Ranking:
@@ -93,7 +95,7 @@ class Ranking(Mapping[str, Mapping[str, float]]):
         return cls(docs, values)
 
     def __getitem__(self, qid: str) -> dict[str, float]:
-        return dict(zip(self.doc_ids[qid], self.scores[qid]))
+        return dict(zip(self.doc_ids[qid], self.scores[qid], strict=False))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.doc_ids)
@@ -125,8 +127,15 @@ def build_index(doc_vectors: np.ndarray, similarity: str) -> faiss.Index:
     return index
 
 
-def search(query_vectors: np.ndarray, doc_vectors: np.ndarray, *, query_ids: Sequence[str],
-           doc_ids: Sequence[str], k: int, similarity: str = "cosine") -> Ranking:
+def search(
+    query_vectors: np.ndarray,
+    doc_vectors: np.ndarray,
+    *,
+    query_ids: Sequence[str],
+    doc_ids: Sequence[str],
+    k: int,
+    similarity: str = "cosine",
+) -> Ranking:
     """The top ``k`` documents of every query over the whole corpus, in the documented tie order.
 
     Scores are similarities (higher is better): inner products for ``cosine``/``dot``, the negated
@@ -135,8 +144,10 @@ def search(query_vectors: np.ndarray, doc_vectors: np.ndarray, *, query_ids: Seq
     if k < 1:
         raise SpecError(f"search depth k={k} must be >= 1")
     if len(query_ids) != len(query_vectors) or len(doc_ids) != len(doc_vectors):
-        raise ContractError(f"search: {len(query_vectors)} query vectors for {len(query_ids)} query ids and "
-                            f"{len(doc_vectors)} document vectors for {len(doc_ids)} document ids; they must match")
+        raise ContractError(
+            f"search: {len(query_vectors)} query vectors for {len(query_ids)} query ids and "
+            f"{len(doc_vectors)} document vectors for {len(doc_ids)} document ids; they must match"
+        )
     if len(set(doc_ids)) != len(doc_ids):
         raise ContractError("search: document ids are not unique; the corpus must give each document one id")
     n = len(doc_ids)

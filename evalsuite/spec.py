@@ -58,12 +58,15 @@ class RunSpec:
     endpoint_batch_size: int | None = None
     encoding_format: str | None = None
     endpoint_dimensions: bool = False
+    slice_by: tuple[str, ...] | None = (
+        None  # metadata fields to slice by (None: topic/domain when the queries have them)
+    )
 
-    def replace(self, **changes: Any) -> "RunSpec":
+    def replace(self, **changes: Any) -> RunSpec:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def from_mapping(cls, data: dict[str, Any], *, source: str) -> "RunSpec":
+    def from_mapping(cls, data: dict[str, Any], *, source: str) -> RunSpec:
         names = {f.name for f in dataclasses.fields(cls)}
         kw: dict[str, Any] = {}
         for key, value in data.items():
@@ -76,13 +79,28 @@ class RunSpec:
         if "endpoints" in kw:
             urls = kw["endpoints"]
             kw["endpoints"] = (urls,) if isinstance(urls, str) else tuple(str(u) for u in urls)
+        if "slice_by" in kw:
+            kw["slice_by"] = _fields(kw["slice_by"], source)
         return cls(**kw)
 
 
-ENDPOINT_SETTINGS = {"served_model": "--served-model", "api_key_env": "--api-key-env",
-                     "endpoint_timeout": "--endpoint-timeout", "endpoint_concurrency": "--endpoint-concurrency",
-                     "endpoint_batch_size": "--endpoint-batch-size", "encoding_format": "--encoding-format",
-                     "endpoint_dimensions": "--endpoint-dimensions"}
+def _fields(value: Any, source: str) -> tuple[str, ...]:
+    """``slice_by``: a list of field names (or one name, or comma-separated names)."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in items):
+        raise SpecError(f'{source}: slice_by must be a list of metadata field names, e.g. ["topic"]; got {value!r}')
+    return tuple(dict.fromkeys(v.strip() for v in items))
+
+
+ENDPOINT_SETTINGS = {
+    "served_model": "--served-model",
+    "api_key_env": "--api-key-env",
+    "endpoint_timeout": "--endpoint-timeout",
+    "endpoint_concurrency": "--endpoint-concurrency",
+    "endpoint_batch_size": "--endpoint-batch-size",
+    "encoding_format": "--encoding-format",
+    "endpoint_dimensions": "--endpoint-dimensions",
+}
 
 
 def check_endpoint_settings(spec: RunSpec) -> None:
@@ -91,8 +109,10 @@ def check_endpoint_settings(spec: RunSpec) -> None:
         return
     given = [flag for name, flag in ENDPOINT_SETTINGS.items() if getattr(spec, name) not in (None, False)]
     if given:
-        raise SpecError(f"{', '.join(given)} set(s) how to call a served model, but no --endpoint URL is given: "
-                        "add --endpoint URL, or drop the option")
+        raise SpecError(
+            f"{', '.join(given)} set(s) how to call a served model, but no --endpoint URL is given: "
+            "add --endpoint URL, or drop the option"
+        )
 
 
 def default_dataset_dir() -> Path:
@@ -108,14 +128,22 @@ def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
     """Resolve every default against what the model declares, and validate the result."""
     pooling = spec.pooling or info.declared_pooling or "mean"
     if pooling not in ("cls", "mean", "last"):
-        raise SpecError(f"{info.root}: the model declares pooling {pooling!r}, which the reference encoder does "
-                        "not implement; pass --pooling cls|mean|last")
-    normalize = spec.normalize if spec.normalize is not None else (
-        info.declared_normalize if info.declared_normalize is not None else True)
+        raise SpecError(
+            f"{info.root}: the model declares pooling {pooling!r}, which the reference encoder does "
+            "not implement; pass --pooling cls|mean|last"
+        )
+    normalize = (
+        spec.normalize
+        if spec.normalize is not None
+        else (info.declared_normalize if info.declared_normalize is not None else True)
+    )
     similarity = spec.similarity or ("cosine" if normalize else "dot")
     query_prefix = spec.query_prefix if spec.query_prefix is not None else info.prompts.get("query", "")
-    doc_prefix = spec.doc_prefix if spec.doc_prefix is not None else next(
-        (info.prompts[n] for n in DOC_PROMPT_NAMES if n in info.prompts), "")
+    doc_prefix = (
+        spec.doc_prefix
+        if spec.doc_prefix is not None
+        else next((info.prompts[n] for n in DOC_PROMPT_NAMES if n in info.prompts), "")
+    )
     max_length = spec.max_length or info.default_max_length
     if max_length > info.max_positions:
         raise SpecError(f"max_length {max_length} exceeds what the model supports ({info.max_positions} tokens)")
@@ -123,13 +151,24 @@ def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
     if dim > info.hidden_size:
         raise SpecError(f"dim {dim} exceeds the model's output dimension {info.hidden_size}")
     if info.matryoshka_dims and dim != info.hidden_size and dim not in info.matryoshka_dims:
-        raise SpecError(f"dim {dim} is not one of the Matryoshka dimensions the model declares "
-                        f"{list(info.matryoshka_dims)}")
+        raise SpecError(
+            f"dim {dim} is not one of the Matryoshka dimensions the model declares {list(info.matryoshka_dims)}"
+        )
     return Contract(
-        model=info.name, model_revision=info.revision, tokenizer_revision=info.tokenizer_revision,
-        pooling=pooling, normalize=normalize, query_prefix=query_prefix, doc_prefix=doc_prefix,
-        dtype=spec.dtype, max_length=max_length, truncation=spec.truncation, dim=dim, similarity=similarity,
-        matryoshka_dims=info.matryoshka_dims, index=spec.index,
+        model=info.name,
+        model_revision=info.revision,
+        tokenizer_revision=info.tokenizer_revision,
+        pooling=pooling,
+        normalize=normalize,
+        query_prefix=query_prefix,
+        doc_prefix=doc_prefix,
+        dtype=spec.dtype,
+        max_length=max_length,
+        truncation=spec.truncation,
+        dim=dim,
+        similarity=similarity,
+        matryoshka_dims=info.matryoshka_dims,
+        index=spec.index,
     )
 
 
@@ -145,5 +184,3 @@ def library_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return out
-
-

@@ -43,11 +43,11 @@ class DeltaCI:
     """Mean difference ``cand - ref`` over queries with its bootstrap uncertainty."""
 
     delta: float
-    low: float          # two-sided interval at ``confidence``
+    low: float  # two-sided interval at ``confidence``
     high: float
     lower_bound: float  # one-sided bounds at ``confidence``: P(true delta >= lower_bound) ~ confidence
     upper_bound: float
-    std_error: float    # standard deviation of the bootstrap means
+    std_error: float  # standard deviation of the bootstrap means
     confidence: float
     n_queries: int
     n_resamples: int
@@ -63,7 +63,7 @@ class Comparison:
 
     ci: DeltaCI
     p_value: float  # two-sided paired sign-flip test
-    mde: float      # one-sided minimum detectable effect at alpha = 1 - confidence and ``power``
+    mde: float  # one-sided minimum detectable effect at alpha = 1 - confidence and ``power``
 
     def to_dict(self) -> dict[str, object]:
         return {"ci": self.ci.to_dict(), "p_value": self.p_value, "mde": self.mde}
@@ -80,26 +80,36 @@ class NonInferiority:
     queries_needed: int | None  # roughly how many queries would decide it (None: cannot be decided)
 
     def to_dict(self) -> dict[str, object]:
-        return {"decision": self.decision, "margin": self.margin, "ci": self.ci.to_dict(), "mde": self.mde,
-                "queries_needed": self.queries_needed}
+        return {
+            "decision": self.decision,
+            "margin": self.margin,
+            "ci": self.ci.to_dict(),
+            "mde": self.mde,
+            "queries_needed": self.queries_needed,
+        }
 
     def summary(self) -> str:
         c = self.ci
         pct = f"{c.confidence:.0%}"
-        text = (f"delta {c.delta:+.4f} ({pct} CI {c.low:+.4f} .. {c.high:+.4f}; one-sided {pct} bounds "
-                f"{c.lower_bound:+.4f} / {c.upper_bound:+.4f}) against margin -{self.margin:g}: {self.decision}")
+        text = (
+            f"delta {c.delta:+.4f} ({pct} CI {c.low:+.4f} .. {c.high:+.4f}; one-sided {pct} bounds "
+            f"{c.lower_bound:+.4f} / {c.upper_bound:+.4f}) against margin -{self.margin:g}: {self.decision}"
+        )
         if self.decision == "inconclusive":
             need = f"about {self.queries_needed}" if self.queries_needed is not None else "no finite number of"
-            text += (f"; minimum detectable effect {self.mde:.4f} with {c.n_queries} queries, {need} queries "
-                     "would decide it")
+            text += (
+                f"; minimum detectable effect {self.mde:.4f} with {c.n_queries} queries, {need} queries would decide it"
+            )
         return text
 
 
 def _differences(cand: np.ndarray, ref: np.ndarray) -> np.ndarray:
     a, b = np.asarray(cand, dtype=np.float64), np.asarray(ref, dtype=np.float64)
     if a.shape != b.shape or a.ndim not in (1, 2):
-        raise ContractError(f"paired scores must have the same shape (n_queries,) or (n_queries, n_metrics); "
-                            f"got {a.shape} and {b.shape}")
+        raise ContractError(
+            f"paired scores must have the same shape (n_queries,) or (n_queries, n_metrics); "
+            f"got {a.shape} and {b.shape}"
+        )
     if len(a) == 0:
         raise ContractError("paired scores: no queries to compare")
     d = (a - b).reshape(len(a), -1)
@@ -142,14 +152,15 @@ def bootstrap_means(d: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int 
         row = 0
         for rows in blocks:  # how often each query is drawn in each resample
             idx = rng.integers(0, n, size=(rows, n), dtype=np.uint32) + offsets[:rows]
-            counts[row:row + rows] = np.bincount(idx.ravel(), minlength=rows * n).reshape(rows, n)
+            counts[row : row + rows] = np.bincount(idx.ravel(), minlength=rows * n).reshape(rows, n)
             row += rows
-        out[start:start + g] = (counts[:g] @ d) / n
+        out[start : start + g] = (counts[:g] @ d) / n
     return out
 
 
-def paired_bootstrap(cand: np.ndarray, ref: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0,
-                     confidence: float = CONFIDENCE) -> tuple[DeltaCI, ...]:
+def paired_bootstrap(
+    cand: np.ndarray, ref: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0, confidence: float = CONFIDENCE
+) -> tuple[DeltaCI, ...]:
     """Percentile bootstrap of the mean difference ``cand - ref``, one :class:`DeltaCI` per metric column."""
     _check(confidence, n_resamples)
     d = _differences(cand, ref)
@@ -158,8 +169,21 @@ def paired_bootstrap(cand: np.ndarray, ref: np.ndarray, *, n_resamples: int = N_
     low, high, lower, upper = np.quantile(means, [a / 2, 1 - a / 2, a, 1 - a], axis=0)
     se = means.std(axis=0, ddof=1) if n_resamples > 1 else np.zeros(d.shape[1])
     delta = d.mean(axis=0)
-    return tuple(DeltaCI(float(delta[j]), float(low[j]), float(high[j]), float(lower[j]), float(upper[j]),
-                         float(se[j]), confidence, d.shape[0], n_resamples, seed) for j in range(d.shape[1]))
+    return tuple(
+        DeltaCI(
+            float(delta[j]),
+            float(low[j]),
+            float(high[j]),
+            float(lower[j]),
+            float(upper[j]),
+            float(se[j]),
+            confidence,
+            d.shape[0],
+            n_resamples,
+            seed,
+        )
+        for j in range(d.shape[1])
+    )
 
 
 def sign_flip_test(cand: np.ndarray, ref: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> np.ndarray:
@@ -188,7 +212,7 @@ def sign_flip_test(cand: np.ndarray, ref: np.ndarray, *, n_resamples: int = N_RE
         row = 0
         for rows in blocks:  # 1 flips the sign of that query's difference
             packed = rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8)
-            flips[row:row + rows] = np.unpackbits(packed, axis=1, count=n)
+            flips[row : row + rows] = np.unpackbits(packed, axis=1, count=n)
             row += rows
         extreme += (np.abs(total - 2 * (flips[:g] @ d)) >= threshold).sum(axis=0)
     return np.asarray((1 + extreme) / (n_resamples + 1), dtype=np.float64)
@@ -200,8 +224,9 @@ def _z(alpha: float, power: float) -> float:
     return NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(power)
 
 
-def minimum_detectable_effect(differences: np.ndarray, *, alpha: float = 1 - CONFIDENCE,
-                              power: float = POWER) -> np.ndarray:
+def minimum_detectable_effect(
+    differences: np.ndarray, *, alpha: float = 1 - CONFIDENCE, power: float = POWER
+) -> np.ndarray:
     """``(z_(1-alpha) + z_power) * sd / sqrt(n)`` per metric column: the smallest true mean difference a
     one-sided test at ``alpha`` detects with probability ``power`` on this many queries (inf below 2)."""
     d = _differences(differences, np.zeros(np.shape(differences)))
@@ -211,8 +236,9 @@ def minimum_detectable_effect(differences: np.ndarray, *, alpha: float = 1 - CON
     return np.asarray(_z(alpha, power) * d.std(axis=0, ddof=1) / math.sqrt(n), dtype=np.float64)
 
 
-def queries_needed(differences: np.ndarray, margin: Margin, *, alpha: float = 1 - CONFIDENCE,
-                   power: float = POWER) -> np.ndarray:
+def queries_needed(
+    differences: np.ndarray, margin: Margin, *, alpha: float = 1 - CONFIDENCE, power: float = POWER
+) -> np.ndarray:
     """Roughly how many queries would decide ``delta >= -margin`` either way, per metric column.
 
     Taking the observed mean and spread of the differences as the truth, the one-sided bound sits
@@ -229,11 +255,13 @@ def queries_needed(differences: np.ndarray, margin: Margin, *, alpha: float = 1 
 
 
 def _margins(margin: Margin, n_metrics: int) -> np.ndarray:
-    m = np.broadcast_to(np.asarray(margin, dtype=np.float64), (n_metrics,)) if np.ndim(margin) == 0 \
+    m = (
+        np.broadcast_to(np.asarray(margin, dtype=np.float64), (n_metrics,))
+        if np.ndim(margin) == 0
         else np.asarray(margin, dtype=np.float64)
+    )
     if m.shape != (n_metrics,) or not np.isfinite(m).all() or (m < 0).any():
-        raise SpecError(f"non-inferiority margin {margin!r} must be one number >= 0 or one per metric "
-                        f"({n_metrics})")
+        raise SpecError(f"non-inferiority margin {margin!r} must be one number >= 0 or one per metric ({n_metrics})")
     return m
 
 
@@ -246,21 +274,39 @@ def decide(ci: DeltaCI, margin: float) -> Decision:
     return "inconclusive"
 
 
-def non_inferiority(cand: np.ndarray, ref: np.ndarray, *, margin: Margin,
-                    n_resamples: int = N_RESAMPLES, seed: int = 0, confidence: float = CONFIDENCE,
-                    power: float = POWER) -> tuple[NonInferiority, ...]:
+def non_inferiority(
+    cand: np.ndarray,
+    ref: np.ndarray,
+    *,
+    margin: Margin,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+    power: float = POWER,
+) -> tuple[NonInferiority, ...]:
     """Non-inferiority of ``cand`` against ``ref`` within ``margin``, one verdict per metric column."""
     d = _differences(cand, ref)
     m = _margins(margin, d.shape[1])
     cis = paired_bootstrap(cand, ref, n_resamples=n_resamples, seed=seed, confidence=confidence)
     mde = minimum_detectable_effect(d, alpha=1 - confidence, power=power)
     need = queries_needed(d, m, alpha=1 - confidence, power=power)
-    return tuple(NonInferiority(decide(ci, float(m[j])), float(m[j]), ci, float(mde[j]),
-                                int(need[j]) if np.isfinite(need[j]) else None) for j, ci in enumerate(cis))
+    return tuple(
+        NonInferiority(
+            decide(ci, float(m[j])), float(m[j]), ci, float(mde[j]), int(need[j]) if np.isfinite(need[j]) else None
+        )
+        for j, ci in enumerate(cis)
+    )
 
 
-def compare(cand: np.ndarray, ref: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0,
-            confidence: float = CONFIDENCE, power: float = POWER) -> tuple[Comparison, ...]:
+def compare(
+    cand: np.ndarray,
+    ref: np.ndarray,
+    *,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+    power: float = POWER,
+) -> tuple[Comparison, ...]:
     """Bootstrap interval, sign-flip p-value and minimum detectable effect, one :class:`Comparison` per column."""
     d = _differences(cand, ref)
     cis = paired_bootstrap(cand, ref, n_resamples=n_resamples, seed=seed, confidence=confidence)
@@ -269,14 +315,16 @@ def compare(cand: np.ndarray, ref: np.ndarray, *, n_resamples: int = N_RESAMPLES
     return tuple(Comparison(ci, float(p[j]), float(mde[j])) for j, ci in enumerate(cis))
 
 
-def paired_scores(cand: Mapping[str, Mapping[str, float]], ref: Mapping[str, Mapping[str, float]],
-                  metrics: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+def paired_scores(
+    cand: Mapping[str, Mapping[str, float]], ref: Mapping[str, Mapping[str, float]], metrics: Sequence[str]
+) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
     """Per-query scores ``{metric: {qid: score}}`` of both sides as aligned ``(n_queries, n_metrics)`` arrays
     over the queries both sides scored for every metric (sorted ids first)."""
     missing = [m for m in metrics if m not in cand or m not in ref]
     if missing:
-        raise ContractError(f"per-query scores of {', '.join(missing)} are missing on one side; score both sides "
-                            "with the same metrics")
+        raise ContractError(
+            f"per-query scores of {', '.join(missing)} are missing on one side; score both sides with the same metrics"
+        )
     common = set.intersection(*(set(cand[m]) & set(ref[m]) for m in metrics)) if metrics else set()
     if not common:
         raise ContractError("the two sides share no scored query; they must be evaluated on the same queries")

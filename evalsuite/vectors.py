@@ -39,8 +39,11 @@ class IntegrityReport:
         out = []
         if self.wrong_dim:
             out.append(f"dimension is {self.dim}, not the contract's")
-        for label, rows in (("non-finite values", self.non_finite), ("zero vector", self.zero),
-                            ("norm not 1", self.bad_norm)):
+        for label, rows in (
+            ("non-finite values", self.non_finite),
+            ("zero vector", self.zero),
+            ("norm not 1", self.bad_norm),
+        ):
             if rows:
                 shown = ", ".join(name(i) for i in rows[:5])
                 out.append(f"{len(rows)} vector(s) with {label}: {shown}{' ...' if len(rows) > 5 else ''}")
@@ -56,7 +59,8 @@ def check_vectors(vectors: np.ndarray, *, dim: int, normalized: bool, tol: float
     bad = finite & ~zero & (np.abs(norms - 1.0) > tol) if normalized else np.zeros(len(v), bool)
     fn = norms[finite & ~zero]
     return IntegrityReport(
-        n=len(v), dim=v.shape[1] if v.ndim == 2 else 0,
+        n=len(v),
+        dim=v.shape[1] if v.ndim == 2 else 0,
         non_finite=tuple(int(i) for i in np.flatnonzero(~finite)),
         zero=tuple(int(i) for i in np.flatnonzero(zero)),
         bad_norm=tuple(int(i) for i in np.flatnonzero(bad)),
@@ -66,8 +70,9 @@ def check_vectors(vectors: np.ndarray, *, dim: int, normalized: bool, tol: float
     )
 
 
-def check_vector_blocks(blocks: Iterable[np.ndarray], *, dim: int, normalized: bool,
-                        tol: float = 1e-3) -> IntegrityReport:
+def check_vector_blocks(
+    blocks: Iterable[np.ndarray], *, dim: int, normalized: bool, tol: float = 1e-3
+) -> IntegrityReport:
     """:func:`check_vectors` over consecutive row blocks (a stored corpus), row numbers counted across blocks."""
     n, got_dim, wrong = 0, dim, False
     non_finite: list[int] = []
@@ -83,6 +88,13 @@ def check_vector_blocks(blocks: Iterable[np.ndarray], *, dim: int, normalized: b
         if r.min_norm == r.min_norm:  # not NaN: the block had usable rows
             lo, hi = min(lo, r.min_norm), max(hi, r.max_norm)
         n += r.n
-    return IntegrityReport(n=n, dim=got_dim, non_finite=tuple(non_finite), zero=tuple(zero), bad_norm=tuple(bad),
-                           wrong_dim=wrong, min_norm=lo if n and lo != float("inf") else float("nan"),
-                           max_norm=hi if n and hi != float("-inf") else float("nan"))
+    return IntegrityReport(
+        n=n,
+        dim=got_dim,
+        non_finite=tuple(non_finite),
+        zero=tuple(zero),
+        bad_norm=tuple(bad),
+        wrong_dim=wrong,
+        min_norm=lo if n and lo != float("inf") else float("nan"),
+        max_norm=hi if n and hi != float("-inf") else float("nan"),
+    )

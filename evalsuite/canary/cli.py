@@ -46,8 +46,10 @@ def cmd_canary(args: argparse.Namespace) -> int:
     preflight.run_paths(spec, out)  # before loading anything
     prepared = prepare(spec)
     validate_dimensions(settings.dimensions, int(prepared.model.hidden_size), prepared.model.matryoshka_dims)
-    say(f"canary   {settings.endpoint} vs {prepared.model.name} @ {prepared.contract.model_revision[:16]} "
-        f"on {prepared.dataset.identity.name}")
+    say(
+        f"canary   {settings.endpoint} vs {prepared.model.name} @ {prepared.contract.model_revision[:16]} "
+        f"on {prepared.dataset.identity.name}"
+    )
 
     def show(v: Verdict) -> None:
         say(f"{v.status}  {v.message}")
@@ -55,8 +57,10 @@ def cmd_canary(args: argparse.Namespace) -> int:
     outcome = run_canary(local_context(settings, prepared), on_verdict=show)
     paths = write_canary_reports(outcome, out)
     failed = [v.check for v in outcome.verdicts if v.passed is False]
-    say(f"{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}; "
-        f"wrote {', '.join(str(p) for p in paths.values())}")
+    say(
+        f"{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}; "
+        f"wrote {', '.join(str(p) for p in paths.values())}"
+    )
     return 1 if failed else 0
 
 

@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..contract import Contract
+    from ..encode.contract_encoder import ContractEncoder
     from ..encode.endpoint import EndpointEncoder, Secret
     from ..encode.http import Deadline
     from ..pipeline import Prepared
-    from ..encode.contract_encoder import ContractEncoder
     from ..result import Result
 
 T = TypeVar("T")
@@ -53,15 +53,19 @@ class CanarySet:
 
     def rendered(self, contract: Contract) -> list[str]:
         """The model inputs the contract makes of these texts (what is sent to the server)."""
-        return [contract.render(r, t) for r, t in zip(self.roles, self.texts)]
+        return [contract.render(r, t) for r, t in zip(self.roles, self.texts, strict=False)]
 
 
 class CanaryContext:
     """Shared by all checks of one session; see :func:`evalsuite.canary.checks.run_check`."""
 
-    def __init__(self, settings: CanarySettings, prepared: Prepared,
-                 reference_encoder: Callable[[], ContractEncoder],
-                 reference_result: Callable[[], Result]) -> None:
+    def __init__(
+        self,
+        settings: CanarySettings,
+        prepared: Prepared,
+        reference_encoder: Callable[[], ContractEncoder],
+        reference_result: Callable[[], Result],
+    ) -> None:
         self.settings = settings
         self.prepared = prepared
         self._reference_encoder = reference_encoder
@@ -107,6 +111,7 @@ class CanaryContext:
 
     def client(self) -> EndpointEncoder:
         """The endpoint encoder for the served model, checking every response against the contract."""
+
         def make() -> EndpointEncoder:
             served = self.served_model()
             return self.make_client(model=served.name, models=served.aliases)
@@ -117,19 +122,30 @@ class CanaryContext:
         """A client that checks no model name, for discovery (/v1/models, /info, /health)."""
         return self._memo("probe", lambda: self.make_client(model=None, models=frozenset()))
 
-    def make_client(self, *, model: str | None, models: frozenset[str],
-                    api_key: Secret | None | _FromSettings = FROM_SETTINGS,
-                    max_retries: int | None = None) -> EndpointEncoder:
+    def make_client(
+        self,
+        *,
+        model: str | None,
+        models: frozenset[str],
+        api_key: Secret | _FromSettings | None = FROM_SETTINGS,
+        max_retries: int | None = None,
+    ) -> EndpointEncoder:
         """A new client (the caller closes it); ``api_key=None`` sends no key, a Secret sends that one."""
         from ..encode.endpoint import EndpointEncoder
         from ..encode.response import Expectation
 
         s = self.settings
         config = dataclasses.replace(
-            s.endpoint_config, model=model, api_key=s.api_key() if isinstance(api_key, _FromSettings) else api_key,
-            max_retries=s.endpoint_config.max_retries if max_retries is None else max_retries)
-        return EndpointEncoder(config, Expectation(dim=self.hidden_size, normalized=self.contract.normalize,
-                                                   models=models), deadline=self.deadline)
+            s.endpoint_config,
+            model=model,
+            api_key=s.api_key() if isinstance(api_key, _FromSettings) else api_key,
+            max_retries=s.endpoint_config.max_retries if max_retries is None else max_retries,
+        )
+        return EndpointEncoder(
+            config,
+            Expectation(dim=self.hidden_size, normalized=self.contract.normalize, models=models),
+            deadline=self.deadline,
+        )
 
     def served_model(self) -> ServedModel:
         return self._memo("served_model", self._discover_served_model)
@@ -154,13 +170,17 @@ class CanaryContext:
     def canary_set(self) -> CanarySet:
         def make() -> CanarySet:
             qs, ds = texts.queries(), texts.documents(self.contract.max_length)
-            return CanarySet(ids=tuple(i for i, _ in qs + ds), roles=("query",) * len(qs) + ("document",) * len(ds),
-                             texts=tuple(t for _, t in qs + ds))
+            return CanarySet(
+                ids=tuple(i for i, _ in qs + ds),
+                roles=("query",) * len(qs) + ("document",) * len(ds),
+                texts=tuple(t for _, t in qs + ds),
+            )
 
         return self._memo("canary_set", make)
 
     def reference_vectors(self, dim: int | None = None) -> np.ndarray:
         """Reference vectors of the canary texts under the contract (or its Matryoshka ``dim``)."""
+
         def make() -> np.ndarray:
             import numpy as np
 
@@ -183,6 +203,7 @@ class CanaryContext:
 
     def served_vectors(self) -> np.ndarray:
         """Raw served vectors of the canary texts (prefixes applied by the client), checked, full size."""
+
         def make() -> np.ndarray:
             cs = self.canary_set()
             return self.client().embed(cs.rendered(self.contract), ids=list(cs.ids))
@@ -191,6 +212,7 @@ class CanaryContext:
 
     def endpoint_result(self) -> Result:
         """The whole dataset through the endpoint, searched and scored like the reference."""
+
         def make() -> Result:
             import time
 
@@ -201,8 +223,15 @@ class CanaryContext:
             t0 = time.perf_counter()
             q, d = encode_dataset(enc, c, self.prepared.dataset, [c.pooling])
             seconds = time.perf_counter() - t0
-            return score(self.prepared, c, q[c.pooling], d[c.pooling], metrics=self.prepared.spec.metrics,
-                         timing=encode_timing(role_stats_since(enc, before), seconds), device=enc.device)
+            return score(
+                self.prepared,
+                c,
+                q[c.pooling],
+                d[c.pooling],
+                metrics=self.prepared.spec.metrics,
+                timing=encode_timing(role_stats_since(enc, before), seconds),
+                device=enc.device,
+            )
 
         return self._memo("endpoint_result", make)
 

@@ -28,8 +28,10 @@ def _url(text: str) -> str:
 def _env_name(text: str) -> str:
     # Never echo the value: a user who passes the key itself here must not see it printed.
     if not _ENV_NAME.match(text):
-        raise argparse.ArgumentTypeError("not an environment variable name (letters, digits and '_'); pass the "
-                                         "NAME of the variable that holds the key, never the key itself")
+        raise argparse.ArgumentTypeError(
+            "not an environment variable name (letters, digits and '_'); pass the "
+            "NAME of the variable that holds the key, never the key itself"
+        )
     return text
 
 
@@ -55,13 +57,13 @@ def _dimensions(text: str) -> tuple[int, ...]:
     try:
         dims = tuple(dict.fromkeys(int_at_least(1)(p) for p in parts))
     except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r}: {exc}; give comma-separated positive integers, "
-                                         "e.g. 256,128") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: {exc}; give comma-separated positive integers, e.g. 256,128"
+        ) from None
     return dims
 
 
 ENCODING_FORMATS = ("float", "base64")
-
 
 
 def _setting(flag: str, help: str, kwargs: dict[str, Any]) -> Option:
@@ -71,35 +73,69 @@ def _setting(flag: str, help: str, kwargs: dict[str, Any]) -> Option:
 
 
 CANARY_OPTIONS: tuple[Option, ...] = (
-    Option("--endpoint", "canary: OpenAI-compatible base URL of the served model, e.g. http://127.0.0.1:8000/v1",
-           {"type": spec_type(_url, "url"), "metavar": "URL"}),
-    Option("--served-model", "canary: model name the server serves (default: the only one /v1/models lists)",
-           {"metavar": "NAME"}),
-    Option("--api-key-env", "canary: NAME of the environment variable holding the API key (the key is never "
-           "printed or written)", {"type": _env_name, "metavar": "VAR"}),
-    _setting("--canary-min-cosine", "canary: min per-text cosine between served and reference vectors",
-             {"type": _float_in(0.0, 1.0, low_open=True), "metavar": "X"}),
-    _setting("--canary-max-ndcg-delta", "canary: max |delta ndcg@10| between endpoint and reference retrieval",
-             {"type": _float_in(0.0, 1.0), "metavar": "X"}),
-    _setting("--canary-min-overlap", "canary: min mean per-query top-10 overlap between endpoint and reference "
-             "rankings", {"type": _float_in(0.0, 1.0), "metavar": "X"}),
-    Option("--canary-dimensions", "canary: also check server-side Matryoshka output via 'dimensions', "
-           "e.g. 256,128 (off unless given)", {"type": _dimensions, "metavar": "N,N"}),
-    _setting("--endpoint-timeout", "canary: seconds to wait for each HTTP answer",
-             {"type": _float_in(0.0, None, low_open=True), "metavar": "SECONDS"}),
+    Option(
+        "--endpoint",
+        "canary: OpenAI-compatible base URL of the served model, e.g. http://127.0.0.1:8000/v1",
+        {"type": spec_type(_url, "url"), "metavar": "URL"},
+    ),
+    Option(
+        "--served-model",
+        "canary: model name the server serves (default: the only one /v1/models lists)",
+        {"metavar": "NAME"},
+    ),
+    Option(
+        "--api-key-env",
+        "canary: NAME of the environment variable holding the API key (the key is never printed or written)",
+        {"type": _env_name, "metavar": "VAR"},
+    ),
+    _setting(
+        "--canary-min-cosine",
+        "canary: min per-text cosine between served and reference vectors",
+        {"type": _float_in(0.0, 1.0, low_open=True), "metavar": "X"},
+    ),
+    _setting(
+        "--canary-max-ndcg-delta",
+        "canary: max |delta ndcg@10| between endpoint and reference retrieval",
+        {"type": _float_in(0.0, 1.0), "metavar": "X"},
+    ),
+    _setting(
+        "--canary-min-overlap",
+        "canary: min mean per-query top-10 overlap between endpoint and reference rankings",
+        {"type": _float_in(0.0, 1.0), "metavar": "X"},
+    ),
+    Option(
+        "--canary-dimensions",
+        "canary: also check server-side Matryoshka output via 'dimensions', e.g. 256,128 (off unless given)",
+        {"type": _dimensions, "metavar": "N,N"},
+    ),
+    _setting(
+        "--endpoint-timeout",
+        "canary: seconds to wait for each HTTP answer",
+        {"type": _float_in(0.0, None, low_open=True), "metavar": "SECONDS"},
+    ),
     _setting("--endpoint-concurrency", "canary: max requests in flight", {"type": int_at_least(1), "metavar": "N"}),
     _setting("--endpoint-batch-size", "canary: max texts per request", {"type": int_at_least(1), "metavar": "N"}),
-    _setting("--encoding-format", "canary: response encoding",
-             {"choices": ENCODING_FORMATS, "metavar": "float|base64"}),
-    _setting("--canary-deadline", "canary: seconds the whole canary may take; checks still running then fail, "
-             "naming it (each request also ends within --endpoint-timeout)",
-             {"type": _float_in(0.0, None, low_open=True), "metavar": "SECONDS"}),
+    _setting(
+        "--encoding-format", "canary: response encoding", {"choices": ENCODING_FORMATS, "metavar": "float|base64"}
+    ),
+    _setting(
+        "--canary-deadline",
+        "canary: seconds the whole canary may take; checks still running then fail, "
+        "naming it (each request also ends within --endpoint-timeout)",
+        {"type": _float_in(0.0, None, low_open=True), "metavar": "SECONDS"},
+    ),
 )
 
 # `evalsuite run --endpoint URL [--endpoint URL ...]`: the endpoint client options above, declared once, for a
 # served deployment as the encoder (evalsuite.encode.fleet)
-CLIENT_FLAGS = ("--served-model", "--api-key-env", "--endpoint-timeout", "--endpoint-concurrency",
-                "--endpoint-batch-size", "--encoding-format")
+CLIENT_FLAGS = (
+    "--served-model",
+    "--api-key-env",
+    "--endpoint-timeout",
+    "--endpoint-concurrency",
+    "--endpoint-batch-size",
+    "--encoding-format",
+)
 
 
 def _for_run(opt: Option) -> Option:
@@ -110,10 +146,17 @@ def _for_run(opt: Option) -> Option:
 
 
 RUN_ENDPOINT_OPTIONS: tuple[Option, ...] = (
-    Option("--endpoint", "evaluate the model as served: OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1; "
-           "repeat for a fleet (batches are spread over the URLs, which must all serve one model)",
-           {"type": spec_type(_url, "url"), "metavar": "URL", "action": "append", "dest_name": "endpoints"}),
+    Option(
+        "--endpoint",
+        "evaluate the model as served: OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1; "
+        "repeat for a fleet (batches are spread over the URLs, which must all serve one model)",
+        {"type": spec_type(_url, "url"), "metavar": "URL", "action": "append", "dest_name": "endpoints"},
+    ),
     *(_for_run(o) for o in CANARY_OPTIONS if o.flag in CLIENT_FLAGS),
-    Option("--endpoint-dimensions", "with --endpoint: ask the server for --dim columns ('dimensions') instead of "
-           "cutting and re-normalizing the full vectors here", {"action": "store_const", "const": True}),
+    Option(
+        "--endpoint-dimensions",
+        "with --endpoint: ask the server for --dim columns ('dimensions') instead of "
+        "cutting and re-normalizing the full vectors here",
+        {"action": "store_const", "const": True},
+    ),
 )

@@ -22,30 +22,50 @@ def checks_table() -> str:
         scope = "every dataset" if per_dataset else "once"
         return scope if requires is None else f"{scope}, with --{CanarySettings.option_of(requires).replace('_', '-')}"
 
-    return table(["check", "label", "thresholds", "runs", "what it compares"],
-                 [(c.name, c.label, ", ".join(c.thresholds) or "-", when(c.requires, c.per_dataset), c.explanation)
-                  for c in registry.CHECKS])
+    return table(
+        ["check", "label", "thresholds", "runs", "what it compares"],
+        [
+            (c.name, c.label, ", ".join(c.thresholds) or "-", when(c.requires, c.per_dataset), c.explanation)
+            for c in registry.CHECKS
+        ],
+    )
 
 
 def render_markdown(outcome: CanaryOutcome) -> str:
     s = outcome.settings
-    lines = [f"# Canary: {'PASS' if outcome.passed else 'FAIL'}", "",
-             (f"Endpoint `{s.endpoint}`, served model `{outcome.served_model}`, against the local reference "
-              f"`{outcome.contract['model']}` @ `{outcome.contract['model_revision'][:16]}` "
-              f"on `{outcome.dataset['name']}`."), "",
-             table(["check", "verdict", "message"], [(v.check, v.status, v.message) for v in outcome.verdicts])]
+    lines = [
+        f"# Canary: {'PASS' if outcome.passed else 'FAIL'}",
+        "",
+        (
+            f"Endpoint `{s.endpoint}`, served model `{outcome.served_model}`, against the local reference "
+            f"`{outcome.contract['model']}` @ `{outcome.contract['model_revision'][:16]}` "
+            f"on `{outcome.dataset['name']}`."
+        ),
+        "",
+        table(["check", "verdict", "message"], [(v.check, v.status, v.message) for v in outcome.verdicts]),
+    ]
     for v in outcome.verdicts:
         check = registry.get_check(v.check)
         if check.report is not None:
             lines += check.report(v)
-    lines += ["## Settings", "", table(["setting", "value"], [(k, str(val)) for k, val in s.to_dict().items()]),
-              "## Contract", "", table(["field", "value"], contract_rows(outcome.contract)),
-              "## The checks", "", checks_table()]
+    lines += [
+        "## Settings",
+        "",
+        table(["setting", "value"], [(k, str(val)) for k, val in s.to_dict().items()]),
+        "## Contract",
+        "",
+        table(["field", "value"], contract_rows(outcome.contract)),
+        "## The checks",
+        "",
+        checks_table(),
+    ]
     return "\n".join(lines)
 
 
 def write_canary_reports(outcome: CanaryOutcome, out: str | Path) -> dict[str, Path]:
     """canary.json and report.md, every API key redacted from both (verdicts are already; this is the backstop)."""
     out = Path(out)
-    return {"json": atomic_write_json(out / "canary.json", redacted(outcome.to_dict())),
-            "markdown": atomic_write_text(out / "report.md", redacted(render_markdown(outcome)))}
+    return {
+        "json": atomic_write_json(out / "canary.json", redacted(outcome.to_dict())),
+        "markdown": atomic_write_text(out / "report.md", redacted(render_markdown(outcome))),
+    }

@@ -33,24 +33,34 @@ class CanaryOutcome:
         return all(v.passed is not False for v in self.verdicts)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema_version": SCHEMA_VERSION, "created": self.created, "passed": self.passed,
-                "endpoint": self.settings.endpoint, "served_model": self.served_model,
-                "settings": self.settings.to_dict(), "contract": self.contract, "dataset": self.dataset,
-                "verdicts": [v.to_dict() for v in self.verdicts]}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "created": self.created,
+            "passed": self.passed,
+            "endpoint": self.settings.endpoint,
+            "served_model": self.served_model,
+            "settings": self.settings.to_dict(),
+            "contract": self.contract,
+            "dataset": self.dataset,
+            "verdicts": [v.to_dict() for v in self.verdicts],
+        }
 
 
 def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext:
     """A context whose reference is the local encoder of ``prepared`` (one model load, shared)."""
-    from ..pipeline import make_encoder, run
     from ..encode.contract_encoder import ContractEncoder
+    from ..pipeline import make_encoder, run
 
     @lru_cache(maxsize=1)
     def encoder() -> Encoder:
         return make_encoder(prepared)
 
-    return CanaryContext(settings, prepared,
-                         reference_encoder=lambda: ContractEncoder(encoder(), prepared.contract),
-                         reference_result=lambda: run(prepared.spec, prepared, encoder()))
+    return CanaryContext(
+        settings,
+        prepared,
+        reference_encoder=lambda: ContractEncoder(encoder(), prepared.contract),
+        reference_result=lambda: run(prepared.spec, prepared, encoder()),
+    )
 
 
 def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None = None) -> CanaryOutcome:
@@ -64,6 +74,10 @@ def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None 
     finally:
         ctx.close()
     served = ctx.known_served_model()
-    return CanaryOutcome(settings=ctx.settings, contract=ctx.contract.to_dict(),
-                         dataset=ctx.prepared.dataset.identity.to_dict(),
-                         served_model=None if served is None else cut(served), verdicts=tuple(verdicts))
+    return CanaryOutcome(
+        settings=ctx.settings,
+        contract=ctx.contract.to_dict(),
+        dataset=ctx.prepared.dataset.identity.to_dict(),
+        served_model=None if served is None else cut(served),
+        verdicts=tuple(verdicts),
+    )

@@ -37,8 +37,14 @@ _REPORTED_ENDPOINT = ("timeout", "concurrency", "batch_size", "encoding_format",
 T = TypeVar("T")
 
 
-def _setting(default: T, option: str | None = None, *, low: float | None = None, high: float | None = None,
-             low_open: bool = False) -> T:
+def _setting(
+    default: T,
+    option: str | None = None,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+) -> T:
     """A canary field: its default, the option that sets it, and the bounds of a threshold."""
     return field(default=default, metadata={"option": option, "low": low, "high": high, "low_open": low_open})
 
@@ -78,8 +84,9 @@ class CanarySettings:
         keywords = _endpoint_keywords()
         unknown = set(values) - set(own) - set(keywords) - {"endpoint_config"}
         if unknown:
-            raise SpecError(f"unknown canary setting(s) {sorted(unknown)}; known: "
-                            f"{', '.join(sorted(set(own) | set(keywords)))}")
+            raise SpecError(
+                f"unknown canary setting(s) {sorted(unknown)}; known: {', '.join(sorted(set(own) | set(keywords)))}"
+            )
         endpoint_values = {keywords[k]: v for k, v in values.items() if k in keywords}
         endpoint_config = values.get("endpoint_config", endpoint if isinstance(endpoint, EndpointConfig) else None)
         if endpoint_config is not None and not isinstance(endpoint_config, EndpointConfig):
@@ -164,7 +171,9 @@ class CanarySettings:
         fields_by_option = cls.option_fields()
         unknown = set(values) - set(fields_by_option)
         if unknown:
-            raise SpecError(f"unknown canary setting(s) {sorted(unknown)}; known: {', '.join(sorted(fields_by_option))}")
+            raise SpecError(
+                f"unknown canary setting(s) {sorted(unknown)}; known: {', '.join(sorted(fields_by_option))}"
+            )
         if not values.get("endpoint"):
             raise SpecError("the canary needs --endpoint URL (the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)")
         kwargs = {fields_by_option[k]: v for k, v in values.items() if v is not None}
@@ -193,13 +202,19 @@ class CanarySettings:
             return None
         value = os.environ.get(self.api_key_env, "")
         if not value.strip():
-            raise SpecError(f"--api-key-env names ${self.api_key_env}, but that environment variable is not set "
-                            "or empty; export it (from your secret store) before running the canary")
+            raise SpecError(
+                f"--api-key-env names ${self.api_key_env}, but that environment variable is not set "
+                "or empty; export it (from your secret store) before running the canary"
+            )
         return Secret.validated(value, self.api_key_env)  # SpecError naming the variable, never the value
 
     def to_dict(self) -> dict[str, object]:
         """For reports: the variable's name only, never its value."""
         own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "endpoint_config"}
         own["dimensions"] = list(self.dimensions)
-        return {"endpoint": self.endpoint, "served_model": self.served_model, **own,
-                **{name: getattr(self.endpoint_config, name) for name in _REPORTED_ENDPOINT}}
+        return {
+            "endpoint": self.endpoint,
+            "served_model": self.served_model,
+            **own,
+            **{name: getattr(self.endpoint_config, name) for name in _REPORTED_ENDPOINT},
+        }

@@ -21,38 +21,91 @@ QUERIES: tuple[tuple[str, str], ...] = (
 )
 
 DOCUMENTS: tuple[tuple[str, str], ...] = (
-    ("d1", "A transaction commit makes every write durable: once the log record is flushed, a crash cannot "
-           "undo it."),
+    ("d1", "A transaction commit makes every write durable: once the log record is flushed, a crash cannot undo it."),
     ("d2", "Rollback undoes the writes of a failed transaction and releases its locks."),
     ("d3", "Yeast ferments the sugars in dough and releases carbon dioxide, which makes bread rise."),
-    ("d4", "In basketball, a shooting foul gives the fouled player free throws: two for a missed two-point "
-           "shot, three for a missed three-pointer."),
+    (
+        "d4",
+        "In basketball, a shooting foul gives the fouled player free throws: two for a missed two-point "
+        "shot, three for a missed three-pointer.",
+    ),
     ("d5", "Mars takes about 687 Earth days to orbit the Sun once."),
-    ("d6", "Most desktop CPUs throttle near 100 °C; sustained load at 95 °C is within spec but leaves little "
-           "headroom."),
+    (
+        "d6",
+        "Most desktop CPUs throttle near 100 °C; sustained load at 95 °C is within spec but leaves little headroom.",
+    ),
     ("d7", "sorted(rows, key=lambda r: r['name']) returns a new list; rows.sort(key=...) sorts in place."),
     ("d8", "Ein Brot mit 1 kg Teig backt bei 230 °C etwa 45 bis 50 Minuten."),
     ("d9", "检索系统的召回率可以通过更好的分块、混合检索和查询改写来提高。"),
     ("d10", "Budget rules: save 20% of income, keep an emergency fund, and pay high-interest loans first."),
     ("d11", "ok"),
-    ("d12", "Packet loss on a home router is often caused by Wi-Fi interference, an overheated device or "
-            "outdated firmware.  Restart it, update the firmware, and test with a cable."),
-    ("d13", "The resting heart rate of a healthy adult is 60–100 beats per minute; during hard running it "
-            "can approach the age-predicted maximum."),
+    (
+        "d12",
+        "Packet loss on a home router is often caused by Wi-Fi interference, an overheated device or "
+        "outdated firmware.  Restart it, update the firmware, and test with a cable.",
+    ),
+    (
+        "d13",
+        "The resting heart rate of a healthy adult is 60–100 beats per minute; during hard running it "
+        "can approach the age-predicted maximum.",
+    ),
     ("d14", "🚆 Trains leave the station every 15 minutes; the last one departs at 23:45 from track 4."),
 )
 
 # Common English words that are whole tokens in BERT-style WordPiece vocabularies, so a text of
 # N of them is close to N + 2 tokens.
-_WORDS = ("the index query table row column lock write read bread water game team player score rule goal "
-          "star planet moon sun orbit light space garden soil seed plant leaf root money bank loan rate tax "
-          "network heart blood music note train station engine speed").split()
+_WORDS = [
+    "the",
+    "index",
+    "query",
+    "table",
+    "row",
+    "column",
+    "lock",
+    "write",
+    "read",
+    "bread",
+    "water",
+    "game",
+    "team",
+    "player",
+    "score",
+    "rule",
+    "goal",
+    "star",
+    "planet",
+    "moon",
+    "sun",
+    "orbit",
+    "light",
+    "space",
+    "garden",
+    "soil",
+    "seed",
+    "plant",
+    "leaf",
+    "root",
+    "money",
+    "bank",
+    "loan",
+    "rate",
+    "tax",
+    "network",
+    "heart",
+    "blood",
+    "music",
+    "note",
+    "train",
+    "station",
+    "engine",
+    "speed",
+]
 
 
 def filler(n_words: int) -> str:
     """A deterministic text of ``n_words`` common words, in sentences."""
     words = [_WORDS[(i * 7) % len(_WORDS)] for i in range(n_words)]
-    sentences = [" ".join(words[i:i + 12]) for i in range(0, len(words), 12)]
+    sentences = [" ".join(words[i : i + 12]) for i in range(0, len(words), 12)]
     return ". ".join(s.capitalize() for s in sentences) + "."
 
 
@@ -71,4 +124,4 @@ def queries() -> list[tuple[str, str]]:
 
 
 def documents(max_length: int) -> list[tuple[str, str]]:
-    return list(DOCUMENTS) + [near_limit_document(max_length)]
+    return [*list(DOCUMENTS), near_limit_document(max_length)]

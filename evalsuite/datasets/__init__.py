@@ -15,8 +15,16 @@ from pathlib import Path
 from ..errors import DatasetError, SpecError
 from .model import DEFAULT_EMPTY_DOCS, DEFAULT_EMPTY_QUERIES, EMPTY_POLICIES, Dataset, DatasetIdentity, EmptyPolicy
 
-__all__ = ["DEFAULT_EMPTY_DOCS", "DEFAULT_EMPTY_QUERIES", "EMPTY_POLICIES", "Dataset", "DatasetIdentity",
-           "EmptyPolicy", "empty_policy", "load_dataset"]
+__all__ = [
+    "DEFAULT_EMPTY_DOCS",
+    "DEFAULT_EMPTY_QUERIES",
+    "EMPTY_POLICIES",
+    "Dataset",
+    "DatasetIdentity",
+    "EmptyPolicy",
+    "empty_policy",
+    "load_dataset",
+]
 
 
 def empty_policy(value: str, option: str = "empty_docs") -> EmptyPolicy:
@@ -27,8 +35,14 @@ def empty_policy(value: str, option: str = "empty_docs") -> EmptyPolicy:
     raise SpecError(f"{option}: {value!r} is not a policy; choose one of {', '.join(EMPTY_POLICIES)}")
 
 
-def load_dataset(path: str | Path, split: str = "test", qrels: str | Path | None = None, *,
-                 empty_docs: str = DEFAULT_EMPTY_DOCS, empty_queries: str = DEFAULT_EMPTY_QUERIES) -> Dataset:
+def load_dataset(
+    path: str | Path,
+    split: str = "test",
+    qrels: str | Path | None = None,
+    *,
+    empty_docs: str = DEFAULT_EMPTY_DOCS,
+    empty_queries: str = DEFAULT_EMPTY_QUERIES,
+) -> Dataset:
     """Load a dataset directory, recognising its layout.
 
     ``qrels`` optionally names a qrels file (BEIR TSV or TREC, possibly compressed) used instead of
@@ -41,20 +55,26 @@ def load_dataset(path: str | Path, split: str = "test", qrels: str | Path | None
         raise DatasetError(root, "dataset path does not exist; pass --dataset DIR with a BEIR-layout directory")
     if not root.is_dir():
         archive = any(root.name.endswith(s) for s in (".zip", ".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2"))
-        what = "extract the archive and pass the extracted directory" if archive \
+        what = (
+            "extract the archive and pass the extracted directory"
+            if archive
             else f"pass the directory that holds it: --dataset {root.parent}"
-        raise DatasetError(root, f"dataset path must be a directory (BEIR layout or a saved Hugging Face dataset); "
-                           f"{what}")
+        )
+        raise DatasetError(
+            root, f"dataset path must be a directory (BEIR layout or a saved Hugging Face dataset); {what}"
+        )
     if not split or any(c in split for c in "/\\") or split.strip() != split:
         raise DatasetError(root, f"split {split!r} is not a split name; pass e.g. --split test")
     if (root / "dataset_dict.json").is_file():
         if qrels is not None:
-            raise DatasetError(root, "--qrels applies to BEIR-layout directories; a saved Hugging Face dataset holds "
-                               "its qrels as the split named by --split")
+            raise DatasetError(
+                root,
+                "--qrels applies to BEIR-layout directories; a saved Hugging Face dataset holds "
+                "its qrels as the split named by --split",
+            )
         from .hf import load_hf
 
         return load_hf(root, split, empty_docs=docs_policy, empty_queries=queries_policy)
     from .beir import load_beir
 
-    return load_beir(root, split, Path(qrels) if qrels else None, empty_docs=docs_policy,
-                     empty_queries=queries_policy)
+    return load_beir(root, split, Path(qrels) if qrels else None, empty_docs=docs_policy, empty_queries=queries_policy)

@@ -21,6 +21,7 @@ class Texts:
     source: str
     texts: dict[str, str]
     empty: dict[str, str] = field(default_factory=dict)
+    fields: dict[str, dict[str, str]] = field(default_factory=dict)  # id -> metadata (records without any absent)
 
 
 def dataset_sha256(files: Mapping[str, str], variant: Mapping[str, str] | None = None) -> str:
@@ -39,13 +40,26 @@ def _examples(ids: Iterable[str], n: int = 3) -> str:
 
 def _unknown_report(side: str, misses: list[tuple[str, int]], total: int, known: Texts) -> str:
     shown = "; ".join(f"{i!r} (line {ln})" for i, ln in misses[:3])
-    return (f"{len(misses)} of {total} judgement(s) name {side} ids absent from {known.source} (e.g. {shown}); "
-            f"{known.source} has ids like {_examples(known.texts) or '(none)'}")
+    return (
+        f"{len(misses)} of {total} judgement(s) name {side} ids absent from {known.source} (e.g. {shown}); "
+        f"{known.source} has ids like {_examples(known.texts) or '(none)'}"
+    )
 
 
-def assemble(*, name: str, fmt: str, split: str, qrels_path: Path, corpus: Texts, queries: Texts,
-             judgements: Iterable[Judgement], files: Mapping[str, str], empty_docs: EmptyPolicy,
-             empty_queries: EmptyPolicy, warnings: Iterable[str] = ()) -> Dataset:
+def assemble(
+    *,
+    name: str,
+    fmt: str,
+    split: str,
+    qrels_path: Path,
+    corpus: Texts,
+    queries: Texts,
+    judgements: Iterable[Judgement],
+    files: Mapping[str, str],
+    empty_docs: EmptyPolicy,
+    empty_queries: EmptyPolicy,
+    warnings: Iterable[str] = (),
+) -> Dataset:
     """Join qrels with corpus and queries: count unknown ids, drop queries with nothing relevant."""
     notes = list(warnings)
     judgements = list(judgements)
@@ -73,8 +87,10 @@ def assemble(*, name: str, fmt: str, split: str, qrels_path: Path, corpus: Texts
         if rel < 0:
             negative, rel = negative + 1, 0
         qrels.setdefault(qid, {})[did] = rel
-    mismatch = [_unknown_report("query", unknown_q, len(judgements), queries) if unknown_q else "",
-                _unknown_report("document", unknown_d, len(judgements), corpus) if unknown_d else ""]
+    mismatch = [
+        _unknown_report("query", unknown_q, len(judgements), queries) if unknown_q else "",
+        _unknown_report("document", unknown_d, len(judgements), corpus) if unknown_d else "",
+    ]
     mismatch = [m for m in mismatch if m]
     kept = {qid: q for qid, q in qrels.items() if any(r > 0 for r in q.values())}
     kept_queries = {qid: text for qid, text in qs.items() if qid in kept}
@@ -87,58 +103,97 @@ def assemble(*, name: str, fmt: str, split: str, qrels_path: Path, corpus: Texts
     dropped = len(qs) - len(kept_queries)
     lost_queries = sum(1 for q in lost if q in qs and q not in kept)
     if dropped:
-        extra = (f", {lost_queries} of them because their relevant documents were empty and skipped"
-                 if lost_queries else "")
-        notes.append(f"{dropped} of {len(qs)} queries have no relevant judged document in split {split!r} and were "
-                     f"dropped{extra}")
+        extra = (
+            f", {lost_queries} of them because their relevant documents were empty and skipped" if lost_queries else ""
+        )
+        notes.append(
+            f"{dropped} of {len(qs)} queries have no relevant judged document in split {split!r} and were "
+            f"dropped{extra}"
+        )
     variant: dict[str, str] = {}
     if corpus.empty:
         variant["empty_docs"] = empty_docs
     if queries.empty:
         variant["empty_queries"] = empty_queries
     identity = DatasetIdentity(
-        name=name, format=fmt, split=split, sha256=dataset_sha256(files, variant), files=dict(files),
-        n_documents=len(docs), n_queries=len(kept_queries),
-        n_judgements=sum(len(kept[q]) for q in kept_queries), n_queries_dropped=dropped,
-        n_unknown_qrels=len(unknown_q) + len(unknown_d), n_queries_file=len(queries.texts),
-        empty_docs=empty_docs, empty_queries=empty_queries, n_empty_documents=len(corpus.empty),
-        n_empty_queries=len(queries.empty), n_judgements_dropped_empty=dropped_empty,
-        n_queries_dropped_empty_docs=lost_queries, n_negative_relevance=negative,
+        name=name,
+        format=fmt,
+        split=split,
+        sha256=dataset_sha256(files, variant),
+        files=dict(files),
+        n_documents=len(docs),
+        n_queries=len(kept_queries),
+        n_judgements=sum(len(kept[q]) for q in kept_queries),
+        n_queries_dropped=dropped,
+        n_unknown_qrels=len(unknown_q) + len(unknown_d),
+        n_queries_file=len(queries.texts),
+        empty_docs=empty_docs,
+        empty_queries=empty_queries,
+        n_empty_documents=len(corpus.empty),
+        n_empty_queries=len(queries.empty),
+        n_judgements_dropped_empty=dropped_empty,
+        n_queries_dropped_empty_docs=lost_queries,
+        n_negative_relevance=negative,
     )
-    return Dataset(corpus=docs, queries=kept_queries, qrels={q: dict(kept[q]) for q in kept_queries},
-                   identity=identity, warnings=tuple(notes))
+    return Dataset(
+        corpus=docs,
+        queries=kept_queries,
+        qrels={q: dict(kept[q]) for q in kept_queries},
+        identity=identity,
+        warnings=tuple(notes),
+        query_fields={q: f for q, f in queries.fields.items() if q in kept_queries},
+        doc_fields={d: f for d, f in corpus.fields.items() if d in docs},
+    )
 
 
 def _apply_policy(items: Texts, policy: EmptyPolicy, role: str, notes: list[str]) -> dict[str, str]:
     """The texts to evaluate under ``policy`` ('error' was enforced while reading), with a warning for empties."""
     n, total = len(items.empty), len(items.texts)
     if n and n == total:
-        raise DatasetError(items.source, f"every {role} ({total}) has empty text; check that the text field is the "
-                           "one the file fills (BEIR: 'title' and 'text' for documents, 'text' for queries)")
+        raise DatasetError(
+            items.source,
+            f"every {role} ({total}) has empty text; check that the text field is the "
+            "one the file fills (BEIR: 'title' and 'text' for documents, 'text' for queries)",
+        )
     if not n:
         return dict(items.texts)
     where = ", ".join(items.empty[i] for i in list(items.empty)[:3]) + (", ..." if n > 3 else "")
     flag = "--empty-docs" if role == "document" else "--empty-queries"
     if policy == "keep":
-        notes.append(f"{items.source}: {n} {role}(s) with empty text are encoded as the empty string, as BEIR and "
-                     f"MTEB do ({where}); {flag} skip drops them, {flag} error refuses them")
+        notes.append(
+            f"{items.source}: {n} {role}(s) with empty text are encoded as the empty string, as BEIR and "
+            f"MTEB do ({where}); {flag} skip drops them, {flag} error refuses them"
+        )
         return dict(items.texts)
-    notes.append(f"{items.source}: {n} {role}(s) with empty text were skipped with their judgements ({where}); "
-                 f"{flag} keep encodes them as the empty string")
+    notes.append(
+        f"{items.source}: {n} {role}(s) with empty text were skipped with their judgements ({where}); "
+        f"{flag} keep encodes them as the empty string"
+    )
     return {i: t for i, t in items.texts.items() if i not in items.empty}
 
 
-def _why_nothing_left(split: str, judgements: list[Judgement], mismatch: list[str],
-                      qrels: Mapping[str, Mapping[str, int]], lost: Mapping[str, int], queries: Texts) -> str:
+def _why_nothing_left(
+    split: str,
+    judgements: list[Judgement],
+    mismatch: list[str],
+    qrels: Mapping[str, Mapping[str, int]],
+    lost: Mapping[str, int],
+    queries: Texts,
+) -> str:
     head = f"no query of split {split!r} has a relevant (score > 0) judged document"
     if not judgements:
         return f"{head}: the qrels file has no judgements; check that it is the right file"
     if mismatch:
-        return f"{head}: the qrels ids do not match: " + "; ".join(mismatch) + \
-            "; make the ids in the qrels and the corpus/queries the same"
+        return (
+            f"{head}: the qrels ids do not match: "
+            + "; ".join(mismatch)
+            + "; make the ids in the qrels and the corpus/queries the same"
+        )
     if lost:
         return f"{head}: every relevant document is empty and was skipped; use --empty-docs keep"
     if not qrels:
-        return f"{head}: every judged query has empty text and was skipped ({len(queries.empty)} empty queries); " \
+        return (
+            f"{head}: every judged query has empty text and was skipped ({len(queries.empty)} empty queries); "
             "use --empty-queries keep or give the queries text"
+        )
     return f"{head}: every judgement has relevance <= 0; relevant documents need a score of 1 or more"

@@ -10,7 +10,7 @@ from .assemble import Texts, assemble
 from .files import TextFile, find_variant, logical_name
 from .model import Dataset, EmptyPolicy
 from .qrels import read_qrels
-from .records import check_text, id_field, join_title, records, text_field
+from .records import check_text, id_field, join_title, metadata, records, text_field
 
 QRELS_SUFFIXES = (".tsv", ".trec", ".qrels", ".txt")
 _LAYOUT = "a BEIR dataset directory holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv (each may be .gz)"
@@ -24,23 +24,33 @@ def read_corpus(source: TextFile, policy: EmptyPolicy = "keep") -> Texts:
     corpus: dict[str, str] = {}
     empty: dict[str, str] = {}
     first: dict[str, int] = {}
+    fields: dict[str, dict[str, str]] = {}
     for ln, obj in records(source):
         did = id_field(path, ln, obj, "document")
         if did in corpus:
-            raise DatasetError(path, f"duplicate document id {did!r} (first on line {first[did]}); ids must be "
-                               "unique", ln)
-        text = join_title(check_text(path, ln, obj.get("title"), "field 'title'"),
-                          text_field(path, ln, obj, "text", "document"))
+            raise DatasetError(
+                path, f"duplicate document id {did!r} (first on line {first[did]}); ids must be unique", ln
+            )
+        text = join_title(
+            check_text(path, ln, obj.get("title"), "field 'title'"), text_field(path, ln, obj, "text", "document")
+        )
         if not text:
             if policy == "error":
-                raise DatasetError(path, f"document {did!r} has empty title and text; remove it or give it text "
-                                   "(--empty-docs keep encodes it as the empty string, skip drops it)", ln)
+                raise DatasetError(
+                    path,
+                    f"document {did!r} has empty title and text; remove it or give it text "
+                    "(--empty-docs keep encodes it as the empty string, skip drops it)",
+                    ln,
+                )
             empty[did] = f"line {ln} ({did!r})"
         corpus[did] = text
         first[did] = ln
+        meta = metadata(obj) if len(obj) > 2 else None
+        if meta:
+            fields[did] = meta
     if not corpus:
         raise DatasetError(path, "no documents; the file holds no JSON lines")
-    return Texts(str(path), corpus, empty)
+    return Texts(str(path), corpus, empty, fields)
 
 
 def read_queries(source: TextFile, policy: EmptyPolicy = "skip") -> Texts:
@@ -49,6 +59,7 @@ def read_queries(source: TextFile, policy: EmptyPolicy = "skip") -> Texts:
     queries: dict[str, str] = {}
     empty: dict[str, str] = {}
     first: dict[str, int] = {}
+    fields: dict[str, dict[str, str]] = {}
     for ln, obj in records(source):
         qid = id_field(path, ln, obj, "query")
         if qid in queries:
@@ -56,14 +67,21 @@ def read_queries(source: TextFile, policy: EmptyPolicy = "skip") -> Texts:
         text = text_field(path, ln, obj, "text", "query").strip()
         if not text:
             if policy == "error":
-                raise DatasetError(path, f"query {qid!r} has empty text; give it text or drop it (--empty-queries "
-                                   "skip drops it, keep encodes it as the empty string)", ln)
+                raise DatasetError(
+                    path,
+                    f"query {qid!r} has empty text; give it text or drop it (--empty-queries "
+                    "skip drops it, keep encodes it as the empty string)",
+                    ln,
+                )
             empty[qid] = f"line {ln} ({qid!r})"
         queries[qid] = text
         first[qid] = ln
+        meta = metadata(obj) if len(obj) > 2 else None
+        if meta:
+            fields[qid] = meta
     if not queries:
         raise DatasetError(path, "no queries; the file holds no JSON lines")
-    return Texts(str(path), queries, empty)
+    return Texts(str(path), queries, empty, fields)
 
 
 def _present(d: Path) -> str:
@@ -80,8 +98,9 @@ def _require(root: Path, name: str, warnings: list[str]) -> Path:
     if found is None:
         nested = sorted(p.parent.name for p in root.glob(f"*/{name}*"))
         hint = f"; it is one level down: pass --dataset {root / nested[0]}" if nested else ""
-        raise DatasetError(root / name, f"file not found (nor {name}.gz/.bz2/.xz); {_LAYOUT}; {root} holds: "
-                           f"{_present(root)}{hint}")
+        raise DatasetError(
+            root / name, f"file not found (nor {name}.gz/.bz2/.xz); {_LAYOUT}; {root} holds: {_present(root)}{hint}"
+        )
     if found.is_dir():
         raise DatasetError(found, f"is a directory, expected a file; {_LAYOUT}")
     return found
@@ -96,8 +115,9 @@ def find_qrels(root: Path, split: str) -> Path:
             return found
     if not qdir.is_dir():
         raise DatasetError(qdir, f"no qrels directory; {_LAYOUT}, or pass --qrels FILE")
-    present = sorted({Path(logical_name(p)).stem for p in qdir.iterdir()
-                      if Path(logical_name(p)).suffix in QRELS_SUFFIXES})
+    present = sorted(
+        {Path(logical_name(p)).stem for p in qdir.iterdir() if Path(logical_name(p)).suffix in QRELS_SUFFIXES}
+    )
     raise DatasetError(qdir, f"no qrels for split {split!r}; splits present: {present or 'none'}")
 
 
@@ -109,16 +129,25 @@ def qrels_file(path: Path) -> Path:
         except OSError:
             inside = []
         hint = f" (it holds {', '.join(inside)})" if inside else ""
-        raise DatasetError(path, f"--qrels names a directory{hint}; pass the qrels file itself, or drop --qrels and "
-                           "use --split to pick qrels/<split>.tsv")
+        raise DatasetError(
+            path,
+            f"--qrels names a directory{hint}; pass the qrels file itself, or drop --qrels and "
+            "use --split to pick qrels/<split>.tsv",
+        )
     found, _ = find_variant(path)
     if found is None:
         raise DatasetError(path, "qrels file not found; check the --qrels path (a BEIR TSV with header or TREC qrels)")
     return found
 
 
-def load_beir(root: Path, split: str = "test", qrels_path: Path | None = None, *,
-              empty_docs: EmptyPolicy = "keep", empty_queries: EmptyPolicy = "skip") -> Dataset:
+def load_beir(
+    root: Path,
+    split: str = "test",
+    qrels_path: Path | None = None,
+    *,
+    empty_docs: EmptyPolicy = "keep",
+    empty_queries: EmptyPolicy = "skip",
+) -> Dataset:
     warnings: list[str] = []
     corpus_path = _require(root, "corpus.jsonl", warnings)
     queries_path = _require(root, "queries.jsonl", warnings)
@@ -127,9 +156,17 @@ def load_beir(root: Path, split: str = "test", qrels_path: Path | None = None, *
     corpus = read_corpus(sources[0], empty_docs)
     queries = read_queries(sources[1], empty_queries)
     judgements = read_qrels(sources[2])
-    files = {(str(s.path.relative_to(root)) if s.path.is_relative_to(root) else str(s.path)): s.sha256
-             for s in sources}
-    return assemble(name=root.resolve().name, fmt="beir", split=split, qrels_path=qpath, corpus=corpus,
-                    queries=queries, judgements=judgements, files=files, empty_docs=empty_docs,
-                    empty_queries=empty_queries, warnings=warnings)
-
+    files = {(str(s.path.relative_to(root)) if s.path.is_relative_to(root) else str(s.path)): s.sha256 for s in sources}
+    return assemble(
+        name=root.resolve().name,
+        fmt="beir",
+        split=split,
+        qrels_path=qpath,
+        corpus=corpus,
+        queries=queries,
+        judgements=judgements,
+        files=files,
+        empty_docs=empty_docs,
+        empty_queries=empty_queries,
+        warnings=warnings,
+    )

@@ -41,12 +41,18 @@ def find_variant(plain: Path) -> tuple[Path | None, list[str]]:
     chosen, ignored = found[0], found[1:]
     if not ignored:
         return chosen, []
-    return chosen, [(f"{chosen} and {', '.join(p.name for p in ignored)} both exist; reading {chosen.name} only "
-                    "(delete the other to silence this)")]
+    return chosen, [
+        (
+            f"{chosen} and {', '.join(p.name for p in ignored)} both exist; reading {chosen.name} only "
+            "(delete the other to silence this)"
+        )
+    ]
 
 
-_UNSUPPORTED = {b"PK\x03\x04": "a zip archive; unzip it", b"\x28\xb5\x2f\xfd": "zstd-compressed; decompress it "
-                "(unzstd) or recompress it with gzip"}
+_UNSUPPORTED = {
+    b"PK\x03\x04": "a zip archive; unzip it",
+    b"\x28\xb5\x2f\xfd": "zstd-compressed; decompress it (unzstd) or recompress it with gzip",
+}
 
 
 def _compression(path: Path, head: bytes) -> str | None:
@@ -58,8 +64,10 @@ def _compression(path: Path, head: bytes) -> str | None:
     if path.suffix in COMPRESSED_SUFFIXES and detected != path.suffix:
         shown = head[:16].decode("latin-1").encode("unicode_escape").decode("ascii")
         what = f"{detected} data" if detected else f"not {path.suffix} data (it starts with {shown!r})"
-        raise DatasetError(path, f"the name says {path.suffix} but the file is {what}; download it again or "
-                           "rename it to match its content")
+        raise DatasetError(
+            path,
+            f"the name says {path.suffix} but the file is {what}; download it again or rename it to match its content",
+        )
     return detected
 
 
@@ -105,8 +113,12 @@ class TextFile:
                 try:
                     raw = fh.readline()
                 except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as exc:
-                    raise DatasetError(self.path, f"corrupt or truncated compressed data after line {ln} ({exc}); "
-                                       "download or compress the file again", ln + 1) from None
+                    raise DatasetError(
+                        self.path,
+                        f"corrupt or truncated compressed data after line {ln} ({exc}); "
+                        "download or compress the file again",
+                        ln + 1,
+                    ) from None
                 if not raw:
                     break
                 ln += 1
@@ -118,13 +130,20 @@ class TextFile:
 
     def _decode(self, raw: bytes, ln: int) -> str:
         if ln == 1 and raw.startswith(_UTF16_BOMS):
-            raise DatasetError(self.path, "the file is UTF-16 (it starts with a UTF-16 byte order mark); re-encode it "
-                               "as UTF-8, e.g. iconv -f UTF-16 -t UTF-8", ln)
+            raise DatasetError(
+                self.path,
+                "the file is UTF-16 (it starts with a UTF-16 byte order mark); re-encode it "
+                "as UTF-8, e.g. iconv -f UTF-16 -t UTF-8",
+                ln,
+            )
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise DatasetError(self.path, f"not valid UTF-8 ({exc.reason} at byte {exc.start} of the line); "
-                               "re-encode the file as UTF-8", ln) from None
+            raise DatasetError(
+                self.path,
+                f"not valid UTF-8 ({exc.reason} at byte {exc.start} of the line); re-encode the file as UTF-8",
+                ln,
+            ) from None
         if ln == 1 and text.startswith(_BOM):
             text = text[1:]
         return text.rstrip("\r\n")

@@ -16,7 +16,7 @@ from ..errors import DatasetError
 from .assemble import Texts, assemble
 from .model import Dataset, EmptyPolicy
 from .qrels import Judgement, parse_relevance
-from .records import check_id, check_text, join_title
+from .records import TEXT_KEYS, check_id, check_text, join_title, metadata
 
 
 def _dir_files(root: Path) -> dict[str, str]:
@@ -41,6 +41,8 @@ def _texts(split: Any, where: Path, role: str, policy: EmptyPolicy) -> Texts:
     has_title = "title" in split.column_names
     out: dict[str, str] = {}
     empty: dict[str, str] = {}
+    fields: dict[str, dict[str, str]] = {}
+    extra = [c for c in split.column_names if c not in TEXT_KEYS]
     for i, row in enumerate(split, start=1):
         ident = check_id(where, i, row["_id"], f"{role} id")
         if ident in out:
@@ -50,25 +52,34 @@ def _texts(split: Any, where: Path, role: str, policy: EmptyPolicy) -> Texts:
         if not text:
             if policy == "error":
                 flag = "--empty-docs" if role == "document" else "--empty-queries"
-                raise DatasetError(where, f"{role} {ident!r} has empty text; give it text or choose {flag} keep|skip", i)
+                raise DatasetError(
+                    where, f"{role} {ident!r} has empty text; give it text or choose {flag} keep|skip", i
+                )
             empty[ident] = f"row {i} ({ident!r})"
         out[ident] = text
+        meta = metadata({c: row[c] for c in extra}) if extra else None
+        if meta:
+            fields[ident] = meta
     if not out:
         raise DatasetError(where, f"the split has no rows; a {role} split needs at least one")
-    return Texts(str(where), out, empty)
+    return Texts(str(where), out, empty, fields)
 
 
-def load_hf(root: Path, split: str = "test", *, empty_docs: EmptyPolicy = "keep",
-            empty_queries: EmptyPolicy = "skip") -> Dataset:
+def load_hf(
+    root: Path, split: str = "test", *, empty_docs: EmptyPolicy = "keep", empty_queries: EmptyPolicy = "skip"
+) -> Dataset:
     try:
         import datasets  # heavy; only here
     except ImportError as exc:  # pragma: no cover - a required dependency
         raise DatasetError(root, "the 'datasets' package is needed to read a saved Hugging Face dataset") from exc
     try:
         dd = datasets.load_from_disk(str(root))
-    except Exception as exc:  # noqa: BLE001 - any failure of a third-party reader is a bad dataset here
-        raise DatasetError(root, f"cannot be read as a saved Hugging Face dataset ({type(exc).__name__}: "
-                           f"{str(exc)[:200]}); save it again with DatasetDict.save_to_disk") from None
+    except Exception as exc:
+        raise DatasetError(
+            root,
+            f"cannot be read as a saved Hugging Face dataset ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); save it again with DatasetDict.save_to_disk",
+        ) from None
     if not isinstance(dd, datasets.DatasetDict):
         raise DatasetError(root, "expected a DatasetDict with splits 'corpus', 'queries' and the qrels split")
     for need in ("corpus", "queries", split):
@@ -87,10 +98,20 @@ def load_hf(root: Path, split: str = "test", *, empty_docs: EmptyPolicy = "keep"
         qid = check_id(where, i, row[qcol], "query id")
         did = check_id(where, i, row[dcol], "document id")
         if (qid, did) in seen:
-            raise DatasetError(where, f"duplicate judgement for query {qid!r}, document {did!r} (first on row "
-                               f"{seen[(qid, did)]})", i)
+            raise DatasetError(
+                where, f"duplicate judgement for query {qid!r}, document {did!r} (first on row {seen[(qid, did)]})", i
+            )
         seen[(qid, did)] = i
         judgements.append((qid, did, parse_relevance(where, i, row[scol]), i))
-    return assemble(name=root.resolve().name, fmt="hf-disk", split=split, qrels_path=where, corpus=corpus,
-                    queries=queries, judgements=judgements, files=_dir_files(root), empty_docs=empty_docs,
-                    empty_queries=empty_queries)
+    return assemble(
+        name=root.resolve().name,
+        fmt="hf-disk",
+        split=split,
+        qrels_path=where,
+        corpus=corpus,
+        queries=queries,
+        judgements=judgements,
+        files=_dir_files(root),
+        empty_docs=empty_docs,
+        empty_queries=empty_queries,
+    )

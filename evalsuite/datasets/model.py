@@ -43,8 +43,14 @@ class DatasetIdentity:
 
     def manifest_dict(self) -> dict[str, Any]:
         """What an index manifest records about the data: which files, which split, which policies."""
-        return {"name": self.name, "format": self.format, "split": self.split, "sha256": self.sha256,
-                "empty_docs": self.empty_docs, "empty_queries": self.empty_queries}
+        return {
+            "name": self.name,
+            "format": self.format,
+            "split": self.split,
+            "sha256": self.sha256,
+            "empty_docs": self.empty_docs,
+            "empty_queries": self.empty_queries,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +80,9 @@ class DatasetIdentity:
 class Dataset:
     """Documents and queries by id (in file order) and graded judgements.
 
+    ``query_fields`` / ``doc_fields``: the metadata of a record beside its id and texts (e.g. a query's
+    ``topic``), each value as a string (:func:`~evalsuite.datasets.records.metadata`); what slices group by.
+
     Only queries with at least one relevant (score > 0) judged document are kept. Empty documents and
     queries are kept (as the empty string), skipped or refused as ``identity.empty_docs`` /
     ``identity.empty_queries`` say; negative relevance reads as 0 (judged, not relevant).
@@ -84,6 +93,8 @@ class Dataset:
     qrels: Mapping[str, Mapping[str, int]]
     identity: DatasetIdentity
     warnings: tuple[str, ...] = field(default=())
+    query_fields: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # qid -> {field: value}
+    doc_fields: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # docid -> {field: value}
 
     @property
     def doc_ids(self) -> list[str]:

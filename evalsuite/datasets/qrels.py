@@ -15,9 +15,23 @@ from .records import check_id
 
 Judgement = tuple[str, str, int, int]  # query id, doc id, relevance, line number
 
-_HEADER_NAMES = {"query-id": 0, "query_id": 0, "qid": 0, "query": 0,
-                 "corpus-id": 1, "corpus_id": 1, "docid": 1, "doc-id": 1, "doc_id": 1, "pid": 1, "doc": 1,
-                 "score": 2, "relevance": 2, "rel": 2, "label": 2}
+_HEADER_NAMES = {
+    "query-id": 0,
+    "query_id": 0,
+    "qid": 0,
+    "query": 0,
+    "corpus-id": 1,
+    "corpus_id": 1,
+    "docid": 1,
+    "doc-id": 1,
+    "doc_id": 1,
+    "pid": 1,
+    "doc": 1,
+    "score": 2,
+    "relevance": 2,
+    "rel": 2,
+    "label": 2,
+}
 _HEADER_HINT = "'query-id\\tcorpus-id\\tscore'"
 
 
@@ -60,21 +74,24 @@ def read_qrels(source: TextFile) -> list[Judgement]:
             cols = line.split(sep)
             if len(cols) != 3:
                 how = {"\t": "tab-separated ", ",": "comma-separated "}.get(sep or "", "")
-                raise DatasetError(path, f"expected 3 {how}columns (query-id, corpus-id, score) like the header, got "
-                                   f"{len(cols)}", ln)
+                raise DatasetError(
+                    path, f"expected 3 {how}columns (query-id, corpus-id, score) like the header, got {len(cols)}", ln
+                )
             qraw, draw, rel = (cols[i] for i in order)
         else:
             cols = line.split()
             if len(cols) != 4:
-                raise DatasetError(path, f"expected TREC qrels 'qid iteration docid relevance' (4 columns), got "
-                                   f"{len(cols)}", ln)
+                raise DatasetError(
+                    path, f"expected TREC qrels 'qid iteration docid relevance' (4 columns), got {len(cols)}", ln
+                )
             qraw, _, draw, rel = cols
         qid = check_id(path, ln, qraw, "query id")
         did = check_id(path, ln, draw, "document id")
         key = (qid, did)
         if key in seen:
-            raise DatasetError(path, f"duplicate judgement for query {qid!r}, document {did!r} (first on line "
-                               f"{seen[key]})", ln)
+            raise DatasetError(
+                path, f"duplicate judgement for query {qid!r}, document {did!r} (first on line {seen[key]})", ln
+            )
         seen[key] = ln
         out.append((qid, did, parse_relevance(path, ln, rel), ln))
     return out
@@ -94,8 +111,15 @@ def _shape(source: TextFile, ln: int, line: str) -> tuple[str, str | None, tuple
         try:
             float(cols[2])
         except ValueError:
-            raise DatasetError(source.path, f"header row {cols} is not recognised; name the columns {_HEADER_HINT} "
-                               f"(or qid/docid/score)", ln) from None
-        raise DatasetError(source.path, f"3-column qrels need a header row {_HEADER_HINT} (TREC qrels have 4 "
-                           "columns: qid iteration docid relevance)", ln)
+            raise DatasetError(
+                source.path,
+                f"header row {cols} is not recognised; name the columns {_HEADER_HINT} (or qid/docid/score)",
+                ln,
+            ) from None
+        raise DatasetError(
+            source.path,
+            f"3-column qrels need a header row {_HEADER_HINT} (TREC qrels have 4 "
+            "columns: qid iteration docid relevance)",
+            ln,
+        )
     return "trec", None, (0, 1, 2)

@@ -28,16 +28,22 @@ def records(source: TextFile) -> Iterator[tuple[int, Mapping[str, object]]]:
             obj = json.loads(line, strict=False)  # raw tabs inside strings are common in exported texts
         except json.JSONDecodeError as exc:
             reason = exc.msg.removesuffix(" at")
-            hint = "; the file seems to use CR (old Mac) line endings: convert them to LF" if "\r" in line.strip() \
-                else ""
-            raise DatasetError(path, f"invalid JSON ({reason} at column {exc.colno}); each line must be one JSON "
-                               f"object{hint}", ln) from None
+            hint = (
+                "; the file seems to use CR (old Mac) line endings: convert them to LF" if "\r" in line.strip() else ""
+            )
+            raise DatasetError(
+                path, f"invalid JSON ({reason} at column {exc.colno}); each line must be one JSON object{hint}", ln
+            ) from None
         except (ValueError, RecursionError) as exc:
-            raise DatasetError(path, f"invalid JSON ({type(exc).__name__}: {str(exc)[:120]}); each line must be one "
-                               "JSON object", ln) from None
+            raise DatasetError(
+                path, f"invalid JSON ({type(exc).__name__}: {str(exc)[:120]}); each line must be one JSON object", ln
+            ) from None
         if not isinstance(obj, dict):
-            hint = "; the line is one JSON array: write one object per line (JSON lines)" \
-                if isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj) else ""
+            hint = (
+                "; the line is one JSON array: write one object per line (JSON lines)"
+                if isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj)
+                else ""
+            )
             raise DatasetError(path, f"expected a JSON object, got {type(obj).__name__}{hint}", ln)
         yield ln, obj
 
@@ -49,8 +55,9 @@ def check_id(path: object, ln: int | None, value: object, what: str) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        raise DatasetError(path, f"{what} {value!r} is a float; write ids as strings (or integers) so they match "
-                           "the qrels exactly", ln)
+        raise DatasetError(
+            path, f"{what} {value!r} is a float; write ids as strings (or integers) so they match the qrels exactly", ln
+        )
     if not isinstance(value, str):
         raise DatasetError(path, f"{what} must be a string or an integer, got {type(value).__name__}", ln)
     ident = value.strip()
@@ -61,8 +68,12 @@ def check_id(path: object, ln: int | None, value: object, what: str) -> str:
     else:
         bad = next((c for c in ident if c.isspace() or not c.isprintable()), None)
     if bad is not None:
-        raise DatasetError(path, f"{what} {_cut(ident)!r} contains {_describe(bad)}; {_ID_HINT} (e.g. replace it "
-                           "with '_') consistently in the corpus, queries and qrels", ln)
+        raise DatasetError(
+            path,
+            f"{what} {_cut(ident)!r} contains {_describe(bad)}; {_ID_HINT} (e.g. replace it "
+            "with '_') consistently in the corpus, queries and qrels",
+            ln,
+        )
     _check_encodable(path, ln, ident, what)
     return ident
 
@@ -81,17 +92,50 @@ def text_field(path: Path, ln: int, obj: Mapping[str, object], key: str, role: s
     """The required text field ``key`` of a record (present; its value may be empty or null)."""
     if key not in obj:
         keys = ", ".join(repr(k) for k in list(obj)[:8])
-        raise DatasetError(path, f"missing field {key!r} (the record has {keys or 'no fields'}); a {role} record "
-                           f"needs '_id' and {key!r}", ln)
+        raise DatasetError(
+            path,
+            f"missing field {key!r} (the record has {keys or 'no fields'}); a {role} record needs '_id' and {key!r}",
+            ln,
+        )
     return check_text(path, ln, obj[key], f"field {key!r}")
 
 
 def id_field(path: Path, ln: int, obj: Mapping[str, object], role: str) -> str:
     if "_id" not in obj:
         keys = ", ".join(repr(k) for k in list(obj)[:8])
-        raise DatasetError(path, f"missing field '_id' (the record has {keys or 'no fields'}); each {role} record "
-                           "needs '_id'", ln)
+        raise DatasetError(
+            path, f"missing field '_id' (the record has {keys or 'no fields'}); each {role} record needs '_id'", ln
+        )
     return check_id(path, ln, obj["_id"], f"{role} id")
+
+
+TEXT_KEYS = ("_id", "title", "text")
+
+
+def metadata(obj: Mapping[str, object], skip: tuple[str, ...] = TEXT_KEYS) -> dict[str, str]:
+    """A record's metadata fields as strings: every scalar field but the id and texts (``"topic":
+    "finance"``, ``"year": 2020`` as ``"2020"``), and the scalars of a nested object one level down as
+    ``parent.key`` (BEIR corpora keep a ``metadata`` object). Lists, nulls and deeper objects are left out:
+    a slice groups queries by one value each."""
+    out: dict[str, str] = {}
+    for key, value in obj.items():
+        if key in skip:
+            continue
+        if isinstance(value, dict):
+            for sub, v in value.items():
+                if _scalar(v):
+                    out[f"{key}.{sub}"] = _as_text(v)
+        elif _scalar(value):
+            out[key] = _as_text(value)
+    return out
+
+
+def _scalar(value: object) -> bool:
+    return isinstance(value, (str, int, float, bool))
+
+
+def _as_text(value: object) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def join_title(title: str, text: str) -> str:
@@ -103,8 +147,12 @@ def _check_encodable(path: object, ln: int | None, value: str, what: str) -> Non
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise DatasetError(path, f"{what} holds an unpaired surrogate ({value[exc.start]!r} at character "
-                           f"{exc.start}); fix the \\u escape in the file", ln) from None
+        raise DatasetError(
+            path,
+            f"{what} holds an unpaired surrogate ({value[exc.start]!r} at character "
+            f"{exc.start}); fix the \\u escape in the file",
+            ln,
+        ) from None
 
 
 def _describe(c: str) -> str:

@@ -31,8 +31,14 @@ class EncodeStats:
             setattr(self, k, getattr(self, k) + getattr(other, k))
 
     def to_dict(self) -> dict[str, float | int]:
-        return {"texts": self.texts, "tokens": self.tokens, "padded_tokens": self.padded_tokens,
-                "truncated": self.truncated, "batches": self.batches, "seconds": round(self.seconds, 4)}
+        return {
+            "texts": self.texts,
+            "tokens": self.tokens,
+            "padded_tokens": self.padded_tokens,
+            "truncated": self.truncated,
+            "batches": self.batches,
+            "seconds": round(self.seconds, 4),
+        }
 
 
 @dataclass(frozen=True)
@@ -61,5 +67,6 @@ class Encoder(Protocol):
     @property
     def stats_by_role(self) -> dict[str, EncodeStats]: ...
 
-    def encode(self, texts: Sequence[str], *, poolings: Sequence[str],
-               ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]: ...
+    def encode(
+        self, texts: Sequence[str], *, poolings: Sequence[str], ids: Sequence[str] | None = None, role: str = "document"
+    ) -> dict[str, np.ndarray]: ...

@@ -81,8 +81,9 @@ def _decoders(header: str) -> list[_Decoder]:
         if coding == "identity":
             continue
         if coding not in ("gzip", "x-gzip", "deflate"):
-            raise ResponseDecodingError(f"Content-Encoding {cut(coding, 40)!r} is not supported (the client asks "
-                                        f"for {ACCEPT_ENCODING} only)")
+            raise ResponseDecodingError(
+                f"Content-Encoding {cut(coding, 40)!r} is not supported (the client asks for {ACCEPT_ENCODING} only)"
+            )
         out.append(_Decoder(coding))
     return out
 
@@ -145,9 +146,11 @@ def read_body(resp: httpx.Response, *, cap: int, what: str) -> tuple[bytes, bool
     declared = resp.headers.get("content-length", "")
     codings = resp.headers.get("content-encoding", "")
     if ok and declared.isdigit() and not codings.strip() and int(declared) > limit:
-        raise ResponseTooLarge(f"{what}: HTTP {resp.status_code} declares a body of {int(declared)} bytes, over the "
-                               f"{limit}-byte cap for this request; raise EndpointConfig.max_response_bytes if the "
-                               "answer is genuine")
+        raise ResponseTooLarge(
+            f"{what}: HTTP {resp.status_code} declares a body of {int(declared)} bytes, over the "
+            f"{limit}-byte cap for this request; raise EndpointConfig.max_response_bytes if the "
+            "answer is genuine"
+        )
     try:
         decoders = _decoders(codings)
     except ResponseDecodingError as exc:
@@ -161,8 +164,10 @@ def read_body(resp: httpx.Response, *, cap: int, what: str) -> tuple[bytes, bool
         for chunk in resp.iter_raw():
             got += len(chunk)
             if got > raw_limit:
-                raise ResponseTooLarge(f"{what}: HTTP {resp.status_code} sends more than {raw_limit} bytes (the cap "
-                                       "for this request); stopped reading")
+                raise ResponseTooLarge(
+                    f"{what}: HTTP {resp.status_code} sends more than {raw_limit} bytes (the cap "
+                    "for this request); stopped reading"
+                )
             yield chunk
 
     try:
@@ -173,13 +178,17 @@ def read_body(resp: httpx.Response, *, cap: int, what: str) -> tuple[bytes, bool
                     parts.append(part[: len(part) - (size - limit)])
                     return b"".join(parts), True
                 how = "decodes to" if decoders else "is"
-                raise ResponseTooLarge(f"{what}: HTTP {resp.status_code} body {how} more than {limit} bytes (the "
-                                       "cap for this request); stopped reading. Raise "
-                                       "EndpointConfig.max_response_bytes if the answer is genuine")
+                raise ResponseTooLarge(
+                    f"{what}: HTTP {resp.status_code} body {how} more than {limit} bytes (the "
+                    "cap for this request); stopped reading. Raise "
+                    "EndpointConfig.max_response_bytes if the answer is genuine"
+                )
             parts.append(part)
     except zlib.error as exc:
-        raise ResponseDecodingError(f"{what}: HTTP {resp.status_code} says Content-Encoding {cut(codings, 40)!r} "
-                                    f"but the body does not decode ({cut(str(exc), 80)})") from None
+        raise ResponseDecodingError(
+            f"{what}: HTTP {resp.status_code} says Content-Encoding {cut(codings, 40)!r} "
+            f"but the body does not decode ({cut(str(exc), 80)})"
+        ) from None
     return b"".join(parts), False
 
 

@@ -137,8 +137,7 @@ class EmbeddingCache:
                 self._corrupt(path, str(exc))
 
     def _corrupt(self, path: Path, reason: str) -> None:
-        message = (f"embedding cache segment {path} is unusable ({reason}); discarded it, its vectors will be "
-                   "recomputed")
+        message = f"embedding cache segment {path} is unusable ({reason}); discarded it, its vectors will be recomputed"
         self.stats.corrupt += 1
         self.problems.append(message)
         warnings.warn(message, CacheCorruptionWarning, stacklevel=3)
@@ -153,8 +152,12 @@ class EmbeddingCache:
     def lookup_rows(self, key: ShardKey, hashes: Sequence[bytes]) -> CachedRows:
         """Vectors, found mask, token counts (-1 unknown or not found) and truncation flags for ``hashes``."""
         n = len(hashes)
-        got = CachedRows(np.zeros((n, key.dim), dtype=np.float32), np.zeros(n, dtype=bool),
-                         np.full(n, -1, dtype=np.int32), np.zeros(n, dtype=bool))
+        got = CachedRows(
+            np.zeros((n, key.dim), dtype=np.float32),
+            np.zeros(n, dtype=bool),
+            np.full(n, -1, dtype=np.int32),
+            np.zeros(n, dtype=bool),
+        )
         wanted: dict[bytes, list[int]] = {}
         for i, h in enumerate(hashes):
             wanted.setdefault(h, []).append(i)
@@ -167,7 +170,7 @@ class EmbeddingCache:
                 src: list[int] = []
                 dst: list[int] = []
                 for row in range(len(seg.hashes)):
-                    targets = wanted.pop(raw[row * _HASH:(row + 1) * _HASH], None)
+                    targets = wanted.pop(raw[row * _HASH : (row + 1) * _HASH], None)
                     if targets is not None:
                         src.extend([row] * len(targets))
                         dst.extend(targets)
@@ -185,8 +188,14 @@ class EmbeddingCache:
                 self._compact(key, list(self._segments(key, small)))
         return got
 
-    def store(self, key: ShardKey, hashes: Sequence[bytes], vectors: np.ndarray, tokens: np.ndarray | None = None,
-              truncated: np.ndarray | None = None) -> None:
+    def store(
+        self,
+        key: ShardKey,
+        hashes: Sequence[bytes],
+        vectors: np.ndarray,
+        tokens: np.ndarray | None = None,
+        truncated: np.ndarray | None = None,
+    ) -> None:
         """Append rows; ``tokens``/``truncated`` (per row) let a warm run report what a cold one did."""
         if not len(hashes):
             return
@@ -196,12 +205,15 @@ class EmbeddingCache:
         try:
             if not (shard / "key.json").is_file():
                 atomic_write_text(shard / "key.json", json.dumps(asdict(key), indent=2) + "\n")
-            atomic_write_bytes(shard / f"{uuid.uuid4().hex}.seg",
-                               _encode_segment(key, hashes, vectors, tokens, truncated))
+            atomic_write_bytes(
+                shard / f"{uuid.uuid4().hex}.seg", _encode_segment(key, hashes, vectors, tokens, truncated)
+            )
         except OSError as exc:
-            raise CacheError(f"cannot write to the embedding cache {self.root} ({exc.strerror or exc}); free disk "
-                             "space or make it writable, point --cache-dir (or $EVALSUITE_CACHE_DIR) elsewhere, "
-                             "or run with --no-cache") from exc
+            raise CacheError(
+                f"cannot write to the embedding cache {self.root} ({exc.strerror or exc}); free disk "
+                "space or make it writable, point --cache-dir (or $EVALSUITE_CACHE_DIR) elsewhere, "
+                "or run with --no-cache"
+            ) from exc
         self.stats.rows_written += len(hashes)
         self.stats.segments_written += 1
 
@@ -212,13 +224,19 @@ class EmbeddingCache:
         for seg in segments:
             raw = seg.hashes.tobytes()
             for row in range(len(seg.hashes)):
-                rows[raw[row * _HASH:(row + 1) * _HASH]] = (seg, row)
+                rows[raw[row * _HASH : (row + 1) * _HASH]] = (seg, row)
         hashes = list(rows)
         picks = [rows[h] for h in hashes]
-        atomic_write_bytes(self.shard_dir(key) / f"{uuid.uuid4().hex}.seg",
-                           _encode_segment(key, hashes, np.stack([s.vectors[r] for s, r in picks]),
-                                           np.array([s.tokens[r] for s, r in picks], dtype=np.int32),
-                                           np.array([s.truncated[r] for s, r in picks], dtype=bool)))
+        atomic_write_bytes(
+            self.shard_dir(key) / f"{uuid.uuid4().hex}.seg",
+            _encode_segment(
+                key,
+                hashes,
+                np.stack([s.vectors[r] for s, r in picks]),
+                np.array([s.tokens[r] for s, r in picks], dtype=np.int32),
+                np.array([s.truncated[r] for s, r in picks], dtype=bool),
+            ),
+        )
         for seg in segments:
             with contextlib.suppress(FileNotFoundError):
                 seg.path.unlink()

@@ -23,9 +23,21 @@ class CachedEncoder:
     """An :class:`Encoder` that serves pooled vectors from an :class:`EmbeddingCache` and runs the
     model (built by ``factory`` on the first miss, never before) only for the texts it lacks."""
 
-    def __init__(self, cache: EmbeddingCache, info: ModelInfo, *, dtype: str, max_length: int, truncation: str,
-                 device: str, factory: Callable[[], Encoder], flush_rows: int = 8192, source: str = "local",
-                 dim: int | None = None, describe: Callable[[], dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        cache: EmbeddingCache,
+        info: ModelInfo,
+        *,
+        dtype: str,
+        max_length: int,
+        truncation: str,
+        device: str,
+        factory: Callable[[], Encoder],
+        flush_rows: int = 8192,
+        source: str = "local",
+        dim: int | None = None,
+        describe: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         self.cache = cache
         self.info = info
         self.dtype = dtype
@@ -89,12 +101,26 @@ class CachedEncoder:
         return self.cache.stats
 
     def key(self, pooling: str, role: str) -> ShardKey:
-        return ShardKey(model_revision=self.info.revision, tokenizer_revision=self.info.tokenizer_revision,
-                        dtype=self.dtype, max_length=self.max_length, truncation=self.truncation,
-                        pooling=pooling, role=role, dim=self.dim, source=self.source)
+        return ShardKey(
+            model_revision=self.info.revision,
+            tokenizer_revision=self.info.tokenizer_revision,
+            dtype=self.dtype,
+            max_length=self.max_length,
+            truncation=self.truncation,
+            pooling=pooling,
+            role=role,
+            dim=self.dim,
+            source=self.source,
+        )
 
-    def encode(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
-               ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]:
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        poolings: Sequence[str] = ("mean",),
+        ids: Sequence[str] | None = None,
+        role: str = "document",
+    ) -> dict[str, np.ndarray]:
         """Vectors per pooling from the cache; the model encodes only the missing rows, and its results are
         stored every ``flush_rows`` rows, so a failure keeps what was finished."""
         poolings = list(dict.fromkeys(poolings))
@@ -108,8 +134,11 @@ class CachedEncoder:
             out[p] = got.vectors
             if not got.found.all():
                 missing_by_pooling[p] = ~got.found
-        any_missing = (np.logical_or.reduce(list(missing_by_pooling.values())) if missing_by_pooling
-                       else np.zeros(len(texts), dtype=bool))
+        any_missing = (
+            np.logical_or.reduce(list(missing_by_pooling.values()))
+            if missing_by_pooling
+            else np.zeros(len(texts), dtype=bool)
+        )
         if served is not None:
             self._count_hits(role, served, ~any_missing)
         if not missing_by_pooling:
@@ -130,8 +159,13 @@ class CachedEncoder:
                 vectors = np.concatenate([part.vectors[p] for part in pending])
                 keep = missing[rows[sub]]
                 out[p][rows[sub[keep]]] = vectors[keep]
-                self.cache.store(self.key(p, role), [hashes[i] for i in rows[sub[keep]]], vectors[keep],
-                                 tokens[keep], truncated[keep])
+                self.cache.store(
+                    self.key(p, role),
+                    [hashes[i] for i in rows[sub[keep]]],
+                    vectors[keep],
+                    tokens[keep],
+                    truncated[keep],
+                )
             pending = []
 
         try:
@@ -142,21 +176,23 @@ class CachedEncoder:
         except BaseException as exc:
             flush()  # what was finished stays in the cache: a re-run resumes from it
             if isinstance(exc, ExecutorError):
-                raise ExecutorError(f"{exc}; the finished vectors are in the embedding cache {self.cache.root}: "
-                                    "a re-run resumes from them") from exc
+                raise ExecutorError(
+                    f"{exc}; the finished vectors are in the embedding cache {self.cache.root}: "
+                    "a re-run resumes from them"
+                ) from exc
             raise
         flush()
         return out
 
-    def _stream(self, texts: list[str], poolings: list[str], ids: list[str] | None,
-                role: str) -> Iterator[EncodedRows]:
+    def _stream(self, texts: list[str], poolings: list[str], ids: list[str] | None, role: str) -> Iterator[EncodedRows]:
         stream = getattr(self.inner, "encode_stream", None)
         if callable(stream):
             yield from stream(texts, poolings=poolings, ids=ids, role=role)
             return
         whole = self.inner.encode(texts, poolings=poolings, ids=ids, role=role)  # no per-row token counts
-        yield EncodedRows(np.arange(len(texts)), whole, np.full(len(texts), -1, dtype=np.int32),
-                          np.zeros(len(texts), dtype=bool))
+        yield EncodedRows(
+            np.arange(len(texts)), whole, np.full(len(texts), -1, dtype=np.int32), np.zeros(len(texts), dtype=bool)
+        )
 
     def _count_hits(self, role: str, served: CachedRows, rows: np.ndarray) -> None:
         """Texts served from the cache, with the token counts and truncations stored when they were encoded."""

@@ -13,6 +13,7 @@ is redacted from every message in any form (:mod:`.secret`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json as _json
 import random
@@ -60,9 +61,23 @@ from .response import (
 )
 from .secret import Secret, cut, redact
 
-__all__ = ["Deadline", "EndpointAuthError", "EndpointConfig", "EndpointConnectionDropped", "EndpointDeadlineExceeded",
-           "EndpointEncoder", "EndpointHTTPError", "EndpointRedirect", "EndpointResponse", "EndpointTimeout",
-           "EndpointUnreachable", "ResponseDecodingError", "ResponseTooLarge", "Secret", "base_url"]
+__all__ = [
+    "Deadline",
+    "EndpointAuthError",
+    "EndpointConfig",
+    "EndpointConnectionDropped",
+    "EndpointDeadlineExceeded",
+    "EndpointEncoder",
+    "EndpointHTTPError",
+    "EndpointRedirect",
+    "EndpointResponse",
+    "EndpointTimeout",
+    "EndpointUnreachable",
+    "ResponseDecodingError",
+    "ResponseTooLarge",
+    "Secret",
+    "base_url",
+]
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
@@ -77,8 +92,15 @@ class EndpointEncoder:
 
     device = "endpoint"
 
-    def __init__(self, config: EndpointConfig, expect: Expectation, *, client: Any = None,
-                 sleep: Callable[[float], None] = time.sleep, deadline: Deadline | None = None) -> None:
+    def __init__(
+        self,
+        config: EndpointConfig,
+        expect: Expectation,
+        *,
+        client: Any = None,
+        sleep: Callable[[float], None] = time.sleep,
+        deadline: Deadline | None = None,
+    ) -> None:
         import httpx
 
         self.config = config
@@ -91,8 +113,11 @@ class EndpointEncoder:
         self._own_client = client is None
         t = config.timeout
         self._client = client or httpx.Client(
-            timeout=httpx.Timeout(connect=t, read=t, write=t, pool=t), follow_redirects=False, trust_env=False,
-            transport=make_transport(config.concurrency + 1, config.concurrency))
+            timeout=httpx.Timeout(connect=t, read=t, write=t, pool=t),
+            follow_redirects=False,
+            trust_env=False,
+            transport=make_transport(config.concurrency + 1, config.concurrency),
+        )
 
     def __repr__(self) -> str:
         return f"EndpointEncoder(url={self.config.url!r}, model={self.config.model!r})"
@@ -129,8 +154,17 @@ class EndpointEncoder:
                 dim = max(dim, json["dimensions"])
         return body_cap(n, dim, self.config.encoding_format)
 
-    def request(self, method: str, url: str, *, json: Any = None, auth: bool = True,
-                headers: dict[str, str] | None = None, retry: bool = True, what: str = "") -> EndpointResponse:
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        json: Any = None,
+        auth: bool = True,
+        headers: dict[str, str] | None = None,
+        retry: bool = True,
+        what: str = "",
+    ) -> EndpointResponse:
         """One HTTP call with bounded retries (429/5xx and dropped connections), each attempt within
         ``config.timeout`` in all; returns the complete, size-checked answer. ``what`` names the
         request in messages (e.g. the batch). Redirects raise EndpointRedirect (never followed)."""
@@ -148,8 +182,9 @@ class EndpointEncoder:
             phase = NO_HEADERS
             try:
                 with _Scope(at):
-                    req = self._client.build_request(method, url, content=sent,
-                                                     headers=headers or self.headers(auth=auth))
+                    req = self._client.build_request(
+                        method, url, content=sent, headers=headers or self.headers(auth=auth)
+                    )
                     resp = self._client.send(req, stream=True)
                     phase = f"HTTP {resp.status_code} headers received, the body incomplete"
                     try:
@@ -191,27 +226,31 @@ class EndpointEncoder:
         if isinstance(exc, httpx.ConnectTimeout):
             phase = "could not connect"
         if overall and self.deadline is not None:
-            return EndpointDeadlineExceeded(f"{label}: {self.deadline.describe()} ran out during this request "
-                                            f"({phase})")
-        return EndpointTimeout(f"{label}: no answer within {self.config.timeout:g}s ({phase}; the deadline covers "
-                               f"the whole request; {type(exc).__name__}); raise --endpoint-timeout if the server is "
-                               "just slow")
+            return EndpointDeadlineExceeded(
+                f"{label}: {self.deadline.describe()} ran out during this request ({phase})"
+            )
+        return EndpointTimeout(
+            f"{label}: no answer within {self.config.timeout:g}s ({phase}; the deadline covers "
+            f"the whole request; {type(exc).__name__}); raise --endpoint-timeout if the server is "
+            "just slow"
+        )
 
     def _redirect(self, resp: EndpointResponse) -> EndpointRedirect:
         target = resp.headers.get("location")
         where = f"to {cut(target)!r}" if target else "with no Location"
-        return EndpointRedirect(f"{resp.what}: HTTP {resp.status_code} redirect {where}; redirects are not followed "
-                                "(the API key goes only to the configured address): point --endpoint at the "
-                                "final URL", resp.status_code)
+        return EndpointRedirect(
+            f"{resp.what}: HTTP {resp.status_code} redirect {where}; redirects are not followed "
+            "(the API key goes only to the configured address): point --endpoint at the "
+            "final URL",
+            resp.status_code,
+        )
 
     def _wait(self, attempt: int, retry_after: str | None, label: str) -> None:
-        delay = min(self.config.max_backoff, self.config.backoff * (2 ** attempt))
+        delay = min(self.config.max_backoff, self.config.backoff * (2**attempt))
         delay *= 0.5 + random.random() / 2
         if retry_after:
-            try:
+            with contextlib.suppress(ValueError):
                 delay = max(delay, min(float(retry_after), self.config.max_backoff))
-            except ValueError:
-                pass
         if self.deadline is not None and self.deadline.remaining() < delay:
             raise EndpointDeadlineExceeded(f"{label}: {self.deadline.describe()} runs out before the next retry")
         self._sleep(delay)
@@ -222,19 +261,19 @@ class EndpointEncoder:
         if 300 <= resp.status_code < 400:
             return self._redirect(resp)
         body = ""
-        try:
+        with contextlib.suppress(ResponseFormatError):  # not JSON: quoted as text below
             body = server_error_message(load_json(resp.content, what)) or ""
-        except ResponseFormatError:  # not JSON: quoted as text below
-            pass
         if not body:
             text = self._redact(resp.text)
             body = cut(text) if text.strip() else "(empty body)"
             if "json" not in resp.content_type and text.strip():
                 body = f"{resp.content_type or 'no content type'}: {body}"
         cls = EndpointAuthError if resp.status_code in (401, 403) else EndpointHTTPError
-        hint = {401: "; set the key's environment variable and pass --api-key-env NAME",
-                403: "; the key is not allowed to use this endpoint",
-                404: "; check the URL (the OpenAI base, e.g. http://host:8000/v1) and --served-model"}
+        hint = {
+            401: "; set the key's environment variable and pass --api-key-env NAME",
+            403: "; the key is not allowed to use this endpoint",
+            404: "; check the URL (the OpenAI base, e.g. http://host:8000/v1) and --served-model",
+        }
         return cls(f"{what}: HTTP {resp.status_code}: {body}{hint.get(resp.status_code, '')}", resp.status_code)
 
     def get_json(self, url: str) -> Any:
@@ -244,8 +283,9 @@ class EndpointEncoder:
             raise self.error_for(resp)
         return resp.checked_json(self.config.models_url)
 
-    def parse_response(self, resp: EndpointResponse, labels: Sequence[str], *, dimensions: int | None = None,
-                       check_norm: bool = True) -> np.ndarray:
+    def parse_response(
+        self, resp: EndpointResponse, labels: Sequence[str], *, dimensions: int | None = None, check_norm: bool = True
+    ) -> np.ndarray:
         """Checked vectors from an ``/v1/embeddings`` answer (from :meth:`request`), in the configured
         encoding: a typed error for a non-200, a body that is not JSON, or any contract violation."""
         if resp.status_code != 200:
@@ -264,13 +304,22 @@ class EndpointEncoder:
         return body
 
     # -- embeddings -------------------------------------------------------------------------------
-    def _post_batch(self, texts: Sequence[str], labels: Sequence[str], dimensions: int | None,
-                    check_norm: bool, what: str) -> np.ndarray:
+    def _post_batch(
+        self, texts: Sequence[str], labels: Sequence[str], dimensions: int | None, check_norm: bool, what: str
+    ) -> np.ndarray:
         resp = self.request("POST", self.config.embeddings_url, json=self.payload(texts, dimensions), what=what)
         return self.parse_response(resp, labels, dimensions=dimensions, check_norm=check_norm)
 
-    def embed(self, texts: Sequence[str], *, ids: Sequence[str] | None = None, dimensions: int | None = None,
-              batch_size: int | None = None, check_norm: bool = True, sort_by_length: bool = True) -> np.ndarray:
+    def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        ids: Sequence[str] | None = None,
+        dimensions: int | None = None,
+        batch_size: int | None = None,
+        check_norm: bool = True,
+        sort_by_length: bool = True,
+    ) -> np.ndarray:
         """Checked vectors for ``texts`` as sent (no prefix added), float32 rows in input order."""
         n = len(texts)
         want = dimensions or self.expect.dim
@@ -279,7 +328,7 @@ class EndpointEncoder:
         labels = label_items(texts, ids)
         order = sorted(range(n), key=lambda i: len(texts[i])) if sort_by_length else list(range(n))
         size = batch_size or self.config.batch_size
-        chunks = [order[i:i + size] for i in range(0, n, size)]
+        chunks = [order[i : i + size] for i in range(0, n, size)]
         out = np.empty((n, want), dtype=np.float32)
         failed = threading.Event()  # once a batch fails, batches not yet started are not sent
 
@@ -288,8 +337,9 @@ class EndpointEncoder:
                 return
             what = f"batch {k + 1} of {len(chunks)}: {len(chunk)} input(s), first {labels[chunk[0]]}"
             try:
-                out[chunk] = self._post_batch([texts[i] for i in chunk], [labels[i] for i in chunk], dimensions,
-                                              check_norm, what)
+                out[chunk] = self._post_batch(
+                    [texts[i] for i in chunk], [labels[i] for i in chunk], dimensions, check_norm, what
+                )
             except BaseException:
                 failed.set()
                 raise
@@ -308,8 +358,14 @@ class EndpointEncoder:
                     raise f.exception()  # type: ignore[misc]
         return out
 
-    def encode(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
-               ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]:
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        poolings: Sequence[str] = ("mean",),
+        ids: Sequence[str] | None = None,
+        role: str = "document",
+    ) -> dict[str, np.ndarray]:
         """The Encoder protocol: the server pools its own way, so exactly one pooling name is accepted."""
         poolings = list(dict.fromkeys(poolings))
         if len(poolings) != 1:

@@ -66,8 +66,10 @@ def base_url(url: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SpecError("the endpoint must be an http(s) URL such as http://127.0.0.1:8000/v1")
     if parts.username or parts.password:
-        raise SpecError("the endpoint URL must not carry credentials; put the key in an environment variable "
-                        "and pass --api-key-env NAME")
+        raise SpecError(
+            "the endpoint URL must not carry credentials; put the key in an environment variable "
+            "and pass --api-key-env NAME"
+        )
     path = parts.path.rstrip("/")
     path = path.removesuffix("/embeddings")
     return urlunsplit((parts.scheme, parts.netloc, path or "/v1", "", ""))

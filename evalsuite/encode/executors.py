@@ -40,24 +40,50 @@ class Execution:
         if self.ray_address is not None and self.executor != "ray":
             raise SpecError("--ray-address is only used with --executor ray")
         if self.ray_actors < 1 or self.chunk_size < 0 or self.block_rows < 1:
-            raise SpecError(f"ray_actors ({self.ray_actors}) and block_rows ({self.block_rows}) must be >= 1 and "
-                            f"chunk_size ({self.chunk_size}) >= 0 (0: in memory)")
+            raise SpecError(
+                f"ray_actors ({self.ray_actors}) and block_rows ({self.block_rows}) must be >= 1 and "
+                f"chunk_size ({self.chunk_size}) >= 0 (0: in memory)"
+            )
 
     @property
     def blockwise(self) -> bool:
         return self.chunk_size > 0
 
 
-def build_encoder(info: ModelInfo, execution: Execution, *, dtype: str, device: str, max_length: int,
-                  truncation: str, batch_size: int, trust_remote_code: bool) -> Encoder:
+def build_encoder(
+    info: ModelInfo,
+    execution: Execution,
+    *,
+    dtype: str,
+    device: str,
+    max_length: int,
+    truncation: str,
+    batch_size: int,
+    trust_remote_code: bool,
+) -> Encoder:
     """The model encoder for ``execution`` (the embedding cache wraps it when enabled)."""
     if execution.executor == "ray":
         from .ray_executor import RayEncoder
 
-        return RayEncoder(info, dtype=dtype, device=device, max_length=max_length, truncation=truncation,
-                          batch_size=batch_size, trust_remote_code=trust_remote_code,
-                          address=execution.ray_address, actors=execution.ray_actors)
+        return RayEncoder(
+            info,
+            dtype=dtype,
+            device=device,
+            max_length=max_length,
+            truncation=truncation,
+            batch_size=batch_size,
+            trust_remote_code=trust_remote_code,
+            address=execution.ray_address,
+            actors=execution.ray_actors,
+        )
     from .local import LocalEncoder
 
-    return LocalEncoder(info, dtype=dtype, device=device, max_length=max_length, truncation=truncation,
-                        batch_size=batch_size, trust_remote_code=trust_remote_code)
+    return LocalEncoder(
+        info,
+        dtype=dtype,
+        device=device,
+        max_length=max_length,
+        truncation=truncation,
+        batch_size=batch_size,
+        trust_remote_code=trust_remote_code,
+    )

@@ -61,17 +61,22 @@ class FleetConfig:
             return None
         value = os.environ.get(self.api_key_env, "")
         if not value.strip():
-            raise SpecError(f"--api-key-env names ${self.api_key_env}, but that environment variable is not set "
-                            "or is empty")
+            raise SpecError(
+                f"--api-key-env names ${self.api_key_env}, but that environment variable is not set or is empty"
+            )
         return Secret.validated(value, self.api_key_env)
 
     def endpoint_config(self, url: str, *, model: str | None, api_key: Secret | None) -> EndpointConfig:
         default = EndpointConfig(url)
         return EndpointConfig(
-            url, model=model, api_key=api_key, timeout=default.timeout if self.timeout is None else self.timeout,
+            url,
+            model=model,
+            api_key=api_key,
+            timeout=default.timeout if self.timeout is None else self.timeout,
             concurrency=default.concurrency if self.concurrency is None else self.concurrency,
             batch_size=default.batch_size if self.batch_size is None else self.batch_size,
-            encoding_format=default.encoding_format if self.encoding_format is None else self.encoding_format)
+            encoding_format=default.encoding_format if self.encoding_format is None else self.encoding_format,
+        )
 
 
 class FleetEncoder:
@@ -79,8 +84,14 @@ class FleetEncoder:
 
     device = "endpoint"
 
-    def __init__(self, members: Sequence[EndpointEncoder], served: ServedModel, *,
-                 listed: dict[str, tuple[str, ...]] | None = None, dimensions: int | None = None) -> None:
+    def __init__(
+        self,
+        members: Sequence[EndpointEncoder],
+        served: ServedModel,
+        *,
+        listed: dict[str, tuple[str, ...]] | None = None,
+        dimensions: int | None = None,
+    ) -> None:
         if not members:
             raise SpecError("a served fleet needs at least one member")
         self.members = list(members)
@@ -99,24 +110,30 @@ class FleetEncoder:
         key = config.api_key()
         found: dict[str, ServedModel] = {}
         for url in config.urls:
-            with EndpointEncoder(config.endpoint_config(url, model=None, api_key=key),
-                                 Expectation(dim=hidden_size, normalized=normalize)) as probe:
+            with EndpointEncoder(
+                config.endpoint_config(url, model=None, api_key=key), Expectation(dim=hidden_size, normalized=normalize)
+            ) as probe:
                 served = discover_served_model(probe, config.served_model)
             if config.served_model is not None and served.listed and config.served_model not in served.listed:
-                raise SpecError(f"--endpoint {url} does not serve --served-model {config.served_model!r} (it lists "
-                                f"{quote_names(served.listed)}); check the URL or the name")
+                raise SpecError(
+                    f"--endpoint {url} does not serve --served-model {config.served_model!r} (it lists "
+                    f"{quote_names(served.listed)}); check the URL or the name"
+                )
             found[url] = served
         names = {s.name for s in found.values()}
         if len(names) != 1:
             serving = "; ".join(f"{url} serves {s.name!r}" for url, s in found.items())
-            raise SpecError(f"the --endpoint URLs serve different models ({serving}); every URL of a fleet must "
-                            "serve the same model: fix the deployment, or give only the URLs of one model")
+            raise SpecError(
+                f"the --endpoint URLs serve different models ({serving}); every URL of a fleet must "
+                "serve the same model: fix the deployment, or give only the URLs of one model"
+            )
         aliases = frozenset().union(*(s.aliases for s in found.values()))
         first = next(iter(found.values()))
         served = ServedModel(name=first.name, listed=first.listed, aliases=aliases, source=first.source)
         expect = Expectation(dim=hidden_size, normalized=normalize, models=aliases)
-        members = [EndpointEncoder(config.endpoint_config(url, model=served.name, api_key=key), expect)
-                   for url in config.urls]
+        members = [
+            EndpointEncoder(config.endpoint_config(url, model=served.name, api_key=key), expect) for url in config.urls
+        ]
         return cls(members, served, listed={u: s.listed for u, s in found.items()}, dimensions=config.dimensions)
 
     def __repr__(self) -> str:
@@ -142,18 +159,31 @@ class FleetEncoder:
 
     def manifest_entry(self) -> dict[str, Any]:
         """The ``encoder`` section of the manifest: who made the vectors."""
-        return {"kind": "endpoint", "urls": list(self.urls), "served_model": self.served.name,
-                "served_aliases": sorted(self.served.aliases), "listed": {u: list(v) for u, v in self.listed.items()},
-                "identity_source": self.served.source, "dimensions_requested": self.dimensions,
-                "pooling": "the server's own (the contract's pooling names it)",
-                "batches": dict(self.batches_by_url), "requests": self.requests_by_url}
+        return {
+            "kind": "endpoint",
+            "urls": list(self.urls),
+            "served_model": self.served.name,
+            "served_aliases": sorted(self.served.aliases),
+            "listed": {u: list(v) for u, v in self.listed.items()},
+            "identity_source": self.served.source,
+            "dimensions_requested": self.dimensions,
+            "pooling": "the server's own (the contract's pooling names it)",
+            "batches": dict(self.batches_by_url),
+            "requests": self.requests_by_url,
+        }
 
     def close(self) -> None:
         for m in self.members:
             m.close()
 
-    def encode(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
-               ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]:
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        poolings: Sequence[str] = ("mean",),
+        ids: Sequence[str] | None = None,
+        role: str = "document",
+    ) -> dict[str, np.ndarray]:
         """The Encoder protocol: the server pools its own way, so exactly one pooling name is accepted."""
         poolings = list(dict.fromkeys(poolings))
         if len(poolings) != 1:
@@ -161,8 +191,9 @@ class FleetEncoder:
         t0 = time.perf_counter()
         before = sum(self.requests_by_url.values())
         vectors = self.embed(list(texts), ids=list(ids) if ids is not None else None)
-        stats = EncodeStats(texts=len(texts), batches=sum(self.requests_by_url.values()) - before,
-                            seconds=time.perf_counter() - t0)
+        stats = EncodeStats(
+            texts=len(texts), batches=sum(self.requests_by_url.values()) - before, seconds=time.perf_counter() - t0
+        )
         self.stats_by_role.setdefault(role, EncodeStats()).add(stats)
         return {poolings[0]: vectors}
 
@@ -176,7 +207,7 @@ class FleetEncoder:
         size = self.members[0].config.batch_size
         work: queue.SimpleQueue[list[int]] = queue.SimpleQueue()
         for start in range(0, n, size):
-            work.put(order[start:start + size])
+            work.put(order[start : start + size])
         failed = threading.Event()
         errors: list[tuple[str, BaseException]] = []
         lock = threading.Lock()
@@ -188,8 +219,13 @@ class FleetEncoder:
                 except queue.Empty:
                     return
                 try:
-                    out[rows] = member.embed([texts[i] for i in rows], ids=[ids[i] for i in rows] if ids else None,
-                                             dimensions=self.dimensions, batch_size=len(rows), sort_by_length=False)
+                    out[rows] = member.embed(
+                        [texts[i] for i in rows],
+                        ids=[ids[i] for i in rows] if ids else None,
+                        dimensions=self.dimensions,
+                        batch_size=len(rows),
+                        sort_by_length=False,
+                    )
                 except BaseException as exc:  # re-raised below, naming the member
                     with lock:
                         errors.append((member.config.url, exc))
@@ -201,8 +237,12 @@ class FleetEncoder:
         # interleaved (one worker per member, then a second per member, ...) so that a call of few batches
         # still goes to every member
         most = max(m.config.concurrency for m in self.members)
-        threads = [threading.Thread(target=worker, args=(m,), daemon=True, name=f"fleet-{k}-{j}")
-                   for j in range(most) for k, m in enumerate(self.members) if j < m.config.concurrency]
+        threads = [
+            threading.Thread(target=worker, args=(m,), daemon=True, name=f"fleet-{k}-{j}")
+            for j in range(most)
+            for k, m in enumerate(self.members)
+            if j < m.config.concurrency
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -211,6 +251,8 @@ class FleetEncoder:
             url, exc = errors[0]
             if not isinstance(exc, Exception):
                 raise exc
-            raise EndpointError(f"fleet member {url} failed: {exc}; the run stops (a fleet is evaluated whole, "
-                                "with no failover): bring the server back or leave its --endpoint out") from None
+            raise EndpointError(
+                f"fleet member {url} failed: {exc}; the run stops (a fleet is evaluated whole, "
+                "with no failover): bring the server back or leave its --endpoint out"
+            ) from None
         return out

@@ -123,10 +123,12 @@ def make_transport(max_connections: int, max_keepalive: int) -> httpx.BaseTransp
         def close(self) -> None:
             self._inner.close()
 
-        def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                      timeout: float | None = None) -> httpcore.NetworkStream:
-            return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname,
-                                                         _clamp(timeout, httpcore.ConnectTimeout)))
+        def start_tls(
+            self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+        ) -> httpcore.NetworkStream:
+            return _DeadlineStream(
+                self._inner.start_tls(ssl_context, server_hostname, _clamp(timeout, httpcore.ConnectTimeout))
+            )
 
         def get_extra_info(self, info: str) -> Any:
             return self._inner.get_extra_info(info)
@@ -135,15 +137,26 @@ def make_transport(max_connections: int, max_keepalive: int) -> httpx.BaseTransp
         def __init__(self) -> None:
             self._inner = httpcore.SyncBackend()
 
-        def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                        socket_options: Any = None) -> httpcore.NetworkStream:
-            return _DeadlineStream(self._inner.connect_tcp(host, port, _clamp(timeout, httpcore.ConnectTimeout),
-                                                           local_address, socket_options))
+        def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Any = None,
+        ) -> httpcore.NetworkStream:
+            return _DeadlineStream(
+                self._inner.connect_tcp(
+                    host, port, _clamp(timeout, httpcore.ConnectTimeout), local_address, socket_options
+                )
+            )
 
-        def connect_unix_socket(self, path: str, timeout: float | None = None,
-                                socket_options: Any = None) -> httpcore.NetworkStream:
-            return _DeadlineStream(self._inner.connect_unix_socket(path, _clamp(timeout, httpcore.ConnectTimeout),
-                                                                   socket_options))
+        def connect_unix_socket(
+            self, path: str, timeout: float | None = None, socket_options: Any = None
+        ) -> httpcore.NetworkStream:
+            return _DeadlineStream(
+                self._inner.connect_unix_socket(path, _clamp(timeout, httpcore.ConnectTimeout), socket_options)
+            )
 
         def sleep(self, seconds: float) -> None:
             self._inner.sleep(seconds)
@@ -151,10 +164,12 @@ def make_transport(max_connections: int, max_keepalive: int) -> httpx.BaseTransp
     class _DeadlineTransport(httpx.HTTPTransport):
         # HTTPTransport.__init__ only builds its pool; this one builds the same pool over deadline sockets.
         def __init__(self) -> None:
-            self._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(),
-                                                 max_connections=max_connections,
-                                                 max_keepalive_connections=max_keepalive,
-                                                 network_backend=_DeadlineBackend())
+            self._pool = httpcore.ConnectionPool(
+                ssl_context=httpx.create_ssl_context(),
+                max_connections=max_connections,
+                max_keepalive_connections=max_keepalive,
+                network_backend=_DeadlineBackend(),
+            )
 
     return _DeadlineTransport()
 
@@ -167,13 +182,22 @@ def transport_failure(exc: Exception, phase: str) -> tuple[str, str, bool]:
     detail = f"{type(exc).__name__}: {cut(str(exc), 120)}"
     if phase != NO_HEADERS:
         if isinstance(exc, httpx.RemoteProtocolError) and "peer closed" not in str(exc):
-            return (f"the response broke HTTP mid-body ({phase}; {detail})",
-                    "the server (or a proxy in front of it) sends malformed answers: check its logs", True)
-        return (f"the connection dropped mid-response ({phase}; {detail})",
-                "the server (or a proxy in front of it) closes connections mid-answer: check its logs", True)
+            return (
+                f"the response broke HTTP mid-body ({phase}; {detail})",
+                "the server (or a proxy in front of it) sends malformed answers: check its logs",
+                True,
+            )
+        return (
+            f"the connection dropped mid-response ({phase}; {detail})",
+            "the server (or a proxy in front of it) closes connections mid-answer: check its logs",
+            True,
+        )
     if isinstance(exc, httpx.ConnectError):
         return f"could not connect ({detail})", "is the server up and the URL right?", False
     if isinstance(exc, httpx.RemoteProtocolError) and "without sending" not in str(exc):
-        return (f"the answer is not valid HTTP/1.1 ({detail})",
-                "is --endpoint an HTTP server (not HTTPS, gRPC or another protocol)?", False)
+        return (
+            f"the answer is not valid HTTP/1.1 ({detail})",
+            "is --endpoint an HTTP server (not HTTPS, gRPC or another protocol)?",
+            False,
+        )
     return f"the connection closed before any answer ({detail})", "is the server up, and is it an HTTP server?", False

@@ -41,10 +41,19 @@ def progress_enabled() -> bool:
 class LocalEncoder:
     """Reference encoder for one (model revision, dtype, max length, truncation policy)."""
 
-    def __init__(self, info: ModelInfo, *, dtype: str = "float32", device: str = "auto",
-                 max_length: int | None = None, truncation: str = "truncate", batch_size: int = 64,
-                 max_batch_tokens: int = 16384, trust_remote_code: bool = False,
-                 progress: bool | None = None) -> None:
+    def __init__(
+        self,
+        info: ModelInfo,
+        *,
+        dtype: str = "float32",
+        device: str = "auto",
+        max_length: int | None = None,
+        truncation: str = "truncate",
+        batch_size: int = 64,
+        max_batch_tokens: int = 16384,
+        trust_remote_code: bool = False,
+        progress: bool | None = None,
+    ) -> None:
         import torch
         import transformers
         from transformers import AutoModel, AutoTokenizer
@@ -52,8 +61,10 @@ class LocalEncoder:
         if dtype not in _TORCH_DTYPES:
             raise SpecError(f"dtype {dtype!r} is not valid; choose float32, bfloat16 or float16")
         if info.needs_remote_code and not trust_remote_code:
-            raise ModelError(f"{info.root}: this model needs custom code (config.json has auto_map); evalsuite "
-                             "does not run repository code unless you pass --trust-remote-code after reviewing it")
+            raise ModelError(
+                f"{info.root}: this model needs custom code (config.json has auto_map); evalsuite "
+                "does not run repository code unless you pass --trust-remote-code after reviewing it"
+            )
         self.info = info
         self.dtype = dtype
         self.device = pick_device(device)
@@ -66,11 +77,15 @@ class LocalEncoder:
         transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
         transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(info.tokenizer_path), local_files_only=True,
-                                                           trust_remote_code=trust_remote_code)
-            self.model = AutoModel.from_pretrained(str(info.path), local_files_only=True,
-                                                   dtype=getattr(torch, _TORCH_DTYPES[dtype]),
-                                                   trust_remote_code=trust_remote_code)
+            self.tokenizer = AutoTokenizer.from_pretrained(
+                str(info.tokenizer_path), local_files_only=True, trust_remote_code=trust_remote_code
+            )
+            self.model = AutoModel.from_pretrained(
+                str(info.path),
+                local_files_only=True,
+                dtype=getattr(torch, _TORCH_DTYPES[dtype]),
+                trust_remote_code=trust_remote_code,
+            )
         except (OSError, ValueError) as exc:
             raise ModelError(f"{info.path}: cannot load model or tokenizer offline: {exc}") from exc
         self.model.eval().to(self.device)
@@ -91,21 +106,34 @@ class LocalEncoder:
         out: list[list[int]] = []
         truncated = np.zeros(len(texts), dtype=bool)
         for start in range(0, len(texts), 4096):
-            chunk = texts[start:start + 4096]
-            enc = self.tokenizer(chunk, truncation=True, max_length=probe, padding=False,
-                                 return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+            chunk = texts[start : start + 4096]
+            enc = self.tokenizer(
+                chunk,
+                truncation=True,
+                max_length=probe,
+                padding=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )["input_ids"]
             long = [i for i, row in enumerate(enc) if len(row) > self.max_length]
             if long and self.truncation == "reject":
                 i = long[0]
                 name = ids[start + i] if ids is not None else f"#{start + i}"
                 full = len(self.tokenizer(chunk[i], truncation=False)["input_ids"])
-                raise TruncationError(f"text {name} has {full} tokens, over max_length {self.max_length} and the "
-                                      f"truncation policy is 'reject' ({len(long)} such text(s) in this batch); "
-                                      "raise --max-length or use --truncation truncate")
+                raise TruncationError(
+                    f"text {name} has {full} tokens, over max_length {self.max_length} and the "
+                    f"truncation policy is 'reject' ({len(long)} such text(s) in this batch); "
+                    "raise --max-length or use --truncation truncate"
+                )
             if long:
-                fixed = self.tokenizer([chunk[i] for i in long], truncation=True, max_length=self.max_length,
-                                       padding=False, return_attention_mask=False,
-                                       return_token_type_ids=False)["input_ids"]
+                fixed = self.tokenizer(
+                    [chunk[i] for i in long],
+                    truncation=True,
+                    max_length=self.max_length,
+                    padding=False,
+                    return_attention_mask=False,
+                    return_token_type_ids=False,
+                )["input_ids"]
                 for i, row in zip(long, fixed, strict=True):
                     enc[i] = row
                 truncated[[start + i for i in long]] = True
@@ -130,8 +158,14 @@ class LocalEncoder:
         return batches
 
     # -- encoding -----------------------------------------------------------------------------
-    def encode(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
-               ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]:
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        poolings: Sequence[str] = ("mean",),
+        ids: Sequence[str] | None = None,
+        role: str = "document",
+    ) -> dict[str, np.ndarray]:
         """Pooled full-dimension float32 vectors (not normalized) per pooling, rows in input order."""
         poolings = list(dict.fromkeys(poolings))
         out = {p: np.zeros((len(texts), self.info.hidden_size), dtype=np.float32) for p in poolings}
@@ -140,9 +174,14 @@ class LocalEncoder:
                 out[p][part.rows] = part.vectors[p]
         return out
 
-    def encode_stream(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
-                      ids: Sequence[str] | None = None,
-                      role: str = "document") -> Iterator[EncodedRows]:
+    def encode_stream(
+        self,
+        texts: Sequence[str],
+        *,
+        poolings: Sequence[str] = ("mean",),
+        ids: Sequence[str] | None = None,
+        role: str = "document",
+    ) -> Iterator[EncodedRows]:
         """One :class:`EncodedRows` per batch as it is computed (rows index ``texts``); the role's counters
         grow batch by batch, so an interrupted stream still counts what it finished."""
         import torch
@@ -172,10 +211,12 @@ class LocalEncoder:
                     ids_arr = np.full((len(idx), width), self.pad_id, dtype=np.int64)
                     mask = np.zeros((len(idx), width), dtype=np.int64)
                     for row, i in enumerate(idx):
-                        ids_arr[row, :lengths[i]] = token_ids[i]
-                        mask[row, :lengths[i]] = 1
-                    inputs = {"input_ids": torch.from_numpy(ids_arr).to(self.device),
-                              "attention_mask": torch.from_numpy(mask).to(self.device)}
+                        ids_arr[row, : lengths[i]] = token_ids[i]
+                        mask[row, : lengths[i]] = 1
+                    inputs = {
+                        "input_ids": torch.from_numpy(ids_arr).to(self.device),
+                        "attention_mask": torch.from_numpy(mask).to(self.device),
+                    }
                     if self.use_token_types:
                         inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
                     h = self.model(**inputs).last_hidden_state.float()

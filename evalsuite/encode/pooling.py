@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     import torch
 
 
-def pool(hidden: "torch.Tensor", mask: "torch.Tensor", pooling: str) -> "torch.Tensor":
+def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
     """``hidden`` [B, T, H] float32, ``mask`` [B, T] of 0/1 with padding on the right."""
     import torch
 

@@ -48,10 +48,16 @@ class _EncodeActor:
         from .local import LocalEncoder
 
         self.settings = settings
-        self.encoder = LocalEncoder(settings.info, dtype=settings.dtype, device=settings.device,
-                                    max_length=settings.max_length, truncation=settings.truncation,
-                                    batch_size=settings.batch_size, trust_remote_code=settings.trust_remote_code,
-                                    progress=False)
+        self.encoder = LocalEncoder(
+            settings.info,
+            dtype=settings.dtype,
+            device=settings.device,
+            max_length=settings.max_length,
+            truncation=settings.truncation,
+            batch_size=settings.batch_size,
+            trust_remote_code=settings.trust_remote_code,
+            progress=False,
+        )
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         s = self.settings
@@ -67,8 +73,11 @@ class _EncodeActor:
             tokens[part.rows] = part.tokens
             truncated[part.rows] = part.truncated
         delta = self.encoder.stats_by_role[s.role].minus(before)
-        out: dict[str, np.ndarray] = {"row": np.asarray(batch["row"], dtype=np.int64), "tokens": tokens,
-                                      "truncated": truncated}
+        out: dict[str, np.ndarray] = {
+            "row": np.asarray(batch["row"], dtype=np.int64),
+            "tokens": tokens,
+            "truncated": truncated,
+        }
         out.update({f"v:{p}": vectors[p] for p in s.poolings})
         for name in _STATS:  # batch counters ride on the batch's first row
             col = np.zeros(n, dtype=np.int64)
@@ -89,8 +98,10 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
         with socket.create_connection((host, int(port)), timeout=timeout):
             pass
     except OSError as exc:
-        raise ExecutorError(f"the Ray cluster at {address} does not answer ({exc.strerror or exc}) within "
-                            f"{timeout:g} s; start it (ray start --head) or fix --ray-address") from exc
+        raise ExecutorError(
+            f"the Ray cluster at {address} does not answer ({exc.strerror or exc}) within "
+            f"{timeout:g} s; start it (ray start --head) or fix --ray-address"
+        ) from exc
 
 
 def ensure_ray(address: str | None, timeout: float = 5.0) -> None:
@@ -102,8 +113,12 @@ def ensure_ray(address: str | None, timeout: float = 5.0) -> None:
     if ray.is_initialized():
         return
     try:
-        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
-                 include_dashboard=False if address is None else None)
+        ray.init(
+            address=address,
+            ignore_reinit_error=True,
+            log_to_driver=False,
+            include_dashboard=False if address is None else None,
+        )
     except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
         raise ExecutorError(f"cannot connect to Ray at {address or 'a new local instance'}: {exc}") from exc
 
@@ -111,10 +126,23 @@ def ensure_ray(address: str | None, timeout: float = 5.0) -> None:
 class RayEncoder:
     """An :class:`~evalsuite.encode.base.Encoder` that runs the reference model on a Ray actor pool."""
 
-    def __init__(self, info: ModelInfo, *, dtype: str = "float32", device: str = "auto", max_length: int | None = None,
-                 truncation: str = "truncate", batch_size: int = 64, trust_remote_code: bool = False,
-                 address: str | None = None, actors: int = 1, rows_per_batch: int = 1024,
-                 wave_rows: int = 262_144, actor_cls: type = _EncodeActor, connect_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        info: ModelInfo,
+        *,
+        dtype: str = "float32",
+        device: str = "auto",
+        max_length: int | None = None,
+        truncation: str = "truncate",
+        batch_size: int = 64,
+        trust_remote_code: bool = False,
+        address: str | None = None,
+        actors: int = 1,
+        rows_per_batch: int = 1024,
+        wave_rows: int = 262_144,
+        actor_cls: type = _EncodeActor,
+        connect_timeout: float = 5.0,
+    ) -> None:
         ensure_ray(address, connect_timeout)
         import ray
 
@@ -126,13 +154,20 @@ class RayEncoder:
         self.wave_rows = max(wave_rows, rows_per_batch)
         self.use_gpu = device != "cpu" and gpus > 0
         if device.startswith("cuda") and not self.use_gpu:
-            raise ExecutorError(f"--device {device} was asked for but the Ray cluster has no GPU; use --device cpu "
-                                "or auto")
+            raise ExecutorError(
+                f"--device {device} was asked for but the Ray cluster has no GPU; use --device cpu or auto"
+            )
         self.device = f"ray:{'cuda' if self.use_gpu else 'cpu'}x{actors}"
         self.stats_by_role: dict[str, EncodeStats] = {}
 
-    def encode(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
-               ids: Sequence[str] | None = None, role: str = "document") -> dict[str, np.ndarray]:
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        poolings: Sequence[str] = ("mean",),
+        ids: Sequence[str] | None = None,
+        role: str = "document",
+    ) -> dict[str, np.ndarray]:
         poolings = list(dict.fromkeys(poolings))
         out = {p: np.zeros((len(texts), self.info.hidden_size), dtype=np.float32) for p in poolings}
         for part in self.encode_stream(texts, poolings=poolings, ids=ids, role=role):
@@ -140,9 +175,14 @@ class RayEncoder:
                 out[p][part.rows] = part.vectors[p]
         return out
 
-    def encode_stream(self, texts: Sequence[str], *, poolings: Sequence[str] = ("mean",),
-                      ids: Sequence[str] | None = None,
-                      role: str = "document") -> Iterator[EncodedRows]:
+    def encode_stream(
+        self,
+        texts: Sequence[str],
+        *,
+        poolings: Sequence[str] = ("mean",),
+        ids: Sequence[str] | None = None,
+        role: str = "document",
+    ) -> Iterator[EncodedRows]:
         """One :class:`EncodedRows` per Ray batch, in completion order."""
         import ray
 
@@ -152,29 +192,47 @@ class RayEncoder:
             return
         t0 = time.perf_counter()
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        settings = ActorSettings(self.info, self.dtype, "cuda" if self.use_gpu else "cpu", self.max_length,
-                                 self.truncation, self.batch_size, self.trust_remote_code, poolings, role)
+        settings = ActorSettings(
+            self.info,
+            self.dtype,
+            "cuda" if self.use_gpu else "cpu",
+            self.max_length,
+            self.truncation,
+            self.batch_size,
+            self.trust_remote_code,
+            poolings,
+            role,
+        )
         done = 0
         try:
             # one Ray Data execution per wave: a failure loses at most the wave in flight, never the finished ones
             for start in range(0, len(order), self.wave_rows):
-                items = [{"row": i, "text": texts[i]} for i in order[start:start + self.wave_rows]]
+                items = [{"row": i, "text": texts[i]} for i in order[start : start + self.wave_rows]]
                 blocks = max(1, -(-len(items) // self.rows_per_batch))
                 ds = ray.data.from_items(items, override_num_blocks=blocks).map_batches(
-                    self.actor_cls, fn_constructor_kwargs={"settings": settings}, concurrency=self.actors,
-                    batch_size=self.rows_per_batch, batch_format="numpy", num_gpus=1 if self.use_gpu else 0,
-                    max_restarts=0)
+                    self.actor_cls,
+                    fn_constructor_kwargs={"settings": settings},
+                    concurrency=self.actors,
+                    batch_size=self.rows_per_batch,
+                    batch_format="numpy",
+                    num_gpus=1 if self.use_gpu else 0,
+                    max_restarts=0,
+                )
                 for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
                     for name in _STATS:
                         setattr(stats, name, getattr(stats, name) + int(batch[f"s:{name}"].sum()))
                     done += len(batch["row"])
-                    yield EncodedRows(np.asarray(batch["row"], dtype=np.int64),
-                                      {p: np.asarray(batch[f"v:{p}"]) for p in poolings},
-                                      np.asarray(batch["tokens"], dtype=np.int32),
-                                      np.asarray(batch["truncated"], dtype=bool))
+                    yield EncodedRows(
+                        np.asarray(batch["row"], dtype=np.int64),
+                        {p: np.asarray(batch[f"v:{p}"]) for p in poolings},
+                        np.asarray(batch["tokens"], dtype=np.int32),
+                        np.asarray(batch["truncated"], dtype=bool),
+                    )
         except ray.exceptions.RayError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ExecutorError(f"the Ray executor failed after {done} of {len(texts)} {role} texts "
-                                f"({type(exc).__name__}: {first[:300]})") from exc
+            raise ExecutorError(
+                f"the Ray executor failed after {done} of {len(texts)} {role} texts "
+                f"({type(exc).__name__}: {first[:300]})"
+            ) from exc
         finally:
             stats.seconds += time.perf_counter() - t0

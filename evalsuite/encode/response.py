@@ -112,7 +112,7 @@ def describe(value: Any) -> str:
     if isinstance(value, str):
         return repr(cut(value))
     if isinstance(value, int) and not isinstance(value, bool):
-        digits = str(abs(value)) if abs(value) < 10 ** 4000 else None
+        digits = str(abs(value)) if abs(value) < 10**4000 else None
         if digits is None or len(digits) > 40:
             return f"an integer of {len(digits) if digits else 'over 4000'} digits"
         return str(value)
@@ -124,14 +124,16 @@ def load_json(content: bytes, where: str, *, status: int = 200, content_type: st
     try:
         return json.loads(content)
     except RecursionError:
-        raise ResponseFormatError(f"{where}: HTTP {status} with a JSON body nested too deeply to parse "
-                                  f"({len(content)} bytes)") from None
+        raise ResponseFormatError(
+            f"{where}: HTTP {status} with a JSON body nested too deeply to parse ({len(content)} bytes)"
+        ) from None
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, integer digit limit
         ctype = content_type or "no content type"
         snippet = content[:1000].decode("utf-8", "replace")
         body = f"body {cut(snippet)!r}" if content.strip() else "an empty body"
-        raise ResponseFormatError(f"{where}: HTTP {status} ({ctype}) is not JSON ({cut(str(exc), 80)}): "
-                                  f"{body}") from None
+        raise ResponseFormatError(
+            f"{where}: HTTP {status} ({ctype}) is not JSON ({cut(str(exc), 80)}): {body}"
+        ) from None
 
 
 def server_error_message(payload: Any) -> str | None:
@@ -155,8 +157,10 @@ def check_models(payload: Any, where: str) -> list[dict[str, Any]]:
     if error is not None:
         raise ServerReportedError(f"{where}: the server answered with an error instead of the model list: {error}")
     if not isinstance(payload, dict):
-        raise ResponseFormatError(f"{where}: the answer is a JSON {type(payload).__name__}, expected an object "
-                                  f"with a 'data' list (OpenAI /v1/models): {describe(payload)}")
+        raise ResponseFormatError(
+            f"{where}: the answer is a JSON {type(payload).__name__}, expected an object "
+            f"with a 'data' list (OpenAI /v1/models): {describe(payload)}"
+        )
     data = payload.get("data")
     if not isinstance(data, list):
         raise ResponseFormatError(f"{where}: 'data' is {describe(data)}, expected a list of models")
@@ -170,8 +174,9 @@ def check_models(payload: Any, where: str) -> list[dict[str, Any]]:
 def check_info(payload: Any, where: str) -> dict[str, Any]:
     """A TEI-style ``/info`` answer: an object whose ``model_id``, if any, is a model name."""
     if not isinstance(payload, dict):
-        raise ResponseFormatError(f"{where}: the answer is a JSON {type(payload).__name__}, expected an object: "
-                                  f"{describe(payload)}")
+        raise ResponseFormatError(
+            f"{where}: the answer is a JSON {type(payload).__name__}, expected an object: {describe(payload)}"
+        )
     if "model_id" in payload:
         _check_name(payload["model_id"], f"{where}: model_id")
     return payload
@@ -187,8 +192,15 @@ def _check_name(name: Any, where: str) -> None:
 
 
 # -- response checks (pure) -----------------------------------------------------------------------
-def parse_embeddings(payload: Any, labels: Sequence[str], expect: Expectation, *, dimensions: int | None = None,
-                     encoding_format: str | None = None, check_norm: bool = True) -> np.ndarray:
+def parse_embeddings(
+    payload: Any,
+    labels: Sequence[str],
+    expect: Expectation,
+    *,
+    dimensions: int | None = None,
+    encoding_format: str | None = None,
+    check_norm: bool = True,
+) -> np.ndarray:
     """Validate one ``/v1/embeddings`` response for ``len(labels)`` inputs; float32 rows in input order.
 
     ``encoding_format`` defaults to the expectation's (the client's configured format)."""
@@ -198,18 +210,24 @@ def parse_embeddings(payload: Any, labels: Sequence[str], expect: Expectation, *
     if error is not None:
         raise ServerReportedError(f"the server answered with an error instead of vectors: {error}")
     if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
-        got = (f"'data' is {describe(payload.get('data'))}" if isinstance(payload, dict)
-               else f"a JSON {type(payload).__name__}")
+        got = (
+            f"'data' is {describe(payload.get('data'))}"
+            if isinstance(payload, dict)
+            else f"a JSON {type(payload).__name__}"
+        )
         raise ResponseFormatError(f"response is not an object with a 'data' list ({got})")
     model = payload.get("model")
     if expect.models:
         if not isinstance(model, str):
-            raise ModelMismatch(f"response has no 'model' string (got {describe(model)}); "
-                                f"expected {min(expect.models)!r}")
+            raise ModelMismatch(
+                f"response has no 'model' string (got {describe(model)}); expected {min(expect.models)!r}"
+            )
         if not model_matches(model, expect.models):
-            raise ModelMismatch(f"response names model {describe(model)}, but the served model is "
-                                f"{' or '.join(repr(m) for m in sorted(expect.models))}; "
-                                "the endpoint serves a different model (or alias) than the canary asked for")
+            raise ModelMismatch(
+                f"response names model {describe(model)}, but the served model is "
+                f"{' or '.join(repr(m) for m in sorted(expect.models))}; "
+                "the endpoint serves a different model (or alias) than the canary asked for"
+            )
     data = payload["data"]
     indexes: list[int] = []
     for pos, entry in enumerate(data):
@@ -236,19 +254,24 @@ def parse_embeddings(payload: Any, labels: Sequence[str], expect: Expectation, *
         label = labels[idx]
         vec = _vector(data[pos].get("embedding"), label, fmt)
         if vec.shape[0] != want:
-            hint = (f" (dimensions={dimensions} was requested; the server ignored it)"
-                    if dimensions and vec.shape[0] == expect.dim else "")
+            hint = (
+                f" (dimensions={dimensions} was requested; the server ignored it)"
+                if dimensions and vec.shape[0] == expect.dim
+                else ""
+            )
             raise DimensionMismatch(f"vector has {vec.shape[0]} dimensions, expected {want}{hint}", label)
         bad = np.flatnonzero(~np.isfinite(vec))
         if bad.size:
-            raise NonFiniteVector(f"value {vec[bad[0]]} at dimension {int(bad[0])} "
-                                  f"({bad.size} non-finite value(s) in the vector)", label)
+            raise NonFiniteVector(
+                f"value {vec[bad[0]]} at dimension {int(bad[0])} ({bad.size} non-finite value(s) in the vector)", label
+            )
         norm = float(np.linalg.norm(vec))
         if norm == 0.0:
             raise ZeroVector("zero vector (all values 0)", label)
         if check_norm and expect.normalized and abs(norm - 1.0) > expect.norm_tol:
-            raise NormMismatch(f"norm {norm:.6f}, but the contract says normalized (|norm-1| <= {expect.norm_tol})",
-                               label)
+            raise NormMismatch(
+                f"norm {norm:.6f}, but the contract says normalized (|norm-1| <= {expect.norm_tol})", label
+            )
         out[idx] = vec
     return out
 
@@ -263,8 +286,7 @@ def _vector(raw: Any, label: str, encoding_format: str) -> np.ndarray:
         except (binascii.Error, ValueError):
             raise ResponseFormatError("embedding is not valid base64", label) from None
         if len(buf) % 4:
-            raise ResponseFormatError(f"base64 embedding has {len(buf)} bytes, not a whole number of float32s",
-                                      label)
+            raise ResponseFormatError(f"base64 embedding has {len(buf)} bytes, not a whole number of float32s", label)
         return np.frombuffer(buf, dtype="<f4").astype(np.float64)
     if not isinstance(raw, list):
         hint = " (encoding_format=float was asked)" if isinstance(raw, str) else ""
@@ -274,8 +296,7 @@ def _vector(raw: Any, label: str, encoding_format: str) -> np.ndarray:
             try:
                 float(v)
             except OverflowError:
-                raise NonFiniteVector(f"value {describe(v)} at dimension {d} is too large for a float",
-                                      label) from None
+                raise NonFiniteVector(f"value {describe(v)} at dimension {d} is too large for a float", label) from None
         elif type(v) is not float:
             raise NonFiniteVector(f"value {describe(v)} at dimension {d} is not a number", label)
     return np.asarray(raw, dtype=np.float64)

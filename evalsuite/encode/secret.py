@@ -44,8 +44,10 @@ class Secret:
         key = value.strip()
         problem = key_problem(key)
         if problem:
-            raise SpecError(f"the API key in ${env_name} {problem}; an HTTP header can carry only printable ASCII "
-                            f"without spaces: re-export ${env_name} with the key alone")
+            raise SpecError(
+                f"the API key in ${env_name} {problem}; an HTTP header can carry only printable ASCII "
+                f"without spaces: re-export ${env_name} with the key alone"
+            )
         return cls(key, source=env_name)
 
     def check(self) -> None:

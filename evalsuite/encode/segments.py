@@ -32,15 +32,29 @@ class Segment:
     truncated: np.ndarray  # (n,) bool
 
 
-def encode_segment(key: Any, hashes: Sequence[bytes], vectors: np.ndarray, tokens: np.ndarray | None = None,
-                    truncated: np.ndarray | None = None) -> bytes:
+def encode_segment(
+    key: Any,
+    hashes: Sequence[bytes],
+    vectors: np.ndarray,
+    tokens: np.ndarray | None = None,
+    truncated: np.ndarray | None = None,
+) -> bytes:
     n = len(hashes)
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     tok = np.full(n, -1, dtype="<i4") if tokens is None else np.ascontiguousarray(tokens, dtype="<i4")
     trunc = np.zeros(n, dtype=np.uint8) if truncated is None else np.ascontiguousarray(truncated, dtype=np.uint8)
     header = json.dumps({"n": n, "dim": int(vectors.shape[1]), "key": asdict(key)}, sort_keys=True).encode()
-    body = b"".join([MAGIC, struct.pack("<I", len(header)), header, b"".join(hashes), vectors.tobytes(),
-                     tok.tobytes(), trunc.tobytes()])
+    body = b"".join(
+        [
+            MAGIC,
+            struct.pack("<I", len(header)),
+            header,
+            b"".join(hashes),
+            vectors.tobytes(),
+            tok.tobytes(),
+            trunc.tobytes(),
+        ]
+    )
     return body + hashlib.sha256(body).digest()
 
 
@@ -54,7 +68,7 @@ def decode_segment(path: Path, data: bytes, key: Any) -> Segment:
         raise ValueError("checksum mismatch (corrupted or truncated)")
     (hlen,) = struct.unpack_from("<I", data, len(MAGIC))
     start = len(MAGIC) + 4
-    header = json.loads(data[start:start + hlen])
+    header = json.loads(data[start : start + hlen])
     n, dim = int(header["n"]), int(header["dim"])
     if header.get("key") != asdict(key) or dim != key.dim:
         raise ValueError("segment belongs to another cache key")

@@ -59,11 +59,15 @@ def discover_served_model(probe: EndpointEncoder, wanted: str | None) -> ServedM
     listed = tuple(str(e["id"]) for e in entries)
     if wanted is None:
         if not listed:
-            raise ResponseFormatError(f"{probe.config.url}: {source} lists no model; pass --served-model NAME, or "
-                                      "check that the server loaded its model")
+            raise ResponseFormatError(
+                f"{probe.config.url}: {source} lists no model; pass --served-model NAME, or "
+                "check that the server loaded its model"
+            )
         if len(listed) != 1:
-            raise SpecError(f"the server lists {len(listed)} models ({quote_names(listed, quote=False)}); "
-                            "pass --served-model NAME to say which one to use")
+            raise SpecError(
+                f"the server lists {len(listed)} models ({quote_names(listed, quote=False)}); "
+                "pass --served-model NAME to say which one to use"
+            )
         wanted = listed[0]
     aliases = {wanted}
     for e in entries:

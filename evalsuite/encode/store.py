@@ -17,8 +17,10 @@ from ..errors import StoreError
 
 
 def _fail(path: Path, exc: OSError, doing: str) -> StoreError:
-    return StoreError(f"cannot {doing} the vector store {path} ({exc.strerror or exc}); free disk space or make "
-                      "the directory writable, or pass another --store-dir")
+    return StoreError(
+        f"cannot {doing} the vector store {path} ({exc.strerror or exc}); free disk space or make "
+        "the directory writable, or pass another --store-dir"
+    )
 
 
 @dataclass(frozen=True)
@@ -55,11 +57,12 @@ class VectorStore:
     def write(self, start: int, vectors: np.ndarray) -> None:
         """Write rows ``start .. start + len(vectors)`` and flush them to the file."""
         if vectors.ndim != 2 or vectors.shape[1] != self.dim or start < 0 or start + len(vectors) > self.rows:
-            raise StoreError(f"{self.path}: cannot write {vectors.shape} at row {start} into a store of "
-                             f"{self.rows} x {self.dim}")
+            raise StoreError(
+                f"{self.path}: cannot write {vectors.shape} at row {start} into a store of {self.rows} x {self.dim}"
+            )
         try:
             mm = np.load(self.path, mmap_mode="r+")
-            mm[start:start + len(vectors)] = vectors
+            mm[start : start + len(vectors)] = vectors
             mm.flush()
             del mm
         except OSError as exc:
@@ -71,11 +74,13 @@ class VectorStore:
             mapped = np.load(self.path, mmap_mode="r")
             offset = int(mapped.offset)  # the .npy header's length
             del mapped
-            block = np.fromfile(self.path, dtype="<f4", count=(stop - start) * self.dim,
-                                offset=offset + start * self.dim * 4)
+            block = np.fromfile(
+                self.path, dtype="<f4", count=(stop - start) * self.dim, offset=offset + start * self.dim * 4
+            )
         except ValueError as exc:
-            raise StoreError(f"{self.path} is shorter than its header says or not a vector store ({exc}); delete "
-                             "it and re-run") from exc
+            raise StoreError(
+                f"{self.path} is shorter than its header says or not a vector store ({exc}); delete it and re-run"
+            ) from exc
         except OSError as exc:
             raise _fail(self.path, exc, "read") from exc
         if block.size != (stop - start) * self.dim:

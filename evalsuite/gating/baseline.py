@@ -42,28 +42,43 @@ def load_baseline(path: str | Path) -> Baseline:
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ContractError(f"{p}:{exc.lineno}: baseline is not valid JSON ({exc.msg}); "
-                            "regenerate it with --update-baseline") from None
+        raise ContractError(
+            f"{p}:{exc.lineno}: baseline is not valid JSON ({exc.msg}); regenerate it with --update-baseline"
+        ) from None
     except UnicodeDecodeError as exc:
-        raise ContractError(f"{p}: baseline is not UTF-8 JSON (byte {exc.start}); "
-                            "regenerate it with --update-baseline") from None
+        raise ContractError(
+            f"{p}: baseline is not UTF-8 JSON (byte {exc.start}); regenerate it with --update-baseline"
+        ) from None
     except OSError as exc:
         raise ContractError(f"{p}: baseline cannot be read ({exc.strerror or exc})") from None
     try:
         if data.get("schema_version") != SCHEMA_VERSION:
-            raise ContractError(f"{p}: baseline schema_version {data.get('schema_version')!r}, expected "
-                                f"{SCHEMA_VERSION}; regenerate it with --update-baseline")
+            raise ContractError(
+                f"{p}: baseline schema_version {data.get('schema_version')!r}, expected "
+                f"{SCHEMA_VERSION}; regenerate it with --update-baseline"
+            )
         manifest = data["manifest"]
-        return Baseline(path=p, contract=Contract.from_dict(manifest["contract"], source=str(p)),
-                        dataset_sha256=data["dataset"]["sha256"], manifest=manifest,
-                        metrics={k: float(v) for k, v in data["metrics"].items()},
-                        per_query={m: {q: float(s) for q, s in v.items()} for m, v in data["per_query"].items()})
+        return Baseline(
+            path=p,
+            contract=Contract.from_dict(manifest["contract"], source=str(p)),
+            dataset_sha256=data["dataset"]["sha256"],
+            manifest=manifest,
+            metrics={k: float(v) for k, v in data["metrics"].items()},
+            per_query={m: {q: float(s) for q, s in v.items()} for m, v in data["per_query"].items()},
+        )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ContractError(f"{p}: baseline lacks {exc}; regenerate it with --update-baseline") from None
 
 
-def comparability(expected: Contract, expected_sha: str, found: Contract, found_sha: str, *,
-                  ignore: tuple[str, ...] = (), labels: tuple[str, str] = ("baseline", "candidate")) -> list[str]:
+def comparability(
+    expected: Contract,
+    expected_sha: str,
+    found: Contract,
+    found_sha: str,
+    *,
+    ignore: tuple[str, ...] = (),
+    labels: tuple[str, str] = ("baseline", "candidate"),
+) -> list[str]:
     """Differences that make two results incomparable, each as a readable line."""
     out = [f"{k}: {labels[0]} {a!r}, {labels[1]} {b!r}" for k, (a, b) in expected.diff(found, ignore=ignore).items()]
     if expected_sha != found_sha:

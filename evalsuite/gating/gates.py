@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from ..errors import SpecError
 
 if TYPE_CHECKING:
+    from ..slicing import SliceIndex
     from ..stats import Comparison
 
 GateVerdict = Literal["pass", "fail", "inconclusive"]
@@ -25,6 +26,7 @@ class Gate:
     threshold: float
     expr: str
     needs_reference: bool = True
+    selector: str | None = None  # the slice (``topic=finance``) whose queries the gate judges; None: all
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Scores:
     label: str
     metrics: Mapping[str, float]
     per_query: Mapping[str, Mapping[str, float]]
+    slices: SliceIndex | None = None  # slice membership, for gates on a slice (the candidate's side carries it)
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ class Outcome:
     losers: tuple[tuple[str, float, float], ...] = field(default=())
     evidence: Evidence = field(default_factory=Evidence)
     queries_needed: int | None = None  # non_inferior: roughly how many queries would decide an inconclusive one
+    note: str | None = None  # a slice gate: why its verdict is what it is (too few queries, CI too wide)
+    n_queries: int | None = None  # a slice gate: the slice's queries
 
     @property
     def passed(self) -> bool:
@@ -73,24 +78,49 @@ class Outcome:
 
     def to_dict(self) -> dict[str, object]:
         c, e = self.comparison, self.evidence
-        return {"gate": self.gate.expr, "metric": self.gate.metric, "kind": self.gate.kind,
-                "threshold": self.gate.threshold, "verdict": self.verdict, "passed": self.passed,
-                "candidate": self.candidate, "reference": self.reference, "delta": self.delta,
-                "ci": None if c is None else {"low": c.ci.low, "high": c.ci.high, "lower_bound": c.ci.lower_bound,
-                                              "upper_bound": c.ci.upper_bound, "confidence": c.ci.confidence,
-                                              "n_queries": c.ci.n_queries, "n_resamples": c.ci.n_resamples,
-                                              "seed": c.ci.seed},
-                "mde": None if c is None else c.mde, "sign_flip_p": None if c is None else c.p_value,
-                "p_value": self.p_value, "p_adjusted": e.p_adjusted, "correction": e.correction,
-                "queries_needed": self.queries_needed, "losers": [list(x) for x in self.losers]}
+        return {
+            "gate": self.gate.expr,
+            "metric": self.gate.metric,
+            "kind": self.gate.kind,
+            "threshold": self.gate.threshold,
+            "verdict": self.verdict,
+            "passed": self.passed,
+            "candidate": self.candidate,
+            "reference": self.reference,
+            "delta": self.delta,
+            "ci": None
+            if c is None
+            else {
+                "low": c.ci.low,
+                "high": c.ci.high,
+                "lower_bound": c.ci.lower_bound,
+                "upper_bound": c.ci.upper_bound,
+                "confidence": c.ci.confidence,
+                "n_queries": c.ci.n_queries,
+                "n_resamples": c.ci.n_resamples,
+                "seed": c.ci.seed,
+            },
+            "mde": None if c is None else c.mde,
+            "sign_flip_p": None if c is None else c.p_value,
+            "p_value": self.p_value,
+            "p_adjusted": e.p_adjusted,
+            "correction": e.correction,
+            "queries_needed": self.queries_needed,
+            "losers": [list(x) for x in self.losers],
+            "slice": self.gate.selector,
+            "slice_queries": self.n_queries,
+            "note": self.note,
+        }
 
     def uncertainty(self) -> str:
         """``delta +0.0123 (95% CI -0.0040 .. +0.0290), sign-flip p 0.14, t-test p 0.15, MDE 0.0210``."""
         c = self.comparison
         if c is None:
             return ""
-        text = (f"delta {signed(c.ci.delta)} ({c.ci.confidence:.0%} CI {signed(c.ci.low)} .. {signed(c.ci.high)}), "
-                f"sign-flip p {c.p_value:.3g}")
+        text = (
+            f"delta {signed(c.ci.delta)} ({c.ci.confidence:.0%} CI {signed(c.ci.low)} .. {signed(c.ci.high)}), "
+            f"sign-flip p {c.p_value:.3g}"
+        )
         if self.p_value is not None:
             text += f", t-test p {self.p_value:.3g}"
             if self.evidence.p_adjusted is not None and self.evidence.correction == "holm":
@@ -149,8 +179,15 @@ class GateKind:
         """The kind's own test of the two sides (None: the kind tests nothing)."""
         return None
 
-    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None, evidence: Evidence) -> Judgement:
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
         raise NotImplementedError
 
     def explain(self, outcome: Outcome) -> str:

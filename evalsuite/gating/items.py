@@ -35,8 +35,7 @@ class EvalsuiteItem(pytest.Item):
         self.state = state
         self.dataset = dataset
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, (EvalsuiteFailure, EvalsuiteError)):
             return f"[evalsuite {self.dataset}] {excinfo.value}"
         return super().repr_failure(excinfo, style=style)
@@ -52,9 +51,12 @@ class ContractItem(EvalsuiteItem):
         __tracebackhide__ = True
         prepared = self.state.prepared[self.dataset]
         c = prepared.contract
-        for key, value in (("model_revision", c.model_revision), ("tokenizer_revision", c.tokenizer_revision),
-                           ("contract_fingerprint", c.fingerprint()),
-                           ("dataset_sha256", prepared.dataset.identity.sha256)):
+        for key, value in (
+            ("model_revision", c.model_revision),
+            ("tokenizer_revision", c.tokenizer_revision),
+            ("contract_fingerprint", c.fingerprint()),
+            ("dataset_sha256", prepared.dataset.identity.sha256),
+        ):
             self.user_properties.append((key, value))
         if self.state.plan.update_baseline:
             self.state.result(self.dataset)  # writes the baseline
@@ -66,7 +68,8 @@ class ContractItem(EvalsuiteItem):
             raise EvalsuiteFailure(
                 f"contract differs from the {ref.label if ref else 'reference'}{where}:\n  "
                 + "\n  ".join(problems)
-                + "\nresults are not comparable; re-run with --update-baseline if the change is intended")
+                + "\nresults are not comparable; re-run with --update-baseline if the change is intended"
+            )
 
 
 class IntegrityItem(EvalsuiteItem):
@@ -79,8 +82,10 @@ class IntegrityItem(EvalsuiteItem):
         result = self.state.result(self.dataset)
         c = result.contract
         problems = []
-        for role, vectors, ids in (("query", result.query_vectors, result.dataset.query_ids),
-                                   ("document", result.doc_vectors, result.dataset.doc_ids)):
+        for role, vectors, ids in (
+            ("query", result.query_vectors, result.dataset.query_ids),
+            ("document", result.doc_vectors, result.dataset.doc_ids),
+        ):
             if vectors is None:
                 problems.append(f"{role} vectors were not kept in the result")
                 continue
@@ -92,22 +97,31 @@ class IntegrityItem(EvalsuiteItem):
 
 
 def _properties(item: EvalsuiteItem, outcome: Outcome, side: str) -> None:
-    """JUnit properties of one gate's outcome: values, verdict, and the delta with its uncertainty."""
-    metric = outcome.gate.metric
+    """JUnit properties of one gate's outcome: values, verdict, and the delta with its uncertainty (a slice gate's
+    keys name the slice: ``ndcg@10[topic=finance]:delta``)."""
+    sel = outcome.gate.selector
+    metric = outcome.gate.metric + (f"[{sel}]" if sel else "")
     props: list[tuple[str, object]] = [(metric, round(outcome.candidate, 6))]
     if outcome.reference is not None:
         props.append((f"{metric}:{side}", round(outcome.reference, 6)))
     c = outcome.comparison
     if c is not None:
-        props += [(f"{metric}:delta", round(c.ci.delta, 6)), (f"{metric}:ci_low", round(c.ci.low, 6)),
-                  (f"{metric}:ci_high", round(c.ci.high, 6)), (f"{metric}:ci_confidence", c.ci.confidence),
-                  (f"{metric}:mde", round(c.mde, 6)), (f"{metric}:sign_flip_p", round(c.p_value, 6))]
+        props += [
+            (f"{metric}:delta", round(c.ci.delta, 6)),
+            (f"{metric}:ci_low", round(c.ci.low, 6)),
+            (f"{metric}:ci_high", round(c.ci.high, 6)),
+            (f"{metric}:ci_confidence", c.ci.confidence),
+            (f"{metric}:mde", round(c.mde, 6)),
+            (f"{metric}:sign_flip_p", round(c.p_value, 6)),
+        ]
     if outcome.p_value is not None:
         props.append((f"{metric}:p_value", round(outcome.p_value, 6)))
     if outcome.evidence.p_adjusted is not None and outcome.evidence.correction == "holm":
         props.append((f"{metric}:p_holm", round(outcome.evidence.p_adjusted, 6)))
     if outcome.queries_needed is not None:
         props.append((f"{metric}:queries_needed", outcome.queries_needed))
+    if outcome.n_queries is not None:
+        props.append((f"{metric}:slice_queries", outcome.n_queries))
     props.append((f"{outcome.gate.expr}:verdict", outcome.verdict))
     item.user_properties.extend(props)
 
@@ -124,8 +138,9 @@ class GateItem(EvalsuiteItem):
         result = self.state.result(self.dataset)
         ref = self.state.reference(self.dataset) if self.gate.needs_reference else None
         if self.gate.needs_reference and ref is None:
-            raise EvalsuiteFailure(f"gate {self.gate.expr} compares against a reference; pass --baseline FILE "
-                                   "or --reference-rev REV")
+            raise EvalsuiteFailure(
+                f"gate {self.gate.expr} compares against a reference; pass --baseline FILE or --reference-rev REV"
+            )
         outcome = self.state.verdicts()[self.state.verdict_key(self.dataset, self.gate)]
         if isinstance(outcome, EvalsuiteError):
             raise outcome
@@ -172,8 +187,9 @@ class SweepCellItem(EvalsuiteItem):
                 inconclusive.append("INCONCLUSIVE: " + explain(outcome, base.dataset.queries, "base"))
         on = self.state.plan.verdicts.inconclusive
         if failures or (inconclusive and on == "fail"):
-            raise EvalsuiteFailure(f"sweep cell {self.cell} against the base contract:\n"
-                                   + "\n".join(failures + inconclusive))
+            raise EvalsuiteFailure(
+                f"sweep cell {self.cell} against the base contract:\n" + "\n".join(failures + inconclusive)
+            )
         if inconclusive:
             text = f"sweep cell {self.cell} (--inconclusive {on}): " + "\n".join(inconclusive)
             pytest.skip(text) if on == "skip" else pytest.xfail(text)
@@ -210,13 +226,20 @@ def collect_items(state: GateSession, parent: pytest.Session, anchor: Path) -> l
             ContractItem.from_parent(node, name="contract", state=state, dataset=dp.name),
             IntegrityItem.from_parent(node, name="integrity", state=state, dataset=dp.name),
         ]
-        new += [GateItem.from_parent(node, name=f"gate[{g.expr}]", state=state, dataset=dp.name, gate=g)
-                for g in policy.gates]
-        new += [SweepCellItem.from_parent(node, name=f"sweep[{cell.name}]", state=state, dataset=dp.name,
-                                          cell=cell.name, gates=policy.sweep_gates)
-                for cell in state.sweep_cells(dp.name)]
-        new += [CanaryItem.from_parent(node, name=f"canary[{check}]", state=state, dataset=dp.name, check=check)
-                for check in state.canary_checks(dp.name)]
+        new += [
+            GateItem.from_parent(node, name=f"gate[{g.expr}]", state=state, dataset=dp.name, gate=g)
+            for g in policy.gates
+        ]
+        new += [
+            SweepCellItem.from_parent(
+                node, name=f"sweep[{cell.name}]", state=state, dataset=dp.name, cell=cell.name, gates=policy.sweep_gates
+            )
+            for cell in state.sweep_cells(dp.name)
+        ]
+        new += [
+            CanaryItem.from_parent(node, name=f"canary[{check}]", state=state, dataset=dp.name, check=check)
+            for check in state.canary_checks(dp.name)
+        ]
         for item in new:
             item.add_marker("evalsuite")
         items += new

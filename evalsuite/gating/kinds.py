@@ -10,6 +10,9 @@ Forms::
     ndcg@10:non_inferior=0.01       one-sided 95% lower bound of (candidate - reference) >= -0.01
                                     (pass), upper bound < -0.01 (fail), else inconclusive
 
+Every kind takes a slice after the metric: ``ndcg@10[topic=finance]:max_drop=0.02``,
+``recall@100[doclen>256]>=0.6`` judge that slice's queries only (`slices.py` says how).
+
 Every relative gate's outcome carries the paired comparison (:class:`~evalsuite.gating.gates.Evidence`):
 delta with its bootstrap CI, the sign-flip p-value and the minimum detectable effect.
 
@@ -25,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from ..errors import SpecError
 from ..metrics import paired_test, parse_metric
 from .gates import Evidence, Gate, GateKind, Judgement, Outcome, Scores, number
+from .slices import judge_slice, slice_sides, split_selector, too_few, with_selector
 
 DEFAULT_MAX_DROP = 0.01
 DEFAULT_ALPHA = 0.05
@@ -46,14 +50,23 @@ class Floor(GateKind):
         assert raw is not None  # the pattern requires a value
         return number(raw, expr), f"{metric}>={raw}"
 
-    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None, evidence: Evidence) -> Judgement:
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
         return Judgement.of(value >= gate.threshold - _TOLERANCE)
 
     def explain(self, outcome: Outcome) -> str:
         g = outcome.gate
-        return (f"{g.metric} = {outcome.candidate:.4f} is below the floor {g.threshold:g} "
-                f"(gate {g.expr}, short by {g.threshold - outcome.candidate:.4f})")
+        return (
+            f"{g.metric} = {outcome.candidate:.4f} is below the floor {g.threshold:g} "
+            f"(gate {g.expr}, short by {g.threshold - outcome.candidate:.4f})"
+        )
 
 
 class _Drop(GateKind):
@@ -74,8 +87,15 @@ class MaxDrop(_Drop):
     example = "ndcg@10:max_drop=0.01"
     fails_when = "candidate − reference < −0.01"
 
-    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None, evidence: Evidence) -> Judgement:
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
         assert ref_value is not None
         return Judgement.of(ref_value - value <= gate.threshold + _TOLERANCE)
 
@@ -93,8 +113,15 @@ class MaxRelDrop(_Drop):
     def relative_drop(candidate: float, reference: float) -> float:
         return (reference - candidate) / reference if reference > 0 else 0.0
 
-    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None, evidence: Evidence) -> Judgement:
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
         assert ref_value is not None
         return Judgement.of(self.relative_drop(value, ref_value) <= gate.threshold + _TOLERANCE)
 
@@ -109,9 +136,11 @@ class NoSignificantDrop(GateKind):
     form = "METRIC:no_significant_drop[=ALPHA]"
     example = "mrr@10:no_significant_drop"
     optional_value = "[=ALPHA]"
-    fails_when = ("a paired t-test over per-query scores (ranx's own test) finds a drop at p < alpha "
-                  f"({DEFAULT_ALPHA:g}), p Holm-adjusted across the session's significance gates; no evidence of a "
-                  "drop is not evidence of no drop (see below)")
+    fails_when = (
+        "a paired t-test over per-query scores (ranx's own test) finds a drop at p < alpha "
+        f"({DEFAULT_ALPHA:g}), p Holm-adjusted across the session's significance gates; no evidence of a "
+        "drop is not evidence of no drop (see below)"
+    )
 
     def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
         alpha = number(raw, expr) if raw else DEFAULT_ALPHA
@@ -122,11 +151,19 @@ class NoSignificantDrop(GateKind):
     tests_significance = True
 
     def p_value(self, gate: Gate, candidate: Scores, reference: Scores) -> float | None:
-        return paired_test(reference.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}),
-                           alpha=gate.threshold)
+        return paired_test(
+            reference.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}), alpha=gate.threshold
+        )
 
-    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None, evidence: Evidence) -> Judgement:
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
         assert ref_value is not None
         p = evidence.p_adjusted if evidence.p_adjusted is not None else evidence.p_value
         assert p is not None
@@ -145,12 +182,21 @@ class NonInferior(_Drop):
     name = "non_inferior"
     form = "METRIC:non_inferior=MARGIN"
     example = "ndcg@10:non_inferior=0.01"
-    fails_when = ("the one-sided 95% upper bound of candidate − reference is below −0.01; passes only when the "
-                  "lower bound is ≥ −0.01; otherwise INCONCLUSIVE, with the minimum detectable effect and the "
-                  "queries that would decide it")
+    fails_when = (
+        "the one-sided 95% upper bound of candidate − reference is below −0.01; passes only when the "
+        "lower bound is ≥ −0.01; otherwise INCONCLUSIVE, with the minimum detectable effect and the "
+        "queries that would decide it"
+    )
 
-    def judge(self, gate: Gate, candidate: Scores, reference: Scores | None, value: float,
-              ref_value: float | None, evidence: Evidence) -> Judgement:
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
         from ..stats import paired_scores, queries_needed
 
         assert reference is not None and evidence.comparison is not None
@@ -166,15 +212,22 @@ class NonInferior(_Drop):
     def explain(self, outcome: Outcome) -> str:
         g, c = outcome.gate, outcome.comparison
         assert c is not None
-        bounds = (f"one-sided {c.ci.confidence:.0%} bounds {c.ci.lower_bound:+.4f} / {c.ci.upper_bound:+.4f} "
-                  f"against margin -{g.threshold:g}")
+        bounds = (
+            f"one-sided {c.ci.confidence:.0%} bounds {c.ci.lower_bound:+.4f} / {c.ci.upper_bound:+.4f} "
+            f"against margin -{g.threshold:g}"
+        )
         if outcome.verdict == "fail":
             return f"{bounds}: the drop exceeds the margin (gate {g.expr})"
         if outcome.verdict == "inconclusive":
-            need = (f"about {outcome.queries_needed} queries would decide it" if outcome.queries_needed is not None
-                    else "no number of queries would decide it at this delta")
-            return (f"{bounds}: neither non-inferiority nor a drop beyond the margin is shown; minimum detectable "
-                    f"effect {c.mde:.4f} with {c.ci.n_queries} queries, {need} (gate {g.expr})")
+            need = (
+                f"about {outcome.queries_needed} queries would decide it"
+                if outcome.queries_needed is not None
+                else "no number of queries would decide it at this delta"
+            )
+            return (
+                f"{bounds}: neither non-inferiority nor a drop beyond the margin is shown; minimum detectable "
+                f"effect {c.mde:.4f} with {c.ci.n_queries} queries, {need} (gate {g.expr})"
+            )
         return f"{bounds} (gate {g.expr})"
 
 
@@ -193,7 +246,12 @@ def forms() -> str:
 
 
 def gate_help() -> str:
-    return "gate expression, repeatable: " + ", ".join(f"'{k.example}'" for k in KINDS)
+    return (
+        "gate expression, repeatable: "
+        + ", ".join(f"'{k.example}'" for k in KINDS)
+        + "; a [slice] after the metric judges that slice's queries: 'ndcg@10[topic=finance]:max_drop=0.02', "
+        "'recall@100[doclen>256]>=0.6'"
+    )
 
 
 def kinds_markdown() -> str:
@@ -203,13 +261,23 @@ def kinds_markdown() -> str:
 
 
 def parse_gate(expr: str) -> Gate:
-    """Parse one gate expression; errors say which forms are allowed."""
+    """Parse one gate expression (with an optional ``[slice]`` after the metric); errors say which forms are
+    allowed."""
+    plain, selector = split_selector(expr)
     for kind in KINDS:
-        m = kind.pattern().match(expr)
+        m = kind.pattern().match(plain)
         if m:
             metric = parse_metric(m.group("metric"))
             threshold, canonical = kind.threshold(m.group("value"), metric, expr)
-            return Gate(metric, kind.name, threshold, canonical, kind.needs_reference)
+            return Gate(
+                metric,
+                kind.name,
+                threshold,
+                with_selector(canonical, metric, selector),
+                kind.needs_reference,
+                selector.text if selector else None,
+            )
+    expr = plain
     m = _RELATIVE.match(expr)
     if m:
         parse_metric(m.group("metric"))
@@ -242,9 +310,17 @@ def gather_evidence(gate: Gate, candidate: Scores, reference: Scores | None) -> 
     if reference is None:
         raise SpecError(f"gate {gate.expr!r} compares against a reference; pass --baseline FILE or --reference-rev")
     if gate.metric not in reference.metrics:
-        raise SpecError(f"gate {gate.expr!r}: the {reference.label} has no {gate.metric}; "
-                        f"it has {', '.join(reference.metrics)}")
+        raise SpecError(
+            f"gate {gate.expr!r}: the {reference.label} has no {gate.metric}; it has {', '.join(reference.metrics)}"
+        )
     from ..stats import compare, paired_scores
+
+    if gate.selector is not None:
+        candidate, sliced, n = slice_sides(gate, candidate, reference)
+        assert sliced is not None
+        reference = sliced
+        if n == 0:
+            return Evidence()
 
     _, a, b = paired_scores(candidate.per_query, reference.per_query, [gate.metric])
     p = kind.p_value(gate, candidate, reference)
@@ -253,14 +329,36 @@ def gather_evidence(gate: Gate, candidate: Scores, reference: Scores | None) -> 
 
 def judge_gate(gate: Gate, candidate: Scores, reference: Scores | None, evidence: Evidence) -> Outcome:
     """The outcome of one gate given its evidence (whose ``p_adjusted`` the session may have corrected)."""
-    kind, value = kind_of(gate), candidate.metrics[gate.metric]
-    if not kind.needs_reference or reference is None:
-        return Outcome(gate, kind.judge(gate, candidate, None, value, None, evidence).verdict, value)
-    ref = reference.metrics[gate.metric]
-    judged = kind.judge(gate, candidate, reference, value, ref, evidence)
-    losers = _losers(reference.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}))
-    return Outcome(gate, judged.verdict, value, ref, value - ref, evidence.p_value, losers, evidence,
-                   judged.queries_needed)
+    kind = kind_of(gate)
+    n: int | None = None
+    if gate.selector is not None:
+        candidate, sliced, n = slice_sides(gate, candidate, reference)
+        reference = sliced if kind.needs_reference else None
+    value = candidate.metrics[gate.metric]
+    ref = reference.metrics[gate.metric] if kind.needs_reference and reference is not None else None
+    side = reference if ref is not None else None
+    if n is None:
+        judged, note = kind.judge(gate, candidate, side, value, ref, evidence), None
+    else:  # a slice: too few queries decide nothing; otherwise its CI backs the kind's verdict
+        judged, note = too_few(gate, n) or judge_slice(
+            gate, kind.judge(gate, candidate, side, value, ref, evidence), candidate, side, evidence, n
+        )
+    if ref is None or side is None:
+        return Outcome(gate, judged.verdict, value, note=note, n_queries=n)
+    losers = _losers(side.per_query.get(gate.metric, {}), candidate.per_query.get(gate.metric, {}))
+    return Outcome(
+        gate,
+        judged.verdict,
+        value,
+        ref,
+        value - ref,
+        evidence.p_value,
+        losers,
+        evidence,
+        judged.queries_needed,
+        note,
+        n,
+    )
 
 
 def evaluate_gate(gate: Gate, candidate: Scores, reference: Scores | None) -> Outcome:
@@ -271,12 +369,20 @@ def evaluate_gate(gate: Gate, candidate: Scores, reference: Scores | None) -> Ou
 def explain(outcome: Outcome, queries: Mapping[str, str], reference_label: str = "baseline") -> str:
     """A failure message a person can act on."""
     g, kind = outcome.gate, kind_of(outcome.gate)
-    if not kind.needs_reference:
+    if outcome.note is not None:
+        head = f"{g.metric} on [{g.selector}]: candidate {outcome.candidate:.4f}"
+        if outcome.reference is not None:
+            head += f", {reference_label} {outcome.reference:.4f}, {outcome.uncertainty()}"
+        head += f"; {outcome.note} (gate {g.expr})"
+    elif not kind.needs_reference:
         return kind.explain(outcome)
-    if outcome.reference is None or outcome.delta is None:
+    elif outcome.reference is None or outcome.delta is None:
         raise ValueError(f"outcome of {g.expr} has no reference value to explain")
-    head = (f"{g.metric}: {reference_label} {outcome.reference:.4f}, candidate {outcome.candidate:.4f}, "
-            f"{outcome.uncertainty() or f'delta {outcome.delta:+.4f}'}; {kind.explain(outcome)}")
+    else:
+        head = (
+            f"{g.metric}: {reference_label} {outcome.reference:.4f}, candidate {outcome.candidate:.4f}, "
+            f"{outcome.uncertainty() or f'delta {outcome.delta:+.4f}'}; {kind.explain(outcome)}"
+        )
     if outcome.losers:
         head += "\nqueries that lost most:"
         for qid, ref, cand in outcome.losers:

@@ -60,7 +60,9 @@ class ReferenceSeen:
     metrics: dict[str, float]
 
 
-Computed = Literal["candidate", "reference", "sweep", "local"]  # local: the reference model's own run when the candidate is served
+Computed = Literal[
+    "candidate", "reference", "sweep", "local"
+]  # local: the reference model's own run when the candidate is served
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,7 @@ class BaselineWritten:
     path: Path
 
 
-Record = (GateRecord | SweepCellRecord | CanaryRecord | CandidateSeen | ReferenceSeen | Computation
-          | BaselineWritten)
+Record = GateRecord | SweepCellRecord | CanaryRecord | CandidateSeen | ReferenceSeen | Computation | BaselineWritten
 
 
 @dataclass

@@ -14,21 +14,36 @@ def _gate(text: str) -> str:
 
 GATE_OPTIONS: tuple[Option, ...] = (
     Option("--baseline", "baseline JSON to gate against (written by --update-baseline)"),
-    Option("--update-baseline", "write the baseline from this run (atomically); gates are skipped",
-           {"action": "store_const", "const": True}),
+    Option(
+        "--update-baseline",
+        "write the baseline from this run (atomically); gates are skipped",
+        {"action": "store_const", "const": True},
+    ),
     Option("--reference-model", "model of the reference run (default: --model)"),
     Option("--reference-rev", "pinned revision of a reference run computed on the fly (A/B of two revisions)"),
     Option("--gate", gate_help(), {"action": "append", "type": spec_type(_gate, "gate"), "dest_name": "gates"}),
-    Option("--inconclusive", "what an inconclusive gate (e.g. non_inferior without enough queries) does: fail "
-           "the run, xfail or skip (both leave the exit status alone); stated in the summary",
-           {"choices": ON_INCONCLUSIVE}).with_default(VerdictPolicy.default("inconclusive")),
-    Option("--multiplicity", "correction of the session's significance-based gates (no_significant_drop) tested "
-           "together: holm (Holm-Bonferroni) or none; stated in the summary",
-           {"choices": MULTIPLICITY}).with_default(VerdictPolicy.default("multiplicity")),
-    Option("--gate-endpoint", "gate the model as served at --endpoint: the candidate result comes from the endpoint "
-           "(as `evalsuite run --endpoint`); references, baselines' reruns and the canary's reference stay local",
-           {"action": "store_const", "const": True}),
+    Option(
+        "--inconclusive",
+        "what an inconclusive gate (e.g. non_inferior without enough queries) does: fail "
+        "the run, xfail or skip (both leave the exit status alone); stated in the summary",
+        {"choices": ON_INCONCLUSIVE},
+    ).with_default(VerdictPolicy.default("inconclusive")),
+    Option(
+        "--multiplicity",
+        "correction of the session's significance-based gates (no_significant_drop) tested "
+        "together: holm (Holm-Bonferroni) or none; stated in the summary",
+        {"choices": MULTIPLICITY},
+    ).with_default(VerdictPolicy.default("multiplicity")),
+    Option(
+        "--gate-endpoint",
+        "gate the model as served at --endpoint: the candidate result comes from the endpoint "
+        "(as `evalsuite run --endpoint`); references, baselines' reruns and the canary's reference stay local",
+        {"action": "store_const", "const": True},
+    ),
     Option("--reports-dir", "where results.json and report.md go", default=DEFAULT_REPORTS_DIR),
-    Option("--evalsuite-spec", "spec file (default: ./evalsuite.toml, else [tool.evalsuite] in ./pyproject.toml)",
-           {"dest_name": "spec"}),
+    Option(
+        "--evalsuite-spec",
+        "spec file (default: ./evalsuite.toml, else [tool.evalsuite] in ./pyproject.toml)",
+        {"dest_name": "spec"},
+    ),
 )

@@ -13,7 +13,8 @@
     name = "minibeir"
     path = "../../fixtures/minibeir"   # relative to this file
     baseline = "baselines/minibeir.json"
-    gates = ["ndcg@10>=0.5", "mrr@10:no_significant_drop"]
+    gates = ["ndcg@10>=0.5", "mrr@10:no_significant_drop", "ndcg@10[topic=finance]:max_drop=0.02"]
+    slice_by = ["topic"]               # metadata fields reported per slice (default: topic or domain if present)
     sweep = ["pooling=cls,mean"]       # optional: one item per sweep cell, gated against the base;
                                        # or a table: sweep = {pooling = ["cls", "mean"]}
 """
@@ -33,10 +34,20 @@ from .gates import Gate
 from .kinds import parse_gates
 from .verdicts import VerdictPolicy
 
-SESSION_KEYS = ("baseline", "gates", "reference_model", "reference_rev", "reports_dir", "sweep", "grid",
-                "update_baseline", "inconclusive", "multiplicity")
+SESSION_KEYS = (
+    "baseline",
+    "gates",
+    "reference_model",
+    "reference_rev",
+    "reports_dir",
+    "sweep",
+    "grid",
+    "update_baseline",
+    "inconclusive",
+    "multiplicity",
+)
 DEFAULT_REPORTS_DIR = Path("reports") / "evalsuite"  # relative to the directory pytest runs in
-DATASET_KEYS = ("name", "path", "split", "qrels", "baseline", "gates", "sweep", "grid", "metrics")
+DATASET_KEYS = ("name", "path", "split", "qrels", "baseline", "gates", "sweep", "grid", "metrics", "slice_by")
 
 
 @dataclass(frozen=True)
@@ -113,8 +124,14 @@ def _list(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | None, run_flags: Mapping[str, Any],
-               session_flags: Mapping[str, Any], cwd: Path) -> SessionPlan:
+def build_plan(
+    *,
+    file_settings: Mapping[str, Any] | None,
+    file_path: Path | None,
+    run_flags: Mapping[str, Any],
+    session_flags: Mapping[str, Any],
+    cwd: Path,
+) -> SessionPlan:
     """Merge spec-file settings with command-line flags (flags win) into a validated plan."""
     raw = dict(file_settings or {})
     src = str(file_path) if file_path else "command line"
@@ -166,16 +183,23 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
             changes["qrels"] = str(_path(entry_dir, entry["qrels"], f"{where}.qrels"))
         if "metrics" in entry:
             changes["metrics"] = RunSpec.from_mapping({"metrics": entry["metrics"]}, source=where).metrics
+        if "slice_by" in entry:
+            changes["slice_by"] = RunSpec.from_mapping({"slice_by": entry["slice_by"]}, source=where).slice_by
         for key in ("split", "qrels"):  # flags win over the spec file, as everywhere else
             if run_flags.get(key):
                 changes[key] = run_flags[key]
-        gates = flag_gates if flag_gates is not None else (
-            parse_gates(_list(entry["gates"], f"{where}.gates")) if "gates" in entry else top_gates)
+        gates = (
+            flag_gates
+            if flag_gates is not None
+            else (parse_gates(_list(entry["gates"], f"{where}.gates")) if "gates" in entry else top_gates)
+        )
         baseline: Path | None = None
         if session_flags.get("baseline"):
             if len(entries) > 1:
-                raise SpecError("--baseline names one file but the spec has several datasets; "
-                                "set 'baseline' per dataset in the spec file")
+                raise SpecError(
+                    "--baseline names one file but the spec has several datasets; "
+                    "set 'baseline' per dataset in the spec file"
+                )
             baseline = _path(cwd, session_flags["baseline"], "--baseline")
         elif "baseline" in entry:
             baseline = _path(base_dir, entry["baseline"], f"{where}.baseline")
@@ -183,11 +207,15 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
             baseline = _path(base_dir, session_raw["baseline"], f"{src}: baseline")
         name = str(entry.get("name") or Path(path).resolve().name)
         raw_sweep = entry.get("sweep", top_sweep)
-        sweep = flag_sweep if flag_sweep is not None else (
-            tuple(axes_from_spec(raw_sweep, source=f"{where}.sweep")) if raw_sweep else ())
+        sweep = (
+            flag_sweep
+            if flag_sweep is not None
+            else (tuple(axes_from_spec(raw_sweep, source=f"{where}.sweep")) if raw_sweep else ())
+        )
         grid = bool(session_flags.get("grid") or entry.get("grid", session_raw.get("grid", False)))
-        plans.append(DatasetPlan(name=name, spec=base.replace(**changes), baseline=baseline, gates=gates,
-                                 sweep=sweep, grid=grid))
+        plans.append(
+            DatasetPlan(name=name, spec=base.replace(**changes), baseline=baseline, gates=gates, sweep=sweep, grid=grid)
+        )
     names = [p.name for p in plans]
     if len(set(names)) != len(names):
         raise SpecError(f"{src}: dataset names must be unique, got {names}")
@@ -196,15 +224,33 @@ def build_plan(*, file_settings: Mapping[str, Any] | None, file_path: Path | Non
         raise SpecError("--update-baseline needs a baseline path: pass --baseline FILE or set 'baseline'")
     ref_model, ref_rev = session("reference_model"), session("reference_rev")
     if (ref_model or ref_rev) and any(p.baseline for p in plans) and not update:
-        raise SpecError("both a baseline file and a reference run (--reference-rev/--reference-model) are set; "
-                        "compare against one of them")
-    if isinstance(ref_model, str) and file_path and not session_flags.get("reference_model") \
-            and (base_dir / ref_model).exists():
+        raise SpecError(
+            "both a baseline file and a reference run (--reference-rev/--reference-model) are set; "
+            "compare against one of them"
+        )
+    if (
+        isinstance(ref_model, str)
+        and file_path
+        and not session_flags.get("reference_model")
+        and (base_dir / ref_model).exists()
+    ):
         ref_model = str(base_dir / ref_model)
     reports = session("reports_dir")
-    reports_dir = _path(cwd if session_flags.get("reports_dir") else base_dir, reports, "reports_dir") \
-        if reports else cwd / DEFAULT_REPORTS_DIR
-    verdicts = VerdictPolicy(inconclusive=session("inconclusive", VerdictPolicy.default("inconclusive")),
-                             multiplicity=session("multiplicity", VerdictPolicy.default("multiplicity")))
-    return SessionPlan(datasets=tuple(plans), update_baseline=update, reference_model=ref_model,
-                       reference_rev=ref_rev, reports_dir=reports_dir, source=src, verdicts=verdicts)
+    reports_dir = (
+        _path(cwd if session_flags.get("reports_dir") else base_dir, reports, "reports_dir")
+        if reports
+        else cwd / DEFAULT_REPORTS_DIR
+    )
+    verdicts = VerdictPolicy(
+        inconclusive=session("inconclusive", VerdictPolicy.default("inconclusive")),
+        multiplicity=session("multiplicity", VerdictPolicy.default("multiplicity")),
+    )
+    return SessionPlan(
+        datasets=tuple(plans),
+        update_baseline=update,
+        reference_model=ref_model,
+        reference_rev=ref_rev,
+        reports_dir=reports_dir,
+        source=src,
+        verdicts=verdicts,
+    )

@@ -61,16 +61,20 @@ def dataset_policy(plan: SessionPlan, dp: DatasetPlan, baseline_metrics: Sequenc
     relative = [g.expr for g in gates if g.needs_reference]
     if relative and side is None and not update:
         if not dp.sweep:
-            raise SpecError(f"{dp.name}: gate(s) {', '.join(relative)} compare against a reference; "
-                            "pass --baseline FILE or --reference-rev REV, or use a floor (METRIC>=VALUE)")
+            raise SpecError(
+                f"{dp.name}: gate(s) {', '.join(relative)} compare against a reference; "
+                "pass --baseline FILE or --reference-rev REV, or use a floor (METRIC>=VALUE)"
+            )
         notes.append(f"{dp.name}: no baseline; gate(s) {', '.join(relative)} apply to sweep cells only")
     item_gates = tuple(g for g in gates if side is not None or update or not g.needs_reference)
     sweep_gates: tuple[Gate, ...] = ()
     if dp.sweep:
         sweep_gates = gates or default_gates(dp.spec.metrics)
         if not gates:
-            notes.append(f"{dp.name}: sweep cells gated against the base with default gates: "
-                         + ", ".join(g.expr for g in sweep_gates))
+            notes.append(
+                f"{dp.name}: sweep cells gated against the base with default gates: "
+                + ", ".join(g.expr for g in sweep_gates)
+            )
     return DatasetPolicy(dp.name, side, item_gates, sweep_gates, tuple(notes))
 
 

@@ -34,25 +34,38 @@ class Reference:
 
     @classmethod
     def from_baseline(cls, baseline: Baseline) -> Reference:
-        return cls("baseline", None, baseline.scores(), baseline.contract, baseline.dataset_sha256, (),
-                   baseline.path)
+        return cls("baseline", None, baseline.scores(), baseline.contract, baseline.dataset_sha256, (), baseline.path)
 
     @classmethod
     def from_result(cls, result: Result) -> Reference:
-        return cls("reference", result.contract.model_revision,
-                   Scores("reference", result.metrics, result.per_query), result.contract,
-                   result.dataset.identity.sha256, REVISION_FIELDS)
+        return cls(
+            "reference",
+            result.contract.model_revision,
+            Scores("reference", result.metrics, result.per_query),
+            result.contract,
+            result.dataset.identity.sha256,
+            REVISION_FIELDS,
+        )
 
     def comparable(self, candidate: Scores) -> Scores:
         """The candidate at this side's precision: against a baseline file, its scores rounded as the file's
         are, so identical vectors give identical per-query scores (not rounding noise a test could flag)."""
         if self.kind != "baseline":
             return candidate
-        return Scores(candidate.label, {m: round(v, BASELINE_DECIMALS) for m, v in candidate.metrics.items()},
-                      {m: {q: round(s, BASELINE_DECIMALS) for q, s in pq.items()}
-                       for m, pq in candidate.per_query.items()})
+        return Scores(
+            candidate.label,
+            {m: round(v, BASELINE_DECIMALS) for m, v in candidate.metrics.items()},
+            {m: {q: round(s, BASELINE_DECIMALS) for q, s in pq.items()} for m, pq in candidate.per_query.items()},
+            candidate.slices,
+        )
 
     def problems(self, contract: Contract, dataset_sha256: str) -> list[str]:
         """Why a candidate with this contract and dataset is not comparable with this side (empty: it is)."""
-        return comparability(self.contract, self.dataset_sha256, contract, dataset_sha256, ignore=self.ignore,
-                             labels=(self.kind, "candidate"))
+        return comparability(
+            self.contract,
+            self.dataset_sha256,
+            contract,
+            dataset_sha256,
+            ignore=self.ignore,
+            labels=(self.kind, "candidate"),
+        )

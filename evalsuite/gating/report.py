@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import table
 from ..reports.run_reports import run_markdown
+from ..reports.slices import moved_lines, moved_markdown
 from .gates import GateVerdict, Outcome, signed
 from .ledger import (
     BaselineWritten,
@@ -27,6 +28,7 @@ from .ledger import (
 
 if TYPE_CHECKING:
     from ..result import Result
+    from ..slicing.compare import SliceMove
     from ..stats import Comparison
     from ..sweep.execute import SweepResult
 
@@ -54,22 +56,34 @@ class SummaryRow:
         ci = "-" if c is None else f"{signed(c.ci.low)} .. {signed(c.ci.high)}"
         mde = "-" if c is None else f"{c.mde:.4f}"
         verdict = "-" if self.verdict is None else self.verdict.upper()
-        return (self.metric, "-" if self.reference is None else f"{self.reference:.4f}",
-                "-" if self.candidate is None else f"{self.candidate:.4f}", delta, ci, mde, verdict)
+        return (
+            self.metric,
+            "-" if self.reference is None else f"{self.reference:.4f}",
+            "-" if self.candidate is None else f"{self.candidate:.4f}",
+            delta,
+            ci,
+            mde,
+            verdict,
+        )
 
 
-def summary_rows(candidate: CandidateSeen | None, reference: ReferenceSeen | None,
-                 gates: Sequence[GateRecord]) -> list[SummaryRow]:
+def summary_rows(
+    candidate: CandidateSeen | None, reference: ReferenceSeen | None, gates: Sequence[GateRecord]
+) -> list[SummaryRow]:
     cand = candidate.metrics if candidate else {}
     ref = reference.metrics if reference else {}
     verdicts: dict[str, list[GateVerdict]] = {}
     comparisons: dict[str, Comparison] = {}
     for g in gates:
+        if g.outcome.gate.selector is not None:
+            continue  # a slice gate judges part of the queries: its own line says so, the metric's row is the whole
         verdicts.setdefault(g.outcome.gate.metric, []).append(g.outcome.verdict)
         if g.outcome.comparison is not None:
             comparisons.setdefault(g.outcome.gate.metric, g.outcome.comparison)
-    return [SummaryRow(m, ref.get(m), cand.get(m), _worst(verdicts.get(m, [])), comparisons.get(m))
-            for m in dict.fromkeys(list(cand) + list(ref))]
+    return [
+        SummaryRow(m, ref.get(m), cand.get(m), _worst(verdicts.get(m, [])), comparisons.get(m))
+        for m in dict.fromkeys(list(cand) + list(ref))
+    ]
 
 
 def _worst(verdicts: Sequence[GateVerdict]) -> GateVerdict | None:
@@ -83,9 +97,10 @@ def _worst(verdicts: Sequence[GateVerdict]) -> GateVerdict | None:
 def gate_line(outcome: Outcome) -> str:
     """One gate item in the terminal summary: verdict, gate, delta with CI, p-values, MDE."""
     head = f"{outcome.verdict.upper():<12} {outcome.gate.expr}"
+    note = f"; {outcome.note}" if outcome.note else ""
     if outcome.comparison is None:
-        return f"{head}: {outcome.gate.metric} {outcome.candidate:.4f}"
-    text = f"{head}: {outcome.uncertainty()}"
+        return f"{head}: {outcome.gate.metric} {outcome.candidate:.4f}{note}"
+    text = f"{head}: {outcome.uncertainty()}{note}"
     if outcome.queries_needed is not None and outcome.verdict == "inconclusive":
         text += f"; about {outcome.queries_needed} queries would decide it"
     return text
@@ -107,6 +122,7 @@ class DatasetReport:
     markdown: str | None
     sweep: SweepResult | None
     gate_lines: tuple[str, ...] = ()
+    slice_lines: tuple[str, ...] = ()  # the slices that moved most against the reference side
 
     @property
     def headers(self) -> tuple[str, ...]:
@@ -119,8 +135,10 @@ class DatasetReport:
 
             paths += list(write_sweep_reports(self.sweep, self.directory / "sweep").values())
         if self.results is not None and self.markdown is not None:
-            paths += [atomic_write_json(self.directory / "results.json", self.results),
-                      atomic_write_text(self.directory / "report.md", self.markdown)]
+            paths += [
+                atomic_write_json(self.directory / "results.json", self.results),
+                atomic_write_text(self.directory / "report.md", self.markdown),
+            ]
         return paths
 
 
@@ -129,15 +147,28 @@ def _uncertainty_cells(o: Outcome) -> tuple[str, str, str, str, str]:
     if c is None:
         return ("-", "-", "-", "-", "-")
     adj = "-" if o.evidence.correction != "holm" or o.evidence.p_adjusted is None else f"{o.evidence.p_adjusted:.4g}"
-    return (signed(c.ci.delta), f"{signed(c.ci.low)} .. {signed(c.ci.high)}", f"{c.p_value:.4g}",
-            "-" if o.p_value is None else f"{o.p_value:.4g}" + ("" if adj == "-" else f" (Holm {adj})"),
-            f"{c.mde:.4f}")
+    return (
+        signed(c.ci.delta),
+        f"{signed(c.ci.low)} .. {signed(c.ci.high)}",
+        f"{c.p_value:.4g}",
+        "-" if o.p_value is None else f"{o.p_value:.4g}" + ("" if adj == "-" else f" (Holm {adj})"),
+        f"{c.mde:.4f}",
+    )
 
 
-def dataset_report(name: str, directory: Path, result: Result | None, sweep: SweepResult | None,
-                   candidate: CandidateSeen | None, reference: ReferenceSeen | None,
-                   outcomes: Sequence[GateRecord | SweepCellRecord], notes: Sequence[str],
-                   statement: str | None = None, comparisons: Mapping[str, Comparison] | None = None) -> DatasetReport:
+def dataset_report(
+    name: str,
+    directory: Path,
+    result: Result | None,
+    sweep: SweepResult | None,
+    candidate: CandidateSeen | None,
+    reference: ReferenceSeen | None,
+    outcomes: Sequence[GateRecord | SweepCellRecord],
+    notes: Sequence[str],
+    statement: str | None = None,
+    comparisons: Mapping[str, Comparison] | None = None,
+    moves: Sequence[SliceMove] = (),
+) -> DatasetReport:
     """``comparisons``: every metric's paired comparison with the reference side (rows a gate does not
     test show these)."""
     """``outcomes``: the gate items' and sweep cells' records, in the order they were made."""
@@ -145,8 +176,12 @@ def dataset_report(name: str, directory: Path, result: Result | None, sweep: Swe
     if candidate is None and result is not None:
         candidate = CandidateSeen(name, dict(result.metrics))
     side = reference.kind if reference else "baseline"
-    rows = tuple(r if r.comparison is not None or not comparisons or r.metric not in comparisons
-                 else replace(r, comparison=comparisons[r.metric]) for r in summary_rows(candidate, reference, gates))
+    rows = tuple(
+        r
+        if r.comparison is not None or not comparisons or r.metric not in comparisons
+        else replace(r, comparison=comparisons[r.metric])
+        for r in summary_rows(candidate, reference, gates)
+    )
     results = markdown = None
     if result is not None:
         rows_out = [{"dataset": r.dataset, "item": r.item, **r.outcome.to_dict()} for r in outcomes]
@@ -156,18 +191,44 @@ def dataset_report(name: str, directory: Path, result: Result | None, sweep: Swe
             results["reference"] = {"label": reference.label, "metrics": reference.metrics}
         if comparisons:
             results["comparison"] = {m: c.to_dict() for m, c in comparisons.items()}
+        if moves:
+            results["slice_comparison"] = [m.to_dict() for m in moves]
         headers = tuple(h.format(side=side) for h in SUMMARY_HEADERS)
         markdown = run_markdown(result) + "\n## Gates\n\n" + table(headers, [r.cells() for r in rows])
         if outcomes:
-            markdown += "\n" + table(("item", "gate", "verdict", "candidate", side, "delta", "95% CI",
-                                       "sign-flip p", "t-test p", "MDE", "queries needed"), [
-                (r.item, r.outcome.gate.expr, r.outcome.verdict.upper(), f"{r.outcome.candidate:.4f}",
-                 "-" if r.outcome.reference is None else f"{r.outcome.reference:.4f}",
-                 *_uncertainty_cells(r.outcome),
-                 "-" if r.outcome.queries_needed is None else r.outcome.queries_needed) for r in outcomes])
-            markdown += ("\nThe 95% CI is a paired bootstrap over queries (10,000 resamples, seeded); sign-flip p is "
-                         "a paired randomization test; MDE is the smallest true drop a one-sided 5% test would "
-                         "detect with 80% power on these queries.\n")
+            markdown += "\n" + table(
+                (
+                    "item",
+                    "gate",
+                    "verdict",
+                    "candidate",
+                    side,
+                    "delta",
+                    "95% CI",
+                    "sign-flip p",
+                    "t-test p",
+                    "MDE",
+                    "queries needed",
+                ),
+                [
+                    (
+                        r.item,
+                        r.outcome.gate.expr,
+                        r.outcome.verdict.upper(),
+                        f"{r.outcome.candidate:.4f}",
+                        "-" if r.outcome.reference is None else f"{r.outcome.reference:.4f}",
+                        *_uncertainty_cells(r.outcome),
+                        "-" if r.outcome.queries_needed is None else r.outcome.queries_needed,
+                    )
+                    for r in outcomes
+                ],
+            )
+            markdown += (
+                "\nThe 95% CI is a paired bootstrap over queries (10,000 resamples, seeded); sign-flip p is "
+                "a paired randomization test; MDE is the smallest true drop a one-sided 5% test would "
+                "detect with 80% power on these queries.\n"
+            )
+        markdown += moved_markdown(moves, side)
         if statement:
             markdown += f"\n{statement}\n"
         if notes:
@@ -175,7 +236,7 @@ def dataset_report(name: str, directory: Path, result: Result | None, sweep: Swe
     lines = tuple(gate_line(r.outcome) for r in gates)
     if results is not None and statement:
         results["verdict_policy"] = statement
-    return DatasetReport(name, directory, side, rows, results, markdown, sweep, lines)
+    return DatasetReport(name, directory, side, rows, results, markdown, sweep, lines, tuple(moved_lines(moves, side)))
 
 
 @dataclass(frozen=True)
@@ -206,6 +267,7 @@ class SessionReport:
             out.append(f"{d.name}:")
             out += ["  " + line for line in format_rows(d.headers, [r.cells() for r in d.rows])]
             out += ["  " + line for line in d.gate_lines]
+            out += ["  " + line for line in d.slice_lines]
         out.append(f"reports: {self.reports_dir}")
         return out
 

@@ -15,6 +15,8 @@ from ..encode.base import Encoder
 from ..errors import EvalsuiteError, SpecError
 from ..pipeline import Prepared, make_encoder, prepare, run
 from ..result import Result
+from ..slicing import SliceIndex
+from ..slicing.attach import slice_index
 from .baseline import Baseline, load_baseline, write_baseline
 from .gates import Gate, Outcome, Scores
 from .ledger import BaselineWritten, CanaryRecord, CandidateSeen, Computation, Computed, Ledger, Record, ReferenceSeen
@@ -23,12 +25,14 @@ from .policy import DatasetPolicy, SessionPolicy, session_policy
 from .reference import Reference
 from .report import SessionReport, dataset_report
 from .shared import ComputeOnce
+from .slices import check_gate_slices
 from .verdicts import GateRequest, judge_all, significance_count
 
 if TYPE_CHECKING:
     from ..canary.checks import Verdict
     from ..canary.context import CanaryContext
     from ..canary.settings import CanarySettings
+    from ..slicing.compare import SliceMove
     from ..stats import Comparison
     from ..sweep.execute import SweepResult
     from ..sweep.plan import Cell
@@ -38,8 +42,15 @@ EncoderKey = tuple[str, str, str, int, str]
 
 
 class GateSession:
-    def __init__(self, plan: SessionPlan, shared: ComputeOnce | None = None, *,
-                 canary: CanarySettings | None = None, worker: str = "main", gate_endpoint: bool = False) -> None:
+    def __init__(
+        self,
+        plan: SessionPlan,
+        shared: ComputeOnce | None = None,
+        *,
+        canary: CanarySettings | None = None,
+        worker: str = "main",
+        gate_endpoint: bool = False,
+    ) -> None:
         if gate_endpoint and canary is None:
             raise SpecError("--gate-endpoint gates the model as served at --endpoint URL; give --endpoint")
         self.plan = plan
@@ -55,6 +66,7 @@ class GateSession:
         self._encoders: dict[EncoderKey, Encoder] = {}
         self._canary_contexts: dict[str, CanaryContext] = {}
         self._seen: set[tuple[str, str]] = set()
+        self.slices: dict[str, SliceIndex] = {}
 
     @property
     def datasets(self) -> tuple[DatasetPlan, ...]:
@@ -73,9 +85,14 @@ class GateSession:
         plan = self.plan
         for dp in plan.datasets:
             self.prepared[dp.name] = prepare(dp.spec)
+            self.slices[dp.name] = slice_index(self.prepared[dp.name])  # tokens counted, no model loaded
+            check_gate_slices(dp.gates, self.slices[dp.name], dp.name)
             if plan.has_reference_run:
-                self.reference_prepared[dp.name] = prepare(dp.spec.replace(
-                    model=plan.reference_model or dp.spec.model, model_rev=plan.reference_rev, tokenizer_rev=None))
+                self.reference_prepared[dp.name] = prepare(
+                    dp.spec.replace(
+                        model=plan.reference_model or dp.spec.model, model_rev=plan.reference_rev, tokenizer_rev=None
+                    )
+                )
             elif dp.baseline is not None and not plan.update_baseline:
                 self.baselines[dp.name] = load_baseline(dp.baseline)
         self.policy = session_policy(plan, {name: tuple(b.metrics) for name, b in self.baselines.items()})
@@ -121,8 +138,13 @@ class GateSession:
         from ..sweep.execute import run_sweep
 
         dp, prepared = self.dataset_plan(name), self.prepared[name]
-        return self._once("sweep", name, lambda: run_sweep(prepared, self.sweep_cells(name), axes=dp.sweep,
-                                                           grid=dp.grid))
+
+        def compute() -> SweepResult:
+            result = run_sweep(prepared, self.sweep_cells(name), axes=dp.sweep, grid=dp.grid)
+            result.base.slices = self.slices.get(name)
+            return result
+
+        return self._once("sweep", name, compute)
 
     def served(self, prepared: Prepared) -> Prepared:
         """``prepared`` with the canary's endpoint and client settings: the model as served is the encoder."""
@@ -131,9 +153,15 @@ class GateSession:
         s = self.canary
         if s is None:
             raise SpecError("--gate-endpoint gates the model as served at --endpoint URL; give --endpoint")
-        spec = prepared.spec.replace(endpoints=(s.endpoint,), served_model=s.served_model, api_key_env=s.api_key_env,
-                                     endpoint_timeout=s.timeout, endpoint_concurrency=s.concurrency,
-                                     endpoint_batch_size=s.batch_size, encoding_format=s.encoding_format)
+        spec = prepared.spec.replace(
+            endpoints=(s.endpoint,),
+            served_model=s.served_model,
+            api_key_env=s.api_key_env,
+            endpoint_timeout=s.timeout,
+            endpoint_concurrency=s.concurrency,
+            endpoint_batch_size=s.batch_size,
+            encoding_format=s.encoding_format,
+        )
         return dataclasses.replace(prepared, spec=spec)
 
     def local_result(self, name: str) -> Result:
@@ -141,17 +169,27 @@ class GateSession:
         if not self.gate_endpoint:
             return self.result(name)
         prepared = self.prepared[name]
-        return self._once("local", name, lambda: run(prepared.spec, prepared, encoder=self.encoder(prepared)))
+
+        def compute() -> Result:
+            result = run(prepared.spec, prepared, encoder=self.encoder(prepared))
+            result.slices = self.slices.get(name)
+            return result
+
+        return self._once("local", name, compute)
 
     def result(self, name: str) -> Result:
         """The candidate's result on a dataset (the model as served with ``--gate-endpoint``); writes the
         baseline when the session updates it."""
+
         def compute() -> Result:
             prepared = self.prepared[name]
             if self.gate_endpoint:
                 served = self.served(prepared)
-                return run(served.spec, served)
-            return run(prepared.spec, prepared, encoder=self.encoder(prepared))
+                result = run(served.spec, served)
+            else:
+                result = run(prepared.spec, prepared, encoder=self.encoder(prepared))
+            result.slices = self.slices.get(name)
+            return result
 
         result = self._once("candidate", name, compute)
         baseline = self.dataset_plan(name).baseline
@@ -165,8 +203,10 @@ class GateSession:
         try:
             written = write_baseline(result, path)
         except OSError as exc:
-            raise SpecError(f"--update-baseline: cannot write the baseline {path} ({exc.strerror or exc}); "
-                            "choose a --baseline path in a directory you can write") from None
+            raise SpecError(
+                f"--update-baseline: cannot write the baseline {path} ({exc.strerror or exc}); "
+                "choose a --baseline path in a directory you can write"
+            ) from None
         self.ledger.add(BaselineWritten(name, path))
         return written
 
@@ -176,8 +216,9 @@ class GateSession:
             ref = Reference.from_baseline(self.baselines[name])
         elif name in self.reference_prepared:
             rp = self.reference_prepared[name]
-            ref = Reference.from_result(self._once("reference", name, lambda: run(rp.spec, rp,
-                                                                                  encoder=self.encoder(rp))))
+            ref = Reference.from_result(
+                self._once("reference", name, lambda: run(rp.spec, rp, encoder=self.encoder(rp)))
+            )
         else:
             return None
         self._record_once(ReferenceSeen(name, ref.kind, ref.label, dict(ref.scores.metrics)), ("reference", name))
@@ -186,6 +227,7 @@ class GateSession:
     def verdicts(self) -> dict[str, Outcome | EvalsuiteError]:
         """Every gate item's outcome, keyed by :meth:`verdict_key`, judged together once per session
         (the multiplicity correction needs every p-value; under xdist one worker computes, all read)."""
+
         def compute() -> dict[str, Outcome | EvalsuiteError]:
             requests = []
             for dp in self.datasets:
@@ -194,10 +236,17 @@ class GateSession:
                     continue
                 result = self.result(dp.name)
                 ref = self.reference(dp.name)
-                cand = Scores("candidate", result.metrics, result.per_query)
-                requests += [GateRequest(self.verdict_key(dp.name, g), g, ref.comparable(cand) if ref else cand,
-                                         ref.scores if ref else None)
-                             for g in gates if ref is not None or not g.needs_reference]
+                cand = Scores("candidate", result.metrics, result.per_query, result.slices)
+                requests += [
+                    GateRequest(
+                        self.verdict_key(dp.name, g),
+                        g,
+                        ref.comparable(cand) if ref else cand,
+                        ref.scores if ref else None,
+                    )
+                    for g in gates
+                    if ref is not None or not g.needs_reference
+                ]
             return judge_all(requests, self.plan.verdicts.multiplicity)
 
         return self.shared.get("verdicts", compute)[0]
@@ -209,11 +258,18 @@ class GateSession:
     def sweep_verdicts(self, name: str) -> dict[str, Outcome | EvalsuiteError]:
         """Every sweep cell's gate outcomes on a dataset against the base, keyed ``cell/gate``, judged together
         once (the cells' significance-based gates are one family, corrected as the session's policy says)."""
+
         def compute() -> dict[str, Outcome | EvalsuiteError]:
             sweep, gates = self.sweep(name), self.dataset_policy(name).sweep_gates
             base = Scores("base", sweep.base.metrics, sweep.base.per_query)
-            requests = [GateRequest(f"{c.cell.name}/{g.expr}", g, Scores("cell", c.result.metrics, c.result.per_query),
-                                    base) for c in sweep.cells for g in gates]
+            index = self.slices.get(name)  # the base contract's membership: cells are paired on the same queries
+            requests = [
+                GateRequest(
+                    f"{c.cell.name}/{g.expr}", g, Scores("cell", c.result.metrics, c.result.per_query, index), base
+                )
+                for c in sweep.cells
+                for g in gates
+            ]
             return judge_all(requests, self.plan.verdicts.multiplicity)
 
         return self.shared.get(f"sweep-verdicts-{name}", compute)[0]
@@ -243,9 +299,11 @@ class GateSession:
 
             prepared = self.prepared[name]
             self._canary_contexts[name] = CanaryContext(
-                self.canary, prepared,
+                self.canary,
+                prepared,
                 reference_encoder=lambda: ContractEncoder(self.encoder(prepared), prepared.contract),
-                reference_result=lambda: self.local_result(name))
+                reference_result=lambda: self.local_result(name),
+            )
         return self._canary_contexts[name]
 
     def record_verdict(self, name: str, verdict: Verdict) -> None:
@@ -262,26 +320,62 @@ class GateSession:
         for dp in self.datasets:
             sweep, result = self.shared.peek(f"sweep-{dp.name}"), self.shared.peek(f"candidate-{dp.name}")
             result = result if isinstance(result, Result) else None
-            datasets.append(dataset_report(
-                dp.name, self.plan.reports_dir / dp.name, result,
-                sweep if isinstance(sweep, SweepResult) else None, self.ledger.candidate(dp.name),
-                self.ledger.reference(dp.name), self.ledger.outcomes(dp.name), self.policy.notes, statement,
-                self._comparisons(dp.name, result)))
-        return SessionReport(notes=self.policy.notes, canary=tuple(self.ledger.canary()),
-                             computations=tuple(self.ledger.computations()),
-                             baselines_written=tuple(self.ledger.baselines_written()), datasets=tuple(datasets),
-                             reports_dir=self.plan.reports_dir, statement=statement)
+            datasets.append(
+                dataset_report(
+                    dp.name,
+                    self.plan.reports_dir / dp.name,
+                    result,
+                    sweep if isinstance(sweep, SweepResult) else None,
+                    self.ledger.candidate(dp.name),
+                    self.ledger.reference(dp.name),
+                    self.ledger.outcomes(dp.name),
+                    self.policy.notes,
+                    statement,
+                    self._comparisons(dp.name, result),
+                    self._slice_moves(dp.name, result),
+                )
+            )
+        return SessionReport(
+            notes=self.policy.notes,
+            canary=tuple(self.ledger.canary()),
+            computations=tuple(self.ledger.computations()),
+            baselines_written=tuple(self.ledger.baselines_written()),
+            datasets=tuple(datasets),
+            reports_dir=self.plan.reports_dir,
+            statement=statement,
+        )
+
+    def _reference_side(self, name: str) -> Reference | None:
+        """The baseline or the computed reference run, without computing anything."""
+        if name in self.baselines:
+            return Reference.from_baseline(self.baselines[name])
+        computed = self.shared.peek(f"reference-{name}")
+        return Reference.from_result(computed) if isinstance(computed, Result) else None
+
+    def _slice_moves(self, name: str, result: Result | None) -> list[SliceMove]:
+        """Every reported slice's delta against the baseline or reference run, with its CI, largest first."""
+        ref = self._reference_side(name) if result is not None else None
+        if result is None or result.slices is None or ref is None:
+            return []
+        p = self.prepared[name]
+        if ref.problems(p.contract, p.dataset.identity.sha256):
+            return []  # not comparable: the contract item says why
+        from ..slicing.compare import slice_moves
+
+        cand = ref.comparable(Scores("candidate", result.metrics, result.per_query))
+        return slice_moves(
+            result.slices,
+            cand.per_query,
+            ref.scores.per_query,
+            [m for m in result.metrics if m in ref.scores.per_query],
+        )
 
     def _comparisons(self, name: str, result: Result | None) -> dict[str, Comparison]:
         """Every metric's delta against the baseline or reference run with its CI (empty without both sides),
         so the summary's A/B rows carry their uncertainty whether or not a gate tests them."""
         if result is None:
             return {}
-        if name in self.baselines:
-            ref: Reference | None = Reference.from_baseline(self.baselines[name])
-        else:
-            computed = self.shared.peek(f"reference-{name}")
-            ref = Reference.from_result(computed) if isinstance(computed, Result) else None
+        ref = self._reference_side(name)
         if ref is None:
             return {}
         from ..stats import compare, paired_scores

@@ -39,8 +39,13 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
     canary_flags = collect(values, CANARY_OPTIONS, PREFIX)
     if not run_flags and not session_flags and not canary_flags and found is None:
         return None
-    plan = build_plan(file_settings=found[1] if found else None, file_path=found[0] if found else None,
-                      run_flags=run_flags, session_flags=session_flags, cwd=cwd)
+    plan = build_plan(
+        file_settings=found[1] if found else None,
+        file_path=found[0] if found else None,
+        run_flags=run_flags,
+        session_flags=session_flags,
+        cwd=cwd,
+    )
     canary = None
     if canary_flags:
         from ..canary.settings import CanarySettings
@@ -58,8 +63,14 @@ def default_session(cwd: Path) -> GateSession:
     return prepared_session(plan, shared_dir=None, worker="main")
 
 
-def prepared_session(plan: SessionPlan, *, shared_dir: Path | None, worker: str,
-                     canary: CanarySettings | None = None, gate_endpoint: bool = False) -> GateSession:
+def prepared_session(
+    plan: SessionPlan,
+    *,
+    shared_dir: Path | None,
+    worker: str,
+    canary: CanarySettings | None = None,
+    gate_endpoint: bool = False,
+) -> GateSession:
     from .. import preflight
     from .session import GateSession
     from .shared import ComputeOnce

@@ -42,15 +42,23 @@ class VerdictPolicy:
 
     def statement(self, n_significance: int) -> str:
         """One line for the terminal summary and report.md: what this policy does."""
-        corr = ("Holm-Bonferroni across the session's " if self.multiplicity == "holm"
-                else "no correction of the session's ")
-        return (f"verdicts: {corr}{n_significance} significance-based gate(s) (--multiplicity "
-                f"{'none' if self.multiplicity == 'holm' else 'holm'} to change); an inconclusive gate "
-                f"{_DOES[self.inconclusive]} (--inconclusive {'|'.join(ON_INCONCLUSIVE)})")
+        corr = (
+            "Holm-Bonferroni across the session's "
+            if self.multiplicity == "holm"
+            else "no correction of the session's "
+        )
+        return (
+            f"verdicts: {corr}{n_significance} significance-based gate(s) (--multiplicity "
+            f"{'none' if self.multiplicity == 'holm' else 'holm'} to change); an inconclusive gate "
+            f"{_DOES[self.inconclusive]} (--inconclusive {'|'.join(ON_INCONCLUSIVE)})"
+        )
 
 
-_DOES = {"fail": "fails the run", "xfail": "is reported as xfail (exit status unaffected)",
-         "skip": "is skipped (exit status unaffected)"}
+_DOES = {
+    "fail": "fails the run",
+    "xfail": "is reported as xfail (exit status unaffected)",
+    "skip": "is skipped (exit status unaffected)",
+}
 
 
 @dataclass(frozen=True)
@@ -76,8 +84,11 @@ def judge_all(requests: Sequence[GateRequest], multiplicity: Multiplicity) -> di
             evidence[r.key] = gather_evidence(r.gate, r.candidate, r.reference)
         except EvalsuiteError as exc:
             out[r.key] = exc
-    tested = [r.key for r in requests if r.key in evidence and kind_of(r.gate).tests_significance
-              and evidence[r.key].p_value is not None]
+    tested = [
+        r.key
+        for r in requests
+        if r.key in evidence and kind_of(r.gate).tests_significance and evidence[r.key].p_value is not None
+    ]
     if multiplicity == "holm" and tested:
         adjusted = holm([evidence[k].p_value or 0.0 for k in tested])
         for k, p in zip(tested, adjusted, strict=True):

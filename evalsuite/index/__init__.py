@@ -16,9 +16,17 @@ if TYPE_CHECKING:
     from .footprint import Footprint, bytes_for, footprint
     from .measure import IndexReport, IndexRun, Latency, evaluate_index
 
-_LAZY = {"BuiltIndex": "build", "build": "build", "Footprint": "footprint", "bytes_for": "footprint",
-         "footprint": "footprint", "IndexReport": "measure", "IndexRun": "measure", "Latency": "measure",
-         "evaluate_index": "measure"}
+_LAZY = {
+    "BuiltIndex": "build",
+    "build": "build",
+    "Footprint": "footprint",
+    "bytes_for": "footprint",
+    "footprint": "footprint",
+    "IndexReport": "measure",
+    "IndexRun": "measure",
+    "Latency": "measure",
+    "evaluate_index": "measure",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -29,5 +37,21 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["DEFAULTS", "EXPLANATIONS", "KINDS", "BuiltIndex", "Footprint", "IndexReport", "IndexRun", "IndexSpec",
-           "Latency", "build", "bytes_for", "canonical", "evaluate_index", "footprint", "parse_index", "resolve"]
+__all__ = [
+    "DEFAULTS",
+    "EXPLANATIONS",
+    "KINDS",
+    "BuiltIndex",
+    "Footprint",
+    "IndexReport",
+    "IndexRun",
+    "IndexSpec",
+    "Latency",
+    "build",
+    "bytes_for",
+    "canonical",
+    "evaluate_index",
+    "footprint",
+    "parse_index",
+    "resolve",
+]

@@ -101,13 +101,13 @@ class BuiltIndex:
         out = np.empty(ids.shape, dtype=np.float32)
         block = max(1, _GATHER_FLOATS // max(1, ids.shape[1] * self.vectors.shape[1]))
         for s in range(0, len(ids), block):
-            q, i = queries[s:s + block], ids[s:s + block]
+            q, i = queries[s : s + block], ids[s : s + block]
             rows = self.vectors[np.where(i >= 0, i, 0)]
             if self.similarity == "l2":
                 scores = -np.sum((rows - q[:, None, :]) ** 2, axis=2)
             else:
                 scores = np.einsum("qd,qkd->qk", q, rows)
-            out[s:s + block] = np.where(i >= 0, scores, -np.inf)
+            out[s : s + block] = np.where(i >= 0, scores, -np.inf)
         return out
 
     def _rescore(self, q: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -141,8 +141,15 @@ def build(spec: IndexSpec, vectors: np.ndarray, similarity: str, *, use_gpu: boo
             index.train(x)
         index.add(x)
     seconds = time.perf_counter() - t0
-    return BuiltIndex(spec=spec, similarity=similarity, index=index, vectors=x, build_seconds=seconds,
-                      device=device, resources=resources)
+    return BuiltIndex(
+        spec=spec,
+        similarity=similarity,
+        index=index,
+        vectors=x,
+        build_seconds=seconds,
+        device=device,
+        resources=resources,
+    )
 
 
 def serialized_bytes(built: BuiltIndex) -> int:

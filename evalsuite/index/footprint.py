@@ -49,7 +49,7 @@ def footprint(spec: IndexSpec, d: int) -> Footprint:
         return Footprint(FLOAT32 * d + ID_BYTES, centroids, rescore)
     nbits = spec.get("nbits")
     code = (spec.get("m") * nbits + 7) // 8
-    return Footprint(code + ID_BYTES, centroids + (2 ** nbits) * d * FLOAT32, rescore)
+    return Footprint(code + ID_BYTES, centroids + (2**nbits) * d * FLOAT32, rescore)
 
 
 def bytes_for(requested: IndexSpec, d: int, n: int = ONE_MILLION) -> int:

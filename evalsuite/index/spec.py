@@ -67,7 +67,9 @@ class IndexSpec:
     def text(self) -> str:
         """The canonical text (what a contract stores)."""
         shown = [f"{k}={v}" for k, v in self.params if v is not None]
-        return self.kind + (":" + ",".join(shown) if shown else "") + (f"+rescore={self.rescore}" if self.rescore else "")
+        return (
+            self.kind + (":" + ",".join(shown) if shown else "") + (f"+rescore={self.rescore}" if self.rescore else "")
+        )
 
     def with_params(self, **changes: int) -> IndexSpec:
         return IndexSpec(self.kind, tuple((k, changes.get(k, v)) for k, v in self.params), self.rescore)
@@ -119,8 +121,12 @@ def parse_index(text: str) -> IndexSpec:
                 raise _error(text, f"{kind} has no parameter {name.strip()!r} (parameters: {known})")
             value = _int(text, key, raw)
             if value < _MINIMUM[key] or value > _MAXIMUM.get(key, value):
-                raise _error(text, f"{key}={value} is out of range (>= {_MINIMUM[key]}"
-                                   + (f", <= {_MAXIMUM[key]}" if key in _MAXIMUM else "") + ")")
+                raise _error(
+                    text,
+                    f"{key}={value} is out of range (>= {_MINIMUM[key]}"
+                    + (f", <= {_MAXIMUM[key]}" if key in _MAXIMUM else "")
+                    + ")",
+                )
             values[key] = value
     return IndexSpec(kind, tuple(values.items()), rescore)
 
@@ -144,8 +150,10 @@ def resolve(spec: IndexSpec, n: int, d: int) -> tuple[IndexSpec, tuple[str, ...]
     enough = max(1, n // TRAINING_POINTS_PER_CENTROID)
     nlist = min(spec.get("nlist"), enough)
     if nlist != spec.get("nlist"):
-        notes.append(f"nlist {spec.get('nlist')} -> {nlist}: {n} vectors train at most {enough} lists "
-                     f"({TRAINING_POINTS_PER_CENTROID} points each)")
+        notes.append(
+            f"nlist {spec.get('nlist')} -> {nlist}: {n} vectors train at most {enough} lists "
+            f"({TRAINING_POINTS_PER_CENTROID} points each)"
+        )
     nprobe = min(spec.get("nprobe"), nlist)
     if nprobe != spec.get("nprobe"):
         notes.append(f"nprobe {spec.get('nprobe')} -> {nprobe}: at most nlist")
@@ -157,6 +165,7 @@ def resolve(spec: IndexSpec, n: int, d: int) -> tuple[IndexSpec, tuple[str, ...]
         notes.append(f"m {asked_m} -> {m}: the largest divisor of dim {d} not above it")
     nbits = min(spec.get("nbits"), max(1, math.floor(math.log2(max(enough, 2)))))
     if nbits != spec.get("nbits"):
-        notes.append(f"nbits {spec.get('nbits')} -> {nbits}: {n} vectors train at most {enough} centroids "
-                     "per sub-quantizer")
+        notes.append(
+            f"nbits {spec.get('nbits')} -> {nbits}: {n} vectors train at most {enough} centroids per sub-quantizer"
+        )
     return spec.with_params(nlist=nlist, nprobe=nprobe, m=m, nbits=nbits), tuple(notes)

@@ -17,33 +17,58 @@ if TYPE_CHECKING:
     from .served import TokenAgreement
 
 LATE_OPTIONS: tuple[Option, ...] = (
-    Option("--late-model", "model directory whose last hidden states give the token vectors",
-           {"dest_name": "late_model"}),
+    Option(
+        "--late-model", "model directory whose last hidden states give the token vectors", {"dest_name": "late_model"}
+    ),
     Option("--late-rev", "pinned revision of --late-model", {"dest_name": "late_rev"}),
-    Option("--late-projection", "file in the model directory with a linear projection state dict (weight [dim, hidden])",
-           {"dest_name": "projection"}),
-    Option("--late-special-tokens", "special tokens' vectors: drop, keep, or cls (keep only the first)",
-           {"choices": SPECIAL_POLICIES, "dest_name": "special_tokens"}).with_default("drop"),
+    Option(
+        "--late-projection",
+        "file in the model directory with a linear projection state dict (weight [dim, hidden])",
+        {"dest_name": "projection"},
+    ),
+    Option(
+        "--late-special-tokens",
+        "special tokens' vectors: drop, keep, or cls (keep only the first)",
+        {"choices": SPECIAL_POLICIES, "dest_name": "special_tokens"},
+    ).with_default("drop"),
     Option("--late-max-length", "max tokens per text", {"type": int_at_least(2), "dest_name": "late_max_length"}),
-    Option("--late-storage-dtype", "dtype the index would store token vectors in (memory report)",
-           {"choices": DTYPES, "dest_name": "storage_dtype"}).with_default("float16"),
-    Option("--late-endpoint", "served token-level output to compare token by token (vLLM: the base URL whose "
-           "/pooling answers task token_embed)", {"dest_name": "late_endpoint"}),
+    Option(
+        "--late-storage-dtype",
+        "dtype the index would store token vectors in (memory report)",
+        {"choices": DTYPES, "dest_name": "storage_dtype"},
+    ).with_default("float16"),
+    Option(
+        "--late-endpoint",
+        "served token-level output to compare token by token (vLLM: the base URL whose "
+        "/pooling answers task token_embed)",
+        {"dest_name": "late_endpoint"},
+    ),
     Option("--late-served-model", "served model name sent with --late-endpoint", {"dest_name": "late_served_model"}),
-    Option("--late-token-cos-min", "min cosine of served vs reference token vectors",
-           {"type": float, "dest_name": "late_token_cos_min"}).with_default(0.999),
-    Option("--late-compare-texts", "documents sent to --late-endpoint", {"type": int_at_least(1),
-           "dest_name": "late_compare_texts"}).with_default(32),
+    Option(
+        "--late-token-cos-min",
+        "min cosine of served vs reference token vectors",
+        {"type": float, "dest_name": "late_token_cos_min"},
+    ).with_default(0.999),
+    Option(
+        "--late-compare-texts",
+        "documents sent to --late-endpoint",
+        {"type": int_at_least(1), "dest_name": "late_compare_texts"},
+    ).with_default(32),
 )
 
 
 def register(subparsers: Any) -> None:
     from ..rerank.options import DEPTH_OPTION
 
-    p = subparsers.add_parser("late", help="late interaction: MaxSim re-ranking of the first stage's top N from token "
-                              "vectors, with the memory per document")
-    add_options(p.add_argument, (*RUN_OPTIONS, *LATE_OPTIONS, DEPTH_OPTION,
-                                 OUT_OPTION.with_default("reports/<dataset>/<model>+late")))
+    p = subparsers.add_parser(
+        "late",
+        help="late interaction: MaxSim re-ranking of the first stage's top N from token "
+        "vectors, with the memory per document",
+    )
+    add_options(
+        p.add_argument,
+        (*RUN_OPTIONS, *LATE_OPTIONS, DEPTH_OPTION, OUT_OPTION.with_default("reports/<dataset>/<model>+late")),
+    )
     p.set_defaults(func=cmd_late)
 
 
@@ -64,23 +89,31 @@ def cmd_late(args: argparse.Namespace) -> int:
     depths = list(args.depths or (100,))
     spec = RunSpec.from_mapping(collect(args), source="command line")
     info = resolve_model(late["late_model"], revision=late.get("late_rev"))
-    contract = build_late_contract(info, projection=late.get("projection"),
-                                   special_tokens=late.get("special_tokens", "drop"),
-                                   max_length=late.get("late_max_length"),
-                                   storage_dtype=late.get("storage_dtype", "float16"))
+    contract = build_late_contract(
+        info,
+        projection=late.get("projection"),
+        special_tokens=late.get("special_tokens", "drop"),
+        max_length=late.get("late_max_length"),
+        storage_dtype=late.get("storage_dtype", "float16"),
+    )
     _, first = run_first_stage(spec, depths)
     encoder = TokenEncoder(info, contract, device=spec.device)
     result = evaluate_late(first, encoder, depths)
-    out = Path(args.out) if args.out else Path(str(default_run_dir(first.dataset.identity.name, first.contract.model))
-                                               + "+late")
+    out = (
+        Path(args.out)
+        if args.out
+        else Path(str(default_run_dir(first.dataset.identity.name, first.contract.model)) + "+late")
+    )
     md = two_stage_markdown(result.stages).replace("# evalsuite two-stage run", "# evalsuite late interaction", 1)
     md += f"\n## Memory per document\n\n{result.memory.describe()}\n"
     report = result.to_dict()
     failed = False
     if "late_endpoint" in late:
         agreement = served_agreement(late, encoder, first)
-        report["served_tokens"] = {**agreement.__dict__, "count_mismatches": [list(m) for m in
-                                                                              agreement.count_mismatches]}
+        report["served_tokens"] = {
+            **agreement.__dict__,
+            "count_mismatches": [list(m) for m in agreement.count_mismatches],
+        }
         failed = not agreement.passed(late.get("late_token_cos_min", 0.999))
         md += f"\n## Served token vectors\n\n{'FAIL' if failed else 'PASS'}: {agreement.describe()}\n"
         print(f"{'FAIL' if failed else 'PASS'}  served token vectors: {agreement.describe()}")
@@ -102,8 +135,9 @@ def served_agreement(late: dict[str, Any], encoder: TokenEncoder, first: Result)
 
     ds = first.dataset
     texts = [ds.corpus[d] for d in ds.doc_ids[: late.get("late_compare_texts", 32)]]
-    config = EndpointConfig(url=late["late_endpoint"], model=late.get("late_served_model"), concurrency=1,
-                            max_response_bytes=64 << 20)
+    config = EndpointConfig(
+        url=late["late_endpoint"], model=late.get("late_served_model"), concurrency=1, max_response_bytes=64 << 20
+    )
     with EndpointEncoder(config, Expectation(dim=encoder.contract.dim, normalized=False)) as http:
         served = fetch_token_embeddings(http, [encoder.contract.doc_prefix + t for t in texts], encoder.contract.dim)
     return compare_tokens(served, encoder.encode(texts))

@@ -27,23 +27,25 @@ class LateContract:
     model_revision: str
     tokenizer_revision: str
     dim: int
-    projection: str | None = None     # a file in the model directory: torch state dict with "weight" [dim, hidden]
+    projection: str | None = None  # a file in the model directory: torch state dict with "weight" [dim, hidden]
     special_tokens: str = "drop"
     normalize: bool = True
     query_prefix: str = ""
     doc_prefix: str = ""
     max_length: int = 128
     dtype: str = "float32"
-    storage_dtype: str = "float16"    # how the index would store the vectors (the memory report uses it)
+    storage_dtype: str = "float16"  # how the index would store the vectors (the memory report uses it)
 
     def __post_init__(self) -> None:
         if self.special_tokens not in SPECIAL_POLICIES:
-            raise SpecError(f"special_tokens={self.special_tokens!r} is not valid; choose one of "
-                            f"{', '.join(SPECIAL_POLICIES)}")
+            raise SpecError(
+                f"special_tokens={self.special_tokens!r} is not valid; choose one of {', '.join(SPECIAL_POLICIES)}"
+            )
         for name in ("dtype", "storage_dtype"):
             if getattr(self, name) not in DTYPES:
-                raise SpecError(f"late-interaction {name}={getattr(self, name)!r} is not valid; choose one of "
-                                f"{', '.join(DTYPES)}")
+                raise SpecError(
+                    f"late-interaction {name}={getattr(self, name)!r} is not valid; choose one of {', '.join(DTYPES)}"
+                )
         if not isinstance(self.dim, int) or self.dim < 1:
             raise SpecError(f"late-interaction dim={self.dim!r} must be a positive integer")
         if not isinstance(self.max_length, int) or self.max_length < 2:

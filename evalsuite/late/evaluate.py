@@ -36,29 +36,41 @@ class MemoryReport:
     bytes_median: float
     bytes_max: int
     corpus_bytes_estimate: float
-    single_vector_bytes: int     # one first-stage vector per document, float32, for comparison
+    single_vector_bytes: int  # one first-stage vector per document, float32, for comparison
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
     def describe(self) -> str:
-        return (f"{self.tokens_mean:.1f} tokens x {self.dim} x {BYTES_PER_VALUE[self.storage_dtype]} B = "
-                f"{self.bytes_mean / 1024:.1f} KiB per document on average (max {self.bytes_max / 1024:.1f} KiB); "
-                f"{self.bytes_mean / max(1, self.single_vector_bytes):.0f}x a single {self.single_vector_bytes} B "
-                f"vector; ~{self.corpus_bytes_estimate / 2**20:.2f} MiB for the corpus")
+        return (
+            f"{self.tokens_mean:.1f} tokens x {self.dim} x {BYTES_PER_VALUE[self.storage_dtype]} B = "
+            f"{self.bytes_mean / 1024:.1f} KiB per document on average (max {self.bytes_max / 1024:.1f} KiB); "
+            f"{self.bytes_mean / max(1, self.single_vector_bytes):.0f}x a single {self.single_vector_bytes} B "
+            f"vector; ~{self.corpus_bytes_estimate / 2**20:.2f} MiB for the corpus"
+        )
 
 
-def memory_report(doc_tokens: Sequence[np.ndarray], contract: LateContract, n_corpus: int,
-                  single_dim: int) -> MemoryReport:
+def memory_report(
+    doc_tokens: Sequence[np.ndarray], contract: LateContract, n_corpus: int, single_dim: int
+) -> MemoryReport:
     if not doc_tokens:
         raise SpecError("no documents were encoded; the memory per document is undefined")
     counts = np.array([len(m) for m in doc_tokens], dtype=np.int64)
     per_token = contract.bytes_per_token()
     sizes = counts * per_token
-    return MemoryReport(documents=len(counts), dim=contract.dim, storage_dtype=contract.storage_dtype,
-                        bytes_per_token=per_token, tokens_mean=float(counts.mean()), tokens_max=int(counts.max()),
-                        bytes_mean=float(sizes.mean()), bytes_median=float(np.median(sizes)), bytes_max=int(sizes.max()),
-                        corpus_bytes_estimate=float(sizes.mean() * n_corpus), single_vector_bytes=4 * single_dim)
+    return MemoryReport(
+        documents=len(counts),
+        dim=contract.dim,
+        storage_dtype=contract.storage_dtype,
+        bytes_per_token=per_token,
+        tokens_mean=float(counts.mean()),
+        tokens_max=int(counts.max()),
+        bytes_mean=float(sizes.mean()),
+        bytes_median=float(np.median(sizes)),
+        bytes_max=int(sizes.max()),
+        corpus_bytes_estimate=float(sizes.mean() * n_corpus),
+        single_vector_bytes=4 * single_dim,
+    )
 
 
 @dataclass
@@ -68,12 +80,17 @@ class LateResult:
     memory: MemoryReport
 
     def to_dict(self) -> dict[str, Any]:
-        return {"late_contract": self.contract.to_dict(), "fingerprint": self.contract.fingerprint(),
-                "memory": self.memory.to_dict(), "depths": [s.to_dict() for s in self.stages]}
+        return {
+            "late_contract": self.contract.to_dict(),
+            "fingerprint": self.contract.fingerprint(),
+            "memory": self.memory.to_dict(),
+            "depths": [s.to_dict() for s in self.stages],
+        }
 
 
-def evaluate_late(first: Result, encoder: TokenEncoder, depths: Sequence[int],
-                  metrics: Sequence[str] | None = None) -> LateResult:
+def evaluate_late(
+    first: Result, encoder: TokenEncoder, depths: Sequence[int], metrics: Sequence[str] | None = None
+) -> LateResult:
     """Re-rank ``first`` by MaxSim at every depth (documents and queries encoded once) and report memory."""
     ds = first.dataset
     deepest = max(depths)

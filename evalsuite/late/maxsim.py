@@ -1,6 +1,6 @@
 """MaxSim: each query token finds its most similar document token; the score is the sum over query tokens.
 
-    score(q, d) = sum_i max_j  q_i . d_j      (q: [Lq, dim], d: [Ld, dim])
+score(q, d) = sum_i max_j  q_i . d_j      (q: [Lq, dim], d: [Ld, dim])
 """
 
 from __future__ import annotations

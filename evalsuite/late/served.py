@@ -32,7 +32,9 @@ def parse_token_embeddings(payload: Any, n: int, dim: int, where: str = "token_e
             raise ResponseFormatError(f"{at}: 'data' must be a list of token vectors, got {describe(rows)}", at)
         if any(len(r) != dim for r in rows):
             raise DimensionMismatch(f"{at}: token vectors must have {dim} values", at)
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for r in rows for x in r):
+        if not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for r in rows for x in r
+        ):
             raise ResponseFormatError(f"{at}: a token vector holds a value that is not a finite number", at)
         out[index] = np.array(rows, dtype=np.float32).reshape(len(rows), dim)
     return [m for m in out if m is not None]
@@ -61,14 +63,20 @@ class TokenAgreement:
     def describe(self) -> str:
         if self.count_mismatches:
             i, s, r = self.count_mismatches[0]
-            return (f"token counts differ for {len(self.count_mismatches)} of {self.texts} input(s) (input {i}: served "
-                    f"{s}, reference {r}): check which special tokens the server keeps and its max length")
-        return f"{self.texts} input(s), same token counts; token cosine min {self.min_cosine:.6f}, mean " \
-               f"{self.mean_cosine:.6f}"
+            return (
+                f"token counts differ for {len(self.count_mismatches)} of {self.texts} input(s) (input {i}: served "
+                f"{s}, reference {r}): check which special tokens the server keeps and its max length"
+            )
+        return (
+            f"{self.texts} input(s), same token counts; token cosine min {self.min_cosine:.6f}, mean "
+            f"{self.mean_cosine:.6f}"
+        )
 
 
 def compare_tokens(served: Sequence[np.ndarray], reference: Sequence[np.ndarray]) -> TokenAgreement:
-    mismatches = tuple((i, len(s), len(r)) for i, (s, r) in enumerate(zip(served, reference, strict=True)) if len(s) != len(r))
+    mismatches = tuple(
+        (i, len(s), len(r)) for i, (s, r) in enumerate(zip(served, reference, strict=True)) if len(s) != len(r)
+    )
     cosines = []
     if len(served) != len(reference):
         raise CountMismatch(f"{len(served)} served token matrices for {len(reference)} reference ones")
@@ -78,5 +86,9 @@ def compare_tokens(served: Sequence[np.ndarray], reference: Sequence[np.ndarray]
         num = (s * r).sum(axis=1)
         den = np.linalg.norm(s, axis=1) * np.linalg.norm(r, axis=1)
         cosines.extend((num / np.maximum(den, 1e-12)).tolist())
-    return TokenAgreement(len(reference), mismatches, float(min(cosines)) if cosines else float("nan"),
-                          float(np.mean(cosines)) if cosines else float("nan"))
+    return TokenAgreement(
+        len(reference),
+        mismatches,
+        float(min(cosines)) if cosines else float("nan"),
+        float(np.mean(cosines)) if cosines else float("nan"),
+    )

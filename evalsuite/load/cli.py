@@ -33,8 +33,11 @@ if TYPE_CHECKING:
 
 _SHARED = ("--endpoint", "--served-model", "--api-key-env", "--endpoint-timeout", "--encoding-format")
 _ENDPOINT_HELP = {"--endpoint": "load: OpenAI-compatible base URL to profile (with --old-endpoint: the new deployment)"}
-ENDPOINT_OPTIONS = tuple(dataclasses.replace(o, help=_ENDPOINT_HELP.get(o.flag, o.help.replace("canary: ", "load: ", 1)))
-                         for o in CANARY_OPTIONS if o.flag in _SHARED)
+ENDPOINT_OPTIONS = tuple(
+    dataclasses.replace(o, help=_ENDPOINT_HELP.get(o.flag, o.help.replace("canary: ", "load: ", 1)))
+    for o in CANARY_OPTIONS
+    if o.flag in _SHARED
+)
 
 
 def _csv(values: tuple[int, ...]) -> str:
@@ -98,26 +101,53 @@ def _roles(text: str) -> tuple[str, ...]:
 
 
 LOAD_OPTIONS: tuple[Option, ...] = (
-    Option("--old-endpoint", "load: the deployment being replaced; with it, `--endpoint` is the new one and the "
-           "run is a cutover comparison", {"type": _url, "metavar": "URL"}),
-    Option("--local", "load: also profile the local reference encoder on this machine",
-           {"action": "store_const", "const": True}),
-    Option("--concurrency", f"load: requests in flight per level (default: {_csv(DEFAULT_CONCURRENCY)})",
-           {"type": _ints, "metavar": "N,N"}),
-    Option("--load-batch-sizes", f"load: texts per request, one profile each (default: {_csv(DEFAULT_BATCH_SIZES)})",
-           {"type": _ints, "metavar": "N,N"}),
-    Option("--requests", f"load: requests per target per level (default: {DEFAULT_REQUESTS})",
-           {"type": int_at_least(1), "metavar": "N"}),
-    Option("--duration", "load: seconds per target per level, instead of --requests",
-           {"type": _positive, "metavar": "SECONDS"}),
-    Option("--roles", "load: which texts to draw from (default: query,document)",
-           {"type": _roles, "metavar": "query,document"}),
+    Option(
+        "--old-endpoint",
+        "load: the deployment being replaced; with it, `--endpoint` is the new one and the run is a cutover comparison",
+        {"type": _url, "metavar": "URL"},
+    ),
+    Option(
+        "--local",
+        "load: also profile the local reference encoder on this machine",
+        {"action": "store_const", "const": True},
+    ),
+    Option(
+        "--concurrency",
+        f"load: requests in flight per level (default: {_csv(DEFAULT_CONCURRENCY)})",
+        {"type": _ints, "metavar": "N,N"},
+    ),
+    Option(
+        "--load-batch-sizes",
+        f"load: texts per request, one profile each (default: {_csv(DEFAULT_BATCH_SIZES)})",
+        {"type": _ints, "metavar": "N,N"},
+    ),
+    Option(
+        "--requests",
+        f"load: requests per target per level (default: {DEFAULT_REQUESTS})",
+        {"type": int_at_least(1), "metavar": "N"},
+    ),
+    Option(
+        "--duration",
+        "load: seconds per target per level, instead of --requests",
+        {"type": _positive, "metavar": "SECONDS"},
+    ),
+    Option(
+        "--roles",
+        "load: which texts to draw from (default: query,document)",
+        {"type": _roles, "metavar": "query,document"},
+    ),
     Option("--load-seed", "load: seed of the request draws (default: 0)", {"type": int_at_least(0), "metavar": "N"}),
-    Option("--capacity-gate", f"load: capacity gate of new vs old, repeatable (default: {', '.join(DEFAULT_GATES)})",
-           {"type": _gate, "action": "append", "metavar": "EXPR"}),
-    Option("--quality-margin", f"load: largest drop of a metric (new - old) that still holds, at 95% confidence "
-           f"(default: {DEFAULT_QUALITY_MARGIN:g})",
-           {"type": _fraction, "metavar": "X"}),
+    Option(
+        "--capacity-gate",
+        f"load: capacity gate of new vs old, repeatable (default: {', '.join(DEFAULT_GATES)})",
+        {"type": _gate, "action": "append", "metavar": "EXPR"},
+    ),
+    Option(
+        "--quality-margin",
+        f"load: largest drop of a metric (new - old) that still holds, at 95% confidence "
+        f"(default: {DEFAULT_QUALITY_MARGIN:g})",
+        {"type": _fraction, "metavar": "X"},
+    ),
 )
 
 
@@ -152,9 +182,12 @@ def _context(url: str, values: dict[str, Any], prepared: Prepared) -> CanaryCont
 
 def _show_level(lv: Level) -> None:
     f = lv.figures
-    print(f"  {lv.target:<6} batch {lv.batch_size:>3} x {lv.concurrency:>3}: {f.requests_per_s:8.1f} req/s "
-          f"{f.inputs_per_s:9.1f} inputs/s {f.tokens_per_s:10.1f} tokens/s  p50 {f.p50_ms:7.1f} "
-          f"p95 {f.p95_ms:7.1f} p99 {f.p99_ms:7.1f} ms  errors {f.errors} 429s {f.throttled}", flush=True)
+    print(
+        f"  {lv.target:<6} batch {lv.batch_size:>3} x {lv.concurrency:>3}: {f.requests_per_s:8.1f} req/s "
+        f"{f.inputs_per_s:9.1f} inputs/s {f.tokens_per_s:10.1f} tokens/s  p50 {f.p50_ms:7.1f} "
+        f"p95 {f.p95_ms:7.1f} p99 {f.p99_ms:7.1f} ms  errors {f.errors} 429s {f.throttled}",
+        flush=True,
+    )
 
 
 def cmd_load(args: argparse.Namespace) -> int:
@@ -178,24 +211,37 @@ def cmd_load(args: argparse.Namespace) -> int:
         raise SpecError("--old-endpoint needs --endpoint URL: the new deployment it is compared with")
     if "requests" in o and "duration" in o:
         raise SpecError("give --requests or --duration, not both")
-    plan = LoadPlan(**{k: v for k, v in {"concurrency": o.get("concurrency"), "batch_sizes": o.get("load_batch_sizes"),
-                                         "seed": o.get("load_seed")}.items() if v is not None},
-                    requests=None if "duration" in o else o.get("requests", DEFAULT_REQUESTS),
-                    duration=o.get("duration"))
+    plan = LoadPlan(
+        **{
+            k: v
+            for k, v in {
+                "concurrency": o.get("concurrency"),
+                "batch_sizes": o.get("load_batch_sizes"),
+                "seed": o.get("load_seed"),
+            }.items()
+            if v is not None
+        },
+        requests=None if "duration" in o else o.get("requests", DEFAULT_REQUESTS),
+        duration=o.get("duration"),
+    )
     gates = tuple(parse_capacity_gate(g) for g in (o.get("capacity_gate") or DEFAULT_GATES))
     prepared = prepare(RunSpec.from_mapping(collect(args), source="command line"))
     workload = dataset_workload(prepared, o.get("roles", ("query", "document")))
     c = prepared.contract
-    print(f"load     {prepared.dataset.identity.name}: {len(workload.texts)} texts, "
-          + ", ".join(f"{k} {100 * v:.0f}%" for k, v in workload.shares().items()) + f" (tokens, max {c.max_length})")
+    print(
+        f"load     {prepared.dataset.identity.name}: {len(workload.texts)} texts, "
+        + ", ".join(f"{k} {100 * v:.0f}%" for k, v in workload.shares().items())
+        + f" (tokens, max {c.max_length})"
+    )
     contexts: dict[str, CanaryContext] = {}
     targets: list[Target] = []
     top = max(plan.concurrency)
 
     def endpoint(name: str, url: str) -> Target:
         ctx = contexts[name] = _context(url, ep, prepared)
-        return EndpointTarget(name, ctx.client().config, dim=ctx.hidden_size, normalized=c.normalize,
-                              max_concurrency=top)
+        return EndpointTarget(
+            name, ctx.client().config, dim=ctx.hidden_size, normalized=c.normalize, max_concurrency=top
+        )
 
     out = Path(args.out) if args.out else _default_out(new_url)
     say: Callable[[str], None] = lambda m: print(m, flush=True)  # noqa: E731
@@ -205,10 +251,22 @@ def cmd_load(args: argparse.Namespace) -> int:
             targets += [old, new]
             extra = [local_target(prepared)] if o.get("local") else []
             targets += extra
-            result = run_cutover(prepared, old, new, contexts[OLD].client(), contexts[NEW].client(),
-                                 {OLD: old_url, NEW: new_url}, workload, plan, gates,
-                                 quality_margin=o.get("quality_margin", DEFAULT_QUALITY_MARGIN),
-                                 progress=progress_enabled(), extra_targets=extra, on_step=say, on_level=_show_level)
+            result = run_cutover(
+                prepared,
+                old,
+                new,
+                contexts[OLD].client(),
+                contexts[NEW].client(),
+                {OLD: old_url, NEW: new_url},
+                workload,
+                plan,
+                gates,
+                quality_margin=o.get("quality_margin", DEFAULT_QUALITY_MARGIN),
+                progress=progress_enabled(),
+                extra_targets=extra,
+                on_step=say,
+                on_level=_show_level,
+            )
             for q in result.quality:
                 say(f"quality  {q.summary}")
             for g in result.gates:
@@ -225,8 +283,11 @@ def cmd_load(args: argparse.Namespace) -> int:
         say(f"wrote {', '.join(str(p) for p in paths.values())}")
         failed = [lv for lv in profile.levels if lv.figures.ok == 0]
         for lv in failed:
-            print(f"warning: {lv.target} batch {lv.batch_size} x {lv.concurrency}: no request succeeded: "
-                  f"{'; '.join(lv.first_errors) or 'HTTP 429'}", file=sys.stderr)
+            print(
+                f"warning: {lv.target} batch {lv.batch_size} x {lv.concurrency}: no request succeeded: "
+                f"{'; '.join(lv.first_errors) or 'HTTP 429'}",
+                file=sys.stderr,
+            )
         return 0
     finally:
         for t in targets:

@@ -48,10 +48,21 @@ class QualityDelta:
         return {"pass": True, "fail": False}.get(self.decision)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "old": self.old, "new": self.new, "delta": self.delta, "margin": self.margin,
-                "queries": self.queries, "ci_low": self.ci_low, "ci_high": self.ci_high,
-                "lower_bound": self.lower_bound, "decision": self.decision, "holds": self.holds,
-                "queries_needed": self.queries_needed, "summary": self.summary}
+        return {
+            "metric": self.metric,
+            "old": self.old,
+            "new": self.new,
+            "delta": self.delta,
+            "margin": self.margin,
+            "queries": self.queries,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "lower_bound": self.lower_bound,
+            "decision": self.decision,
+            "holds": self.holds,
+            "queries_needed": self.queries_needed,
+            "summary": self.summary,
+        }
 
 
 def quality_deltas(old: Result, new: Result, margin: float, *, seed: int = 0) -> list[QualityDelta]:
@@ -61,9 +72,23 @@ def quality_deltas(old: Result, new: Result, margin: float, *, seed: int = 0) ->
     metrics = list(old.metrics)
     qids, cand, ref = paired_scores(new.per_query, old.per_query, metrics)
     verdicts = non_inferiority(cand, ref, margin=margin, seed=seed)
-    return [QualityDelta(m, float(ref[:, j].mean()), float(cand[:, j].mean()), v.ci.delta, margin, len(qids),
-                         v.ci.low, v.ci.high, v.ci.lower_bound, v.decision, f"{m}: {v.summary()}", v.queries_needed)
-            for j, (m, v) in enumerate(zip(metrics, verdicts, strict=True))]
+    return [
+        QualityDelta(
+            m,
+            float(ref[:, j].mean()),
+            float(cand[:, j].mean()),
+            v.ci.delta,
+            margin,
+            len(qids),
+            v.ci.low,
+            v.ci.high,
+            v.ci.lower_bound,
+            v.decision,
+            f"{m}: {v.summary()}",
+            v.queries_needed,
+        )
+        for j, (m, v) in enumerate(zip(metrics, verdicts, strict=True))
+    ]
 
 
 @dataclass(frozen=True)
@@ -104,9 +129,17 @@ class Cutover:
         return "the change does not stand: " + "; ".join(why)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"created": self.created, "stands": self.stands, "verdict": self.verdict(), "urls": self.urls,
-                "dataset": self.dataset, "quality_holds": self.quality_holds, "capacity_holds": self.capacity_holds,
-                "quality": [q.to_dict() for q in self.quality], "gates": [g.to_dict() for g in self.gates]}
+        return {
+            "created": self.created,
+            "stands": self.stands,
+            "verdict": self.verdict(),
+            "urls": self.urls,
+            "dataset": self.dataset,
+            "quality_holds": self.quality_holds,
+            "capacity_holds": self.capacity_holds,
+            "quality": [q.to_dict() for q in self.quality],
+            "gates": [g.to_dict() for g in self.gates],
+        }
 
 
 def _all(values: Any) -> bool | None:
@@ -125,15 +158,35 @@ def endpoint_result(prepared: Prepared, encoder: Encoder) -> Result:
     t0 = time.perf_counter()
     q, d = encode_dataset(encoder, c, prepared.dataset, [c.pooling])
     timing = encode_timing(role_stats_since(encoder, before), time.perf_counter() - t0)
-    return score(prepared, c, q[c.pooling], d[c.pooling], metrics=prepared.spec.metrics, timing=timing,
-                 device=encoder.device, keep_vectors=False)
+    return score(
+        prepared,
+        c,
+        q[c.pooling],
+        d[c.pooling],
+        metrics=prepared.spec.metrics,
+        timing=timing,
+        device=encoder.device,
+        keep_vectors=False,
+    )
 
 
-def run_cutover(prepared: Prepared, old: Target, new: Target, old_encoder: Encoder, new_encoder: Encoder,
-                urls: dict[str, str], workload: Workload, plan: LoadPlan, gates: Sequence[CapacityGate], *,
-                quality_margin: float = DEFAULT_QUALITY_MARGIN, progress: bool = False,
-                extra_targets: Sequence[Target] = (), on_step: Callable[[str], None] | None = None,
-                on_level: Callable[[Level], None] | None = None) -> Cutover:
+def run_cutover(
+    prepared: Prepared,
+    old: Target,
+    new: Target,
+    old_encoder: Encoder,
+    new_encoder: Encoder,
+    urls: dict[str, str],
+    workload: Workload,
+    plan: LoadPlan,
+    gates: Sequence[CapacityGate],
+    *,
+    quality_margin: float = DEFAULT_QUALITY_MARGIN,
+    progress: bool = False,
+    extra_targets: Sequence[Target] = (),
+    on_step: Callable[[str], None] | None = None,
+    on_level: Callable[[Level], None] | None = None,
+) -> Cutover:
     """Quality of both (old first, then new), then one interleaved load profile of old, new and any
     extra target (e.g. the local reference), then the gates of new against old."""
     if (old.name, new.name) != (OLD, NEW):
@@ -141,8 +194,10 @@ def run_cutover(prepared: Prepared, old: Target, new: Target, old_encoder: Encod
     say = on_step or (lambda _m: None)
     results = {}
     for name, enc in ((OLD, old_encoder), (NEW, new_encoder)):
-        say(f"quality  {name}: encoding {prepared.dataset.identity.n_documents} documents and "
-            f"{prepared.dataset.identity.n_queries} queries")
+        say(
+            f"quality  {name}: encoding {prepared.dataset.identity.n_documents} documents and "
+            f"{prepared.dataset.identity.n_queries} queries"
+        )
         results[name] = endpoint_result(prepared, enc)
     quality = quality_deltas(results[OLD], results[NEW], quality_margin)
     say("capacity old vs new, interleaved")

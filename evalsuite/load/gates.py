@@ -59,20 +59,25 @@ def parse_capacity_gate(text: str) -> CapacityGate:
     if kind not in KINDS:
         raise SpecError(f"capacity gate {text!r}: unknown kind {kind!r}; choose {', '.join(KINDS)} ({example})")
     if metric not in HIGHER_BETTER + LOWER_BETTER:
-        raise SpecError(f"capacity gate {text!r}: unknown metric {metric!r}; choose one of "
-                        f"{', '.join(HIGHER_BETTER + LOWER_BETTER)}")
+        raise SpecError(
+            f"capacity gate {text!r}: unknown metric {metric!r}; choose one of "
+            f"{', '.join(HIGHER_BETTER + LOWER_BETTER)}"
+        )
     if metric not in KINDS[kind]:
         wanted = "max_rel_drop" if metric in HIGHER_BETTER else "max_rel_rise or max_abs_rise"
-        raise SpecError(f"capacity gate {text!r}: {metric} is {'higher' if metric in HIGHER_BETTER else 'lower'}"
-                        f"-is-better, so its kind is {wanted}")
+        raise SpecError(
+            f"capacity gate {text!r}: {metric} is {'higher' if metric in HIGHER_BETTER else 'lower'}"
+            f"-is-better, so its kind is {wanted}"
+        )
     try:
         limit = float(number)
     except ValueError:
         raise SpecError(f"capacity gate {text!r}: {number!r} is not a number ({example})") from None
     limit = limit / 100.0 if pct else limit
     if not math.isfinite(limit) or limit < 0 or (kind == "max_rel_drop" and limit >= 1):
-        raise SpecError(f"capacity gate {text!r}: the limit must be >= 0" +
-                        (" and below 100%" if kind == "max_rel_drop" else ""))
+        raise SpecError(
+            f"capacity gate {text!r}: the limit must be >= 0" + (" and below 100%" if kind == "max_rel_drop" else "")
+        )
     return CapacityGate(metric, kind, limit, f"{metric}:{kind}={number}{pct}")
 
 
@@ -87,21 +92,32 @@ class GateOutcome:
         return {True: "PASS", False: "FAIL", None: "INCONCLUSIVE"}[self.passed]
 
     def message(self) -> str:
-        bad = [lv for lv in self.levels if lv["passed"] is False] or \
-              [lv for lv in self.levels if lv["passed"] is None]
+        bad = [lv for lv in self.levels if lv["passed"] is False] or [lv for lv in self.levels if lv["passed"] is None]
         if not bad:
             return f"{self.gate.expr}: holds at all {len(self.levels)} level(s)"
         worst = bad[0]
-        what = ("no finite value on one side" if worst["passed"] is None
-                else f"{self.gate.metric} {worst['old']:.4g} -> {worst['new']:.4g} ({_change(self.gate, worst)})")
-        return (f"{self.gate.expr}: {len(bad)} of {len(self.levels)} level(s) "
-                f"{'fail' if self.passed is False else 'undecided'}; e.g. batch {worst['batch_size']} x "
-                f"{worst['concurrency']}: {what}")
+        what = (
+            "no finite value on one side"
+            if worst["passed"] is None
+            else f"{self.gate.metric} {worst['old']:.4g} -> {worst['new']:.4g} ({_change(self.gate, worst)})"
+        )
+        return (
+            f"{self.gate.expr}: {len(bad)} of {len(self.levels)} level(s) "
+            f"{'fail' if self.passed is False else 'undecided'}; e.g. batch {worst['batch_size']} x "
+            f"{worst['concurrency']}: {what}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"gate": self.gate.expr, "passed": self.passed, "status": self.status, "message": self.message(),
-                "levels": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in lv.items()}
-                           for lv in self.levels]}
+        return {
+            "gate": self.gate.expr,
+            "passed": self.passed,
+            "status": self.status,
+            "message": self.message(),
+            "levels": [
+                {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in lv.items()}
+                for lv in self.levels
+            ],
+        }
 
 
 def _change(gate: CapacityGate, level: dict[str, Any]) -> str:
@@ -119,8 +135,16 @@ def evaluate_gates(gates: tuple[CapacityGate, ...], profile: LoadProfile, old: s
             lv_new = profile.level(new, lv_old.batch_size, lv_old.concurrency)
             a, b = lv_old.figures.value(g.metric), lv_new.figures.value(g.metric)
             passed, change = g.check(a, b)
-            rows.append({"batch_size": lv_old.batch_size, "concurrency": lv_old.concurrency, "old": a, "new": b,
-                         "change": change, "passed": passed})
+            rows.append(
+                {
+                    "batch_size": lv_old.batch_size,
+                    "concurrency": lv_old.concurrency,
+                    "old": a,
+                    "new": b,
+                    "change": change,
+                    "passed": passed,
+                }
+            )
         verdicts = [r["passed"] for r in rows]
         passed = False if False in verdicts else (None if None in verdicts or not rows else True)
         out.append(GateOutcome(g, passed, tuple(rows)))

@@ -56,9 +56,15 @@ class LoadPlan:
         return [(b, c) for b in self.batch_sizes for c in sorted(set(self.concurrency))]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"concurrency": list(self.concurrency), "batch_sizes": list(self.batch_sizes),
-                "requests": self.requests, "duration": self.duration, "rounds": self.rounds,
-                "warmup": self.warmup, "seed": self.seed}
+        return {
+            "concurrency": list(self.concurrency),
+            "batch_sizes": list(self.batch_sizes),
+            "requests": self.requests,
+            "duration": self.duration,
+            "rounds": self.rounds,
+            "warmup": self.warmup,
+            "seed": self.seed,
+        }
 
 
 @dataclass(frozen=True)
@@ -73,9 +79,14 @@ class Level:
     first_errors: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "batch_size": self.batch_size, "concurrency": self.concurrency,
-                **self.figures.to_dict(), "buckets": {k: v.to_dict() for k, v in self.buckets.items()},
-                "first_errors": list(self.first_errors)}
+        return {
+            "target": self.target,
+            "batch_size": self.batch_size,
+            "concurrency": self.concurrency,
+            **self.figures.to_dict(),
+            "buckets": {k: v.to_dict() for k, v in self.buckets.items()},
+            "first_errors": list(self.first_errors),
+        }
 
 
 @dataclass(frozen=True)
@@ -97,12 +108,23 @@ class LoadProfile:
         return [lv for lv in self.levels if lv.target == target]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"targets": list(self.targets), "plan": self.plan.to_dict(), "workload": self.workload,
-                "levels": [lv.to_dict() for lv in self.levels]}
+        return {
+            "targets": list(self.targets),
+            "plan": self.plan.to_dict(),
+            "workload": self.workload,
+            "levels": [lv.to_dict() for lv in self.levels],
+        }
 
 
-def _slice(target: Target, draws: Sequence[Draw], workload: Workload, concurrency: int, batch_size: int,
-           deadline: float | None, tick: Callable[[], None]) -> tuple[list[Sample], float]:
+def _slice(
+    target: Target,
+    draws: Sequence[Draw],
+    workload: Workload,
+    concurrency: int,
+    batch_size: int,
+    deadline: float | None,
+    tick: Callable[[], None],
+) -> tuple[list[Sample], float]:
     """Send ``draws`` (cycled until ``deadline`` when one is given) with ``concurrency`` in flight."""
     source = itertools.cycle(draws) if deadline is not None else iter(draws)
     lock = threading.Lock()
@@ -126,15 +148,23 @@ def _slice(target: Target, draws: Sequence[Draw], workload: Workload, concurrenc
                     crashed.append(exc)
                 return
             seconds = time.perf_counter() - t0
-            sample = Sample(target.name, concurrency, batch_size, draw.bucket, len(texts),
-                            sum(workload.processed_tokens(i) for i in draw.indices), seconds, status, detail)
+            sample = Sample(
+                target.name,
+                concurrency,
+                batch_size,
+                draw.bucket,
+                len(texts),
+                sum(workload.processed_tokens(i) for i in draw.indices),
+                seconds,
+                status,
+                detail,
+            )
             with lock:
                 samples.append(sample)
             tick()
 
     t0 = time.perf_counter()
-    threads = [threading.Thread(target=worker, name=f"load-{target.name}-{i}", daemon=True)
-               for i in range(concurrency)]
+    threads = [threading.Thread(target=worker, name=f"load-{target.name}-{i}", daemon=True) for i in range(concurrency)]
     for t in threads:
         t.start()
     for t in threads:
@@ -154,8 +184,14 @@ def _split(draws: list[Draw], parts: int) -> list[list[Draw]]:
     return out
 
 
-def run_load(targets: Sequence[Target], workload: Workload, plan: LoadPlan, *, progress: bool = False,
-             on_level: Callable[[Level], None] | None = None) -> LoadProfile:
+def run_load(
+    targets: Sequence[Target],
+    workload: Workload,
+    plan: LoadPlan,
+    *,
+    progress: bool = False,
+    on_level: Callable[[Level], None] | None = None,
+) -> LoadProfile:
     """Profile every target over every level of ``plan``; the targets get identical requests."""
     from tqdm.auto import tqdm
 
@@ -187,8 +223,7 @@ def run_load(targets: Sequence[Target], workload: Workload, plan: LoadPlan, *, p
             for r, part in enumerate(slices):
                 order = list(targets) if r % 2 == 0 else list(reversed(targets))
                 for t in order:
-                    deadline = (time.perf_counter() + plan.duration / plan.rounds
-                                if plan.duration is not None else None)
+                    deadline = time.perf_counter() + plan.duration / plan.rounds if plan.duration is not None else None
                     got, seconds = _slice(t, part, workload, conc, batch, deadline, tick)
                     samples[t.name] += got
                     wall[t.name] += seconds
@@ -205,5 +240,6 @@ def run_load(targets: Sequence[Target], workload: Workload, plan: LoadPlan, *, p
 def _level(name: str, batch: int, conc: int, samples: list[Sample], wall: float, workload: Workload) -> Level:
     by_bucket = {b: [s for s in samples if s.bucket == b] for b in bucket_names(workload.edges)}
     errors = tuple(dict.fromkeys(s.detail for s in samples if s.status == "error"))[:3]
-    return Level(name, batch, conc, figures(samples, wall),
-                 {b: figures(ss, wall) for b, ss in by_bucket.items() if ss}, errors)
+    return Level(
+        name, batch, conc, figures(samples, wall), {b: figures(ss, wall) for b, ss in by_bucket.items() if ss}, errors
+    )

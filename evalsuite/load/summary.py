@@ -77,20 +77,39 @@ class Figures:
 
     def value(self, metric: str) -> float:
         """A figure by the name capacity gates and reports use."""
-        names = {"throughput": self.inputs_per_s, "inputs_per_s": self.inputs_per_s,
-                 "requests_per_s": self.requests_per_s, "tokens_per_s": self.tokens_per_s,
-                 "p50_ms": self.p50_ms, "p95_ms": self.p95_ms, "p99_ms": self.p99_ms, "mean_ms": self.mean_ms,
-                 "error_rate": self.error_rate}
+        names = {
+            "throughput": self.inputs_per_s,
+            "inputs_per_s": self.inputs_per_s,
+            "requests_per_s": self.requests_per_s,
+            "tokens_per_s": self.tokens_per_s,
+            "p50_ms": self.p50_ms,
+            "p95_ms": self.p95_ms,
+            "p99_ms": self.p99_ms,
+            "mean_ms": self.mean_ms,
+            "error_rate": self.error_rate,
+        }
         if metric not in names:
             raise SpecError(f"unknown load figure {metric!r}; choose one of {', '.join(names)}")
         return float(names[metric])
 
     def to_dict(self) -> dict[str, float | int | None]:
-        return {"requests": self.requests, "ok": self.ok, "errors": self.errors, "throttled_429": self.throttled,
-                "inputs": self.inputs, "tokens": self.tokens, "wall_seconds": round(self.wall_seconds, 4),
-                "requests_per_s": _r(self.requests_per_s), "inputs_per_s": _r(self.inputs_per_s),
-                "tokens_per_s": _r(self.tokens_per_s), "p50_ms": _r(self.p50_ms), "p95_ms": _r(self.p95_ms),
-                "p99_ms": _r(self.p99_ms), "mean_ms": _r(self.mean_ms), "error_rate": _r(self.error_rate)}
+        return {
+            "requests": self.requests,
+            "ok": self.ok,
+            "errors": self.errors,
+            "throttled_429": self.throttled,
+            "inputs": self.inputs,
+            "tokens": self.tokens,
+            "wall_seconds": round(self.wall_seconds, 4),
+            "requests_per_s": _r(self.requests_per_s),
+            "inputs_per_s": _r(self.inputs_per_s),
+            "tokens_per_s": _r(self.tokens_per_s),
+            "p50_ms": _r(self.p50_ms),
+            "p95_ms": _r(self.p95_ms),
+            "p99_ms": _r(self.p99_ms),
+            "mean_ms": _r(self.mean_ms),
+            "error_rate": _r(self.error_rate),
+        }
 
 
 def _r(x: float) -> float | None:
@@ -105,7 +124,16 @@ def figures(samples: Iterable[Sample], wall_seconds: float) -> Figures:
     ok = [s for s in samples if s.status == "ok"]
     ms = [s.seconds * 1000.0 for s in ok]
     p50, p95, p99 = (percentile(ms, q) for q in PERCENTILES)
-    return Figures(requests=len(samples), ok=len(ok), errors=sum(s.status == "error" for s in samples),
-                   throttled=sum(s.status == "429" for s in samples), inputs=sum(s.inputs for s in ok),
-                   tokens=sum(s.tokens for s in ok), wall_seconds=wall_seconds, p50_ms=p50, p95_ms=p95,
-                   p99_ms=p99, mean_ms=sum(ms) / len(ms) if ms else math.nan)
+    return Figures(
+        requests=len(samples),
+        ok=len(ok),
+        errors=sum(s.status == "error" for s in samples),
+        throttled=sum(s.status == "429" for s in samples),
+        inputs=sum(s.inputs for s in ok),
+        tokens=sum(s.tokens for s in ok),
+        wall_seconds=wall_seconds,
+        p50_ms=p50,
+        p95_ms=p95,
+        p99_ms=p99,
+        mean_ms=sum(ms) / len(ms) if ms else math.nan,
+    )

@@ -33,8 +33,7 @@ class EndpointTarget:
     or a 5xx is counted as the server gave it. Every 200 is parsed and checked like the canary does
     (count, order, dimension, norm): a malformed answer counts as an error, not as throughput."""
 
-    def __init__(self, name: str, config: EndpointConfig, *, dim: int, normalized: bool,
-                 max_concurrency: int) -> None:
+    def __init__(self, name: str, config: EndpointConfig, *, dim: int, normalized: bool, max_concurrency: int) -> None:
         from ..encode.endpoint import EndpointEncoder
         from ..encode.response import Expectation
 
@@ -42,8 +41,9 @@ class EndpointTarget:
         models = frozenset({config.model}) if config.model else frozenset()
         # the client's connection pool must hold every request of the highest level in flight
         config = dataclasses.replace(config, concurrency=max(config.concurrency, max_concurrency))
-        self.client: EndpointEncoder = EndpointEncoder(config, Expectation(dim=dim, normalized=normalized,
-                                                                           models=models))
+        self.client: EndpointEncoder = EndpointEncoder(
+            config, Expectation(dim=dim, normalized=normalized, models=models)
+        )
 
     def __repr__(self) -> str:
         return f"EndpointTarget({self.name!r}, url={self.client.config.url!r})"
@@ -53,8 +53,13 @@ class EndpointTarget:
 
         c = self.client
         try:
-            resp = c.request("POST", c.config.embeddings_url, json=c.payload(texts), retry=False,
-                             what=f"POST {c.config.embeddings_url} ({len(texts)} input(s))")
+            resp = c.request(
+                "POST",
+                c.config.embeddings_url,
+                json=c.payload(texts),
+                retry=False,
+                what=f"POST {c.config.embeddings_url} ({len(texts)} input(s))",
+            )
             if resp.status_code == 429:
                 return "429", "HTTP 429"
             c.parse_response(resp, label_items(texts, None))  # a typed error for any non-200 or bad answer

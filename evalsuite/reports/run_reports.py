@@ -8,6 +8,7 @@ from pathlib import Path
 from ..io import atomic_write_json, atomic_write_text
 from ..result import Result
 from .markdown import contract_rows, table
+from .slices import slice_markdown
 from .trec import trec_run
 
 
@@ -22,21 +23,31 @@ def run_markdown(result: Result) -> str:
         f"on dataset **{ident.name}** (split `{ident.split}`, sha256 `{ident.sha256[:16]}…`).\n",
         "## Metrics\n",
         table(["metric", "value"], [(k, v) for k, v in result.metrics.items()]),
+        slice_markdown(result.slice_rows(), tuple(result.metrics)),
         "\n## Dataset\n",
         table(["count", "value"], list(counts.items())),
         "\n## Contract\n",
         table(["field", "value"], contract_rows(m["contract"])),
         "\n## Timing\n",
-        table(["step", "value"], [
-            ("encode seconds", t.get("encode_seconds")), ("search seconds", t.get("search_seconds")),
-            ("score seconds", t.get("score_seconds")),
-            ("query tokens", t.get("queries", {}).get("tokens")),
-            ("document tokens", t.get("documents", {}).get("tokens")),
-            ("truncated texts", t.get("queries", {}).get("truncated", 0) + t.get("documents", {}).get("truncated", 0)),
-            ("embedding cache hits / misses",
-             f"{t['cache']['hits']} / {t['cache']['misses']}" if "cache" in t else "cache off"),
-            ("device", m.get("device")),
-        ]),
+        table(
+            ["step", "value"],
+            [
+                ("encode seconds", t.get("encode_seconds")),
+                ("search seconds", t.get("search_seconds")),
+                ("score seconds", t.get("score_seconds")),
+                ("query tokens", t.get("queries", {}).get("tokens")),
+                ("document tokens", t.get("documents", {}).get("tokens")),
+                (
+                    "truncated texts",
+                    t.get("queries", {}).get("truncated", 0) + t.get("documents", {}).get("truncated", 0),
+                ),
+                (
+                    "embedding cache hits / misses",
+                    f"{t['cache']['hits']} / {t['cache']['misses']}" if "cache" in t else "cache off",
+                ),
+                ("device", m.get("device")),
+            ],
+        ),
     ]
     if result.warnings:
         parts += ["\n## Warnings\n", "".join(f"- {w}\n" for w in result.warnings)]

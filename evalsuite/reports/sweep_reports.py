@@ -12,6 +12,7 @@ from ..result import SCHEMA_VERSION
 from ..sweep.registry import declaration
 from .index_reports import index_html, index_markdown
 from .markdown import contract_rows, table
+from .sweep_slices import base_slices, cell_slices, sweep_slices_html, sweep_slices_markdown
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -26,9 +27,13 @@ ONE_MILLION = 1_000_000
 def storage(contract: Contract) -> dict[str, int | str]:
     """Float32 storage of one vector and of a flat index over one million vectors."""
     per_vector = contract.dim * BYTES_PER_FLOAT32
-    return {"dim": contract.dim, "dtype_stored": "float32", "bytes_per_vector": per_vector,
-            "index_bytes_1m_vectors": per_vector * ONE_MILLION,
-            "index_size_1m_vectors": _human(per_vector * ONE_MILLION)}
+    return {
+        "dim": contract.dim,
+        "dtype_stored": "float32",
+        "bytes_per_vector": per_vector,
+        "index_bytes_1m_vectors": per_vector * ONE_MILLION,
+        "index_size_1m_vectors": _human(per_vector * ONE_MILLION),
+    }
 
 
 def _human(n: float) -> str:
@@ -52,8 +57,12 @@ def shows_storage(c: CellResult) -> bool:
 def _cell_dict(result: SweepResult, c: CellResult) -> dict[str, Any]:
     r = c.result
     out: dict[str, Any] = {
-        "name": c.cell.name, "axis": c.cell.axis, "value": c.cell.value, "varies": dict(c.cell.varies),
-        "same_as_base": c.cell.same_as_base, "contract": r.contract.to_dict(),
+        "name": c.cell.name,
+        "axis": c.cell.axis,
+        "value": c.cell.value,
+        "varies": dict(c.cell.varies),
+        "same_as_base": c.cell.same_as_base,
+        "contract": r.contract.to_dict(),
         "contract_fingerprint": r.contract.fingerprint(),
         "metrics": {m: _r(v) for m, v in r.metrics.items()},
         "delta": {m: _r(v) for m, v in c.delta.items()},
@@ -65,6 +74,9 @@ def _cell_dict(result: SweepResult, c: CellResult) -> dict[str, Any]:
         out["storage"] = storage(r.contract)
     if c.index is not None:
         out["index"] = c.index.to_dict()
+    slices = cell_slices(result, c)
+    if slices is not None:
+        out["slices"] = slices
     return out
 
 
@@ -77,18 +89,26 @@ def sweep_to_dict(result: SweepResult) -> dict[str, Any]:
         "mode": "grid" if result.grid else "one-at-a-time",
         "axes": [{"name": a.name, "values": list(a.labels)} for a in result.axes],
         "metrics": list(result.metrics),
-        "significance": {"test": f"ranx paired {result.test} test vs base, per query", "alpha": result.alpha,
-                         "correction": f"{result.correction} across every cell and metric (q-values)",
-                         "marks": f"significant: q-value < {result.alpha}",
-                         "intervals": "95% paired bootstrap CI of the delta over queries (10,000 resamples, seed 0); "
-                                      "sign-flip p: paired randomization test; MDE: one-sided 5%, power 80%"},
+        "significance": {
+            "test": f"ranx paired {result.test} test vs base, per query",
+            "alpha": result.alpha,
+            "correction": f"{result.correction} across every cell and metric (q-values)",
+            "marks": f"significant: q-value < {result.alpha}",
+            "intervals": "95% paired bootstrap CI of the delta over queries (10,000 resamples, seed 0); "
+            "sign-flip p: paired randomization test; MDE: one-sided 5%, power 80%",
+        },
         "dataset": base.dataset.identity.to_dict(),
         "model": base.manifest.get("model"),
         "libraries": base.manifest.get("libraries"),
         "device": base.manifest.get("device"),
-        "base": {"name": "base", "contract": base.contract.to_dict(),
-                 "contract_fingerprint": base.contract.fingerprint(),
-                 "metrics": {m: _r(v) for m, v in base.metrics.items()}, "storage": storage(base.contract)},
+        "base": {
+            "name": "base",
+            "contract": base.contract.to_dict(),
+            "contract_fingerprint": base.contract.fingerprint(),
+            "metrics": {m: _r(v) for m, v in base.metrics.items()},
+            "storage": storage(base.contract),
+            **({"slices": base_slices(result)} if base.slices is not None else {}),
+        },
         "cells": [_cell_dict(result, c) for c in result.cells],
         "execution": result.stats.to_dict(),
         "warnings": list(result.warnings),
@@ -102,10 +122,12 @@ def _delta_text(c: CellResult, m: str, alpha: float) -> str:
 
 
 def _marks_text(result: SweepResult) -> str:
-    return (f"Δ is the cell minus the base; `*` marks q < {result.alpha}: ranx's paired {result.test} test over "
-            f"queries, adjusted for the false discovery rate across every cell and metric ({result.correction}). "
-            "The 95% CI of each Δ is a paired bootstrap over queries; MDE is the smallest true difference a "
-            "one-sided 5% test detects with 80% power on these queries.")
+    return (
+        f"Δ is the cell minus the base; `*` marks q < {result.alpha}: ranx's paired {result.test} test over "
+        f"queries, adjusted for the false discovery rate across every cell and metric ({result.correction}). "
+        "The 95% CI of each Δ is a paired bootstrap over queries; MDE is the smallest true difference a "
+        "one-sided 5% test detects with 80% power on these queries."
+    )
 
 
 def _ci_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
@@ -132,16 +154,28 @@ def sweep_table_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
     rows: list[list[str]] = [["base"] + [x for m in result.metrics for x in (f"{result.base.metrics[m]:.4f}", "")]]
     for c in result.cells:
         name = c.cell.name + (" (= base)" if c.cell.same_as_base else "")
-        rows.append([name] + [x for m in result.metrics
-                              for x in (f"{c.result.metrics[m]:.4f}", _delta_text(c, m, result.alpha))])
+        rows.append(
+            [name]
+            + [x for m in result.metrics for x in (f"{c.result.metrics[m]:.4f}", _delta_text(c, m, result.alpha))]
+        )
     return headers, rows
 
 
 def _p_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
     headers = ["cell"] + [h for m in result.metrics for h in (f"p {m}", f"q {m}", f"sign-flip p {m}")]
-    rows = [[c.cell.name] + [x for m in result.metrics for x in (
-        f"{c.p_values[m]:.4g}", f"{c.stats[m].q_value:.4g}" if m in c.stats else "-",
-        f"{c.stats[m].comparison.p_value:.4g}" if m in c.stats else "-")] for c in result.cells]
+    rows = [
+        [c.cell.name]
+        + [
+            x
+            for m in result.metrics
+            for x in (
+                f"{c.p_values[m]:.4g}",
+                f"{c.stats[m].q_value:.4g}" if m in c.stats else "-",
+                f"{c.stats[m].comparison.p_value:.4g}" if m in c.stats else "-",
+            )
+        ]
+        for c in result.cells
+    ]
     return headers, rows
 
 
@@ -155,15 +189,19 @@ def _storage_rows(result: SweepResult) -> list[list[object]]:
 
 def _execution_lines(result: SweepResult) -> list[str]:
     st = result.stats
-    lines = [f"{len(result.cells)} cells ({'grid' if result.grid else 'one variable at a time'}), "
-             f"{st.contracts_scored} distinct contracts scored",
-             f"forward passes: {st.passes_by_role['query']} query, {st.passes_by_role['document']} document; "
-             f"texts through the model: {st.texts_encoded_by_role['query']} queries, "
-             f"{st.texts_encoded_by_role['document']} documents; models loaded: {st.models_loaded}",
-             f"encode {st.encode_seconds:.2f} s, search + score {st.score_seconds:.2f} s"]
+    lines = [
+        f"{len(result.cells)} cells ({'grid' if result.grid else 'one variable at a time'}), "
+        f"{st.contracts_scored} distinct contracts scored",
+        f"forward passes: {st.passes_by_role['query']} query, {st.passes_by_role['document']} document; "
+        f"texts through the model: {st.texts_encoded_by_role['query']} queries, "
+        f"{st.texts_encoded_by_role['document']} documents; models loaded: {st.models_loaded}",
+        f"encode {st.encode_seconds:.2f} s, search + score {st.score_seconds:.2f} s",
+    ]
     if st.cache:
-        lines.append(f"embedding cache: {st.cache['hits']} hits, {st.cache['misses']} misses, "
-                     f"{st.cache['corrupt']} corrupt segment(s) recomputed")
+        lines.append(
+            f"embedding cache: {st.cache['hits']} hits, {st.cache['misses']} misses, "
+            f"{st.cache['corrupt']} corrupt segment(s) recomputed"
+        )
     return lines
 
 
@@ -179,16 +217,26 @@ def sweep_markdown(result: SweepResult) -> str:
         f"dataset **{ident.name}** (split `{ident.split}`, {ident.n_documents} documents, {ident.n_queries} "
         f"queries). Axes: " + "; ".join(f"`{a.name}` = {', '.join(a.labels)}" for a in result.axes) + ".\n\n",
         _marks_text(result) + "\n\n",
-        "## Results\n\n", table(headers, rows),
-        "\n## Uncertainty (95% CI of Δ vs base)\n\n", table(*_ci_rows(result)),
-        f"\n## Significance (p-values vs base; q: {result.correction})\n\n", table(ph, pr),
+        "## Results\n\n",
+        table(headers, rows),
+        "\n## Uncertainty (95% CI of Δ vs base)\n\n",
+        table(*_ci_rows(result)),
+        f"\n## Significance (p-values vs base; q: {result.correction})\n\n",
+        table(ph, pr),
     ]
     parts += index_markdown(result)
+    parts += sweep_slices_markdown(result)
     if any(shows_storage(c) for c in result.cells):
-        parts += ["\n## Storage (float32, flat index)\n\n",
-                  table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result))]
-    parts += ["\n## Base contract\n\n", table(["field", "value"], contract_rows(base.contract.to_dict())),
-              "\n## Execution\n\n", "".join(f"- {line}\n" for line in _execution_lines(result))]
+        parts += [
+            "\n## Storage (float32, flat index)\n\n",
+            table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result)),
+        ]
+    parts += [
+        "\n## Base contract\n\n",
+        table(["field", "value"], contract_rows(base.contract.to_dict())),
+        "\n## Execution\n\n",
+        "".join(f"- {line}\n" for line in _execution_lines(result)),
+    ]
     if result.warnings:
         parts += ["\n## Warnings\n\n", "".join(f"- {w}\n" for w in result.warnings)]
     return "".join(parts)
@@ -234,24 +282,39 @@ def sweep_figures(result: SweepResult) -> list[tuple[str, Figure]]:
         groups = _groups(result, axis.name)
         if axis.declaration.numeric:
             x0 = getattr(base.contract, axis.name)
-            series = {g: [(float(c.cell.label(axis.name) or 0), c.result.metrics) for c in cells]
-                      for g, cells in groups.items()}
-            errors = {g: [(float(c.cell.label(axis.name) or 0), _bar(c, base.metrics)) for c in cells]
-                      for g, cells in groups.items()}
+            series = {
+                g: [(float(c.cell.label(axis.name) or 0), c.result.metrics) for c in cells]
+                for g, cells in groups.items()
+            }
+            errors = {
+                g: [(float(c.cell.label(axis.name) or 0), _bar(c, base.metrics)) for c in cells]
+                for g, cells in groups.items()
+            }
             label = axis.declaration.label
             fig = line_chart(f"metric vs {label}", label, metrics, series, (float(x0), base.metrics), errors=errors)
-            figures.append((f"Metrics vs {label}; the red star and dashed line are the base contract "
-                            f"({axis.name}={x0}). {_ERROR_BARS}", fig))
+            figures.append(
+                (
+                    f"Metrics vs {label}; the red star and dashed line are the base contract "
+                    f"({axis.name}={x0}). {_ERROR_BARS}",
+                    fig,
+                )
+            )
         else:
             cats = list(axis.labels)
             bars = {g: {c.cell.label(axis.name) or "": c.result.metrics for c in cells} for g, cells in groups.items()}
-            bar_errors = {g: {c.cell.label(axis.name) or "": _bar(c, base.metrics) for c in cells}
-                          for g, cells in groups.items()}
+            bar_errors = {
+                g: {c.cell.label(axis.name) or "": _bar(c, base.metrics) for c in cells} for g, cells in groups.items()
+            }
             base_bar = _base_bar(groups, axis.name)
             fig = bar_chart(f"metrics per {axis.name}", metrics, cats, bars, base.metrics, base_bar, errors=bar_errors)
-            figures.append((f"Metrics per {axis.name} value; the dashed red line is the base contract"
-                            + (f", the hatched bar the cell equal to it ({base_bar[1]})." if base_bar else ".")
-                            + f" {_ERROR_BARS}", fig))
+            figures.append(
+                (
+                    f"Metrics per {axis.name} value; the dashed red line is the base contract"
+                    + (f", the hatched bar the cell equal to it ({base_bar[1]})." if base_bar else ".")
+                    + f" {_ERROR_BARS}",
+                    fig,
+                )
+            )
     return figures
 
 
@@ -272,12 +335,19 @@ def sweep_html(result: SweepResult) -> str:
         cell_classes.append(cls)
     parts = [
         h.heading("evalsuite sweep", 1),
-        h.paragraph(f"Model {model.get('name', base.contract.model)} at revision {base.contract.model_revision}; "
-                    f"dataset {ident.name} (split {ident.split}, {ident.n_documents} documents, {ident.n_queries} "
-                    f"queries, sha256 {ident.sha256[:16]}…).", "meta"),
-        h.paragraph("Axes: " + "; ".join(f"{a.name} = {', '.join(a.labels)}" for a in result.axes)
-                    + f" ({'grid' if result.grid else 'one variable at a time'}). "
-                    + _marks_text(result).replace("`", ""), "meta"),
+        h.paragraph(
+            f"Model {model.get('name', base.contract.model)} at revision {base.contract.model_revision}; "
+            f"dataset {ident.name} (split {ident.split}, {ident.n_documents} documents, {ident.n_queries} "
+            f"queries, sha256 {ident.sha256[:16]}…).",
+            "meta",
+        ),
+        h.paragraph(
+            "Axes: "
+            + "; ".join(f"{a.name} = {', '.join(a.labels)}" for a in result.axes)
+            + f" ({'grid' if result.grid else 'one variable at a time'}). "
+            + _marks_text(result).replace("`", ""),
+            "meta",
+        ),
         h.heading("Results"),
         h.table(headers, rows, row_classes=row_classes, cell_classes=cell_classes),
         h.heading("Plots"),
@@ -285,14 +355,25 @@ def sweep_html(result: SweepResult) -> str:
     for caption, fig in sweep_figures(result):
         parts.append(h.figure_html(h.png_data_uri(fig), caption))
     ph, pr = _p_rows(result)
-    parts += [h.heading("Uncertainty (95% CI of Δ vs base)"), h.table(*_ci_rows(result)),
-              h.heading(f"Significance (p-values vs base; q: {result.correction})"), h.table(ph, pr)]
+    parts += [
+        h.heading("Uncertainty (95% CI of Δ vs base)"),
+        h.table(*_ci_rows(result)),
+        h.heading(f"Significance (p-values vs base; q: {result.correction})"),
+        h.table(ph, pr),
+    ]
     parts += index_html(result)
+    parts += sweep_slices_html(result)
     if any(shows_storage(c) for c in result.cells):
-        parts += [h.heading("Storage (float32, flat index)"),
-                  h.table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result))]
-    parts += [h.heading("Base contract"), h.table(["field", "value"], contract_rows(base.contract.to_dict())),
-              h.heading("Execution"), "".join(h.paragraph(line) for line in _execution_lines(result))]
+        parts += [
+            h.heading("Storage (float32, flat index)"),
+            h.table(["dim", "bytes per vector", "index for 1M vectors"], _storage_rows(result)),
+        ]
+    parts += [
+        h.heading("Base contract"),
+        h.table(["field", "value"], contract_rows(base.contract.to_dict())),
+        h.heading("Execution"),
+        "".join(h.paragraph(line) for line in _execution_lines(result)),
+    ]
     if result.warnings:
         parts += [h.heading("Warnings"), "".join(h.paragraph(w) for w in result.warnings)]
     return h.page("evalsuite sweep", parts)

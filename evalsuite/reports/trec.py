@@ -34,7 +34,7 @@ def trec_run(ranking: Ranking | Mapping[str, Mapping[str, float]], tag: str = "e
     lines = []
     for qid in ranked:
         docs = ranked.doc_ids[qid]
-        for rank, (did, s) in enumerate(zip(docs, strictly_decreasing(ranked.scores[qid])), start=1):
+        for rank, (did, s) in enumerate(zip(docs, strictly_decreasing(ranked.scores[qid]), strict=False), start=1):
             # numpy prints the shortest text that reads back as this very float32
             lines.append(f"{qid} Q0 {did} {rank} {np.format_float_positional(s, unique=True, trim='-')} {tag}")
     return "\n".join(lines) + "\n"

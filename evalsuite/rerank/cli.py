@@ -14,10 +14,15 @@ from .options import DEPTH_OPTION, RERANK_OPTIONS
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("rerank", help="two-stage evaluation: first-stage retrieval, then a cross-encoder "
-                              "reranks the top N; both stages' metrics and the gain")
-    add_options(p.add_argument, (*RUN_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION,
-                                 OUT_OPTION.with_default("reports/<dataset>/<model>+rerank")))
+    p = subparsers.add_parser(
+        "rerank",
+        help="two-stage evaluation: first-stage retrieval, then a cross-encoder "
+        "reranks the top N; both stages' metrics and the gain",
+    )
+    add_options(
+        p.add_argument,
+        (*RUN_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, OUT_OPTION.with_default("reports/<dataset>/<model>+rerank")),
+    )
     p.set_defaults(func=cmd_rerank)
 
     from .sweep_options import register_sweep
@@ -50,13 +55,18 @@ def cmd_rerank(args: argparse.Namespace) -> int:
     depths = list(args.depths or (rspec.depth,))
     results = run_two_stage(spec, rspec, depths)
     first = results[0].first
-    out = Path(args.out) if args.out else Path(str(default_run_dir(first.dataset.identity.name, first.contract.model))
-                                               + "+rerank")
+    out = (
+        Path(args.out)
+        if args.out
+        else Path(str(default_run_dir(first.dataset.identity.name, first.contract.model)) + "+rerank")
+    )
     paths = write_two_stage_reports(results, out)
     print(f"first stage  {first.contract.model} @ {first.contract.model_revision[:16]}")
     c = results[0].contract.to_dict()
-    print(f"reranker     {c['model']} @ {c['model_revision'][:16]} (activation {c['activation']}, "
-          f"max length {c['max_length']})")
+    print(
+        f"reranker     {c['model']} @ {c['model_revision'][:16]} (activation {c['activation']}, "
+        f"max length {c['max_length']})"
+    )
     for r in results:
         print(f"depth {r.depth}")
         for d in r.deltas:

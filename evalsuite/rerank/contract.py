@@ -57,11 +57,15 @@ class RerankerContract:
         if self.template != PAIR_TEMPLATE:
             missing = [p for p in ("{query}", "{document}") if p not in self.template]
             if missing:
-                raise SpecError(f"reranker template {self.template!r} lacks {', '.join(missing)}; use 'pair' for "
-                                "the tokenizer's pair encoding, or a text with both {query} and {document}")
+                raise SpecError(
+                    f"reranker template {self.template!r} lacks {', '.join(missing)}; use 'pair' for "
+                    "the tokenizer's pair encoding, or a text with both {query} and {document}"
+                )
             if self.truncation == "only_second":
-                raise SpecError("reranker truncation 'only_second' needs the 'pair' template (a one-text template "
-                                "has no second segment); use longest_first or reject")
+                raise SpecError(
+                    "reranker truncation 'only_second' needs the 'pair' template (a one-text template "
+                    "has no second segment); use longest_first or reject"
+                )
 
     @property
     def is_pair(self) -> bool:
@@ -96,12 +100,21 @@ class RerankerContract:
 
     def forward_key(self) -> tuple[str, ...]:
         """What needs its own forward pass: everything but the activation (applied to stored logits)."""
-        return (self.model_revision, self.tokenizer_revision, self.template, str(self.max_length), self.truncation,
-                self.dtype)
+        return (
+            self.model_revision,
+            self.tokenizer_revision,
+            self.template,
+            str(self.max_length),
+            self.truncation,
+            self.dtype,
+        )
 
     def diff(self, other: RerankerContract) -> dict[str, tuple[Any, Any]]:
-        return {f.name: (getattr(self, f.name), getattr(other, f.name)) for f in dataclasses.fields(self)
-                if getattr(self, f.name) != getattr(other, f.name)}
+        return {
+            f.name: (getattr(self, f.name), getattr(other, f.name))
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != getattr(other, f.name)
+        }
 
 
 def activate(logits: np.ndarray, activation: str) -> np.ndarray:
@@ -129,8 +142,10 @@ def declared_activation(config: Mapping[str, Any], where: str = "config.json") -
         return "sigmoid"
     if short in _IDENTITY_NAMES:
         return "none"
-    raise ModelError(f"{where}: the model declares the score activation {name!r}; the reference knows Sigmoid and "
-                     "Identity: pass --reranker-activation sigmoid|none to say which one the scores use")
+    raise ModelError(
+        f"{where}: the model declares the score activation {name!r}; the reference knows Sigmoid and "
+        "Identity: pass --reranker-activation sigmoid|none to say which one the scores use"
+    )
 
 
 def read_config(info: ModelInfo) -> dict[str, Any]:
@@ -151,28 +166,45 @@ def num_labels(config: Mapping[str, Any]) -> int:
     return int(config.get("num_labels") or 2)
 
 
-def build_reranker_contract(info: ModelInfo, *, activation: str | None = None, template: str | None = None,
-                            max_length: int | None = None, truncation: str = "longest_first",
-                            dtype: str = "float32") -> RerankerContract:
+def build_reranker_contract(
+    info: ModelInfo,
+    *,
+    activation: str | None = None,
+    template: str | None = None,
+    max_length: int | None = None,
+    truncation: str = "longest_first",
+    dtype: str = "float32",
+) -> RerankerContract:
     """Resolve every default against what the model declares, and validate the result."""
     config = read_config(info)
     where = str(info.path / "config.json")
     labels = num_labels(config)
     if labels != 1:
-        raise ModelError(f"{where}: a reranker must have one output label (num_labels=1); this model has {labels}: "
-                         "it is a classifier, not a relevance scorer")
+        raise ModelError(
+            f"{where}: a reranker must have one output label (num_labels=1); this model has {labels}: "
+            "it is a classifier, not a relevance scorer"
+        )
     max_length = max_length or info.default_max_length
     if max_length > info.max_positions:
-        raise SpecError(f"reranker max_length {max_length} exceeds what the model supports "
-                        f"({info.max_positions} tokens)")
-    return RerankerContract(model=info.name, model_revision=info.revision, tokenizer_revision=info.tokenizer_revision,
-                            activation=activation or declared_activation(config, where),
-                            template=template or PAIR_TEMPLATE, max_length=max_length, truncation=truncation,
-                            dtype=dtype)
+        raise SpecError(
+            f"reranker max_length {max_length} exceeds what the model supports ({info.max_positions} tokens)"
+        )
+    return RerankerContract(
+        model=info.name,
+        model_revision=info.revision,
+        tokenizer_revision=info.tokenizer_revision,
+        activation=activation or declared_activation(config, where),
+        template=template or PAIR_TEMPLATE,
+        max_length=max_length,
+        truncation=truncation,
+        dtype=dtype,
+    )
 
 
 def finite_or_error(scores: np.ndarray, what: str) -> None:
     bad = [i for i, s in enumerate(scores.tolist()) if not math.isfinite(s)]
     if bad:
-        raise ModelError(f"{what}: {len(bad)} non-finite score(s) (first at pair {bad[0]}); the reference produced "
-                         "NaN or infinity: try --reranker-dtype float32")
+        raise ModelError(
+            f"{what}: {len(bad)} non-finite score(s) (first at pair {bad[0]}); the reference produced "
+            "NaN or infinity: try --reranker-dtype float32"
+        )

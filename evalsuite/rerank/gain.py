@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..stats import compare
+
 PerQuery = Mapping[str, Mapping[str, float]]
 
 
@@ -25,7 +27,7 @@ class StageDelta:
     reranked: float
     delta: float
     n_queries: int
-    low: float | None = None       # two-sided 95% bootstrap interval of the mean per-query difference
+    low: float | None = None  # two-sided 95% bootstrap interval of the mean per-query difference
     high: float | None = None
     lower_bound: float | None = None  # one-sided 95% lower bound (non-inferiority / gain gates read this)
     p_value: float | None = None
@@ -44,7 +46,7 @@ def stage_deltas(first: PerQuery, reranked: PerQuery, metrics: Sequence[str], *,
     qids = sorted(set.intersection(*(set(first[m]) & set(reranked[m]) for m in metrics))) if metrics else []
     a = np.array([[reranked[m][q] for m in metrics] for q in qids], dtype=np.float64).reshape(len(qids), len(metrics))
     b = np.array([[first[m][q] for m in metrics] for q in qids], dtype=np.float64).reshape(len(qids), len(metrics))
-    comparisons = _compare(a, b, seed) if len(qids) >= 2 else None
+    comparisons = compare(a, b, seed=seed) if len(qids) >= 2 else None
     out = []
     for j, m in enumerate(metrics):
         f = float(b[:, j].mean()) if len(qids) else 0.0
@@ -52,16 +54,12 @@ def stage_deltas(first: PerQuery, reranked: PerQuery, metrics: Sequence[str], *,
         extra: dict[str, float] = {}
         if comparisons is not None:
             c = comparisons[j]
-            extra = {"low": c.ci.low, "high": c.ci.high, "lower_bound": c.ci.lower_bound, "p_value": c.p_value,
-                     "mde": c.mde}
+            extra = {
+                "low": c.ci.low,
+                "high": c.ci.high,
+                "lower_bound": c.ci.lower_bound,
+                "p_value": c.p_value,
+                "mde": c.mde,
+            }
         out.append(StageDelta(m, f, r, r - f, len(qids), **extra))
     return out
-
-
-def _compare(cand: np.ndarray, ref: np.ndarray, seed: int) -> Any:
-    try:
-        from .. import stats  # type: ignore[attr-defined]
-    except ImportError:  # evalsuite.stats not installed in this tree: point deltas only
-        return None
-    compare = getattr(stats, "compare", None)
-    return compare(cand, ref, seed=seed) if compare is not None else None

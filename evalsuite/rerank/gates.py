@@ -45,5 +45,7 @@ def judge_gain(delta: StageDelta, min_gain: float) -> Decision:
 def explain_gain(delta: StageDelta, min_gain: float) -> str:
     decision = judge_gain(delta, min_gain)
     ci = f", 95% CI [{delta.low:+.4f}, {delta.high:+.4f}]" if delta.low is not None else " (point gain, no interval)"
-    return (f"{delta.metric}: first stage {delta.first:.4f}, reranked {delta.reranked:.4f}, gain {delta.delta:+.4f}"
-            f"{ci}; required gain >= {min_gain:g}: {decision}")
+    return (
+        f"{delta.metric}: first stage {delta.first:.4f}, reranked {delta.reranked:.4f}, gain {delta.delta:+.4f}"
+        f"{ci}; required gain >= {min_gain:g}: {decision}"
+    )

@@ -31,8 +31,14 @@ class RerankStats:
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, float | int]:
-        return {"pairs": self.pairs, "tokens": self.tokens, "padded_tokens": self.padded_tokens,
-                "truncated": self.truncated, "batches": self.batches, "seconds": round(self.seconds, 4)}
+        return {
+            "pairs": self.pairs,
+            "tokens": self.tokens,
+            "padded_tokens": self.padded_tokens,
+            "truncated": self.truncated,
+            "batches": self.batches,
+            "seconds": round(self.seconds, 4),
+        }
 
 
 def length_batches(lengths: np.ndarray, batch_size: int, max_batch_tokens: int) -> list[np.ndarray]:
@@ -57,8 +63,16 @@ def length_batches(lengths: np.ndarray, batch_size: int, max_batch_tokens: int) 
 class LocalReranker:
     """Reference scorer for one reranker contract (revision, template, max length, truncation, dtype)."""
 
-    def __init__(self, info: ModelInfo, contract: RerankerContract, *, device: str = "auto", batch_size: int = 32,
-                 max_batch_tokens: int = 16384, trust_remote_code: bool = False) -> None:
+    def __init__(
+        self,
+        info: ModelInfo,
+        contract: RerankerContract,
+        *,
+        device: str = "auto",
+        batch_size: int = 32,
+        max_batch_tokens: int = 16384,
+        trust_remote_code: bool = False,
+    ) -> None:
         import torch
         import transformers
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -66,11 +80,15 @@ class LocalReranker:
         from ..encode.local import pick_device
 
         if contract.model_revision != info.revision:
-            raise ModelError(f"{info.root}: the reranker contract pins revision {contract.model_revision[:16]} but the "
-                             f"directory is {info.revision[:16]}")
+            raise ModelError(
+                f"{info.root}: the reranker contract pins revision {contract.model_revision[:16]} but the "
+                f"directory is {info.revision[:16]}"
+            )
         if info.needs_remote_code and not trust_remote_code:
-            raise ModelError(f"{info.root}: this reranker needs custom code (config.json has auto_map); evalsuite does "
-                             "not run repository code unless you pass --trust-remote-code after reviewing it")
+            raise ModelError(
+                f"{info.root}: this reranker needs custom code (config.json has auto_map); evalsuite does "
+                "not run repository code unless you pass --trust-remote-code after reviewing it"
+            )
         self.info, self.contract = info, contract
         self.device = pick_device(device)
         self.batch_size, self.max_batch_tokens = batch_size, max_batch_tokens
@@ -78,11 +96,15 @@ class LocalReranker:
         transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
         transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(info.tokenizer_path), local_files_only=True,
-                                                           trust_remote_code=trust_remote_code)
+            self.tokenizer = AutoTokenizer.from_pretrained(
+                str(info.tokenizer_path), local_files_only=True, trust_remote_code=trust_remote_code
+            )
             self.model = AutoModelForSequenceClassification.from_pretrained(
-                str(info.path), local_files_only=True, dtype=getattr(torch, contract.dtype),
-                trust_remote_code=trust_remote_code)
+                str(info.path),
+                local_files_only=True,
+                dtype=getattr(torch, contract.dtype),
+                trust_remote_code=trust_remote_code,
+            )
         except (OSError, ValueError) as exc:
             raise ModelError(f"{info.path}: cannot load the reranker or its tokenizer offline: {exc}") from exc
         self.model.eval().to(self.device)
@@ -98,8 +120,9 @@ class LocalReranker:
             return dict(self.tokenizer(firsts, [s or "" for s in seconds], **kw))
         return dict(self.tokenizer(firsts, **kw))
 
-    def tokenize(self, pairs: Sequence[tuple[str, str]], ids: Sequence[str] | None = None
-                 ) -> tuple[list[list[int]], list[list[int]] | None, int]:
+    def tokenize(
+        self, pairs: Sequence[tuple[str, str]], ids: Sequence[str] | None = None
+    ) -> tuple[list[list[int]], list[list[int]] | None, int]:
         """Token ids (and token type ids) per pair under the contract; and how many pairs were cut."""
         c = self.contract
         rendered = [c.render(q, d) for q, d in pairs]
@@ -110,9 +133,11 @@ class LocalReranker:
         if long and c.truncation == "reject":
             i = long[0]
             name = ids[i] if ids is not None else f"#{i}"
-            raise TruncationError(f"pair {name} has {len(full['input_ids'][i])} tokens, over the reranker max_length "
-                                  f"{c.max_length} and its truncation is 'reject' ({len(long)} such pair(s)); raise "
-                                  "--reranker-max-length or use --reranker-truncation longest_first")
+            raise TruncationError(
+                f"pair {name} has {len(full['input_ids'][i])} tokens, over the reranker max_length "
+                f"{c.max_length} and its truncation is 'reject' ({len(long)} such pair(s)); raise "
+                "--reranker-max-length or use --reranker-truncation longest_first"
+            )
         if long:
             cut = self._encode([firsts[i] for i in long], [seconds[i] for i in long], c.truncation)
             for key in full:
@@ -142,12 +167,14 @@ class LocalReranker:
                 types = np.zeros((len(idx), width), dtype=np.int64)
                 mask = np.zeros((len(idx), width), dtype=np.int64)
                 for row, i in enumerate(idx):
-                    ids_arr[row, :lengths[i]] = token_ids[i]
-                    mask[row, :lengths[i]] = 1
+                    ids_arr[row, : lengths[i]] = token_ids[i]
+                    mask[row, : lengths[i]] = 1
                     if type_ids is not None:
-                        types[row, :lengths[i]] = type_ids[i]
-                inputs = {"input_ids": torch.from_numpy(ids_arr).to(self.device),
-                          "attention_mask": torch.from_numpy(mask).to(self.device)}
+                        types[row, : lengths[i]] = type_ids[i]
+                inputs = {
+                    "input_ids": torch.from_numpy(ids_arr).to(self.device),
+                    "attention_mask": torch.from_numpy(mask).to(self.device),
+                }
                 if type_ids is not None:
                     inputs["token_type_ids"] = torch.from_numpy(types).to(self.device)
                 logits = self.model(**inputs).logits.float()

@@ -29,20 +29,42 @@ def _opt(flag: str, help: str, dest: str, kwargs: dict[str, object] | None = Non
 
 RERANK_OPTIONS: tuple[Option, ...] = (
     _opt("--reranker", "cross-encoder directory (or cached hub id) that reranks the first stage's top N", "reranker"),
-    _opt("--reranker-rev", "pinned reranker revision (the digest `evalsuite model-rev DIR` prints, or a 40-hex "
-         "commit)", "reranker_rev"),
+    _opt(
+        "--reranker-rev",
+        "pinned reranker revision (the digest `evalsuite model-rev DIR` prints, or a 40-hex commit)",
+        "reranker_rev",
+    ),
     _opt("--reranker-tokenizer-rev", "pinned reranker tokenizer revision", "reranker_tokenizer_rev"),
-    _opt("--reranker-activation", "activation applied to the logit (default: what the model declares; sigmoid for "
-         "a one-label model that declares nothing)", "activation", {"choices": ACTIVATIONS}),
-    _opt("--reranker-template", "'pair' (the tokenizer's [CLS] q [SEP] d [SEP]) or one text with {query} and "
-         "{document}", "template"),
-    _opt("--reranker-max-length", "max tokens per pair (default: the reranker's max length)", "max_length",
-         {"type": int_at_least(4)}),
-    _opt("--reranker-truncation", "over-long pairs: longest_first, only_second (cut the document) or reject",
-         "truncation", {"choices": PAIR_TRUNCATIONS}),
+    _opt(
+        "--reranker-activation",
+        "activation applied to the logit (default: what the model declares; sigmoid for "
+        "a one-label model that declares nothing)",
+        "activation",
+        {"choices": ACTIVATIONS},
+    ),
+    _opt(
+        "--reranker-template",
+        "'pair' (the tokenizer's [CLS] q [SEP] d [SEP]) or one text with {query} and {document}",
+        "template",
+    ),
+    _opt(
+        "--reranker-max-length",
+        "max tokens per pair (default: the reranker's max length)",
+        "max_length",
+        {"type": int_at_least(4)},
+    ),
+    _opt(
+        "--reranker-truncation",
+        "over-long pairs: longest_first, only_second (cut the document) or reject",
+        "truncation",
+        {"choices": PAIR_TRUNCATIONS},
+    ),
     _opt("--reranker-dtype", "reranker forward-pass dtype", "dtype", {"choices": DTYPES}),
     _opt("--reranker-batch-size", "max pairs per reranker forward batch", "batch_size", {"type": int_at_least(1)}),
 )
 
-DEPTH_OPTION = Option("--rerank-depth", "documents per query the reranker reorders; several (10,50,100) share one "
-                      "first stage", {"type": depths, "dest_name": "depths"}).with_default(_DEFAULTS["depth"])
+DEPTH_OPTION = Option(
+    "--rerank-depth",
+    "documents per query the reranker reorders; several (10,50,100) share one first stage",
+    {"type": depths, "dest_name": "depths"},
+).with_default(_DEFAULTS["depth"])

@@ -32,19 +32,30 @@ def two_stage_markdown(results: Sequence[TwoStageResult]) -> str:
         f"({len(first.dataset.query_ids)} queries).\n",
     ]
     for r in results:
-        parts += [f"\n## Rerank depth {r.depth}\n\n",
-                  table(["metric", "first stage", "reranked", "gain", "95% CI of the gain", "p"],
-                        [(d.metric, d.first, d.reranked, f"{d.delta:+.4f}", _ci(d), _p(d)) for d in r.deltas])]
-    parts += ["\n## Reranker contract\n\n", table(["field", "value"], contract_rows(r0.contract.to_dict())),
-              "\n## Reranker timing\n\n", table(["step", "value"], [(k, v) for k, v in r0.timing.items()
-                                                                     if not isinstance(v, dict)])]
+        parts += [
+            f"\n## Rerank depth {r.depth}\n\n",
+            table(
+                ["metric", "first stage", "reranked", "gain", "95% CI of the gain", "p"],
+                [(d.metric, d.first, d.reranked, f"{d.delta:+.4f}", _ci(d), _p(d)) for d in r.deltas],
+            ),
+        ]
+    parts += [
+        "\n## Reranker contract\n\n",
+        table(["field", "value"], contract_rows(r0.contract.to_dict())),
+        "\n## Reranker timing\n\n",
+        table(["step", "value"], [(k, v) for k, v in r0.timing.items() if not isinstance(v, dict)]),
+    ]
     return "".join(parts)
 
 
 def two_stage_dict(results: Sequence[TwoStageResult]) -> dict[str, Any]:
     r0 = results[0]
-    return {"schema_version": SCHEMA_VERSION, "manifest": r0.first.manifest,
-            "dataset": r0.first.dataset.identity.to_dict(), "depths": [r.to_dict() for r in results]}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "manifest": r0.first.manifest,
+        "dataset": r0.first.dataset.identity.to_dict(),
+        "depths": [r.to_dict() for r in results],
+    }
 
 
 def write_two_stage_reports(results: Sequence[TwoStageResult], out_dir: str | Path) -> dict[str, Path]:
@@ -55,7 +66,8 @@ def write_two_stage_reports(results: Sequence[TwoStageResult], out_dir: str | Pa
     out = Path(out_dir)
     deepest = max(results, key=lambda r: r.depth)
     first_files = {f"first_stage/{k}": v for k, v in write_run_reports(deepest.first, out / "first_stage").items()}
-    return {**first_files,
+    return {
+        **first_files,
         "rerank.json": atomic_write_json(out / "rerank.json", two_stage_dict(results)),
         "report.md": atomic_write_text(out / "report.md", two_stage_markdown(results)),
         "run.trec": atomic_write_text(out / "run.trec", trec_run(deepest.ranking)),

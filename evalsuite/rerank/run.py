@@ -59,8 +59,14 @@ def resolve_reranker(rspec: RerankSpec) -> tuple[ModelInfo, RerankerContract]:
     if not rspec.reranker:
         raise SpecError("no reranker given; pass --reranker DIR (a cross-encoder directory or a cached hub id)")
     info = resolve_model(rspec.reranker, revision=rspec.reranker_rev, tokenizer_revision=rspec.reranker_tokenizer_rev)
-    contract = build_reranker_contract(info, activation=rspec.activation, template=rspec.template,
-                                       max_length=rspec.max_length, truncation=rspec.truncation, dtype=rspec.dtype)
+    contract = build_reranker_contract(
+        info,
+        activation=rspec.activation,
+        template=rspec.template,
+        max_length=rspec.max_length,
+        truncation=rspec.truncation,
+        dtype=rspec.dtype,
+    )
     return info, contract
 
 
@@ -83,12 +89,14 @@ def run_first_stage(spec: RunSpec, depths: Sequence[int]) -> tuple[Prepared, Res
 def make_reranker(info: ModelInfo, contract: RerankerContract, spec: RunSpec, rspec: RerankSpec) -> LocalReranker:
     from .local import LocalReranker
 
-    return LocalReranker(info, contract, device=spec.device, batch_size=rspec.batch_size,
-                         trust_remote_code=spec.trust_remote_code)
+    return LocalReranker(
+        info, contract, device=spec.device, batch_size=rspec.batch_size, trust_remote_code=spec.trust_remote_code
+    )
 
 
-def run_two_stage(spec: RunSpec, rspec: RerankSpec, depths: Sequence[int] | None = None,
-                  first: Result | None = None) -> list[TwoStageResult]:
+def run_two_stage(
+    spec: RunSpec, rspec: RerankSpec, depths: Sequence[int] | None = None, first: Result | None = None
+) -> list[TwoStageResult]:
     """First stage (unless given) once, then the local reference reranker at every depth."""
     from .twostage import evaluate_depths
 

@@ -55,23 +55,26 @@ def _among(choices: tuple[str, ...]) -> Callable[[str], str]:
 @dataclass(frozen=True)
 class RerankAxis:
     name: str
-    stage: str   # "depth" | "reranker" | "first"
-    field: str   # the RerankerContract or RunSpec field it sets
+    stage: str  # "depth" | "reranker" | "first"
+    field: str  # the RerankerContract or RunSpec field it sets
     parse: Callable[[str], Any]
     help: str
 
 
-AXES: dict[str, RerankAxis] = {a.name: a for a in (
-    RerankAxis("depth", "depth", "depth", _int(1), "documents per query the reranker reorders"),
-    RerankAxis("rerank_max_length", "reranker", "max_length", _int(4), "max tokens per pair"),
-    RerankAxis("rerank_dtype", "reranker", "dtype", _among(DTYPES), "reranker forward-pass dtype"),
-    RerankAxis("pooling", "first", "pooling", _among(POOLINGS), "first-stage pooling"),
-    RerankAxis("dim", "first", "dim", _int(1), "first-stage output dimension"),
-    RerankAxis("max_length", "first", "max_length", _int(2), "first-stage max tokens per text"),
-    RerankAxis("dtype", "first", "dtype", _among(DTYPES), "first-stage dtype"),
-    RerankAxis("query_prefix", "first", "query_prefix", str, "first-stage query prefix"),
-    RerankAxis("doc_prefix", "first", "doc_prefix", str, "first-stage document prefix"),
-)}
+AXES: dict[str, RerankAxis] = {
+    a.name: a
+    for a in (
+        RerankAxis("depth", "depth", "depth", _int(1), "documents per query the reranker reorders"),
+        RerankAxis("rerank_max_length", "reranker", "max_length", _int(4), "max tokens per pair"),
+        RerankAxis("rerank_dtype", "reranker", "dtype", _among(DTYPES), "reranker forward-pass dtype"),
+        RerankAxis("pooling", "first", "pooling", _among(POOLINGS), "first-stage pooling"),
+        RerankAxis("dim", "first", "dim", _int(1), "first-stage output dimension"),
+        RerankAxis("max_length", "first", "max_length", _int(2), "first-stage max tokens per text"),
+        RerankAxis("dtype", "first", "dtype", _among(DTYPES), "first-stage dtype"),
+        RerankAxis("query_prefix", "first", "query_prefix", str, "first-stage query prefix"),
+        RerankAxis("doc_prefix", "first", "doc_prefix", str, "first-stage document prefix"),
+    )
+}
 
 
 def parse_vary(items: Sequence[str]) -> dict[str, tuple[Any, ...]]:
@@ -111,12 +114,18 @@ class RerankSweepRow:
     vs_base: list[StageDelta]  # this cell's reranked metrics minus the base cell's
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cell": self.cell.name, "axis": self.cell.axis, "value": self.cell.value, "depth": self.result.depth,
-                "first_stage": {k: round(v, 6) for k, v in self.result.first.metrics.items()},
-                "reranked": {k: round(v, 6) for k, v in self.result.metrics.items()},
-                "gain": [d.to_dict() for d in self.result.deltas], "vs_base": [d.to_dict() for d in self.vs_base],
-                "reranker_contract": self.result.contract.to_dict(),
-                "first_stage_contract": self.result.first.contract.to_dict()}
+        return {
+            "cell": self.cell.name,
+            "axis": self.cell.axis,
+            "value": self.cell.value,
+            "depth": self.result.depth,
+            "first_stage": {k: round(v, 6) for k, v in self.result.first.metrics.items()},
+            "reranked": {k: round(v, 6) for k, v in self.result.metrics.items()},
+            "gain": [d.to_dict() for d in self.result.deltas],
+            "vs_base": [d.to_dict() for d in self.vs_base],
+            "reranker_contract": self.result.contract.to_dict(),
+            "first_stage_contract": self.result.first.contract.to_dict(),
+        }
 
 
 class MemoScorer:
@@ -171,5 +180,7 @@ def run_rerank_sweep(spec: RunSpec, rspec: RerankSpec, vary: dict[str, tuple[Any
             _, other = run_first_stage(spec.replace(**{a.field: cell.value}), [rspec.depth])
             results[cell.name] = evaluate_depths(other, contract, base_scorer, [rspec.depth], metrics)[0]
     base = results["base"]
-    return [RerankSweepRow(c, results[c.name], stage_deltas(base.per_query, results[c.name].per_query, metrics))
-            for c in cells]
+    return [
+        RerankSweepRow(c, results[c.name], stage_deltas(base.per_query, results[c.name].per_query, metrics))
+        for c in cells
+    ]

@@ -13,14 +13,25 @@ from .options import RERANK_OPTIONS
 def register_sweep(subparsers: Any) -> None:
     from .sweep import AXES
 
-    p = subparsers.add_parser("rerank-sweep", help="reranker experiments, one variable at a time (rerank depth, "
-                              "pair max length, dtype, first-stage contract)")
-    add_options(p.add_argument, (*RUN_OPTIONS, *RERANK_OPTIONS,
-                                 OUT_OPTION.with_default("reports/<dataset>/<model>+rerank-sweep")))
-    p.add_argument("--rerank-depth", dest="depth", type=int, default=None, metavar="N",
-                   help="base rerank depth (default: 100)")
-    p.add_argument("--vary", action="append", default=[], metavar="AXIS=V1,V2",
-                   help="axis and values; axes: " + ", ".join(f"{a.name} ({a.help})" for a in AXES.values()))
+    p = subparsers.add_parser(
+        "rerank-sweep",
+        help="reranker experiments, one variable at a time (rerank depth, "
+        "pair max length, dtype, first-stage contract)",
+    )
+    add_options(
+        p.add_argument,
+        (*RUN_OPTIONS, *RERANK_OPTIONS, OUT_OPTION.with_default("reports/<dataset>/<model>+rerank-sweep")),
+    )
+    p.add_argument(
+        "--rerank-depth", dest="depth", type=int, default=None, metavar="N", help="base rerank depth (default: 100)"
+    )
+    p.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="AXIS=V1,V2",
+        help="axis and values; axes: " + ", ".join(f"{a.name} ({a.help})" for a in AXES.values()),
+    )
     p.set_defaults(func=cmd_rerank_sweep)
 
 
@@ -42,8 +53,11 @@ def cmd_rerank_sweep(args: argparse.Namespace) -> int:
     rspec = RerankSpec.from_mapping(settings, source="command line")
     rows = run_rerank_sweep(spec, rspec, vary)
     first = rows[0].result.first
-    out = Path(args.out) if args.out else Path(str(default_run_dir(first.dataset.identity.name, first.contract.model))
-                                               + "+rerank-sweep")
+    out = (
+        Path(args.out)
+        if args.out
+        else Path(str(default_run_dir(first.dataset.identity.name, first.contract.model)) + "+rerank-sweep")
+    )
     paths = write_sweep_reports(rows, out)
     for row in rows:
         gains = ", ".join(f"{d.metric} {d.reranked:.4f} ({d.delta:+.4f} vs base)" for d in row.vs_base)

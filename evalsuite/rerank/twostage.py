@@ -70,8 +70,7 @@ def score_pairs(first: Any, dataset: Dataset, depth: int, scorer: PairScorer) ->
     return out
 
 
-def rerank(first: Any, pair_scores: Mapping[str, Mapping[str, float]], depth: int,
-           query_ids: Sequence[str]) -> Ranking:
+def rerank(first: Any, pair_scores: Mapping[str, Mapping[str, float]], depth: int, query_ids: Sequence[str]) -> Ranking:
     """The reranked ranking of every query (see the module docstring for the order)."""
     from ..search import tie_order_key
 
@@ -83,12 +82,16 @@ def rerank(first: Any, pair_scores: Mapping[str, Mapping[str, float]], depth: in
         scores = pair_scores.get(qid, {})
         missing = [d for d in head if d not in scores]
         if missing:
-            raise SpecError(f"query {qid}: no reranker score for document {missing[0]} at depth {depth}; "
-                            "score the pairs at this depth or deeper first")
+            raise SpecError(
+                f"query {qid}: no reranker score for document {missing[0]} at depth {depth}; "
+                "score the pairs at this depth or deeper first"
+            )
         order = sorted(head, key=lambda d: tie_order_key(d, scores[d])) + tail
         doc_ids[qid] = tuple(order)
         values[qid] = tuple(float(len(order) - i) for i in range(len(order)))
-    return Ranking(doc_ids, values, depth=getattr(first, "depth", None), corpus_size=getattr(first, "corpus_size", None))
+    return Ranking(
+        doc_ids, values, depth=getattr(first, "depth", None), corpus_size=getattr(first, "corpus_size", None)
+    )
 
 
 @dataclass
@@ -115,8 +118,10 @@ class TwoStageResult:
         return {
             "depth": self.depth,
             "reranker": {"contract": self.contract.to_dict(), "fingerprint": self.contract.fingerprint()},
-            "first_stage": {"contract": self.first.contract.to_dict(),
-                            "metrics": {k: round(v, 6) for k, v in self.first.metrics.items()}},
+            "first_stage": {
+                "contract": self.first.contract.to_dict(),
+                "metrics": {k: round(v, 6) for k, v in self.first.metrics.items()},
+            },
             "reranked": {"metrics": {k: round(v, 6) for k, v in self.metrics.items()}},
             "gain": [d.to_dict() for d in self.deltas],
             "per_query": {"first_stage": _rounded(self.first.per_query), "reranked": _rounded(self.per_query)},
@@ -132,8 +137,15 @@ def first_stage_depth(first: Any, query_ids: Sequence[str]) -> int:
     return max((len(top_ids(first, q, 1 << 30)) for q in query_ids), default=0)
 
 
-def evaluate_depths(first: Result, contract: ScoringContract, scorer: PairScorer, depths: Sequence[int],
-                    metrics: Sequence[str], *, seed: int = 0) -> list[TwoStageResult]:
+def evaluate_depths(
+    first: Result,
+    contract: ScoringContract,
+    scorer: PairScorer,
+    depths: Sequence[int],
+    metrics: Sequence[str],
+    *,
+    seed: int = 0,
+) -> list[TwoStageResult]:
     """Rerank ``first`` at every depth in ``depths`` (scoring the deepest one's pairs once) and score both stages."""
     if not depths or min(depths) < 1:
         raise SpecError(f"rerank depths must be >= 1, got {list(depths)}")
@@ -141,8 +153,10 @@ def evaluate_depths(first: Result, contract: ScoringContract, scorer: PairScorer
     available = first_stage_depth(first.ranking, ds.query_ids)
     deepest = max(depths)
     if deepest > available and available < len(ds.corpus):
-        raise SpecError(f"rerank depth {deepest} exceeds the first stage's depth ({available} documents per query); "
-                        f"add a metric with that cutoff (e.g. recall@{deepest}) so the first stage retrieves enough")
+        raise SpecError(
+            f"rerank depth {deepest} exceeds the first stage's depth ({available} documents per query); "
+            f"add a metric with that cutoff (e.g. recall@{deepest}) so the first stage retrieves enough"
+        )
     t0 = time.perf_counter()
     scores = score_pairs(first.ranking, ds, deepest, scorer)
     score_seconds = time.perf_counter() - t0
@@ -152,7 +166,10 @@ def evaluate_depths(first: Result, contract: ScoringContract, scorer: PairScorer
         ranking = rerank(first.ranking, scores, depth, ds.query_ids)
         aggregate, per_query = score_metrics(ds.qrels, ranking, metrics)
         deltas = stage_deltas(first.per_query, per_query, list(metrics), seed=seed)
-        timing = {"rerank_seconds_all_depths": round(score_seconds, 4), "pairs_scored": sum(map(len, scores.values())),
-                  "metric_seconds": round(time.perf_counter() - t1, 4)}
+        timing = {
+            "rerank_seconds_all_depths": round(score_seconds, 4),
+            "pairs_scored": sum(map(len, scores.values())),
+            "metric_seconds": round(time.perf_counter() - t1, 4),
+        }
         out.append(TwoStageResult(first, contract, depth, ranking, scores, aggregate, per_query, deltas, timing))
     return out

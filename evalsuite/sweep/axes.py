@@ -24,8 +24,19 @@ from .registry import AXES, DECLARATIONS, PAIR_KEYWORDS, declaration
 if TYPE_CHECKING:
     from ..contract import Contract
 
-__all__ = ["AXES", "PAIR_KEYWORDS", "Axis", "AxisValue", "apply", "axes_from_spec", "axis_table", "conflicts",
-           "parse_axis", "parse_vary", "sweep_from_mapping"]
+__all__ = [
+    "AXES",
+    "PAIR_KEYWORDS",
+    "Axis",
+    "AxisValue",
+    "apply",
+    "axes_from_spec",
+    "axis_table",
+    "conflicts",
+    "parse_axis",
+    "parse_vary",
+    "sweep_from_mapping",
+]
 
 
 @dataclass(frozen=True)
@@ -55,16 +66,19 @@ def _split(decl: AxisDeclaration, raw: str) -> list[object]:
         try:
             items = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise SpecError(f"--vary {name}=...: the value looks like a JSON list but does not parse "
-                            f"({exc.msg} at character {exc.pos}); write e.g. {name}=[\"a\", \"b\"]") from None
+            raise SpecError(
+                f"--vary {name}=...: the value looks like a JSON list but does not parse "
+                f'({exc.msg} at character {exc.pos}); write e.g. {name}=["a", "b"]'
+            ) from None
         if not isinstance(items, list) or not items:
             raise SpecError(f"--vary {name}=...: the JSON value must be a non-empty list")
         return items
     text = raw if decl.keeps_spaces else text  # prefixes keep their spaces ("query: ")
     items = decl.regroup([s if decl.keeps_spaces else s.strip() for s in text.split(",")])
     if any(s == "" for s in items) and not decl.allows_empty:
-        raise SpecError(f"--vary {name}={text!r}: empty value; list values separated by commas, "
-                        f"e.g. {decl.example_text}")
+        raise SpecError(
+            f"--vary {name}={text!r}: empty value; list values separated by commas, e.g. {decl.example_text}"
+        )
     return list(items)
 
 
@@ -75,8 +89,9 @@ def parse_axis(item: str) -> Axis:
         raise SpecError(f"--vary {item!r}: expected AXIS=V1,V2,... (e.g. --vary pooling=cls,mean)")
     decl = declaration(name)
     if decl is None:
-        raise SpecError(f"--vary {item!r}: unknown axis {name.strip().replace('-', '_')!r}; "
-                        f"choose one of {', '.join(AXES)}")
+        raise SpecError(
+            f"--vary {item!r}: unknown axis {name.strip().replace('-', '_')!r}; choose one of {', '.join(AXES)}"
+        )
     literal = text.strip().startswith("[")
     values = tuple(decl.parse(v, literal=literal) for v in _split(decl, text))
     return Axis(decl, tuple(dict((v.label, v) for v in values).values()))
@@ -106,8 +121,9 @@ def axes_from_spec(vary: object, *, source: str) -> list[Axis]:
     elif isinstance(vary, Mapping):
         items = [f"{k}={json.dumps(v if isinstance(v, list) else [v])}" for k, v in vary.items()]
     else:
-        raise SpecError(f"{source}: sweep vary must be a list of 'AXIS=V1,V2' strings or a table of lists, "
-                        f"not {vary!r}")
+        raise SpecError(
+            f"{source}: sweep vary must be a list of 'AXIS=V1,V2' strings or a table of lists, not {vary!r}"
+        )
     try:
         return parse_vary(items)
     except SpecError as exc:
@@ -139,7 +155,7 @@ def conflicts(axes: Sequence[Axis]) -> list[tuple[str, str, str]]:
     crossed in a grid)."""
     out = []
     for i, a in enumerate(axes):
-        for b in axes[i + 1:]:
+        for b in axes[i + 1 :]:
             shared = [f for f in a.declaration.sets if f in b.declaration.sets]
             if shared:
                 out.append((a.name, b.name, shared[0]))

@@ -15,8 +15,11 @@ OUT = OUT_OPTION.with_default("reports/<dataset>/<model>/sweep")
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("sweep", help="vary one setting at a time (or a grid) around the base contract; "
-                                            "write sweep.json, report.md and report.html")
+    p = subparsers.add_parser(
+        "sweep",
+        help="vary one setting at a time (or a grid) around the base contract; "
+        "write sweep.json, report.md and report.html",
+    )
     add_options(p.add_argument, RUN_OPTIONS)
     add_options(p.add_argument, (*SWEEP_OPTIONS, OUT))
     p.set_defaults(func=cmd_sweep)
@@ -27,6 +30,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ..reports.index_reports import index_table_rows, matryoshka_rows
     from ..reports.run_reports import default_run_dir
     from ..reports.sweep_reports import sweep_table_rows, write_sweep_reports
+    from ..reports.sweep_slices import sweep_slice_lines
+    from ..slicing.attach import slice_index
     from ..spec import RunSpec
     from . import parse_vary, plan_cells, run_sweep
 
@@ -36,19 +41,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
     prepared = prepare(spec)
     cells = plan_cells(prepared.contract, axes, grid, info=prepared.model)
-    out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name,
-                                                          prepared.model.name) / "sweep"
+    out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name, prepared.model.name) / "sweep"
     preflight.out_dir(out)
+    slices = slice_index(prepared)  # an unknown --slice-by field is an error before encoding
     result = run_sweep(prepared, cells, spec.metrics, axes=axes, grid=grid)
+    result.base.slices = slices
     paths = write_sweep_reports(result, out)
     ident = prepared.dataset.identity
     st = result.stats
     print(f"model    {prepared.model.name} @ {prepared.contract.model_revision[:16]}")
     print(f"dataset  {ident.name} ({ident.n_documents} documents, {ident.n_queries} queries)")
-    print(f"cells    {len(cells)} ({'grid' if grid else 'one variable at a time'}); forward passes "
-          f"{st.passes_by_role['query']} query + {st.passes_by_role['document']} document; texts encoded "
-          f"{sum(st.texts_encoded_by_role.values())}" + (f"; cache hits {st.cache['hits']}, misses "
-                                                          f"{st.cache['misses']}" if st.cache else ""))
+    print(
+        f"cells    {len(cells)} ({'grid' if grid else 'one variable at a time'}); forward passes "
+        f"{st.passes_by_role['query']} query + {st.passes_by_role['document']} document; texts encoded "
+        f"{sum(st.texts_encoded_by_role.values())}"
+        + (f"; cache hits {st.cache['hits']}, misses {st.cache['misses']}" if st.cache else "")
+    )
     _print_table(*sweep_table_rows(result))
     index_headers, index_rows = index_table_rows(result)
     if index_rows:
@@ -57,6 +65,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         pivot = matryoshka_rows(result)
         if pivot:
             _print_table(*pivot)
+    for line in sweep_slice_lines(result):
+        print(line)
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in paths.values())}")

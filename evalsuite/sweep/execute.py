@@ -46,9 +46,17 @@ class PassRecord:
     seconds: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"role": self.role, "dtype": self.dtype, "max_length": self.max_length, "prefix": self.prefix,
-                "poolings": list(self.poolings), "texts": self.texts, "texts_encoded": self.texts_encoded,
-                "tokens_encoded": self.tokens_encoded, "seconds": round(self.seconds, 4)}
+        return {
+            "role": self.role,
+            "dtype": self.dtype,
+            "max_length": self.max_length,
+            "prefix": self.prefix,
+            "poolings": list(self.poolings),
+            "texts": self.texts,
+            "texts_encoded": self.texts_encoded,
+            "tokens_encoded": self.tokens_encoded,
+            "seconds": round(self.seconds, 4),
+        }
 
 
 @dataclass(frozen=True)
@@ -77,10 +85,16 @@ class SweepStats:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"passes_by_role": self.passes_by_role, "texts_encoded_by_role": self.texts_encoded_by_role,
-                "models_loaded": self.models_loaded, "cache": self.cache,
-                "encode_seconds": round(self.encode_seconds, 4), "score_seconds": round(self.score_seconds, 4),
-                "contracts_scored": self.contracts_scored, "passes": [p.to_dict() for p in self.passes]}
+        return {
+            "passes_by_role": self.passes_by_role,
+            "texts_encoded_by_role": self.texts_encoded_by_role,
+            "models_loaded": self.models_loaded,
+            "cache": self.cache,
+            "encode_seconds": round(self.encode_seconds, 4),
+            "score_seconds": round(self.score_seconds, 4),
+            "contracts_scored": self.contracts_scored,
+            "passes": [p.to_dict() for p in self.passes],
+        }
 
 
 @dataclass(frozen=True)
@@ -138,8 +152,10 @@ def _encode_passes(prepared: Prepared, passes: Sequence[ForwardPass], factory: E
     from ..encode.cache import cache_summary
 
     ds = prepared.dataset
-    texts = {"query": ([ds.queries[i] for i in ds.query_ids], ds.query_ids),
-             "document": ([ds.corpus[i] for i in ds.doc_ids], ds.doc_ids)}
+    texts = {
+        "query": ([ds.queries[i] for i in ds.query_ids], ds.query_ids),
+        "document": ([ds.corpus[i] for i in ds.doc_ids], ds.doc_ids),
+    }
     done = _Encoded({}, [], 0, None, [], "cpu")
     used: list[Encoder] = []
     current: tuple[str, int] | None = None
@@ -154,15 +170,26 @@ def _encode_passes(prepared: Prepared, passes: Sequence[ForwardPass], factory: E
         role_texts, role_ids = texts[fp.role]
         before = stats_snapshot(encoder)
         t0 = time.perf_counter()
-        vectors = encoder.encode(fp.contract.render_all(fp.role, role_texts), poolings=list(fp.poolings), ids=role_ids,
-                                 role=fp.role)
+        vectors = encoder.encode(
+            fp.contract.render_all(fp.role, role_texts), poolings=list(fp.poolings), ids=role_ids, role=fp.role
+        )
         seconds = time.perf_counter() - t0
         work = role_stats_since(encoder, before)[fp.role]
         for p in fp.poolings:
             done.pooled[(fp.key, p)] = vectors[p]
-        done.records.append(PassRecord(role=fp.role, dtype=fp.dtype, max_length=fp.max_length, prefix=fp.prefix,
-                                       poolings=fp.poolings, texts=len(role_texts), texts_encoded=work.texts,
-                                       tokens_encoded=work.tokens, seconds=seconds))
+        done.records.append(
+            PassRecord(
+                role=fp.role,
+                dtype=fp.dtype,
+                max_length=fp.max_length,
+                prefix=fp.prefix,
+                poolings=fp.poolings,
+                texts=len(role_texts),
+                texts_encoded=work.texts,
+                tokens_encoded=work.tokens,
+                seconds=seconds,
+            )
+        )
     done.models_loaded = sum(int(getattr(e, "loads", 1)) for e in used)
     done.cache = cache_summary(used)
     done.cache_problems = [m for e in used for m in getattr(getattr(e, "cache", None), "problems", [])]
@@ -180,16 +207,24 @@ def _release(encoder: Encoder) -> None:
         release()
 
 
-def run_sweep(prepared: Prepared, cells: Sequence[Cell], metrics: Sequence[str] | None = None, *,
-              axes: Sequence[Axis] = (), grid: bool = False, encoder_factory: EncoderFactory | None = None,
-              test: str = "student", alpha: float = 0.05, keep_vectors: bool = False) -> SweepResult:
+def run_sweep(
+    prepared: Prepared,
+    cells: Sequence[Cell],
+    metrics: Sequence[str] | None = None,
+    *,
+    axes: Sequence[Axis] = (),
+    grid: bool = False,
+    encoder_factory: EncoderFactory | None = None,
+    test: str = "student",
+    alpha: float = 0.05,
+    keep_vectors: bool = False,
+) -> SweepResult:
     """Encode what ``cells`` and the base need in as few forward passes as possible, score every
     distinct contract once, and compare each cell with the base (delta and paired test)."""
     base = prepared.contract
     metrics = tuple(metrics or prepared.spec.metrics)
     validate_cells(cells, base, prepared.model)
-    factory = encoder_factory or (lambda dtype, max_length: make_encoder(prepared, dtype=dtype,
-                                                                        max_length=max_length))
+    factory = encoder_factory or (lambda dtype, max_length: make_encoder(prepared, dtype=dtype, max_length=max_length))
     passes = plan_passes(base, cells)
     t0 = time.perf_counter()
     enc = _encode_passes(prepared, passes, factory)
@@ -204,21 +239,39 @@ def run_sweep(prepared: Prepared, cells: Sequence[Cell], metrics: Sequence[str] 
     reports: dict[Contract, IndexCell] = {}
 
     def timing_of(c: Contract) -> dict[str, Any]:
-        return {"encode_seconds": round(sum(seconds_by_key[c.forward_key(r)] for r in ("query", "document")), 4),
-                "shared_forward_passes": True,
-                "queries": _role_timing(enc.records, passes, c.forward_key("query")),
-                "documents": _role_timing(enc.records, passes, c.forward_key("document"))}
+        return {
+            "encode_seconds": round(sum(seconds_by_key[c.forward_key(r)] for r in ("query", "document")), 4),
+            "shared_forward_passes": True,
+            "queries": _role_timing(enc.records, passes, c.forward_key("query")),
+            "documents": _role_timing(enc.records, passes, c.forward_key("document")),
+        }
 
     for cell in [base_cell(base), *cells]:
         c = cell.contract
         flat = c.replace(index="flat")  # exact search over the same vectors: the index's ground truth
         if flat not in scored:
-            scored[flat] = score(prepared, flat, vectors(flat, "query"), vectors(flat, "document"), metrics=metrics,
-                                 timing=timing_of(flat), device=enc.device, keep_vectors=keep_vectors)
+            scored[flat] = score(
+                prepared,
+                flat,
+                vectors(flat, "query"),
+                vectors(flat, "document"),
+                metrics=metrics,
+                timing=timing_of(flat),
+                device=enc.device,
+                keep_vectors=keep_vectors,
+            )
         if c not in reports and (c != flat or cell.label("index") is not None):
-            result, report = score_index(prepared, c, vectors(c, "query"), vectors(c, "document"), scored[flat],
-                                         metrics=metrics, timing=timing_of(c), device=enc.device,
-                                         keep_vectors=keep_vectors)
+            result, report = score_index(
+                prepared,
+                c,
+                vectors(c, "query"),
+                vectors(c, "document"),
+                scored[flat],
+                metrics=metrics,
+                timing=timing_of(c),
+                device=enc.device,
+                keep_vectors=keep_vectors,
+            )
             scored[c] = result
             reports[c] = compare_with_flat(report, result, scored[flat], metrics, test=test, alpha=alpha)
     score_seconds = time.perf_counter() - t1
@@ -231,27 +284,49 @@ def run_sweep(prepared: Prepared, cells: Sequence[Cell], metrics: Sequence[str] 
         if cell.contract == base:
             p_values = {m: 1.0 for m in metrics}
         else:
-            p_values = {m: paired_test(base_result.per_query[m], r.per_query[m], test=test, alpha=alpha)
-                        for m in metrics}
+            p_values = {
+                m: paired_test(base_result.per_query[m], r.per_query[m], test=test, alpha=alpha) for m in metrics
+            }
         measured = cell.label("index") is not None or cell.contract.index != "flat"
         index = reports.get(cell.contract) if measured else None
         out.append(CellResult(cell, r, delta, p_values, index=index))
-    compared = compare_cells(base_result.per_query, {c.cell.name: c.result.per_query for c in out},
-                             {c.cell.name: c.p_values for c in out}, metrics,
-                             same_as_base=[c.cell.name for c in out if c.cell.contract == base])
+    compared = compare_cells(
+        base_result.per_query,
+        {c.cell.name: c.result.per_query for c in out},
+        {c.cell.name: c.p_values for c in out},
+        metrics,
+        same_as_base=[c.cell.name for c in out if c.cell.contract == base],
+    )
     out = [dataclasses.replace(c, stats=compared[c.cell.name]) for c in out]
-    stats = SweepStats(passes=tuple(enc.records), models_loaded=enc.models_loaded, cache=enc.cache,
-                       encode_seconds=encode_seconds, score_seconds=score_seconds, contracts_scored=len(scored))
+    stats = SweepStats(
+        passes=tuple(enc.records),
+        models_loaded=enc.models_loaded,
+        cache=enc.cache,
+        encode_seconds=encode_seconds,
+        score_seconds=score_seconds,
+        contracts_scored=len(scored),
+    )
     problems = list(base_result.warnings) + enc.cache_problems
-    return SweepResult(base=base_result, cells=out, stats=stats, metrics=metrics, axes=tuple(axes), grid=grid,
-                       test=test, alpha=alpha, warnings=problems)
+    return SweepResult(
+        base=base_result,
+        cells=out,
+        stats=stats,
+        metrics=metrics,
+        axes=tuple(axes),
+        grid=grid,
+        test=test,
+        alpha=alpha,
+        warnings=problems,
+    )
 
 
-def _role_timing(records: Sequence[PassRecord], passes: Sequence[ForwardPass],
-                 key: tuple[str, ...]) -> dict[str, Any]:
+def _role_timing(records: Sequence[PassRecord], passes: Sequence[ForwardPass], key: tuple[str, ...]) -> dict[str, Any]:
     for fp, rec in zip(passes, records, strict=True):
         if fp.key == key:
-            return {"texts": rec.texts, "texts_encoded": rec.texts_encoded, "tokens": rec.tokens_encoded,
-                    "seconds": round(rec.seconds, 4)}
+            return {
+                "texts": rec.texts,
+                "texts_encoded": rec.texts_encoded,
+                "tokens": rec.tokens_encoded,
+                "seconds": round(rec.seconds, 4),
+            }
     return {}
-

@@ -39,15 +39,27 @@ class IndexCell:
         return {m: c.ci.delta for m, c in self.vs_flat.items()}
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.report.to_dict(), flat_contract_fingerprint=self.flat_fingerprint,
-                    delta_vs_flat={m: round(v, 6) for m, v in self.delta_vs_flat.items()},
-                    vs_flat={m: c.to_dict() for m, c in self.vs_flat.items()},
-                    p_vs_flat={m: round(v, 6) for m, v in self.p_vs_flat.items()})
+        return dict(
+            self.report.to_dict(),
+            flat_contract_fingerprint=self.flat_fingerprint,
+            delta_vs_flat={m: round(v, 6) for m, v in self.delta_vs_flat.items()},
+            vs_flat={m: c.to_dict() for m, c in self.vs_flat.items()},
+            p_vs_flat={m: round(v, 6) for m, v in self.p_vs_flat.items()},
+        )
 
 
-def score_index(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_pooled: np.ndarray,
-                exact: Result, *, metrics: Sequence[str], timing: Mapping[str, Any], device: str,
-                keep_vectors: bool = False) -> tuple[Result, IndexReport]:
+def score_index(
+    prepared: Prepared,
+    contract: Contract,
+    q_pooled: np.ndarray,
+    d_pooled: np.ndarray,
+    exact: Result,
+    *,
+    metrics: Sequence[str],
+    timing: Mapping[str, Any],
+    device: str,
+    keep_vectors: bool = False,
+) -> tuple[Result, IndexReport]:
     """Search ``contract``'s vectors with its index and score the ranking; ``exact`` is the flat
     result of the same vectors (its ranking is the ground truth of recall). For a flat contract
     the result is ``exact`` itself and only the measurements are new."""
@@ -56,24 +68,43 @@ def score_index(prepared: Prepared, contract: Contract, q_pooled: np.ndarray, d_
     ds = prepared.dataset
     qv = finalize(q_pooled, contract.dim, contract.normalize)
     dv = finalize(d_pooled, contract.dim, contract.normalize)
-    run = evaluate_index(parse_index(contract.index), qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids,
-                         similarity=contract.similarity, k=search_depth(metrics), exact=exact.ranking)
+    run = evaluate_index(
+        parse_index(contract.index),
+        qv,
+        dv,
+        query_ids=ds.query_ids,
+        doc_ids=ds.doc_ids,
+        similarity=contract.similarity,
+        k=search_depth(metrics),
+        exact=exact.ranking,
+    )
     if contract.index == exact.contract.index:
         return exact, run.report
     aggregate, per_query = evaluate(ds.qrels, run.ranking, metrics)
     man = manifest(prepared, contract, device=device, run_id=uuid.uuid4().hex[:12])
     man["index"] = dict(man["index"], **run.report.manifest_entry())
-    index_timing = {"build_seconds": round(run.report.build_seconds, 4),
-                    "query_p50_ms": round(run.report.query_latency.p50_ms, 4)}
-    result = Result(contract=contract, manifest=man, dataset=ds, metrics=aggregate, per_query=per_query,
-                    timing=dict(timing, index=index_timing), ranking=run.ranking,
-                    query_vectors=qv if keep_vectors else None, doc_vectors=dv if keep_vectors else None,
-                    warnings=list(ds.warnings))
+    index_timing = {
+        "build_seconds": round(run.report.build_seconds, 4),
+        "query_p50_ms": round(run.report.query_latency.p50_ms, 4),
+    }
+    result = Result(
+        contract=contract,
+        manifest=man,
+        dataset=ds,
+        metrics=aggregate,
+        per_query=per_query,
+        timing=dict(timing, index=index_timing),
+        ranking=run.ranking,
+        query_vectors=qv if keep_vectors else None,
+        doc_vectors=dv if keep_vectors else None,
+        warnings=list(ds.warnings),
+    )
     return result, run.report
 
 
-def compare_with_flat(report: IndexReport, result: Result, flat: Result, metrics: Sequence[str], *,
-                      test: str, alpha: float) -> IndexCell:
+def compare_with_flat(
+    report: IndexReport, result: Result, flat: Result, metrics: Sequence[str], *, test: str, alpha: float
+) -> IndexCell:
     """``result`` (an index's) against ``flat`` (exact search over the same vectors), per metric, over
     the queries both scored."""
     from ..stats import compare, paired_scores

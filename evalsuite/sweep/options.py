@@ -16,11 +16,17 @@ def _vary_item(text: str) -> str:
 
 
 SWEEP_OPTIONS: tuple[Option, ...] = (
-    Option("--vary", f"AXIS=V1,V2,... one sweep axis (repeatable); axes: {', '.join(AXES)}; e.g. "
-           "pooling=cls,mean,last, dim=384,256,128, index=flat,hnsw,ivfpq,sq8,binary+rescore=100 (crossed with dim), "
-           "prefixes=base,none,swapped, query_prefix=[\"q: \", \"\"]; "
-           "under pytest each cell is an item gated against the base",
-           {"action": "append", "type": spec_type(_vary_item, "axis")}),
-    Option("--grid", "cross every axis (full product) instead of one variable at a time",
-           {"action": "store_const", "const": True}),
+    Option(
+        "--vary",
+        f"AXIS=V1,V2,... one sweep axis (repeatable); axes: {', '.join(AXES)}; e.g. "
+        "pooling=cls,mean,last, dim=384,256,128, index=flat,hnsw,ivfpq,sq8,binary+rescore=100 (crossed with dim), "
+        'prefixes=base,none,swapped, query_prefix=["q: ", ""]; '
+        "under pytest each cell is an item gated against the base",
+        {"action": "append", "type": spec_type(_vary_item, "axis")},
+    ),
+    Option(
+        "--grid",
+        "cross every axis (full product) instead of one variable at a time",
+        {"action": "store_const", "const": True},
+    ),
 )

@@ -91,8 +91,9 @@ def _cell(base: Contract, settings: Sequence[tuple[Axis, int]]) -> Cell:
     return Cell(name, contract, tuple(varies), same_as_base=contract == base)
 
 
-def plan_cells(base: Contract, axes: Sequence[Axis], grid: bool = False, *,
-               info: ModelInfo | None = None) -> list[Cell]:
+def plan_cells(
+    base: Contract, axes: Sequence[Axis], grid: bool = False, *, info: ModelInfo | None = None
+) -> list[Cell]:
     """The cells of a sweep, in axis order. A cell whose contract equals the base is kept (its
     row shows the base value) and marked ``same_as_base``; it is never encoded twice."""
     if not axes:
@@ -104,8 +105,10 @@ def plan_cells(base: Contract, axes: Sequence[Axis], grid: bool = False, *,
         clash = conflicts(axes)
         if clash:
             a, b, field = clash[0]
-            raise SpecError(f"--grid cannot cross {a} with {b}: both set the contract's {field}; "
-                            "drop --grid or vary only one of them")
+            raise SpecError(
+                f"--grid cannot cross {a} with {b}: both set the contract's {field}; "
+                "drop --grid or vary only one of them"
+            )
         combos = itertools.product(*(range(len(a.values)) for a in axes))
         plans = [list(zip(axes, combo, strict=True)) for combo in combos]
     else:
@@ -132,8 +135,12 @@ def _crossing_groups(axes: Sequence[Axis]) -> list[list[Axis]]:
     for axis in axes:
         if axis.name in placed:
             continue
-        group = [b for b in axes if b.name not in placed and (b is axis or b.name in axis.declaration.crosses
-                                                              or axis.name in b.declaration.crosses)]
+        group = [
+            b
+            for b in axes
+            if b.name not in placed
+            and (b is axis or b.name in axis.declaration.crosses or axis.name in b.declaration.crosses)
+        ]
         clash = conflicts(group)
         if clash:
             a, b, field = clash[0]
@@ -153,11 +160,15 @@ def validate_cells(cells: Sequence[Cell], base: Contract, info: ModelInfo | None
         if hidden is not None and c.dim > hidden:
             raise SpecError(f"sweep cell {cell.name}: dim {c.dim} exceeds the model's output dimension {hidden}")
         if declared and c.dim not in allowed:
-            raise SpecError(f"sweep cell {cell.name}: dim {c.dim} is not one of the Matryoshka dimensions the "
-                            f"model declares {list(declared)}")
+            raise SpecError(
+                f"sweep cell {cell.name}: dim {c.dim} is not one of the Matryoshka dimensions the "
+                f"model declares {list(declared)}"
+            )
         if info is not None and c.max_length > info.max_positions:
-            raise SpecError(f"sweep cell {cell.name}: max_length {c.max_length} exceeds what the model supports "
-                            f"({info.max_positions} tokens)")
+            raise SpecError(
+                f"sweep cell {cell.name}: max_length {c.max_length} exceeds what the model supports "
+                f"({info.max_positions} tokens)"
+            )
 
 
 def plan_passes(base: Contract, cells: Sequence[Cell]) -> list[ForwardPass]:
@@ -172,8 +183,9 @@ def plan_passes(base: Contract, cells: Sequence[Cell]) -> list[ForwardPass]:
             poolings.setdefault(key, {})[cell.contract.pooling] = None
             users.setdefault(key, {})[cell.name] = None
             first.setdefault(key, (role, cell.contract))
-    passes = [ForwardPass(role=first[key][0], key=key, poolings=tuple(p), cells=tuple(users[key]),
-                          contract=first[key][1])
-              for key, p in poolings.items()]
+    passes = [
+        ForwardPass(role=first[key][0], key=key, poolings=tuple(p), cells=tuple(users[key]), contract=first[key][1])
+        for key, p in poolings.items()
+    ]
     order = {k: i for i, k in enumerate(dict.fromkeys(p.encoder_key for p in passes))}
     return sorted(passes, key=lambda p: order[p.encoder_key])

@@ -66,8 +66,9 @@ class PrefixPairAxis(AxisDeclaration):
         if "|" in item:
             q, _, d = item.partition("|")
             return AxisValue(f"{text_label(q)}|{text_label(d)}", (q, d))
-        raise self.error(f"{item!r} is neither one of {', '.join(PAIR_KEYWORDS)} nor a "
-                         "'QUERY PREFIX|DOCUMENT PREFIX' pair")
+        raise self.error(
+            f"{item!r} is neither one of {', '.join(PAIR_KEYWORDS)} nor a 'QUERY PREFIX|DOCUMENT PREFIX' pair"
+        )
 
     def apply(self, contract: Contract, value: Setting) -> Contract:
         q, d = contract.query_prefix, contract.doc_prefix
@@ -104,29 +105,67 @@ class IndexAxis(AxisDeclaration):
 
 
 DECLARATIONS: tuple[AxisDeclaration, ...] = (
-    ChoiceAxis(name="pooling", label="pooling", choices=POOLINGS, examples=("pooling=cls,mean,last",),
-               explanation="how token vectors become one vector; every pooling shares one forward pass"),
-    TextAxis(name="query_prefix", label="query prefix",
-             examples=("query_prefix=none,base", 'query_prefix=["query: ", ""]'),
-             explanation="text put before every query; none = empty, base = the base contract's"),
-    TextAxis(name="doc_prefix", label="document prefix",
-             examples=("doc_prefix=none,base", 'doc_prefix=["passage: ", ""]'),
-             explanation="text put before every document; none = empty, base = the base contract's"),
-    PrefixPairAxis(name="prefixes", label="query/document prefixes",
-                   examples=("prefixes=base,none,swapped,query_only,doc_only", "prefixes=query: |passage: "),
-                   explanation="both prefixes together: base, none, swapped, query_only, doc_only or QUERY|DOC"),
-    ChoiceAxis(name="dtype", label="dtype", choices=DTYPES, examples=("dtype=float32,bfloat16,float16",),
-               explanation="the model's compute precision (a forward pass per dtype)"),
-    IntAxis(name="max_length", label="max length (tokens)", minimum=2, examples=("max_length=128,256,512",),
-            explanation="tokens kept per text before truncation (a forward pass per length)"),
-    IntAxis(name="dim", label="dimension", minimum=1, examples=("dim=384,256,128",), shows_storage=True,
-            explanation="output dimension (Matryoshka: truncate, then re-normalize); shares the forward pass"),
-    NormalizeAxis(name="normalize", label="normalize", examples=("normalize=true,false",),
-                  explanation="unit-length vectors; false also turns cosine similarity into dot"),
-    IndexAxis(name="index", label="index", crosses=("dim",),
-              examples=("index=flat,hnsw,ivfpq,sq8,binary", "index=hnsw:M=16,ef=32,ivf:nlist=64,nprobe=8,binary+rescore=100"),
-              explanation=f"the FAISS index searched ({', '.join(KINDS)}); flat is exact, the others are measured "
-                          "against it; crossed with dim; shares the forward pass"),
+    ChoiceAxis(
+        name="pooling",
+        label="pooling",
+        choices=POOLINGS,
+        examples=("pooling=cls,mean,last",),
+        explanation="how token vectors become one vector; every pooling shares one forward pass",
+    ),
+    TextAxis(
+        name="query_prefix",
+        label="query prefix",
+        examples=("query_prefix=none,base", 'query_prefix=["query: ", ""]'),
+        explanation="text put before every query; none = empty, base = the base contract's",
+    ),
+    TextAxis(
+        name="doc_prefix",
+        label="document prefix",
+        examples=("doc_prefix=none,base", 'doc_prefix=["passage: ", ""]'),
+        explanation="text put before every document; none = empty, base = the base contract's",
+    ),
+    PrefixPairAxis(
+        name="prefixes",
+        label="query/document prefixes",
+        examples=("prefixes=base,none,swapped,query_only,doc_only", "prefixes=query: |passage: "),
+        explanation="both prefixes together: base, none, swapped, query_only, doc_only or QUERY|DOC",
+    ),
+    ChoiceAxis(
+        name="dtype",
+        label="dtype",
+        choices=DTYPES,
+        examples=("dtype=float32,bfloat16,float16",),
+        explanation="the model's compute precision (a forward pass per dtype)",
+    ),
+    IntAxis(
+        name="max_length",
+        label="max length (tokens)",
+        minimum=2,
+        examples=("max_length=128,256,512",),
+        explanation="tokens kept per text before truncation (a forward pass per length)",
+    ),
+    IntAxis(
+        name="dim",
+        label="dimension",
+        minimum=1,
+        examples=("dim=384,256,128",),
+        shows_storage=True,
+        explanation="output dimension (Matryoshka: truncate, then re-normalize); shares the forward pass",
+    ),
+    NormalizeAxis(
+        name="normalize",
+        label="normalize",
+        examples=("normalize=true,false",),
+        explanation="unit-length vectors; false also turns cosine similarity into dot",
+    ),
+    IndexAxis(
+        name="index",
+        label="index",
+        crosses=("dim",),
+        examples=("index=flat,hnsw,ivfpq,sq8,binary", "index=hnsw:M=16,ef=32,ivf:nlist=64,nprobe=8,binary+rescore=100"),
+        explanation=f"the FAISS index searched ({', '.join(KINDS)}); flat is exact, the others are measured "
+        "against it; crossed with dim; shares the forward pass",
+    ),
 )
 
 AXES: tuple[str, ...] = tuple(d.name for d in DECLARATIONS)
@@ -136,4 +175,3 @@ _BY_NAME = {d.name: d for d in DECLARATIONS}
 def declaration(name: str) -> AxisDeclaration | None:
     """The declaration of axis ``name`` (``-`` and ``_`` alike), or None when there is none."""
     return _BY_NAME.get(name.strip().replace("-", "_"))
-

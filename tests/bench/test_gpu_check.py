@@ -14,12 +14,39 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gpu_check import build_parser, run_sections
-from gpu_judge import (SweepFigures, compare_rankings, cosine_stats, judge_runs, judge_sweep, judge_vectors,
-                       one_gpu_env, ray_skip_reason)
-from gpu_report import (Section, Thresholds, assemble, at_least, at_most, equals, exit_status, finish, json_text,
-                        no_cuda_message, render_table, skipped)
-from gpu_sections import (Context, cli_run, ray_executor_modules, section_faiss, section_ray, section_run,
-                          section_vectors)
+from gpu_judge import (
+    SweepFigures,
+    compare_rankings,
+    cosine_stats,
+    judge_runs,
+    judge_sweep,
+    judge_vectors,
+    one_gpu_env,
+    ray_skip_reason,
+)
+from gpu_report import (
+    Section,
+    Thresholds,
+    assemble,
+    at_least,
+    at_most,
+    equals,
+    exit_status,
+    finish,
+    json_text,
+    no_cuda_message,
+    render_table,
+    skipped,
+)
+from gpu_sections import (
+    Context,
+    cli_run,
+    ray_executor_modules,
+    section_faiss,
+    section_ray,
+    section_run,
+    section_vectors,
+)
 from gpu_sweep import section_sweep
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "gpu_check.py"
@@ -91,9 +118,11 @@ REF_METRICS = {"ndcg@10": 0.5, "recall@100": 0.9}
 
 
 def test_judge_runs_tolerance_per_dtype_and_device():
-    runs = {"float32": ("cuda:0", {"ndcg@10": 0.5005, "recall@100": 0.9}),
-            "float16": ("cuda", {"ndcg@10": 0.506, "recall@100": 0.9}),       # 0.006 > 0.005
-            "bfloat16": ("cuda", {"ndcg@10": 0.494, "recall@100": 0.9})}      # 0.006 <= 0.01
+    runs = {
+        "float32": ("cuda:0", {"ndcg@10": 0.5005, "recall@100": 0.9}),
+        "float16": ("cuda", {"ndcg@10": 0.506, "recall@100": 0.9}),  # 0.006 > 0.005
+        "bfloat16": ("cuda", {"ndcg@10": 0.494, "recall@100": 0.9}),
+    }  # 0.006 <= 0.01
     s = judge_runs(REF_METRICS, runs, T)
     assert [c.name for c in s.failed_checks] == ["float16.max_abs_metric_delta"]
     assert s.data["float16"]["deltas"]["ndcg@10"] == pytest.approx(0.006)
@@ -104,9 +133,17 @@ def test_judge_runs_tolerance_per_dtype_and_device():
 
 
 def figures(**changes) -> SweepFigures:
-    base = SweepFigures(cells=12, expected_cells=12, passes_by_role={"query": 1, "document": 1}, device="cuda",
-                        tokens=60_000, sweep_seconds=2.4, st_seconds=2.0, sweep_peak_bytes=300 * 2**20,
-                        st_peak_bytes=250 * 2**20)
+    base = SweepFigures(
+        cells=12,
+        expected_cells=12,
+        passes_by_role={"query": 1, "document": 1},
+        device="cuda",
+        tokens=60_000,
+        sweep_seconds=2.4,
+        st_seconds=2.0,
+        sweep_peak_bytes=300 * 2**20,
+        st_peak_bytes=250 * 2**20,
+    )
     return dataclasses.replace(base, **changes)
 
 
@@ -118,8 +155,9 @@ def test_judge_sweep_ratio_tokens_per_second_and_memory():
     assert s.data["st_tokens_per_second"] == pytest.approx(30_000)
     assert "1.20x" in s.summary and "300 vs 250 MB" in s.summary
     assert [c.name for c in judge_sweep(figures(sweep_seconds=2.8), T).failed_checks] == ["time_ratio_sweep_over_st"]
-    assert [c.name for c in judge_sweep(figures(sweep_peak_bytes=None), T).failed_checks] == \
-        ["peak_memory_ratio_sweep_over_st"]
+    assert [c.name for c in judge_sweep(figures(sweep_peak_bytes=None), T).failed_checks] == [
+        "peak_memory_ratio_sweep_over_st"
+    ]
     bad = judge_sweep(figures(cells=11, passes_by_role={"query": 2, "document": 1}), T)
     assert [c.name for c in bad.failed_checks] == ["cells", "query_forward_passes"]
 
@@ -139,9 +177,9 @@ def test_compare_rankings_allows_tie_order_only():
     s = np.array([[0.9, 0.8, 0.8, 0.7, 0.6]], dtype=np.float32)
     ids = np.array([[1, 2, 3, 4, 5]])
     assert compare_rankings(s, ids, s, ids, 1e-4).mismatched_queries == 0
-    assert compare_rankings(s, ids, s, np.array([[1, 3, 2, 4, 5]]), 1e-4).mismatched_queries == 0   # tie swapped
-    assert compare_rankings(s, ids, s, np.array([[2, 1, 3, 4, 5]]), 1e-4).mismatched_queries == 1   # not a tie
-    assert compare_rankings(s, ids, s, np.array([[1, 2, 3, 4, 9]]), 1e-4).mismatched_queries == 0   # past rank k
+    assert compare_rankings(s, ids, s, np.array([[1, 3, 2, 4, 5]]), 1e-4).mismatched_queries == 0  # tie swapped
+    assert compare_rankings(s, ids, s, np.array([[2, 1, 3, 4, 5]]), 1e-4).mismatched_queries == 1  # not a tie
+    assert compare_rankings(s, ids, s, np.array([[1, 2, 3, 4, 9]]), 1e-4).mismatched_queries == 0  # past rank k
     assert compare_rankings(s, ids, s, np.array([[1, 2, 3, 9, 5]]), 1e-4).mismatched_queries == 1
     off = s + np.array([[0, 0, 0, 0.01, 0]], dtype=np.float32)
     a = compare_rankings(s, ids, off, ids, 1e-4)
@@ -169,21 +207,34 @@ def test_compare_rankings_agrees_on_faiss_and_an_independent_numpy_search():
 
 # -- report, table, exit status -------------------------------------------------------------------------
 def test_report_is_strict_json_with_status_and_table_names_failures():
-    passed = finish("vectors", [at_least("float32.min_cosine", 0.99999, 0.9999)], "float32 min 0.99999",
-                    {"float32": {"min": float("nan"), "n": np.int64(3)}})
+    passed = finish(
+        "vectors",
+        [at_least("float32.min_cosine", 0.99999, 0.9999)],
+        "float32 min 0.99999",
+        {"float32": {"min": float("nan"), "n": np.int64(3)}},
+    )
     failed = finish("run", [equals("float16.device", "cpu", "cuda")], "float16 on cpu")
     skip = skipped("ray", "no Ray executor in this evalsuite")
-    assert (exit_status([passed, skip]), exit_status([passed, failed]), exit_status([Section("x", "error", "")])) \
-        == (0, 1, 1)
+    assert (exit_status([passed, skip]), exit_status([passed, failed]), exit_status([Section("x", "error", "")])) == (
+        0,
+        1,
+        1,
+    )
     assert finish("empty", [], "").status == "fail"
-    report = assemble({"gpu": "test"}, [passed, failed, skip], T, command=["gpu_check.py"], created="now",
-                      seconds=1.234)
+    report = assemble(
+        {"gpu": "test"}, [passed, failed, skip], T, command=["gpu_check.py"], created="now", seconds=1.234
+    )
     text = json_text(report)
     data = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
     assert data["passed"] is False and data["exit_status"] == 1
     assert data["sections"]["vectors"]["data"]["float32"] == {"min": None, "n": 3}
-    assert data["sections"]["ray"] == {"status": "skipped", "summary": "skipped: no Ray executor in this evalsuite",
-                                       "seconds": None, "checks": [], "data": {}}
+    assert data["sections"]["ray"] == {
+        "status": "skipped",
+        "summary": "skipped: no Ray executor in this evalsuite",
+        "seconds": None,
+        "checks": [],
+        "data": {},
+    }
     assert data["thresholds"]["min_cosine"] == {"float32": 0.9999, "float16": 0.999, "bfloat16": 0.99}
     table = render_table([passed, failed, skip], "GPU check on test")
     assert "run      fail" in table and "skipped: no Ray executor in this evalsuite" in table
@@ -211,14 +262,16 @@ def test_main_writes_the_json_and_the_table_and_returns_the_verdict(tmp_path, mo
     import gpu_check
     import torch
 
-    sections = {"good": lambda ctx: finish("good", [at_least("cos", 1.0, 0.9999)], "fine"),
-                "bad": lambda ctx: finish("bad", [at_most("ratio", 2.0, 1.3)], "slow")}
+    sections = {
+        "good": lambda ctx: finish("good", [at_least("cos", 1.0, 0.9999)], "fine"),
+        "bad": lambda ctx: finish("bad", [at_most("ratio", 2.0, 1.3)], "slow"),
+    }
     monkeypatch.setattr(gpu_check, "SECTIONS", sections)
     monkeypatch.setattr(gpu_check, "environment", lambda device: {"gpu": "Stand-in GPU", "torch": "t", "cuda": "c"})
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TQDM_DISABLE"):
-        monkeypatch.setenv(var, "1")   # main() sets these for its process; keep this one as it was
+        monkeypatch.setenv(var, "1")  # main() sets these for its process; keep this one as it was
     out = tmp_path / "deep" / "gpu.json"
     assert gpu_check.main(["--out", str(out), "--sections", "good"]) == 0
     assert gpu_check.main(["--out", str(out), "--sections", "good,bad"]) == 1
@@ -242,19 +295,27 @@ def test_bad_arguments_exit_2():
 # -- the sections on CPU, tiny model ----------------------------------------------------------------------
 @pytest.fixture
 def cpu_ctx(tmp_path, tiny_model_dir, small_beir) -> Context:
-    return Context(workdir=tmp_path, device="cpu", model=str(tiny_model_dir), dataset=str(small_beir),
-                   dtypes=("float32",), sweep_docs=0, repeat=1, dims=(32, 16, 8, 4))
+    return Context(
+        workdir=tmp_path,
+        device="cpu",
+        model=str(tiny_model_dir),
+        dataset=str(small_beir),
+        dtypes=("float32",),
+        sweep_docs=0,
+        repeat=1,
+        dims=(32, 16, 8, 4),
+    )
 
 
 def test_vectors_section_cpu_against_cpu_passes(cpu_ctx):
-    s = section_vectors(cpu_ctx)   # 3 queries (q4 has no relevant document: dropped) and 6 documents
+    s = section_vectors(cpu_ctx)  # 3 queries (q4 has no relevant document: dropped) and 6 documents
     assert s.status == "pass", s.failed_checks
     assert s.data["texts"] == 3 + 6 and s.data["float32"]["min"] >= 0.9999 and s.data["float32"]["device"] == "cpu"
 
 
 def test_run_section_fails_when_auto_does_not_pick_a_gpu(cpu_ctx):
     s = section_run(cpu_ctx)
-    assert [c.name for c in s.failed_checks] == ["float32.device"]   # --device auto picked cpu here
+    assert [c.name for c in s.failed_checks] == ["float32.device"]  # --device auto picked cpu here
     assert s.data["float32"]["device"] == "cpu"
     assert s.data["float32"]["deltas"] == {m: 0.0 for m in s.data["reference_cpu_float32"]}
     assert set(s.data["reference_cpu_float32"]) == {"ndcg@10", "recall@10", "recall@100", "mrr@10"}
@@ -265,11 +326,14 @@ def test_sweep_section_runs_twelve_cells_beside_sentence_transformers(cpu_ctx):
     s = section_sweep(cpu_ctx)
     # on CPU the device and the GPU memory checks fail; the time ratio means nothing on the tiny model
     failed = {c.name for c in s.failed_checks}
-    assert {"device", "peak_memory_ratio_sweep_over_st"} <= failed <= {"device", "peak_memory_ratio_sweep_over_st",
-                                                                        "time_ratio_sweep_over_st"}
+    assert (
+        {"device", "peak_memory_ratio_sweep_over_st"}
+        <= failed
+        <= {"device", "peak_memory_ratio_sweep_over_st", "time_ratio_sweep_over_st"}
+    )
     assert s.data["cells"] == 12 and s.data["passes_by_role"] == {"query": 1, "document": 1}
     assert s.data["tokens"] > 0 and s.data["st_seconds"] > 0 and s.data["time_ratio"] > 0
-    assert (s.data["documents"], s.data["queries"]) == (6, 3)   # q4 has no relevant document: dropped
+    assert (s.data["documents"], s.data["queries"]) == (6, 3)  # q4 has no relevant document: dropped
 
 
 def test_cli_run_reports_a_rejected_command_instead_of_exiting(cpu_ctx):
@@ -291,25 +355,38 @@ def test_ray_and_faiss_sections_skip_with_a_reason_where_they_cannot_run(cpu_ctx
 def test_no_cuda_message_names_the_build():
     assert "(torch 2.13.0+cpu, built for CPU)" in no_cuda_message("2.13.0+cpu", None)
     msg = no_cuda_message("2.13.0+cu128", "12.8")
-    assert msg.startswith("no CUDA device: torch.cuda.is_available() is False (torch 2.13.0+cu128, built for "
-                          "CUDA 12.8); run on a CUDA machine after `TORCH_SPEC=")
+    assert msg.startswith(
+        "no CUDA device: torch.cuda.is_available() is False (torch 2.13.0+cu128, built for "
+        "CUDA 12.8); run on a CUDA machine after `TORCH_SPEC="
+    )
     assert "bash scripts/bootstrap.sh`" in msg
 
 
 def test_without_cuda_it_exits_2_at_once_having_written_and_imported_nothing_heavy(tmp_path):
     out = tmp_path / "gpu.json"
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")   # no GPU even on a CUDA machine
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # no GPU even on a CUDA machine
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-X", "importtime", str(SCRIPT), "--out", str(out)], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", str(SCRIPT), "--out", str(out)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     seconds = time.perf_counter() - t0
     assert proc.returncode == 2, proc.stderr[-2000:]
     message = [line for line in proc.stderr.splitlines() if not line.startswith("import time:")]
     assert len(message) == 1 and message[0].startswith(
-        "gpu_check: no CUDA device: torch.cuda.is_available() is False (torch ")
+        "gpu_check: no CUDA device: torch.cuda.is_available() is False (torch "
+    )
     assert proc.stdout == "" and not out.exists() and not (tmp_path / "reports").exists()
-    imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines()
-                if line.startswith("import time:")}
+    imported = {
+        line.split("|")[-1].strip().split(".")[0]
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     assert "torch" in imported
     assert not imported & {"transformers", "faiss", "evalsuite", "sentence_transformers", "ranx", "ray"}
     assert seconds < 20

@@ -4,6 +4,7 @@ loopback, vectors from the real tiny reference model) and real infinity-emb serv
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -34,8 +35,16 @@ EXTRA_QUERIES = [
     {"_id": "q4", "text": "what does the moon orbit"},
     {"_id": "q5", "text": "what does a router do with a packet"},
 ]
-CANARY_QRELS = [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 2), ("q2", "d4", 1), ("q3", "d5", 2),
-                ("q3", "d6", 1), ("q4", "d7", 2), ("q5", "d8", 2)]
+CANARY_QRELS = [
+    ("q1", "d1", 2),
+    ("q1", "d2", 1),
+    ("q2", "d3", 2),
+    ("q2", "d4", 1),
+    ("q3", "d5", 2),
+    ("q3", "d6", 1),
+    ("q4", "d7", 2),
+    ("q5", "d8", 2),
+]
 
 
 @pytest.fixture(scope="session")
@@ -75,8 +84,15 @@ class FaultServer:
     statuses returned before answering properly; ``hang`` makes the embeddings route wait.
     """
 
-    def __init__(self, httpserver: Any, encoders: Callable[[int], Any], *, model: str = "tiny-model",
-                 hidden: int = 32, max_length: int = 64) -> None:
+    def __init__(
+        self,
+        httpserver: Any,
+        encoders: Callable[[int], Any],
+        *,
+        model: str = "tiny-model",
+        hidden: int = 32,
+        max_length: int = 64,
+    ) -> None:
         self.httpserver = httpserver
         self.encoders = encoders
         self.model = model
@@ -158,8 +174,11 @@ class FaultServer:
         if denied is not None:
             return denied
         if self.echo_auth_status is not None:
-            return Response(echo_error_body(request.headers.get("Authorization", "")), status=self.echo_auth_status,
-                            content_type="application/json")
+            return Response(
+                echo_error_body(request.headers.get("Authorization", "")),
+                status=self.echo_auth_status,
+                content_type="application/json",
+            )
         if fail is not None:
             extra = {"Retry-After": self.retry_after} if self.retry_after else None
             return reply({"error": {"message": "try again", "code": fail}}, fail, extra)
@@ -171,8 +190,9 @@ class FaultServer:
         dims = body.get("dimensions") or self.hidden
         if dims > self.hidden or dims < 1:
             return reply({"error": {"message": f"dimensions {dims} not in 1..{self.hidden}", "code": 400}}, 400)
-        texts = [t[len(self.strip_prefix):] if self.strip_prefix and t.startswith(self.strip_prefix) else t
-                 for t in texts]
+        texts = [
+            t[len(self.strip_prefix) :] if self.strip_prefix and t.startswith(self.strip_prefix) else t for t in texts
+        ]
         pooled = self.encoders(self.max_length).encode(texts, poolings=[self.pooling])[self.pooling]
         full = finalize(pooled, self.hidden, True)
         if not self.honour_dimensions:
@@ -213,8 +233,7 @@ class FaultServer:
             for d in data:
                 d["embedding"] = base64.b64encode(np.asarray(d["embedding"], dtype="<f4").tobytes()).decode()
         model = request.headers.get("Authorization", "") if self.echo_auth else self.response_model or self.model
-        return reply({"object": "list", "data": data, "model": model,
-                      "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+        return reply({"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
     def expected(self, texts: list[str]) -> Any:
         from evalsuite.vectors import finalize
@@ -230,7 +249,7 @@ def echo_error_body(auth: str) -> str:
 
     escaped = json.dumps(auth)[1:-1].replace("/", "\\/")
     forms = [auth, urllib.parse.quote(auth, safe=""), base64.b64encode(auth.encode()).decode()]
-    return '{"message": "bad request from ' + escaped + '", "forms": ' + json.dumps(forms) + '}'
+    return '{"message": "bad request from ' + escaped + '", "forms": ' + json.dumps(forms) + "}"
 
 
 @pytest.fixture(scope="session")
@@ -249,8 +268,9 @@ def _loopback_httpserver():
 def fault_server(_loopback_httpserver, server_encoders, tiny_info):
     """A fresh FaultServer (faithful until a test sets a fault) on the session's loopback server."""
     _loopback_httpserver.clear()
-    fs = FaultServer(_loopback_httpserver, server_encoders, hidden=tiny_info.hidden_size,
-                     max_length=tiny_info.default_max_length)
+    fs = FaultServer(
+        _loopback_httpserver, server_encoders, hidden=tiny_info.hidden_size, max_length=tiny_info.default_max_length
+    )
     try:
         yield fs
     finally:
@@ -301,7 +321,7 @@ class RawRequest:
 
     def __init__(self, head: bytes, body: bytes) -> None:
         lines = head.decode("latin-1").split("\r\n")
-        self.method, self.path, _ = (lines[0].split(" ") + ["", "", ""])[:3]
+        self.method, self.path, _ = ([*lines[0].split(" "), "", "", ""])[:3]
         self.headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
         self.body = body
 
@@ -397,16 +417,19 @@ class RawServer:
         self._threads[0].join(timeout=5)
         self.sock.close()
         for c in self._conns:
-            try:
+            with contextlib.suppress(OSError):
                 c.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         for t in self._threads:
             t.join(timeout=5)
 
 
-def http_response(body: bytes | str, status: int = 200, content_type: str = "application/json",
-                  headers: dict[str, str] | None = None, reason: str = "X") -> bytes:
+def http_response(
+    body: bytes | str,
+    status: int = 200,
+    content_type: str = "application/json",
+    headers: dict[str, str] | None = None,
+    reason: str = "X",
+) -> bytes:
     """A complete HTTP/1.1 response with Content-Length (``headers`` may override any header)."""
     data = body.encode() if isinstance(body, str) else body
     h = {"Content-Type": content_type, "Content-Length": str(len(data))}
@@ -452,10 +475,13 @@ class InfinityServer:
         self.port = _free_port()
         self.log = log
         self.url = f"http://127.0.0.1:{self.port}/v1"
-        self._fh = open(log, "wb")
+        self._fh = open(log, "wb")  # noqa: SIM115 - held open for the server process's lifetime
         self.proc = subprocess.Popen(
             ["bash", str(INFINITY_SCRIPT), "serve", str(INFINITY_VENV), str(model_dir), str(self.port), *extra],
-            stdout=self._fh, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=self._fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def wait_ready(self, deadline: float) -> None:
         import httpx
@@ -500,8 +526,10 @@ def infinity_servers(bundled_model_dir, tmp_path_factory):
     """Two real infinity-emb servers, started together once per session: the bundled model behind
     an API key ("good") and a copy whose pooling config says CLS ("cls", a broken deployment)."""
     if not (INFINITY_VENV / "bin" / "infinity_emb").exists():
-        reason = (f"infinity-emb venv not found at {INFINITY_VENV}; install it with "
-                  "`bash .ci/infinity.sh install .infinity-venv`")
+        reason = (
+            f"infinity-emb venv not found at {INFINITY_VENV}; install it with "
+            "`bash .ci/infinity.sh install .infinity-venv`"
+        )
         if os.environ.get("CI"):
             pytest.fail(reason + " (CI must run the infinity canary tests)")
         pytest.skip(reason)
@@ -510,8 +538,10 @@ def infinity_servers(bundled_model_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("infinity")
     key = "sk-infinity-" + secrets.token_hex(12)
     cls_dir = _cls_copy(Path(bundled_model_dir), root / "cls-model")
-    servers = {"good": InfinityServer(Path(bundled_model_dir), root / "good.log", ["--api-key", key]),
-               "cls": InfinityServer(cls_dir, root / "cls.log", [])}
+    servers = {
+        "good": InfinityServer(Path(bundled_model_dir), root / "good.log", ["--api-key", key]),
+        "cls": InfinityServer(cls_dir, root / "cls.log", []),
+    }
     try:
         deadline = time.monotonic() + INFINITY_STARTUP_S
         for s in servers.values():

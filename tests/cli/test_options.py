@@ -22,8 +22,11 @@ def _help(options, flag):
     return action.help.replace("%%", "%")
 
 
-@pytest.mark.parametrize("opt", [o for o in RUN_OPTIONS if SPEC_DEFAULTS.get(o.dest) is not None
-                                 and o.kwargs.get("action") != "store_const"], ids=lambda o: o.flag)
+@pytest.mark.parametrize(
+    "opt",
+    [o for o in RUN_OPTIONS if SPEC_DEFAULTS.get(o.dest) is not None and o.kwargs.get("action") != "store_const"],
+    ids=lambda o: o.flag,
+)
 def test_run_option_help_shows_the_runspec_default(opt):
     assert _help(RUN_OPTIONS, opt.flag).endswith(f"(default: {render_default(SPEC_DEFAULTS[opt.dest])})")
 
@@ -33,9 +36,14 @@ def test_rendered_defaults_are_the_real_ones():
     assert _help(RUN_OPTIONS, "--batch-size").endswith("(default: 64)")
 
 
-@pytest.mark.parametrize("flag, name", [("--canary-min-cosine", "canary_min_cosine"),
-                                        ("--endpoint-timeout", "endpoint_timeout"),
-                                        ("--endpoint-concurrency", "endpoint_concurrency")])
+@pytest.mark.parametrize(
+    "flag, name",
+    [
+        ("--canary-min-cosine", "canary_min_cosine"),
+        ("--endpoint-timeout", "endpoint_timeout"),
+        ("--endpoint-concurrency", "endpoint_concurrency"),
+    ],
+)
 def test_canary_option_help_shows_the_settings_default(flag, name):
     assert _help(CANARY_OPTIONS, flag).endswith(f"(default: {render_default(CanarySettings.option_default(name))})")
 

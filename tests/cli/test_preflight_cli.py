@@ -86,8 +86,11 @@ def test_cache_dir_a_file_or_unwritable(command, base, tmp_path, capsys, no_mode
     blocker = tmp_path / "cache-file"
     blocker.write_text("")
     out = tmp_path / "out"
-    for cache, needle in ((blocker, "exists and is not a directory"), (blocker / "sub", f"{blocker} is a file"),
-                          (Path("/proc/evalsuite-cache"), "/proc is not writable")):
+    for cache, needle in (
+        (blocker, "exists and is not a directory"),
+        (blocker / "sub", f"{blocker} is a file"),
+        (Path("/proc/evalsuite-cache"), "/proc is not writable"),
+    ):
         rc, err = _run([*COMMANDS[command], *base, "--cache-dir", str(cache), "--out", str(out)], capsys)
         _one_line_error(rc, err, f"(--cache-dir) {cache}", needle, "or --no-cache")
     assert not out.exists() and not no_model
@@ -104,17 +107,18 @@ def test_env_cache_dir_is_named(base, tmp_path, capsys, no_model, monkeypatch):
 def test_no_cache_skips_the_cache_check(base, tmp_path, capsys, monkeypatch):
     blocker = tmp_path / "cache-file"
     blocker.write_text("")
-    rc, err = _run(["run", *base, "--cache-dir", str(blocker / "sub"), "--no-cache", "--out", str(tmp_path / "o")],
-                   capsys)
+    rc, err = _run(
+        ["run", *base, "--cache-dir", str(blocker / "sub"), "--no-cache", "--out", str(tmp_path / "o")], capsys
+    )
     assert rc == 0, err
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_qrels_missing_or_a_directory(command, base, tmp_path, capsys, no_model):
-    for qrels, needle in ((tmp_path / "nope.tsv", "qrels file not found"),
-                          (tmp_path, "--qrels names a directory")):
-        rc, err = _run([*COMMANDS[command], *base, "--no-cache", "--qrels", str(qrels), "--out",
-                        str(tmp_path / "out")], capsys)
+    for qrels, needle in ((tmp_path / "nope.tsv", "qrels file not found"), (tmp_path, "--qrels names a directory")):
+        rc, err = _run(
+            [*COMMANDS[command], *base, "--no-cache", "--qrels", str(qrels), "--out", str(tmp_path / "out")], capsys
+        )
         _one_line_error(rc, err, str(qrels), needle)
     assert not no_model
 
@@ -151,12 +155,17 @@ def test_existing_out_directory_is_fine_and_reports_follow_the_umask(base, tmp_p
 def test_subprocess_prints_one_line_and_no_traceback(base, tmp_path):
     target = tmp_path / "file"
     target.write_text("")
-    proc = subprocess.run([sys.executable, "-m", "evalsuite.cli", "run", *base, "--no-cache", "--out", str(target)],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalsuite.cli", "run", *base, "--no-cache", "--out", str(target)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"evalsuite: error: --out {target}: exists and is not a directory; "
-        "pass --out a directory you can write (it is created if missing)"]
+        "pass --out a directory you can write (it is created if missing)"
+    ]
 
 
 def test_unforeseen_os_error_is_one_line(base, tmp_path, capsys, monkeypatch):

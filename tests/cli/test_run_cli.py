@@ -35,10 +35,12 @@ def test_broken_json_line_names_file_and_line(tiny_model_dir, small_beir, capsys
 
 
 def test_bad_option_values_are_rejected_at_parse_time(capsys):
-    for argv, needle in ((["run", "--pooling", "max"], "invalid choice"),
-                         (["run", "--max-length", "1"], "must be >= 2"),
-                         (["run", "--metrics", "ndcg@10,bogus@3"], "not a ranx metric"),
-                         (["run", "--device", "tpu"], "not a device")):
+    for argv, needle in (
+        (["run", "--pooling", "max"], "invalid choice"),
+        (["run", "--max-length", "1"], "must be >= 2"),
+        (["run", "--metrics", "ndcg@10,bogus@3"], "not a ranx metric"),
+        (["run", "--device", "tpu"], "not a device"),
+    ):
         with pytest.raises(SystemExit) as exc:
             main(argv)
         assert exc.value.code == 2
@@ -47,8 +49,24 @@ def test_bad_option_values_are_rejected_at_parse_time(capsys):
 
 def test_run_writes_reports(tiny_model_dir, small_beir, tmp_path, capsys):
     out = tmp_path / "out"
-    rc = main(["run", "--model", str(tiny_model_dir), "--dataset", str(small_beir), "--out", str(out),
-               "--metrics", "ndcg@10,recall@5,mrr@10", "--dim", "16", "--device", "cpu", "--no-cache"])
+    rc = main(
+        [
+            "run",
+            "--model",
+            str(tiny_model_dir),
+            "--dataset",
+            str(small_beir),
+            "--out",
+            str(out),
+            "--metrics",
+            "ndcg@10,recall@5,mrr@10",
+            "--dim",
+            "16",
+            "--device",
+            "cpu",
+            "--no-cache",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "report.md", "results.json", "run.trec"]
     res = json.loads((out / "results.json").read_text())
@@ -63,8 +81,15 @@ def test_run_writes_reports(tiny_model_dir, small_beir, tmp_path, capsys):
     assert timing["documents"]["texts"] == 6 and timing["queries"]["tokens"] > 0
     assert {"encode_seconds", "search_seconds", "score_seconds"} <= set(timing)
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["index"] == {"type": "IndexFlatIP", "spec": "flat", "similarity": "cosine", "dim": 16, "normalized": True,
-                                 "vectors": 6, "dtype_stored": "float32"}
+    assert manifest["index"] == {
+        "type": "IndexFlatIP",
+        "spec": "flat",
+        "similarity": "cosine",
+        "dim": 16,
+        "normalized": True,
+        "vectors": 6,
+        "dtype_stored": "float32",
+    }
     trec = (out / "run.trec").read_text().splitlines()
     assert len(trec) == 3 * 6 and trec[0].split()[1] == "Q0" and trec[0].split()[3] == "1"
     assert "| ndcg@10 |" in (out / "report.md").read_text()
@@ -82,8 +107,17 @@ def test_run_without_arguments_uses_bundled_defaults(tmp_path, monkeypatch, caps
 
 
 def test_warm_rerun_encodes_nothing(tiny_model_dir, small_beir, tmp_path, capsys):
-    argv = ["run", "--model", str(tiny_model_dir), "--dataset", str(small_beir), "--device", "cpu",
-            "--cache-dir", str(tmp_path / "cache")]
+    argv = [
+        "run",
+        "--model",
+        str(tiny_model_dir),
+        "--dataset",
+        str(small_beir),
+        "--device",
+        "cpu",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     assert main([*argv, "--out", str(tmp_path / "cold")]) == 0
     assert main([*argv, "--out", str(tmp_path / "warm")]) == 0
     cold = json.loads((tmp_path / "cold" / "results.json").read_text())

@@ -9,8 +9,21 @@ from evalsuite.cli import main
 
 
 def _run(tmp_path, model, dataset, *extra):
-    return main(["run", "--model", str(model), "--dataset", str(dataset), "--device", "cpu", "--no-cache",
-                 "--out", str(tmp_path / "out"), *extra])
+    return main(
+        [
+            "run",
+            "--model",
+            str(model),
+            "--dataset",
+            str(dataset),
+            "--device",
+            "cpu",
+            "--no-cache",
+            "--out",
+            str(tmp_path / "out"),
+            *extra,
+        ]
+    )
 
 
 def test_an_approximate_index_is_searched_measured_and_named_in_the_manifest(tiny_model_dir, small_beir, tmp_path):
@@ -36,11 +49,14 @@ def test_block_wise_run_equals_the_in_memory_run(tiny_model_dir, small_beir, tmp
     assert (tmp_path / "a" / "out" / "run.trec").read_text() == (tmp_path / "b" / "out" / "run.trec").read_text()
 
 
-@pytest.mark.parametrize("extra, words", [
-    (("--index", "hnsw", "--chunk-size", "10"), "--chunk-size"),
-    (("--index", "nonsense"), "index"),
-    (("--ray-address", "127.0.0.1:1"), "--executor ray"),
-])
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (("--index", "hnsw", "--chunk-size", "10"), "--chunk-size"),
+        (("--index", "nonsense"), "index"),
+        (("--ray-address", "127.0.0.1:1"), "--executor ray"),
+    ],
+)
 def test_bad_combinations_are_usage_errors(tiny_model_dir, small_beir, tmp_path, capsys, extra, words):
     with pytest.raises(SystemExit) if extra[1] == "nonsense" else contextlib.nullcontext():
         code = _run(tmp_path, tiny_model_dir, small_beir, *extra)

@@ -9,8 +9,19 @@ from evalsuite.spec import RunSpec, build_contract
 
 
 def _c(**kw):
-    base = dict(model="m", model_revision="r", tokenizer_revision="t", pooling="mean", normalize=True,
-                query_prefix="", doc_prefix="", dtype="float32", max_length=128, truncation="truncate", dim=32)
+    base = dict(
+        model="m",
+        model_revision="r",
+        tokenizer_revision="t",
+        pooling="mean",
+        normalize=True,
+        query_prefix="",
+        doc_prefix="",
+        dtype="float32",
+        max_length=128,
+        truncation="truncate",
+        dim=32,
+    )
     base.update(kw)
     return Contract(**base)
 
@@ -28,13 +39,16 @@ def test_diff_names_fields():
     assert "pooling: expected 'mean', found 'cls'" in a.describe_diff(b)
 
 
-@pytest.mark.parametrize("kw, msg", [
-    ({"pooling": "max"}, "pooling='max' is not valid"),
-    ({"dtype": "int8"}, "dtype='int8' is not valid"),
-    ({"max_length": 1}, "max_length=1"),
-    ({"dim": 0}, "dim=0"),
-    ({"normalize": False}, "cosine' needs normalize"),
-])
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        ({"pooling": "max"}, "pooling='max' is not valid"),
+        ({"dtype": "int8"}, "dtype='int8' is not valid"),
+        ({"max_length": 1}, "max_length=1"),
+        ({"dim": 0}, "dim=0"),
+        ({"normalize": False}, "cosine' needs normalize"),
+    ],
+)
 def test_invalid(kw, msg):
     with pytest.raises(SpecError, match=msg):
         _c(**kw)
@@ -85,7 +99,8 @@ def test_declared_matryoshka_dims_are_enforced(make_tiny_bert, tmp_path):
 def test_model_prompts_become_default_prefixes(make_tiny_bert, tmp_path):
     d = make_tiny_bert(tmp_path / "prompts")
     (d / "config_sentence_transformers.json").write_text(
-        json.dumps({"prompts": {"query": "query: ", "passage": "passage: "}}))
+        json.dumps({"prompts": {"query": "query: ", "passage": "passage: "}})
+    )
     c = build_contract(RunSpec(), resolve_model(str(d)))
     assert (c.query_prefix, c.doc_prefix) == ("query: ", "passage: ")
     c2 = build_contract(RunSpec(query_prefix=""), resolve_model(str(d)))

@@ -9,8 +9,7 @@ from evalsuite.search import Ranking
 
 def test_metric_names():
     assert parse_metric(" NDCG@10 ") == "ndcg@10"
-    assert parse_metrics("ndcg@10,recall@100,mrr@10,map,rbp.95") == ("ndcg@10", "recall@100", "mrr@10", "map",
-                                                                    "rbp.95")
+    assert parse_metrics("ndcg@10,recall@100,mrr@10,map,rbp.95") == ("ndcg@10", "recall@100", "mrr@10", "map", "rbp.95")
     assert cutoff("recall@100") == 100 and cutoff("map") == 0
     assert search_depth(["ndcg@10", "recall@1000"]) == 1000 and search_depth(["mrr@10"]) == 100
     for bad in ("bogus@10", "ndcg@0", "ndcg@ten"):

@@ -66,12 +66,24 @@ def test_many_queries_with_exact_ties_match_the_oracle():
 
 def test_l2_ranks_nearest_first():
     docs = np.array([[3.0], [1.0], [2.0], [-0.5]], dtype=np.float32)
-    r = search(np.zeros((1, 1), dtype=np.float32), docs, query_ids=["q"], doc_ids=["far", "one", "two", "near"],
-               k=4, similarity="l2")
+    r = search(
+        np.zeros((1, 1), dtype=np.float32),
+        docs,
+        query_ids=["q"],
+        doc_ids=["far", "one", "two", "near"],
+        k=4,
+        similarity="l2",
+    )
     assert r.doc_ids["q"] == ("near", "one", "two", "far")
     assert r.scores["q"] == (-0.25, -1.0, -4.0, -9.0)  # negated squared distances
-    ip = search(np.ones((1, 1), dtype=np.float32), docs, query_ids=["q"], doc_ids=["far", "one", "two", "near"],
-                k=4, similarity="cosine")
+    ip = search(
+        np.ones((1, 1), dtype=np.float32),
+        docs,
+        query_ids=["q"],
+        doc_ids=["far", "one", "two", "near"],
+        k=4,
+        similarity="cosine",
+    )
     assert ip.doc_ids["q"] == ("far", "two", "one", "near")
 
 

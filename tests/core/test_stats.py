@@ -39,9 +39,10 @@ def test_bootstrap_equals_a_loop_over_resamples():
         # 1100 resamples: more than one matrix-product group (1024 rows here) and a partial block
         cis = stats.paired_bootstrap(cand, ref, n_resamples=1100, seed=11, confidence=confidence)
         expected = loop_bootstrap(cand - ref, 1100, 11, confidence)
-        for ci, (low, high, lower, upper) in zip(cis, expected):
-            assert (ci.low, ci.high, ci.lower_bound, ci.upper_bound) == pytest.approx((low, high, lower, upper),
-                                                                                      abs=1e-12)
+        for ci, (low, high, lower, upper) in zip(cis, expected, strict=False):
+            assert (ci.low, ci.high, ci.lower_bound, ci.upper_bound) == pytest.approx(
+                (low, high, lower, upper), abs=1e-12
+            )
             assert ci.low < ci.lower_bound < ci.delta < ci.upper_bound < ci.high
     assert [ci.delta for ci in cis] == pytest.approx((cand - ref).mean(axis=0).tolist())
     assert cis[0].n_queries == 37 and cis[0].n_resamples == 1100 and cis[0].confidence == 0.9
@@ -77,8 +78,10 @@ def test_bootstrap_interval_covers_the_true_mean_at_its_confidence():
 
 def exact_sign_flip(d: np.ndarray) -> float:
     obs = abs(d.sum())
-    hits = sum(abs(sum(s * x for s, x in zip(signs, d))) >= obs - 1e-12
-               for signs in itertools.product((1, -1), repeat=len(d)))
+    hits = sum(
+        abs(sum(s * x for s, x in zip(signs, d, strict=False))) >= obs - 1e-12
+        for signs in itertools.product((1, -1), repeat=len(d))
+    )
     return hits / 2 ** len(d)
 
 
@@ -99,8 +102,10 @@ def test_sign_flip_monte_carlo_approaches_the_exact_value_with_the_plus_one_corr
     assert 0.01 < exact < 0.5 and p[0] == pytest.approx(exact, abs=0.012) and p[1] == p[0] and p[2] == 1.0
     strong = np.full(40, 0.1)  # no random sign vector reaches the observed sum: p is 1/(B+1), never 0
     assert stats.sign_flip_test(strong, np.zeros(40), n_resamples=999)[0] == pytest.approx(1 / 1000)
-    assert (stats.sign_flip_test(np.c_[d, d], np.zeros((15, 2)), seed=2)
-            == stats.sign_flip_test(np.c_[d, d], np.zeros((15, 2)), seed=2)).all()
+    assert (
+        stats.sign_flip_test(np.c_[d, d], np.zeros((15, 2)), seed=2)
+        == stats.sign_flip_test(np.c_[d, d], np.zeros((15, 2)), seed=2)
+    ).all()
 
 
 def test_minimum_detectable_effect_formula_and_power():
@@ -138,9 +143,18 @@ def test_queries_needed_decides_the_margin():
 
 
 def ci(lower: float, upper: float, low: float | None = None, high: float | None = None) -> DeltaCI:
-    return DeltaCI(delta=(lower + upper) / 2, low=lower - 0.01 if low is None else low,
-                   high=upper + 0.01 if high is None else high, lower_bound=lower, upper_bound=upper,
-                   std_error=0.01, confidence=0.95, n_queries=100, n_resamples=1000, seed=0)
+    return DeltaCI(
+        delta=(lower + upper) / 2,
+        low=lower - 0.01 if low is None else low,
+        high=upper + 0.01 if high is None else high,
+        lower_bound=lower,
+        upper_bound=upper,
+        std_error=0.01,
+        confidence=0.95,
+        n_queries=100,
+        n_resamples=1000,
+        seed=0,
+    )
 
 
 def test_decision_edges():

@@ -106,7 +106,7 @@ def test_metrics_equal_the_rescored_run_file(tmp_path, similarity):
     read = run_file_to_dict(str(path))
     rescored = ranx_evaluate({q: qrels[q] for q in qids}, {q: read[q] for q in qids}, METRICS, return_mean=False)
     for m in METRICS:
-        assert dict(zip(qids, rescored[m])) == pytest.approx(per_query[m], abs=1e-12), m
+        assert dict(zip(qids, rescored[m], strict=False)) == pytest.approx(per_query[m], abs=1e-12), m
     for q in qids:  # the symptom: a relevant document at rank 1 of the run file means mrr 1
         if written[q][0] in {d for d, g in qrels[q].items() if g >= 1}:
             assert per_query["mrr@10"][q] == 1.0

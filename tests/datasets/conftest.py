@@ -29,16 +29,29 @@ def write(path: Path, data: bytes, suffix: str = "") -> Path:
     return target
 
 
-CORPUS = [{"_id": "d1", "title": "Wings", "text": "lift on a wing in subsonic flow"},
-          {"_id": "d2", "title": "", "text": "boundary layer transition on a flat plate"},
-          {"_id": "d3", "title": "Heat", "text": "heat transfer at hypersonic speed"}]
-QUERIES = [{"_id": "q1", "text": "wing lift"}, {"_id": "q2", "text": "boundary layer"},
-           {"_id": "q3", "text": "hypersonic heating"}]
+CORPUS = [
+    {"_id": "d1", "title": "Wings", "text": "lift on a wing in subsonic flow"},
+    {"_id": "d2", "title": "", "text": "boundary layer transition on a flat plate"},
+    {"_id": "d3", "title": "Heat", "text": "heat transfer at hypersonic speed"},
+]
+QUERIES = [
+    {"_id": "q1", "text": "wing lift"},
+    {"_id": "q2", "text": "boundary layer"},
+    {"_id": "q3", "text": "hypersonic heating"},
+]
 QRELS = [("q1", "d1", 2), ("q2", "d2", 1), ("q3", "d3", 1)]
 
 
-def dataset(root: Path, corpus: bytes | None = None, queries: bytes | None = None, qrels: bytes | None = None,
-            *, corpus_suffix: str = "", queries_suffix: str = "", qrels_suffix: str = "") -> Path:
+def dataset(
+    root: Path,
+    corpus: bytes | None = None,
+    queries: bytes | None = None,
+    qrels: bytes | None = None,
+    *,
+    corpus_suffix: str = "",
+    queries_suffix: str = "",
+    qrels_suffix: str = "",
+) -> Path:
     """A three-document BEIR directory; any file may be replaced by exact bytes or compressed."""
     write(root / "corpus.jsonl", jsonl(CORPUS) if corpus is None else corpus, corpus_suffix)
     write(root / "queries.jsonl", jsonl(QUERIES) if queries is None else queries, queries_suffix)

@@ -34,12 +34,15 @@ def _corrupt_line(path, lineno, new):
     path.write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"_id": "d3", "text": "broken', "invalid JSON"),
-    ('{"title": "t", "text": "no id"}', "missing field '_id'"),
-    ('{"_id": "d1", "text": "again"}', "duplicate document id 'd1'"),
-    ('["not", "an", "object"]', "expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"_id": "d3", "text": "broken', "invalid JSON"),
+        ('{"title": "t", "text": "no id"}', "missing field '_id'"),
+        ('{"_id": "d1", "text": "again"}', "duplicate document id 'd1'"),
+        ('["not", "an", "object"]', "expected a JSON object"),
+    ],
+)
 def test_corpus_errors_name_file_and_line(small_beir, line, message):
     _corrupt_line(small_beir / "corpus.jsonl", 3, line)
     with pytest.raises(DatasetError) as err:
@@ -117,11 +120,13 @@ def test_hf_saved_dataset_matches_beir(small_beir, tmp_path):
     rows = [json.loads(x) for x in (small_beir / "corpus.jsonl").read_text().splitlines()]
     queries = [json.loads(x) for x in (small_beir / "queries.jsonl").read_text().splitlines()]
     qrels = [x.split("\t") for x in (small_beir / "qrels" / "test.tsv").read_text().splitlines()[1:]]
-    dd = datasets.DatasetDict({
-        "corpus": datasets.Dataset.from_list(rows),
-        "queries": datasets.Dataset.from_list(queries),
-        "test": datasets.Dataset.from_list([{"query-id": q, "corpus-id": d, "score": int(s)} for q, d, s in qrels]),
-    })
+    dd = datasets.DatasetDict(
+        {
+            "corpus": datasets.Dataset.from_list(rows),
+            "queries": datasets.Dataset.from_list(queries),
+            "test": datasets.Dataset.from_list([{"query-id": q, "corpus-id": d, "score": int(s)} for q, d, s in qrels]),
+        }
+    )
     dd.save_to_disk(str(tmp_path / "hf"))
     hf = load_dataset(tmp_path / "hf")
     assert hf.identity.format == "hf-disk"

@@ -21,8 +21,12 @@ CORPUS = [
     {"_id": 184, "title": "heat", "text": "heat conduction in composite slabs"},
     {"_id": 7, "title": "buckling", "text": "buckling of thin cylindrical shells under axial load"},
 ]
-QUERIES = [{"_id": 1, "text": "wing lift in a slipstream"}, {"_id": 2, "text": "structural problems in flight"},
-           {"_id": 3, "text": "heat conduction in slabs"}, {"_id": 4, "text": "shell buckling"}]
+QUERIES = [
+    {"_id": 1, "text": "wing lift in a slipstream"},
+    {"_id": 2, "text": "structural problems in flight"},
+    {"_id": 3, "text": "heat conduction in slabs"},
+    {"_id": 4, "text": "shell buckling"},
+]
 QRELS = b"query-id\tcorpus-id\tscore\r\n1\t1\t2\r\n1\t2\t1\r\n2\t471\t1\r\n2\t12\t1\r\n3\t184\t2\r\n4\t7\t1\r\n"
 
 
@@ -40,8 +44,9 @@ def cran_run(request, tmp_path_factory, files, tiny_model_dir):
     files.write(root / "corpus.jsonl", files.jsonl(CORPUS), ".gz")
     files.write(root / "queries.jsonl", files.jsonl(QUERIES))
     files.write(root / "qrels" / "test.tsv", BOM + QRELS)
-    spec = RunSpec(model=str(tiny_model_dir), dataset=str(root), device="cpu", use_cache=False,
-                   metrics=("ndcg@10", "recall@10"))
+    spec = RunSpec(
+        model=str(tiny_model_dir), dataset=str(root), device="cpu", use_cache=False, metrics=("ndcg@10", "recall@10")
+    )
     prepared = prepare(spec)
     if policy == "skip":  # RunSpec has no empty_docs setting yet: load the skip variant here
         prepared = replace(prepared, dataset=load_dataset(root, empty_docs="skip"))
@@ -49,8 +54,10 @@ def cran_run(request, tmp_path_factory, files, tiny_model_dir):
     ds = result.dataset
     sims = result.query_vectors @ result.doc_vectors.T
     # the documented tie order: score descending, then document id descending
-    ranked = {qid: [d for _, d in sorted(zip(sims[qi].round(5).tolist(), ds.doc_ids, strict=True), reverse=True)]
-              for qi, qid in enumerate(ds.query_ids)}
+    ranked = {
+        qid: [d for _, d in sorted(zip(sims[qi].round(5).tolist(), ds.doc_ids, strict=True), reverse=True)]
+        for qi, qid in enumerate(ds.query_ids)
+    }
     return policy, result, ranked
 
 

@@ -9,17 +9,22 @@ BOM = b"\xef\xbb\xbf"
 
 # Cranfield-like: documents 471 and 995 have empty title and abstract, and 471 is judged relevant to query 2.
 CRAN_CORPUS = [
-    {"_id": 1, "title": "experimental investigation of the aerodynamics of a wing in a slipstream",
-     "text": "an experimental study of a wing in a propeller slipstream was made"},
+    {
+        "_id": 1,
+        "title": "experimental investigation of the aerodynamics of a wing in a slipstream",
+        "text": "an experimental study of a wing in a propeller slipstream was made",
+    },
     {"_id": 2, "title": "simple shear flow past a flat plate", "text": "  the boundary layer in simple shear flow  "},
     {"_id": 471, "title": "", "text": ""},
     {"_id": 12, "title": "transition studies", "text": "boundary layer transition at supersonic speeds"},
     {"_id": 995, "title": None, "text": "   "},
     {"_id": 184, "title": "heat transfer", "text": ""},
 ]
-CRAN_QUERIES = [{"_id": 1, "text": "what similarity laws must be obeyed when constructing aeroelastic models"},
-                {"_id": 2, "text": "what are the structural and aeroelastic problems associated with flight"},
-                {"_id": 3, "text": "what problems of heat conduction in composite slabs have been solved"}]
+CRAN_QUERIES = [
+    {"_id": 1, "text": "what similarity laws must be obeyed when constructing aeroelastic models"},
+    {"_id": 2, "text": "what are the structural and aeroelastic problems associated with flight"},
+    {"_id": 3, "text": "what problems of heat conduction in composite slabs have been solved"},
+]
 CRAN_QRELS = b"query-id\tcorpus-id\tscore\r\n1\t1\t2\r\n1\t2\t1\r\n2\t471\t1\r\n2\t12\t0\r\n3\t184\t1\r\n3\t995\t0\r\n"
 
 
@@ -70,8 +75,11 @@ def test_cranfield_like_error_names_file_and_line(cranfield):
 
 def test_policy_does_not_change_identity_without_empty_texts(tmp_path, files):
     root = files.dataset(tmp_path / "d")
-    shas = {load_dataset(root, empty_docs=p, empty_queries=q).identity.sha256
-            for p in ("keep", "skip", "error") for q in ("keep", "skip", "error")}
+    shas = {
+        load_dataset(root, empty_docs=p, empty_queries=q).identity.sha256
+        for p in ("keep", "skip", "error")
+        for q in ("keep", "skip", "error")
+    }
     assert len(shas) == 1
 
 
@@ -79,14 +87,16 @@ def test_every_document_empty_is_refused_whatever_the_policy(tmp_path, files):
     corpus = files.jsonl([{"_id": d["_id"], "title": "", "text": ""} for d in files.CORPUS])
     root = files.dataset(tmp_path / "d", corpus=corpus)
     for policy in ("keep", "skip"):
-        with pytest.raises(DatasetError, match=r"corpus.jsonl: every document \(3\) has empty text; check that the "
-                                               r"text field"):
+        with pytest.raises(
+            DatasetError,
+            match=r"corpus.jsonl: every document \(3\) has empty text; check that the "
+            r"text field",
+        ):
             load_dataset(root, empty_docs=policy)
 
 
 def test_empty_queries_skipped_by_default_with_their_judgements(tmp_path, files):
-    queries = files.jsonl([{"_id": "q1", "text": "wing lift"}, {"_id": "q2", "text": " "},
-                           {"_id": "q3", "text": None}])
+    queries = files.jsonl([{"_id": "q1", "text": "wing lift"}, {"_id": "q2", "text": " "}, {"_id": "q3", "text": None}])
     ds = load_dataset(files.dataset(tmp_path / "d", queries=queries))
     assert ds.query_ids == ["q1"] and ds.qrels == {"q1": {"d1": 2}}
     ident = ds.identity
@@ -96,8 +106,9 @@ def test_empty_queries_skipped_by_default_with_their_judgements(tmp_path, files)
 
 
 def test_empty_queries_keep_and_error(tmp_path, files):
-    queries = files.jsonl([{"_id": "q1", "text": "wing lift"}, {"_id": "q2", "text": ""},
-                           {"_id": "q3", "text": "hypersonic heating"}])
+    queries = files.jsonl(
+        [{"_id": "q1", "text": "wing lift"}, {"_id": "q2", "text": ""}, {"_id": "q3", "text": "hypersonic heating"}]
+    )
     root = files.dataset(tmp_path / "d", queries=queries)
     kept = load_dataset(root, empty_queries="keep")
     assert kept.queries["q2"] == "" and kept.query_ids == ["q1", "q2", "q3"]
@@ -114,8 +125,9 @@ def test_only_empty_queries_judged(tmp_path, files):
 def test_relevant_documents_all_empty_and_skipped(tmp_path, files):
     corpus = files.jsonl([{"_id": "d1", "text": ""}, {"_id": "d2", "text": "x"}])
     with pytest.raises(DatasetError, match=r"every relevant document is empty and was skipped; use --empty-docs keep"):
-        load_dataset(files.dataset(tmp_path / "d", corpus=corpus, qrels=files.tsv([("q1", "d1", 1)])),
-                     empty_docs="skip")
+        load_dataset(
+            files.dataset(tmp_path / "d", corpus=corpus, qrels=files.tsv([("q1", "d1", 1)])), empty_docs="skip"
+        )
 
 
 def test_unknown_policy_is_a_spec_error(tmp_path, files):
@@ -125,13 +137,17 @@ def test_unknown_policy_is_a_spec_error(tmp_path, files):
 
 def test_hf_saved_dataset_follows_the_same_policies(tmp_path):
     datasets = pytest.importorskip("datasets")
-    dd = datasets.DatasetDict({
-        "corpus": datasets.Dataset.from_list([{"_id": "1", "title": "t", "text": "a"},
-                                              {"_id": "2", "title": "", "text": ""}]),
-        "queries": datasets.Dataset.from_list([{"_id": "q", "text": "x"}]),
-        "test": datasets.Dataset.from_list([{"query-id": "q", "corpus-id": "2", "score": 1.0},
-                                            {"query-id": "q", "corpus-id": "1", "score": 1.0}]),
-    })
+    dd = datasets.DatasetDict(
+        {
+            "corpus": datasets.Dataset.from_list(
+                [{"_id": "1", "title": "t", "text": "a"}, {"_id": "2", "title": "", "text": ""}]
+            ),
+            "queries": datasets.Dataset.from_list([{"_id": "q", "text": "x"}]),
+            "test": datasets.Dataset.from_list(
+                [{"query-id": "q", "corpus-id": "2", "score": 1.0}, {"query-id": "q", "corpus-id": "1", "score": 1.0}]
+            ),
+        }
+    )
     dd.save_to_disk(str(tmp_path / "hf"))
     ds = load_dataset(tmp_path / "hf")
     assert ds.corpus == {"1": "t a", "2": ""} and ds.identity.n_empty_documents == 1

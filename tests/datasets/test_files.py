@@ -12,8 +12,9 @@ from evalsuite.errors import DatasetError
 @pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
 def test_compressed_files_read_like_plain_ones(tmp_path, files, suffix):
     plain = load_dataset(files.dataset(tmp_path / "plain"))
-    packed = load_dataset(files.dataset(tmp_path / "packed", corpus_suffix=suffix, queries_suffix=suffix,
-                                        qrels_suffix=suffix))
+    packed = load_dataset(
+        files.dataset(tmp_path / "packed", corpus_suffix=suffix, queries_suffix=suffix, qrels_suffix=suffix)
+    )
     assert dict(packed.corpus) == dict(plain.corpus) and dict(packed.queries) == dict(plain.queries)
     assert packed.qrels == plain.qrels
     assert set(packed.identity.files) == {f"corpus.jsonl{suffix}", f"queries.jsonl{suffix}", f"qrels/test.tsv{suffix}"}
@@ -54,8 +55,11 @@ def test_gz_name_over_html_is_refused(tmp_path, files):
     root = files.dataset(tmp_path / "d")
     (root / "corpus.jsonl").unlink()
     (root / "corpus.jsonl.gz").write_bytes(b"<html>404 Not Found</html>\n")
-    with pytest.raises(DatasetError, match=r"corpus.jsonl.gz: the name says .gz but the file is not .gz data "
-                                           r"\(it starts with '<html>"):
+    with pytest.raises(
+        DatasetError,
+        match=r"corpus.jsonl.gz: the name says .gz but the file is not .gz data "
+        r"\(it starts with '<html>",
+    ):
         load_dataset(root)
 
 
@@ -115,16 +119,19 @@ def test_cr_only_line_endings_get_a_hint(tmp_path, files):
         load_dataset(files.dataset(tmp_path / "d", corpus=corpus))
 
 
-@pytest.mark.parametrize("line, message", [
-    ("[" * 100000 + "]" * 100000, "invalid JSON"),
-    ('{"_id": "d9", "text": "x", "n": ' + "9" * 5000 + "}", "invalid JSON"),
-    ('{"_id": "d9", "text": "bad \\ud800 surrogate"}', "unpaired surrogate"),
-    ('{"_id": "d9", "text": 42}', "field 'text' must be a string"),
-    ('{"_id": "d9", "title": ["a"], "text": "x"}', "field 'title' must be a string"),
-    ('{"id": "d9", "contents": "pyserini style"}', "missing field '_id' (the record has 'id', 'contents')"),
-    ('{"_id": "d9", "body": "x"}', "missing field 'text'"),
-    ("42", "expected a JSON object, got int"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("[" * 100000 + "]" * 100000, "invalid JSON"),
+        ('{"_id": "d9", "text": "x", "n": ' + "9" * 5000 + "}", "invalid JSON"),
+        ('{"_id": "d9", "text": "bad \\ud800 surrogate"}', "unpaired surrogate"),
+        ('{"_id": "d9", "text": 42}', "field 'text' must be a string"),
+        ('{"_id": "d9", "title": ["a"], "text": "x"}', "field 'title' must be a string"),
+        ('{"id": "d9", "contents": "pyserini style"}', "missing field '_id' (the record has 'id', 'contents')"),
+        ('{"_id": "d9", "body": "x"}', "missing field 'text'"),
+        ("42", "expected a JSON object, got int"),
+    ],
+)
 def test_odd_records_are_refused_with_line(tmp_path, files, line, message):
     corpus = files.jsonl(files.CORPUS) + line.encode() + b"\n"
     with pytest.raises(DatasetError) as err:
@@ -136,8 +143,11 @@ def test_missing_qrels_file_or_directory(tmp_path, files):
     root = files.dataset(tmp_path / "d")
     with pytest.raises(DatasetError, match=r"nope.tsv: qrels file not found; check the --qrels path"):
         load_dataset(root, qrels=tmp_path / "nope.tsv")
-    with pytest.raises(DatasetError, match=r"qrels: --qrels names a directory \(it holds test.tsv\); pass the qrels "
-                                           r"file itself"):
+    with pytest.raises(
+        DatasetError,
+        match=r"qrels: --qrels names a directory \(it holds test.tsv\); pass the qrels "
+        r"file itself",
+    ):
         load_dataset(root, qrels=root / "qrels")
 
 
@@ -200,8 +210,11 @@ def test_dataset_path_is_an_archive(tmp_path):
 
 def test_json_array_file_gets_a_hint(tmp_path, files):
     corpus = json.dumps(files.CORPUS).encode() + b"\n"
-    with pytest.raises(DatasetError, match=r"corpus.jsonl:1: expected a JSON object, got list; the line is one JSON "
-                                           r"array: write one object per line"):
+    with pytest.raises(
+        DatasetError,
+        match=r"corpus.jsonl:1: expected a JSON object, got list; the line is one JSON "
+        r"array: write one object per line",
+    ):
         load_dataset(files.dataset(tmp_path / "d", corpus=corpus))
 
 

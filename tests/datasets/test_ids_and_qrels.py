@@ -6,10 +6,17 @@ from evalsuite.datasets import load_dataset
 from evalsuite.errors import DatasetError
 
 
-@pytest.mark.parametrize("bad, what", [
-    ("d 2", "a space"), ("d\t2", "a tab"), ("d\n2", "a newline"), ("d\u00a02", "U+00A0"), ("d\x002", "U+0000"),
-    ("d\u200b2", "U+200B"),
-])
+@pytest.mark.parametrize(
+    "bad, what",
+    [
+        ("d 2", "a space"),
+        ("d\t2", "a tab"),
+        ("d\n2", "a newline"),
+        ("d\u00a02", "U+00A0"),
+        ("d\x002", "U+0000"),
+        ("d\u200b2", "U+200B"),
+    ],
+)
 def test_document_ids_that_break_run_lines_are_refused(tmp_path, files, bad, what):
     corpus = [dict(d) for d in files.CORPUS]
     corpus[1]["_id"] = bad
@@ -20,10 +27,17 @@ def test_document_ids_that_break_run_lines_are_refused(tmp_path, files, bad, wha
     assert err.value.line == 2
 
 
-@pytest.mark.parametrize("value, message", [
-    ("", "empty document id"), ("   ", "empty document id"), (None, "must be a string or an integer, got null"),
-    (True, "got true"), (1.5, "is a float"), ({"a": 1}, "got dict"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("", "empty document id"),
+        ("   ", "empty document id"),
+        (None, "must be a string or an integer, got null"),
+        (True, "got true"),
+        (1.5, "is a float"),
+        ({"a": 1}, "got dict"),
+    ],
+)
 def test_document_ids_of_the_wrong_kind(tmp_path, files, value, message):
     corpus = [dict(d) for d in files.CORPUS]
     corpus[2]["_id"] = value
@@ -48,8 +62,11 @@ def test_qrels_id_with_space_is_refused(tmp_path, files):
 def test_integer_ids_match_string_ids_everywhere(tmp_path, files):
     corpus = [{"_id": 10, "text": "a"}, {"_id": "11", "text": "b"}]
     queries = [{"_id": 7, "text": "x"}]
-    ds = load_dataset(files.dataset(tmp_path / "d", files.jsonl(corpus), files.jsonl(queries),
-                                    files.tsv([("7", "10", 1), ("7", "11", 0)])))
+    ds = load_dataset(
+        files.dataset(
+            tmp_path / "d", files.jsonl(corpus), files.jsonl(queries), files.tsv([("7", "10", 1), ("7", "11", 0)])
+        )
+    )
     assert ds.doc_ids == ["10", "11"] and ds.query_ids == ["7"] and ds.qrels == {"7": {"10": 1, "11": 0}}
 
 
@@ -127,6 +144,9 @@ def test_header_names_say_which_column_is_which(tmp_path, files):
 
 
 def test_unrecognised_header_is_named(tmp_path, files):
-    with pytest.raises(DatasetError, match=r"test.tsv:1: header row \['question', 'passage', 'grade'\] is not "
-                                           r"recognised; name the columns 'query-id\\tcorpus-id\\tscore'"):
+    with pytest.raises(
+        DatasetError,
+        match=r"test.tsv:1: header row \['question', 'passage', 'grade'\] is not "
+        r"recognised; name the columns 'query-id\\tcorpus-id\\tscore'",
+    ):
         load_dataset(files.dataset(tmp_path / "d", qrels=b"question\tpassage\tgrade\nq1\td1\t1\n"))

@@ -10,13 +10,26 @@ from evalsuite.encode.cached import CachedEncoder
 from evalsuite.encode.local import LocalEncoder
 from evalsuite.model import resolve_model
 
-TEXTS = ["how does a database commit a transaction", "bread", "yeast dough rises in the oven",
-         "planet orbit around the sun", "bread"]
+TEXTS = [
+    "how does a database commit a transaction",
+    "bread",
+    "yeast dough rises in the oven",
+    "planet orbit around the sun",
+    "bread",
+]
 
 
 def key(**changes):
-    base = dict(model_revision="r", tokenizer_revision="t", dtype="float32", max_length=64, truncation="truncate",
-                pooling="mean", role="document", dim=4)
+    base = dict(
+        model_revision="r",
+        tokenizer_revision="t",
+        dtype="float32",
+        max_length=64,
+        truncation="truncate",
+        pooling="mean",
+        role="document",
+        dim=4,
+    )
     return ShardKey(**{**base, **changes})
 
 
@@ -31,9 +44,18 @@ def test_round_trip_and_misses(tmp_path):
     assert cache.stats.rows_written == 2
 
 
-@pytest.mark.parametrize("field, value", [("role", "query"), ("pooling", "cls"),
-                                          ("dtype", "bfloat16"), ("max_length", 128), ("model_revision", "r2"),
-                                          ("tokenizer_revision", "t2"), ("truncation", "reject")])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("role", "query"),
+        ("pooling", "cls"),
+        ("dtype", "bfloat16"),
+        ("max_length", 128),
+        ("model_revision", "r2"),
+        ("tokenizer_revision", "t2"),
+        ("truncation", "reject"),
+    ],
+)
 def test_everything_that_changes_a_vector_is_part_of_the_key(tmp_path, field, value):
     cache = EmbeddingCache(tmp_path)
     h = [text_hash("same text")]
@@ -95,16 +117,16 @@ def _cached(info, root, loads):
         loads.append(1)
         return LocalEncoder(info, device="cpu", max_length=64)
 
-    return CachedEncoder(EmbeddingCache(root), info, dtype="float32", max_length=64, truncation="truncate",
-                         device="cpu", factory=factory)
+    return CachedEncoder(
+        EmbeddingCache(root), info, dtype="float32", max_length=64, truncation="truncate", device="cpu", factory=factory
+    )
 
 
 QTEXTS = ["q: " + t for t in TEXTS]
 
 
 def test_cached_encoder_matches_the_model_and_warm_never_loads_it(info, tmp_path):
-    direct = LocalEncoder(info, device="cpu", max_length=64).encode(QTEXTS, poolings=["mean", "cls"],
-                                                                    role="query")
+    direct = LocalEncoder(info, device="cpu", max_length=64).encode(QTEXTS, poolings=["mean", "cls"], role="query")
     loads = []
     cold = _cached(info, tmp_path, loads).encode(QTEXTS, poolings=["mean", "cls"], role="query")
     assert loads == [1]
@@ -158,16 +180,25 @@ def test_corrupted_cache_file_is_recomputed_by_the_encoder(info, tmp_path):
     assert not healed.model_loaded
 
 
-def test_prefixes_and_roles_rendered_by_the_contract_stay_apart_on_a_warm_cache(info, tmp_path, tiny_model_dir,
-                                                                               small_beir):
+def test_prefixes_and_roles_rendered_by_the_contract_stay_apart_on_a_warm_cache(
+    info, tmp_path, tiny_model_dir, small_beir
+):
     """The same text under two prefixes, and as query vs document, gives different vectors, cold and warm
     (the tiny model's vectors depend on the token count, so the prefixes differ in length)."""
     from evalsuite.pipeline import prepare
     from evalsuite.spec import RunSpec
 
     def contract(query_prefix):
-        return prepare(RunSpec(model=str(tiny_model_dir), dataset=str(small_beir), device="cpu", use_cache=False,
-                               query_prefix=query_prefix, doc_prefix="search result document: ")).contract
+        return prepare(
+            RunSpec(
+                model=str(tiny_model_dir),
+                dataset=str(small_beir),
+                device="cpu",
+                use_cache=False,
+                query_prefix=query_prefix,
+                doc_prefix="search result document: ",
+            )
+        ).contract
 
     a, b = contract("q: "), contract("the question is: ")
     inputs = [(a, "query"), (b, "query"), (a, "document")]

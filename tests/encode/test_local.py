@@ -9,8 +9,13 @@ from evalsuite.errors import ModelError, SpecError, TruncationError
 from evalsuite.model import resolve_model
 from evalsuite.vectors import check_vectors, finalize
 
-TEXTS = ["how does a database commit a transaction", "bread", "the ball game rule is the score of the team " * 3,
-         "yeast dough", "planet orbit around the sun and the moon"]
+TEXTS = [
+    "how does a database commit a transaction",
+    "bread",
+    "the ball game rule is the score of the team " * 3,
+    "yeast dough",
+    "planet orbit around the sun and the moon",
+]
 
 
 @pytest.fixture(scope="module")

@@ -22,13 +22,16 @@ def test_a_valid_key_is_stripped_and_never_shown():
     assert KEY not in f"{s} {s!r}"
 
 
-@pytest.mark.parametrize("value, kind", [
-    ("sk-a\nb", "a line break at character 5 of 6"),
-    ("sk a", "whitespace at character 3 of 4"),
-    ("sk-\u00e9t\u00e9", "a non-ASCII character at character 4"),
-    ("sk-\x7f", "a control character"),
-    ("   ", "is empty"),
-])
+@pytest.mark.parametrize(
+    "value, kind",
+    [
+        ("sk-a\nb", "a line break at character 5 of 6"),
+        ("sk a", "whitespace at character 3 of 4"),
+        ("sk-\u00e9t\u00e9", "a non-ASCII character at character 4"),
+        ("sk-\x7f", "a control character"),
+        ("   ", "is empty"),
+    ],
+)
 def test_a_key_that_cannot_go_in_a_header_names_the_variable_not_the_value(value, kind):
     with pytest.raises(SpecError) as info:
         Secret.validated(value, "MY_KEY")
@@ -43,21 +46,24 @@ def _b64_inside(prefix: str, key: str, suffix: str = "", urlsafe: bool = False) 
     return enc(f"{prefix}{key}{suffix}".encode()).decode()
 
 
-@pytest.mark.parametrize("form", [
-    KEY,
-    json.dumps(KEY)[1:-1].replace("/", "\\/"),                    # JSON with an escaped slash
-    "".join(f"\\u{ord(c):04x}" for c in KEY),                     # every character \u-escaped
-    "".join(f"\\u{ord(c):04X}" for c in KEY),                     # upper-case hex
-    KEY[:5] + "\\u002F" + KEY[6:] if KEY[5] == "/" else KEY,      # one character escaped
-    json.dumps(json.dumps(KEY))[1:-1],                            # JSON inside JSON
-    urllib.parse.quote(KEY, safe=""),
-    re.sub("%[0-9A-F]{2}", lambda m: m.group(0).lower(), urllib.parse.quote(KEY, safe="")),
-    _b64_inside("", KEY),
-    _b64_inside("Bearer ", KEY),
-    _b64_inside("Authorization: Bearer ", KEY, "\r\n"),
-    _b64_inside("user:", KEY),
-    _b64_inside("x", KEY, "yz", urlsafe=True),
-])
+@pytest.mark.parametrize(
+    "form",
+    [
+        KEY,
+        json.dumps(KEY)[1:-1].replace("/", "\\/"),  # JSON with an escaped slash
+        "".join(f"\\u{ord(c):04x}" for c in KEY),  # every character \u-escaped
+        "".join(f"\\u{ord(c):04X}" for c in KEY),  # upper-case hex
+        KEY[:5] + "\\u002F" + KEY[6:] if KEY[5] == "/" else KEY,  # one character escaped
+        json.dumps(json.dumps(KEY))[1:-1],  # JSON inside JSON
+        urllib.parse.quote(KEY, safe=""),
+        re.sub("%[0-9A-F]{2}", lambda m: m.group(0).lower(), urllib.parse.quote(KEY, safe="")),
+        _b64_inside("", KEY),
+        _b64_inside("Bearer ", KEY),
+        _b64_inside("Authorization: Bearer ", KEY, "\r\n"),
+        _b64_inside("user:", KEY),
+        _b64_inside("x", KEY, "yz", urlsafe=True),
+    ],
+)
 def test_every_form_of_a_registered_key_is_redacted(form):
     Secret(KEY)
     out = redact(f"server said <{form}> twice <{form}>")
@@ -97,7 +103,7 @@ def test_describe_is_short_for_any_value():
         node.append([])
         node = node[0]
     assert describe(deep) == "[[[...]]]"
-    assert describe(10 ** 500) == "an integer of 501 digits"
+    assert describe(10**500) == "an integer of 501 digits"
     assert describe(12) == "12"
     assert len(describe("x" * 10**6)) < 250
     assert len(describe({str(i): i for i in range(10**4)})) < 250

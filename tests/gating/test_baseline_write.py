@@ -31,10 +31,19 @@ def runs(monkeypatch):
 
 
 def _session(tiny_model_dir, small_beir, baseline, tmp_path):
-    plan = build_plan(file_settings=None, file_path=None, cwd=tmp_path,
-                      run_flags={"model": str(tiny_model_dir), "model_rev": directory_digest(tiny_model_dir),
-                                 "dataset": str(small_beir), "device": "cpu", "use_cache": False},
-                      session_flags={"update_baseline": True, "baseline": str(baseline)})
+    plan = build_plan(
+        file_settings=None,
+        file_path=None,
+        cwd=tmp_path,
+        run_flags={
+            "model": str(tiny_model_dir),
+            "model_rev": directory_digest(tiny_model_dir),
+            "dataset": str(small_beir),
+            "device": "cpu",
+            "use_cache": False,
+        },
+        session_flags={"update_baseline": True, "baseline": str(baseline)},
+    )
     session = GateSession(plan)
     session.prepare_all()
     return session

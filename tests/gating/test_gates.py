@@ -5,29 +5,35 @@ from evalsuite.gating.gates import Scores
 from evalsuite.gating.kinds import default_gates, evaluate_gate, explain, parse_gate
 
 
-@pytest.mark.parametrize("expr, kind, threshold, canonical", [
-    ("ndcg@10>=0.35", "floor", 0.35, "ndcg@10>=0.35"),
-    (" NDCG@10 >= 0.35 ", "floor", 0.35, "ndcg@10>=0.35"),
-    ("ndcg@10:max_drop=0.01", "max_drop", 0.01, "ndcg@10:max_drop=0.01"),
-    ("recall@100:max_rel_drop=2%", "max_rel_drop", 0.02, "recall@100:max_rel_drop=2%"),
-    ("recall@100:max_rel_drop=0.02", "max_rel_drop", 0.02, "recall@100:max_rel_drop=0.02"),
-    ("mrr@10:no_significant_drop", "no_significant_drop", 0.05, "mrr@10:no_significant_drop"),
-    ("mrr@10:no_significant_drop=0.01", "no_significant_drop", 0.01, "mrr@10:no_significant_drop=0.01"),
-])
+@pytest.mark.parametrize(
+    "expr, kind, threshold, canonical",
+    [
+        ("ndcg@10>=0.35", "floor", 0.35, "ndcg@10>=0.35"),
+        (" NDCG@10 >= 0.35 ", "floor", 0.35, "ndcg@10>=0.35"),
+        ("ndcg@10:max_drop=0.01", "max_drop", 0.01, "ndcg@10:max_drop=0.01"),
+        ("recall@100:max_rel_drop=2%", "max_rel_drop", 0.02, "recall@100:max_rel_drop=2%"),
+        ("recall@100:max_rel_drop=0.02", "max_rel_drop", 0.02, "recall@100:max_rel_drop=0.02"),
+        ("mrr@10:no_significant_drop", "no_significant_drop", 0.05, "mrr@10:no_significant_drop"),
+        ("mrr@10:no_significant_drop=0.01", "no_significant_drop", 0.01, "mrr@10:no_significant_drop=0.01"),
+    ],
+)
 def test_parse(expr, kind, threshold, canonical):
     g = parse_gate(expr)
     assert (g.kind, g.threshold, g.expr) == (kind, pytest.approx(threshold), canonical)
 
 
-@pytest.mark.parametrize("expr, msg", [
-    ("ndcg@10~0.3", "is not understood"),
-    ("ndcg@10:max_dorp=0.1", "unknown kind 'max_dorp'"),
-    ("ndcg@10:max_drop", "needs a value"),
-    ("ndcg@10:max_drop=-1", "must be >= 0"),
-    ("bogus@10>=0.3", "not a ranx metric"),
-    ("mrr@10:no_significant_drop=2", "alpha must be between 0 and 1"),
-    ("ndcg@10>=abc", "is not understood"),
-])
+@pytest.mark.parametrize(
+    "expr, msg",
+    [
+        ("ndcg@10~0.3", "is not understood"),
+        ("ndcg@10:max_dorp=0.1", "unknown kind 'max_dorp'"),
+        ("ndcg@10:max_drop", "needs a value"),
+        ("ndcg@10:max_drop=-1", "must be >= 0"),
+        ("bogus@10>=0.3", "not a ranx metric"),
+        ("mrr@10:no_significant_drop=2", "alpha must be between 0 and 1"),
+        ("ndcg@10>=abc", "is not understood"),
+    ],
+)
 def test_parse_errors(expr, msg):
     with pytest.raises(SpecError, match=msg):
         parse_gate(expr)
@@ -57,8 +63,10 @@ def test_floor_and_drops():
 def test_significance_uses_per_query_scores():
     ref = _scores("baseline", [0.9, 0.8, 0.7, 0.9, 0.8, 0.7, 0.9, 0.8, 0.7, 0.9] * 3)
     consistent_drop = _scores("candidate", [v - 0.1 for v in ref.per_query["ndcg@10"].values()])
-    noisy = _scores("candidate", [0.9, 0.8, 0.7, 0.9, 0.8, 0.7, 0.9, 0.8, 0.7, 0.6] + [0.9, 0.8, 0.7, 0.9, 0.8,
-                                                                                       0.7, 0.9, 0.8, 0.7, 0.9] * 2)
+    noisy = _scores(
+        "candidate",
+        [0.9, 0.8, 0.7, 0.9, 0.8, 0.7, 0.9, 0.8, 0.7, 0.6] + [0.9, 0.8, 0.7, 0.9, 0.8, 0.7, 0.9, 0.8, 0.7, 0.9] * 2,
+    )
     gate = parse_gate("ndcg@10:no_significant_drop")
     sig = evaluate_gate(gate, consistent_drop, ref)
     assert not sig.passed and sig.p_value < 0.05

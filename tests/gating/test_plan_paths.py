@@ -10,17 +10,29 @@ from evalsuite.gating.plan import build_plan, read_toml
 
 def test_qrels_in_a_spec_file_resolve_against_the_spec_file(tmp_path):
     spec_dir, cwd = tmp_path / "spec", tmp_path / "elsewhere"
-    plan = build_plan(file_settings={"qrels": "top.tsv", "datasets": [{"path": "data", "qrels": "q/dev.tsv"},
-                                                                        {"path": "other", "name": "o"}]},
-                      file_path=spec_dir / "evalsuite.toml", run_flags={}, session_flags={}, cwd=cwd)
+    plan = build_plan(
+        file_settings={
+            "qrels": "top.tsv",
+            "datasets": [{"path": "data", "qrels": "q/dev.tsv"}, {"path": "other", "name": "o"}],
+        },
+        file_path=spec_dir / "evalsuite.toml",
+        run_flags={},
+        session_flags={},
+        cwd=cwd,
+    )
     assert [d.spec.qrels for d in plan.datasets] == [str(spec_dir / "q" / "dev.tsv"), str(spec_dir / "top.tsv")]
     assert plan.datasets[0].spec.dataset == str(spec_dir / "data")
 
 
 def test_qrels_must_be_a_path_string(tmp_path):
     with pytest.raises(SpecError, match=r"datasets\[0\]\.qrels: expected a path string"):
-        build_plan(file_settings={"datasets": [{"path": "data", "qrels": 3}]}, file_path=tmp_path / "evalsuite.toml",
-                   run_flags={}, session_flags={}, cwd=tmp_path)
+        build_plan(
+            file_settings={"datasets": [{"path": "data", "qrels": 3}]},
+            file_path=tmp_path / "evalsuite.toml",
+            run_flags={},
+            session_flags={},
+            cwd=tmp_path,
+        )
 
 
 def test_unreadable_spec_files_are_spec_errors(tmp_path):

@@ -13,8 +13,13 @@ from evalsuite.sweep.axes import parse_vary
 
 def plan(tmp_path: Path, *, file: dict | None = None, **session_flags):
     run_flags = {} if file and ("datasets" in file or "dataset" in file) else {"dataset": "data/small"}
-    return build_plan(file_settings=file, file_path=tmp_path / "evalsuite.toml" if file else None,
-                      run_flags=run_flags, session_flags=session_flags, cwd=tmp_path)
+    return build_plan(
+        file_settings=file,
+        file_path=tmp_path / "evalsuite.toml" if file else None,
+        run_flags=run_flags,
+        session_flags=session_flags,
+        cwd=tmp_path,
+    )
 
 
 def exprs(gates):
@@ -28,8 +33,9 @@ def test_a_baseline_without_gates_gets_default_gates_on_its_metrics(tmp_path):
     # the baseline's metrics this session computes, in the baseline's order; map@5 is not computed
     assert exprs(policy.gates) == ["mrr@10:max_drop=0.01", "ndcg@10:max_drop=0.01"]
     assert policy.sweep_gates == ()
-    assert policy.notes == ("small: no gates given; default gates applied: mrr@10:max_drop=0.01, "
-                            "ndcg@10:max_drop=0.01",)
+    assert policy.notes == (
+        "small: no gates given; default gates applied: mrr@10:max_drop=0.01, ndcg@10:max_drop=0.01",
+    )
 
 
 def test_a_baseline_with_no_metric_in_common_falls_back_to_the_session_metrics(tmp_path):
@@ -56,8 +62,11 @@ def test_floors_need_no_reference(tmp_path):
 
 def test_a_relative_gate_without_a_reference_is_an_error(tmp_path):
     p = plan(tmp_path, gates=["ndcg@10>=0.3", "ndcg@10:max_drop=0.01"])
-    with pytest.raises(SpecError, match=r"small: gate\(s\) ndcg@10:max_drop=0.01 compare against a reference; "
-                                        r"pass --baseline FILE or --reference-rev REV"):
+    with pytest.raises(
+        SpecError,
+        match=r"small: gate\(s\) ndcg@10:max_drop=0.01 compare against a reference; "
+        r"pass --baseline FILE or --reference-rev REV",
+    ):
         session_policy(p, {})
 
 
@@ -102,16 +111,26 @@ def test_paths_resolve_against_the_command_line_or_the_spec_file(tmp_path):
     assert from_flags.datasets[0].spec.dataset == str(tmp_path / "data" / "small")
     assert from_flags.datasets[0].baseline == tmp_path / "b.json"
     spec_dir = tmp_path / "gates"
-    from_file = build_plan(file_settings={"datasets": [{"name": "x", "path": "../data/x", "baseline": "b/x.json"}]},
-                           file_path=spec_dir / "evalsuite.toml", run_flags={}, session_flags={}, cwd=tmp_path)
+    from_file = build_plan(
+        file_settings={"datasets": [{"name": "x", "path": "../data/x", "baseline": "b/x.json"}]},
+        file_path=spec_dir / "evalsuite.toml",
+        run_flags={},
+        session_flags={},
+        cwd=tmp_path,
+    )
     ds = from_file.datasets[0]
     assert (ds.name, ds.spec.dataset, ds.baseline) == ("x", str(spec_dir / "../data/x"), spec_dir / "b/x.json")
 
 
 def test_dataset_entries_accept_only_documented_keys(tmp_path):
     with pytest.raises(SpecError, match=r"datasets\[0\]: unknown key\(s\) \['_cli'\]"):
-        build_plan(file_settings={"datasets": [{"path": "x", "_cli": True}]}, file_path=tmp_path / "evalsuite.toml",
-                   run_flags={}, session_flags={}, cwd=tmp_path)
+        build_plan(
+            file_settings={"datasets": [{"path": "x", "_cli": True}]},
+            file_path=tmp_path / "evalsuite.toml",
+            run_flags={},
+            session_flags={},
+            cwd=tmp_path,
+        )
 
 
 def test_one_baseline_flag_for_several_datasets_is_an_error(tmp_path):

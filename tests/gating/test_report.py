@@ -16,8 +16,10 @@ def _outcome(expr: str, metric: str, passed: bool, value: float) -> Outcome:
 def test_summary_verdicts_come_from_gate_items_only():
     cand = CandidateSeen("d", {"ndcg@10": 0.48, "mrr@10": 0.6, "recall@10": 0.9})
     ref = ReferenceSeen("d", "reference", "reference 0123456789ab", {"ndcg@10": 0.5, "mrr@10": 0.6})
-    gates = [GateRecord("d", "gate[a]", _outcome("ndcg@10:max_drop=0.01", "ndcg@10", False, 0.48)),
-             GateRecord("d", "gate[b]", _outcome("mrr@10:max_drop=0.01", "mrr@10", True, 0.6))]
+    gates = [
+        GateRecord("d", "gate[a]", _outcome("ndcg@10:max_drop=0.01", "ndcg@10", False, 0.48)),
+        GateRecord("d", "gate[b]", _outcome("mrr@10:max_drop=0.01", "mrr@10", True, 0.6)),
+    ]
     rows = {r.metric: r for r in summary_rows(cand, ref, gates)}
     assert rows["ndcg@10"].verdict == "fail" and rows["ndcg@10"].delta == pytest.approx(-0.02)
     assert rows["mrr@10"].verdict == "pass"
@@ -36,10 +38,14 @@ def test_sweep_cell_outcomes_do_not_decide_the_dataset_verdict(tmp_path):
 
 
 def test_terminal_lines():
-    report = SessionReport(notes=("d: a note",), canary=(), computations=(Computation("candidate", "d", "gw0"),),
-                           baselines_written=(), datasets=(
-                               dataset_report("d", Path("r/d"), None, None, CandidateSeen("d", {"ndcg@10": 0.5}),
-                                              None, [], ()),), reports_dir=Path("r"))
+    report = SessionReport(
+        notes=("d: a note",),
+        canary=(),
+        computations=(Computation("candidate", "d", "gw0"),),
+        baselines_written=(),
+        datasets=(dataset_report("d", Path("r/d"), None, None, CandidateSeen("d", {"ndcg@10": 0.5}), None, [], ()),),
+        reports_dir=Path("r"),
+    )
     lines = report.lines
     assert lines[0] == "d: a note" and lines[-1] == "reports: r"
     assert "computed candidate-d in gw0" in lines and "d:" in lines

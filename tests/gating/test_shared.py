@@ -47,9 +47,12 @@ def test_in_process_memo_and_peek(tmp_path):
 def test_ledger_round_trip_keeps_types_and_order():
     gate = Gate("ndcg@10", "floor", 0.3, "ndcg@10>=0.3", needs_reference=False)
     worker = Ledger()
-    records = [GateRecord("small", "gate[ndcg@10>=0.3]", Outcome(gate, "pass", 0.5)),
-               SweepCellRecord("small", "sweep[dim=16]", "dim=16", Outcome(gate, "fail", 0.2)),
-               Computation("candidate", "small", "gw1"), BaselineWritten("small", Path("b.json"))]
+    records = [
+        GateRecord("small", "gate[ndcg@10>=0.3]", Outcome(gate, "pass", 0.5)),
+        SweepCellRecord("small", "sweep[dim=16]", "dim=16", Outcome(gate, "fail", 0.2)),
+        Computation("candidate", "small", "gw1"),
+        BaselineWritten("small", Path("b.json")),
+    ]
     for r in records:
         worker.add(r)
     controller = Ledger()

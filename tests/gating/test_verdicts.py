@@ -17,7 +17,9 @@ def _scores(label, values, metric="ndcg@10"):
 
 
 def _verdict(expr, cand, ref):
-    return evaluate_gate(parse_gate(expr), _scores("candidate", cand), _scores("baseline", ref) if ref else None).verdict
+    return evaluate_gate(
+        parse_gate(expr), _scores("candidate", cand), _scores("baseline", ref) if ref else None
+    ).verdict
 
 
 def test_relative_drop_divides_by_the_baseline():
@@ -28,21 +30,27 @@ def test_relative_drop_divides_by_the_baseline():
     assert _verdict("ndcg@10:max_rel_drop=0%", [0.6] * 4, [0.5] * 4) == "pass"
 
 
-@pytest.mark.parametrize("expr, cand, ref", [
-    ("ndcg@10>=0.35", 0.35, None),           # exactly at the floor
-    ("ndcg@10:max_drop=0.25", 0.5, 0.75),    # exactly the allowed drop (exact in binary)
-    ("ndcg@10:max_drop=0.1", 0.7, 0.8),      # 0.8 - 0.7 = 0.10000000000000009: the allowed drop up to rounding
-    ("ndcg@10:max_rel_drop=50%", 0.25, 0.5),  # exactly the allowed relative drop
-])
+@pytest.mark.parametrize(
+    "expr, cand, ref",
+    [
+        ("ndcg@10>=0.35", 0.35, None),  # exactly at the floor
+        ("ndcg@10:max_drop=0.25", 0.5, 0.75),  # exactly the allowed drop (exact in binary)
+        ("ndcg@10:max_drop=0.1", 0.7, 0.8),  # 0.8 - 0.7 = 0.10000000000000009: the allowed drop up to rounding
+        ("ndcg@10:max_rel_drop=50%", 0.25, 0.5),  # exactly the allowed relative drop
+    ],
+)
 def test_exactly_at_the_threshold_passes(expr, cand, ref):
     assert _verdict(expr, [cand] * 3, [ref] * 3 if ref is not None else None) == "pass"
 
 
-@pytest.mark.parametrize("expr, cand, ref", [
-    ("ndcg@10>=0.35", 0.3499, None),
-    ("ndcg@10:max_drop=0.25", 0.4999, 0.75),
-    ("ndcg@10:max_rel_drop=50%", 0.2499, 0.5),
-])
+@pytest.mark.parametrize(
+    "expr, cand, ref",
+    [
+        ("ndcg@10>=0.35", 0.3499, None),
+        ("ndcg@10:max_drop=0.25", 0.4999, 0.75),
+        ("ndcg@10:max_rel_drop=50%", 0.2499, 0.5),
+    ],
+)
 def test_just_beyond_the_threshold_fails(expr, cand, ref):
     assert _verdict(expr, [cand] * 3, [ref] * 3 if ref is not None else None) == "fail"
 
@@ -54,8 +62,9 @@ def test_a_significant_improvement_passes_a_no_drop_gate():
     out = evaluate_gate(parse_gate("ndcg@10:no_significant_drop"), _scores("c", better), _scores("b", ref))
     assert out.p_value < 1e-6 and out.delta > 0.19
     assert out.verdict == "pass"
-    worse = evaluate_gate(parse_gate("ndcg@10:no_significant_drop"), _scores("c", ref - 0.2 + rng.normal(0, 0.02, 40)),
-                          _scores("b", ref))
+    worse = evaluate_gate(
+        parse_gate("ndcg@10:no_significant_drop"), _scores("c", ref - 0.2 + rng.normal(0, 0.02, 40)), _scores("b", ref)
+    )
     assert worse.verdict == "fail"
 
 
@@ -103,8 +112,9 @@ def _with_p(target_t, n=30, base=0.5, seed=0):
 
 def test_holm_corrects_the_session_and_none_turns_it_off():
     ref = np.full(30, 0.5)
-    sides = {m: (_scores("c", _with_p(-2.3, seed=i), m), _scores("b", ref, m))
-             for i, m in enumerate(("ndcg@10", "mrr@10"))}
+    sides = {
+        m: (_scores("c", _with_p(-2.3, seed=i), m), _scores("b", ref, m)) for i, m in enumerate(("ndcg@10", "mrr@10"))
+    }
     raw = {m: paired_test(b.per_query[m], c.per_query[m]) for m, (c, b) in sides.items()}
     assert all(0.025 < p < 0.05 for p in raw.values())  # each alone is a significant drop
     requests = [GateRequest(m, parse_gate(f"{m}:no_significant_drop"), c, b) for m, (c, b) in sides.items()]
@@ -121,8 +131,13 @@ def test_holm_corrects_the_session_and_none_turns_it_off():
 
 def test_judge_all_keeps_one_bad_gate_from_stopping_the_others():
     c, b = _scores("c", [0.5] * 5), _scores("b", [0.5] * 5)
-    out = judge_all([GateRequest("bad", parse_gate("mrr@10:max_drop=0.1"), c, b),
-                     GateRequest("good", parse_gate("ndcg@10:max_drop=0.1"), c, b)], "holm")
+    out = judge_all(
+        [
+            GateRequest("bad", parse_gate("mrr@10:max_drop=0.1"), c, b),
+            GateRequest("good", parse_gate("ndcg@10:max_drop=0.1"), c, b),
+        ],
+        "holm",
+    )
     assert isinstance(out["bad"], SpecError) and "add it to --metrics" in str(out["bad"])
     assert out["good"].verdict == "pass"
 

@@ -10,8 +10,14 @@ from evalsuite.index.spec import parse_index, resolve
 from evalsuite.search import search
 
 N, D, NQ = 3000, 64, 60
-APPROXIMATE = ("hnsw:M=8,efc=16,ef=10", "ivf:nlist=32,nprobe=2", "ivfpq:nlist=16,nprobe=4,m=8,nbits=4", "sq8",
-               "binary", "binary+rescore=40")
+APPROXIMATE = (
+    "hnsw:M=8,efc=16,ef=10",
+    "ivf:nlist=32,nprobe=2",
+    "ivfpq:nlist=16,nprobe=4,m=8,nbits=4",
+    "sq8",
+    "binary",
+    "binary+rescore=40",
+)
 
 
 def _unit(x):
@@ -41,8 +47,18 @@ def _numpy_topk(queries, docs, k, similarity="cosine"):
 
 def _evaluate(data, text, k=10, **kw):
     queries, docs, qids, dids, exact = data
-    return evaluate_index(parse_index(text), queries, docs, query_ids=qids, doc_ids=dids, similarity="cosine",
-                          k=k, exact=exact, latency_queries=20, **kw)
+    return evaluate_index(
+        parse_index(text),
+        queries,
+        docs,
+        query_ids=qids,
+        doc_ids=dids,
+        similarity="cosine",
+        k=k,
+        exact=exact,
+        latency_queries=20,
+        **kw,
+    )
 
 
 def test_the_exact_search_is_the_numpy_top_k(data):
@@ -89,8 +105,18 @@ def test_l2_indexes_rank_by_negated_squared_distance(data):
     exact = search(queries, docs, query_ids=qids, doc_ids=dids, k=20, similarity="l2")
     top = _numpy_topk(queries, docs, 20, "l2")
     for text in ("flat", "hnsw:M=16,ef=200", "sq8+rescore=100"):
-        run = evaluate_index(parse_index(text), queries, docs, query_ids=qids, doc_ids=dids, similarity="l2",
-                             k=20, exact=exact, recall_ks=(20,), latency_queries=5)
+        run = evaluate_index(
+            parse_index(text),
+            queries,
+            docs,
+            query_ids=qids,
+            doc_ids=dids,
+            similarity="l2",
+            k=20,
+            exact=exact,
+            recall_ks=(20,),
+            latency_queries=5,
+        )
         assert run.report.recall[20] == 1.0, text
         for qi, q in enumerate(qids):
             assert list(run.ranking[q]) == [dids[j] for j in top[qi]], text

@@ -6,42 +6,59 @@ from evalsuite.contract import Contract
 from evalsuite.errors import ContractError, SpecError
 from evalsuite.index.spec import IndexSpec, canonical, parse_index, resolve
 
-BASE = Contract(model="m", model_revision="r" * 40, tokenizer_revision="t" * 40, pooling="mean", normalize=True,
-                query_prefix="", doc_prefix="", dtype="float32", max_length=128, truncation="truncate", dim=384)
+BASE = Contract(
+    model="m",
+    model_revision="r" * 40,
+    tokenizer_revision="t" * 40,
+    pooling="mean",
+    normalize=True,
+    query_prefix="",
+    doc_prefix="",
+    dtype="float32",
+    max_length=128,
+    truncation="truncate",
+    dim=384,
+)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("flat", "flat"),
-    (" FLAT ", "flat"),
-    ("hnsw", "hnsw:M=32,efc=40,ef=64"),
-    ("hnsw:M=16,ef=128", "hnsw:M=16,efc=40,ef=128"),
-    ("hnsw:m=16,efSearch=128,efConstruction=80", "hnsw:M=16,efc=80,ef=128"),
-    ("ivf:nlist=256,nprobe=16", "ivf:nlist=256,nprobe=16"),
-    ("ivf:nprobe=4", "ivf:nlist=256,nprobe=4"),
-    ("ivfpq", "ivfpq:nlist=256,nprobe=16,nbits=8"),
-    ("ivfpq:nlist=64,m=48,nbits=8", "ivfpq:nlist=64,nprobe=16,m=48,nbits=8"),
-    ("sq8", "sq8"),
-    ("binary", "binary"),
-    ("binary+rescore=100", "binary+rescore=100"),
-    ("hnsw:ef=32+rescore=50", "hnsw:M=32,efc=40,ef=32+rescore=50"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("flat", "flat"),
+        (" FLAT ", "flat"),
+        ("hnsw", "hnsw:M=32,efc=40,ef=64"),
+        ("hnsw:M=16,ef=128", "hnsw:M=16,efc=40,ef=128"),
+        ("hnsw:m=16,efSearch=128,efConstruction=80", "hnsw:M=16,efc=80,ef=128"),
+        ("ivf:nlist=256,nprobe=16", "ivf:nlist=256,nprobe=16"),
+        ("ivf:nprobe=4", "ivf:nlist=256,nprobe=4"),
+        ("ivfpq", "ivfpq:nlist=256,nprobe=16,nbits=8"),
+        ("ivfpq:nlist=64,m=48,nbits=8", "ivfpq:nlist=64,nprobe=16,m=48,nbits=8"),
+        ("sq8", "sq8"),
+        ("binary", "binary"),
+        ("binary+rescore=100", "binary+rescore=100"),
+        ("hnsw:ef=32+rescore=50", "hnsw:M=32,efc=40,ef=32+rescore=50"),
+    ],
+)
 def test_canonical_text_fills_defaults_and_names(text, expected):
     assert canonical(text) == expected
     assert canonical(expected) == expected  # canonical is a fixed point
 
 
-@pytest.mark.parametrize("text, match", [
-    ("annoy", "unknown index kind 'annoy'; choose one of flat, hnsw, ivf, ivfpq, sq8, binary"),
-    ("hnsw:nlist=4", r"hnsw has no parameter 'nlist' \(parameters: M, efc, ef\)"),
-    ("ivf:nlist=abc", "nlist='abc' is not an integer"),
-    ("ivf:nlist=0", r"nlist=0 is out of range \(>= 1\)"),
-    ("ivfpq:nbits=17", r"nbits=17 is out of range \(>= 1, <= 16\)"),
-    ("binary+rescore=0", "rescore must be >= 1"),
-    ("binary+refine=10", r"unknown modifier 'refine=10'; the only one is \+rescore=R"),
-    ("flat+rescore=10", "flat is exact already"),
-    ("hnsw:", "nothing after ':'"),
-    ("", "non-empty"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("annoy", "unknown index kind 'annoy'; choose one of flat, hnsw, ivf, ivfpq, sq8, binary"),
+        ("hnsw:nlist=4", r"hnsw has no parameter 'nlist' \(parameters: M, efc, ef\)"),
+        ("ivf:nlist=abc", "nlist='abc' is not an integer"),
+        ("ivf:nlist=0", r"nlist=0 is out of range \(>= 1\)"),
+        ("ivfpq:nbits=17", r"nbits=17 is out of range \(>= 1, <= 16\)"),
+        ("binary+rescore=0", "rescore must be >= 1"),
+        ("binary+refine=10", r"unknown modifier 'refine=10'; the only one is \+rescore=R"),
+        ("flat+rescore=10", "flat is exact already"),
+        ("hnsw:", "nothing after ':'"),
+        ("", "non-empty"),
+    ],
+)
 def test_bad_specs_are_spec_errors_that_say_what_is_valid(text, match):
     with pytest.raises(SpecError, match=match):
         parse_index(text)

@@ -16,6 +16,7 @@ def late_model_dir(tmp_path_factory: pytest.TempPathFactory, make_tiny_bert: Cal
     words = (path / "vocab.txt").read_text().splitlines()
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         (path / name).unlink(missing_ok=True)
-    BertTokenizerFast(vocab={w: i for i, w in enumerate(words)}, do_lower_case=True,
-                      model_max_length=128).save_pretrained(str(path))
+    BertTokenizerFast(
+        vocab={w: i for i, w in enumerate(words)}, do_lower_case=True, model_max_length=128
+    ).save_pretrained(str(path))
     return path

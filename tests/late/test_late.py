@@ -95,7 +95,9 @@ def test_late_reranking_reports_quality_and_memory(info, tiny_model_dir, small_b
     scores = {d: maxsim(qt, enc.encode([ds.corpus[d]])[0]) for d in first.ranking[q]}
     assert list(result.stages[1].ranking[q]) == sorted(scores, key=lambda d: (-scores[d], d))
     report = result.to_dict()
-    assert report["memory"]["bytes_per_token"] == info.hidden_size * 2 and "KiB per document" in result.memory.describe()
+    assert (
+        report["memory"]["bytes_per_token"] == info.hidden_size * 2 and "KiB per document" in result.memory.describe()
+    )
 
 
 def test_served_token_embed_compared_token_by_token(info, httpserver):
@@ -143,9 +145,26 @@ def test_late_cli(late_model_dir, tiny_model_dir, small_beir, tmp_path, capsys):
 
     parser = argparse.ArgumentParser(prog="evalsuite")
     register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["late", "--model", str(tiny_model_dir), "--dataset", str(small_beir), "--device", "cpu",
-                              "--no-cache", "--late-model", str(late_model_dir), "--rerank-depth", "4",
-                              "--late-storage-dtype", "float32", "--out", str(tmp_path)])
+    args = parser.parse_args(
+        [
+            "late",
+            "--model",
+            str(tiny_model_dir),
+            "--dataset",
+            str(small_beir),
+            "--device",
+            "cpu",
+            "--no-cache",
+            "--late-model",
+            str(late_model_dir),
+            "--rerank-depth",
+            "4",
+            "--late-storage-dtype",
+            "float32",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert args.func(args) == 0
     assert "KiB per document" in capsys.readouterr().out
     report = json.loads((tmp_path / "late.json").read_text())
@@ -154,8 +173,9 @@ def test_late_cli(late_model_dir, tiny_model_dir, small_beir, tmp_path, capsys):
     assert "## Memory per document" in (tmp_path / "report.md").read_text()
 
 
-def test_late_cli_compares_a_served_token_output(late_model_dir, tiny_model_dir, small_beir, tmp_path, httpserver,
-                                                 capsys):
+def test_late_cli_compares_a_served_token_output(
+    late_model_dir, tiny_model_dir, small_beir, tmp_path, httpserver, capsys
+):
     import argparse
 
     from werkzeug import Response
@@ -169,8 +189,9 @@ def test_late_cli_compares_a_served_token_output(late_model_dir, tiny_model_dir,
 
     def answer(request):
         body = json.loads(request.data)
-        enc = TokenEncoder(info, build_late_contract(info, special_tokens="keep" if keep["specials"] else "drop"),
-                           device="cpu")
+        enc = TokenEncoder(
+            info, build_late_contract(info, special_tokens="keep" if keep["specials"] else "drop"), device="cpu"
+        )
         data = [{"index": i, "data": m.tolist()} for i, m in enumerate(enc.encode(body["input"]))]
         return Response(json.dumps({"data": data}), 200, content_type="application/json")
 
@@ -179,9 +200,26 @@ def test_late_cli_compares_a_served_token_output(late_model_dir, tiny_model_dir,
     register(parser.add_subparsers(dest="command"))
 
     def run(out):
-        args = parser.parse_args(["late", "--model", str(tiny_model_dir), "--dataset", str(small_beir), "--device",
-                                  "cpu", "--no-cache", "--late-model", str(late_model_dir), "--rerank-depth", "3",
-                                  "--late-endpoint", httpserver.url_for("/v1"), "--out", str(out)])
+        args = parser.parse_args(
+            [
+                "late",
+                "--model",
+                str(tiny_model_dir),
+                "--dataset",
+                str(small_beir),
+                "--device",
+                "cpu",
+                "--no-cache",
+                "--late-model",
+                str(late_model_dir),
+                "--rerank-depth",
+                "3",
+                "--late-endpoint",
+                httpserver.url_for("/v1"),
+                "--out",
+                str(out),
+            ]
+        )
         return args.func(args), json.loads((out / "late.json").read_text())["served_tokens"]
 
     rc, served = run(tmp_path / "ok")

@@ -38,8 +38,17 @@ EXTRA_QUERIES = [
     {"_id": "q5", "text": "what does a router do with a packet"},
     {"_id": "q6", "text": "what feeds the seed and root of a plant in the garden"},
 ]
-LOAD_QRELS = [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 2), ("q2", "d4", 1), ("q3", "d5", 2),
-              ("q3", "d6", 1), ("q4", "d7", 2), ("q5", "d8", 2), ("q6", "d9", 2)]
+LOAD_QRELS = [
+    ("q1", "d1", 2),
+    ("q1", "d2", 1),
+    ("q2", "d3", 2),
+    ("q2", "d4", 1),
+    ("q3", "d5", 2),
+    ("q3", "d6", 1),
+    ("q4", "d7", 2),
+    ("q5", "d8", 2),
+    ("q6", "d9", 2),
+]
 
 
 @pytest.fixture(scope="session")
@@ -76,8 +85,15 @@ class FakeServer:
     plus ``per_input`` per text; ``statuses`` is a cycle of answers (e.g. [200, 429]); it records the
     peak number of requests in flight and each request's arrival time."""
 
-    def __init__(self, dim: int = 32, *, delay: float = 0.0, per_input: float = 0.0, vectors: str = "words",
-                 model: str = "fake-model") -> None:
+    def __init__(
+        self,
+        dim: int = 32,
+        *,
+        delay: float = 0.0,
+        per_input: float = 0.0,
+        vectors: str = "words",
+        model: str = "fake-model",
+    ) -> None:
         self.dim, self.delay, self.per_input, self.vectors, self.model = dim, delay, per_input, vectors, model
         self.statuses: list[int] = [200]
         self.count = 0
@@ -135,9 +151,14 @@ class FakeServer:
             time.sleep(self.delay + self.per_input * len(texts))
             if status != 200:
                 return status, {"error": {"message": "busy", "code": status}}
-            data = [{"object": "embedding", "index": i,
-                     "embedding": word_vector(t, self.dim, random_words=self.vectors == "random")}
-                    for i, t in enumerate(texts)]
+            data = [
+                {
+                    "object": "embedding",
+                    "index": i,
+                    "embedding": word_vector(t, self.dim, random_words=self.vectors == "random"),
+                }
+                for i, t in enumerate(texts)
+            ]
             return 200, {"object": "list", "data": data, "model": self.model, "usage": {"prompt_tokens": 0}}
         finally:
             with self.lock:
@@ -178,7 +199,10 @@ class InfinityServer:
         self._fh = open(log, "wb")  # noqa: SIM115 (held open for the server's life, closed in stop)
         self.proc = subprocess.Popen(
             ["bash", str(INFINITY_SCRIPT), "serve", str(INFINITY_VENV), str(model_dir), str(self.port), *extra],
-            stdout=self._fh, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=self._fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def wait_ready(self, deadline: float) -> None:
         import httpx
@@ -214,14 +238,18 @@ def infinity_pair(bundled_model_dir, tmp_path_factory):
     """Two real infinity-emb servers on the bundled model: "fast" (default batch size) and "throttled"
     (``--batch-size 1``: one text per forward pass)."""
     if not (INFINITY_VENV / "bin" / "infinity_emb").exists():
-        reason = (f"infinity-emb venv not found at {INFINITY_VENV}; install it with "
-                  "`bash .ci/infinity.sh install .infinity-venv`")
+        reason = (
+            f"infinity-emb venv not found at {INFINITY_VENV}; install it with "
+            "`bash .ci/infinity.sh install .infinity-venv`"
+        )
         if os.environ.get("CI"):
             pytest.fail(reason + " (CI must run the infinity load tests)")
         pytest.skip(reason)
     root = tmp_path_factory.mktemp("infinity-load")
-    servers = {"fast": InfinityServer(Path(bundled_model_dir), root / "fast.log", []),
-               "throttled": InfinityServer(Path(bundled_model_dir), root / "throttled.log", ["--batch-size", "1"])}
+    servers = {
+        "fast": InfinityServer(Path(bundled_model_dir), root / "fast.log", []),
+        "throttled": InfinityServer(Path(bundled_model_dir), root / "throttled.log", ["--batch-size", "1"]),
+    }
     try:
         deadline = time.monotonic() + INFINITY_STARTUP_S
         for s in servers.values():

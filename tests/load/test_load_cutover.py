@@ -25,15 +25,23 @@ def load_main(argv):
 
 @pytest.fixture
 def base_args(tiny_model_dir, load_dataset):
-    return ["--model", str(tiny_model_dir), "--dataset", str(load_dataset), "--device", "cpu", "--no-cache",
-            "--endpoint-timeout", "10"]
+    return [
+        "--model",
+        str(tiny_model_dir),
+        "--dataset",
+        str(load_dataset),
+        "--device",
+        "cpu",
+        "--no-cache",
+        "--endpoint-timeout",
+        "10",
+    ]
 
 
 QUICK = ["--concurrency", "1,4", "--load-batch-sizes", "4", "--requests", "16"]
 
 
-def test_cutover_flags_the_slower_deployment_on_capacity_while_quality_holds(fake_server, base_args, tmp_path,
-                                                                              capsys):
+def test_cutover_flags_the_slower_deployment_on_capacity_while_quality_holds(fake_server, base_args, tmp_path, capsys):
     old, new = fake_server(delay=0.002), fake_server(delay=0.03)
     rc = load_main([*base_args, *QUICK, "--old-endpoint", old.url, "--endpoint", new.url, "--out", str(tmp_path)])
     out = capsys.readouterr().out
@@ -58,24 +66,64 @@ def test_cutover_flags_the_slower_deployment_on_capacity_while_quality_holds(fak
 
 def test_cutover_stands_when_both_match(fake_server, base_args, tmp_path, capsys):
     old, new = fake_server(delay=0.02), fake_server(delay=0.02)
-    rc = load_main([*base_args, *QUICK, "--old-endpoint", old.url, "--endpoint", new.url, "--out", str(tmp_path),
-                    "--capacity-gate", "throughput:max_rel_drop=60%", "--capacity-gate", "p95_ms:max_rel_rise=150%"])
+    rc = load_main(
+        [
+            *base_args,
+            *QUICK,
+            "--old-endpoint",
+            old.url,
+            "--endpoint",
+            new.url,
+            "--out",
+            str(tmp_path),
+            "--capacity-gate",
+            "throughput:max_rel_drop=60%",
+            "--capacity-gate",
+            "p95_ms:max_rel_rise=150%",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0, out
     cut = json.loads((tmp_path / "load.json").read_text())["cutover"]
-    assert cut["stands"] is True and [g["gate"] for g in cut["gates"]] == ["throughput:max_rel_drop=60%",
-                                                                           "p95_ms:max_rel_rise=150%"]
+    assert cut["stands"] is True and [g["gate"] for g in cut["gates"]] == [
+        "throughput:max_rel_drop=60%",
+        "p95_ms:max_rel_rise=150%",
+    ]
     assert "the change stands" in out
 
 
-def test_cutover_flags_a_quality_drop_even_when_capacity_holds(fake_server, tiny_model_dir, minibeir_dir, tmp_path,
-                                                              capsys):
+def test_cutover_flags_a_quality_drop_even_when_capacity_holds(
+    fake_server, tiny_model_dir, minibeir_dir, tmp_path, capsys
+):
     # the fixture dataset (190 queries) lets the paired bootstrap decide; the new server's vectors ignore the words
     old, new = fake_server(), fake_server(vectors="random")
-    rc = load_main(["--model", str(tiny_model_dir), "--dataset", str(minibeir_dir), "--device", "cpu", "--no-cache",
-                    "--concurrency", "1", "--load-batch-sizes", "2", "--requests", "4", "--roles", "query",
-                    "--old-endpoint", old.url, "--endpoint", new.url, "--out", str(tmp_path),
-                    "--capacity-gate", "throughput:max_rel_drop=90%"])
+    rc = load_main(
+        [
+            "--model",
+            str(tiny_model_dir),
+            "--dataset",
+            str(minibeir_dir),
+            "--device",
+            "cpu",
+            "--no-cache",
+            "--concurrency",
+            "1",
+            "--load-batch-sizes",
+            "2",
+            "--requests",
+            "4",
+            "--roles",
+            "query",
+            "--old-endpoint",
+            old.url,
+            "--endpoint",
+            new.url,
+            "--out",
+            str(tmp_path),
+            "--capacity-gate",
+            "throughput:max_rel_drop=90%",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 1
     cut = json.loads((tmp_path / "load.json").read_text())["cutover"]
@@ -89,9 +137,25 @@ def test_cutover_flags_a_quality_drop_even_when_capacity_holds(fake_server, tiny
 
 def test_cutover_quality_is_undecided_on_too_few_queries(fake_server, base_args, tmp_path, capsys):
     old, new = fake_server(), fake_server(vectors="random")
-    rc = load_main([*base_args, "--concurrency", "1", "--load-batch-sizes", "2", "--requests", "4",
-                    "--old-endpoint", old.url, "--endpoint", new.url, "--out", str(tmp_path),
-                    "--capacity-gate", "throughput:max_rel_drop=90%"])
+    rc = load_main(
+        [
+            *base_args,
+            "--concurrency",
+            "1",
+            "--load-batch-sizes",
+            "2",
+            "--requests",
+            "4",
+            "--old-endpoint",
+            old.url,
+            "--endpoint",
+            new.url,
+            "--out",
+            str(tmp_path),
+            "--capacity-gate",
+            "throughput:max_rel_drop=90%",
+        ]
+    )
     capsys.readouterr()
     assert rc == 1  # an undecided quality is not a change that stands
     cut = json.loads((tmp_path / "load.json").read_text())["cutover"]
@@ -105,8 +169,22 @@ def test_cutover_quality_is_undecided_on_too_few_queries(fake_server, base_args,
 
 def test_profile_of_an_endpoint_and_the_local_reference(fake_server, base_args, tmp_path, capsys):
     server = fake_server(delay=0.01)
-    rc = load_main([*base_args, "--endpoint", server.url, "--local", "--concurrency", "1,2", "--load-batch-sizes",
-                    "2,4", "--requests", "6", "--out", str(tmp_path)])
+    rc = load_main(
+        [
+            *base_args,
+            "--endpoint",
+            server.url,
+            "--local",
+            "--concurrency",
+            "1,2",
+            "--load-batch-sizes",
+            "2,4",
+            "--requests",
+            "6",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0, out
     report = json.loads((tmp_path / "load.json").read_text())

@@ -23,12 +23,34 @@ def load_main(argv):
     return args.func(args)
 
 
-def test_cutover_flags_the_throttled_infinity_on_capacity_while_quality_holds(infinity_pair, load_dataset,
-                                                                              tmp_path, capsys):
-    rc = load_main(["--dataset", str(load_dataset), "--device", "cpu", "--no-cache",
-                    "--old-endpoint", infinity_pair["fast"].url, "--endpoint", infinity_pair["throttled"].url,
-                    "--concurrency", "1,4", "--load-batch-sizes", "4", "--requests", "4", "--roles", "query",
-                    "--endpoint-timeout", "60", "--out", str(tmp_path)])
+def test_cutover_flags_the_throttled_infinity_on_capacity_while_quality_holds(
+    infinity_pair, load_dataset, tmp_path, capsys
+):
+    rc = load_main(
+        [
+            "--dataset",
+            str(load_dataset),
+            "--device",
+            "cpu",
+            "--no-cache",
+            "--old-endpoint",
+            infinity_pair["fast"].url,
+            "--endpoint",
+            infinity_pair["throttled"].url,
+            "--concurrency",
+            "1,4",
+            "--load-batch-sizes",
+            "4",
+            "--requests",
+            "4",
+            "--roles",
+            "query",
+            "--endpoint-timeout",
+            "60",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 1, out
     cut = json.loads((tmp_path / "load.json").read_text())["cutover"]

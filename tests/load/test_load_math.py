@@ -56,9 +56,21 @@ def test_figures_count_only_successes_for_throughput_and_latency():
     assert empty.to_dict()["p95_ms"] is None and empty.inputs_per_s == 0.0
 
 
-@pytest.mark.parametrize("tokens,bucket", [(1, "<=32"), (32, "<=32"), (33, "<=128"), (128, "<=128"),
-                                           (129, "<=256"), (256, "<=256"), (257, "<=512"), (512, "<=512"),
-                                           (513, ">512"), (10_000, ">512")])
+@pytest.mark.parametrize(
+    "tokens,bucket",
+    [
+        (1, "<=32"),
+        (32, "<=32"),
+        (33, "<=128"),
+        (128, "<=128"),
+        (129, "<=256"),
+        (256, "<=256"),
+        (257, "<=512"),
+        (512, "<=512"),
+        (513, ">512"),
+        (10_000, ">512"),
+    ],
+)
 def test_bucket_edges_are_inclusive(tokens, bucket):
     assert bucket_of(tokens) == bucket
 
@@ -106,25 +118,33 @@ def test_gate_parsing():
     assert (g.metric, g.kind, g.limit, g.expr) == ("throughput", "max_rel_drop", 0.1, "throughput:max_rel_drop=10%")
     assert parse_capacity_gate("p95_ms:max_rel_rise=0.2").limit == 0.2
     assert parse_capacity_gate("error_rate:max_abs_rise=0").limit == 0.0
-    for bad, match in [("throughput", "METRIC:KIND=LIMIT"), ("speed:max_rel_drop=10%", "unknown metric"),
-                       ("throughput:max_rel_rise=10%", "higher-is-better"), ("p95_ms:max_rel_drop=1%", "lower-is"),
-                       ("throughput:max_drop=1%", "unknown kind"), ("throughput:max_rel_drop=100%", "below 100%")]:
+    for bad, match in [
+        ("throughput", "METRIC:KIND=LIMIT"),
+        ("speed:max_rel_drop=10%", "unknown metric"),
+        ("throughput:max_rel_rise=10%", "higher-is-better"),
+        ("p95_ms:max_rel_drop=1%", "lower-is"),
+        ("throughput:max_drop=1%", "unknown kind"),
+        ("throughput:max_rel_drop=100%", "below 100%"),
+    ]:
         with pytest.raises(SpecError, match=match):
             parse_capacity_gate(bad)
 
 
-@pytest.mark.parametrize("gate,old,new,passed", [
-    ("throughput:max_rel_drop=10%", 100.0, 90.0, True),     # exactly at the limit
-    ("throughput:max_rel_drop=10%", 100.0, 89.9, False),
-    ("throughput:max_rel_drop=10%", 100.0, 250.0, True),
-    ("p95_ms:max_rel_rise=20%", 50.0, 60.0, True),           # exactly at the limit
-    ("p95_ms:max_rel_rise=20%", 50.0, 60.01, False),
-    ("p95_ms:max_rel_rise=20%", 50.0, 10.0, True),
-    ("error_rate:max_abs_rise=0.01", 0.02, 0.03, True),
-    ("error_rate:max_abs_rise=0.01", 0.02, 0.0301, False),
-    ("throughput:max_rel_drop=10%", math.nan, 90.0, None),
-    ("throughput:max_rel_drop=10%", 0.0, 90.0, None),
-])
+@pytest.mark.parametrize(
+    "gate,old,new,passed",
+    [
+        ("throughput:max_rel_drop=10%", 100.0, 90.0, True),  # exactly at the limit
+        ("throughput:max_rel_drop=10%", 100.0, 89.9, False),
+        ("throughput:max_rel_drop=10%", 100.0, 250.0, True),
+        ("p95_ms:max_rel_rise=20%", 50.0, 60.0, True),  # exactly at the limit
+        ("p95_ms:max_rel_rise=20%", 50.0, 60.01, False),
+        ("p95_ms:max_rel_rise=20%", 50.0, 10.0, True),
+        ("error_rate:max_abs_rise=0.01", 0.02, 0.03, True),
+        ("error_rate:max_abs_rise=0.01", 0.02, 0.0301, False),
+        ("throughput:max_rel_drop=10%", math.nan, 90.0, None),
+        ("throughput:max_rel_drop=10%", 0.0, 90.0, None),
+    ],
+)
 def test_gate_edges(gate, old, new, passed):
     assert parse_capacity_gate(gate).check(old, new)[0] is passed
 
@@ -133,8 +153,19 @@ def _profile(old_values, new_values):
     from evalsuite.load.summary import Figures
 
     def lv(target, c, inputs_per_s, p95):
-        f = Figures(requests=10, ok=10, errors=0, throttled=0, inputs=int(inputs_per_s * 10), tokens=0,
-                    wall_seconds=10.0, p50_ms=p95 / 2, p95_ms=p95, p99_ms=p95, mean_ms=p95 / 2)
+        f = Figures(
+            requests=10,
+            ok=10,
+            errors=0,
+            throttled=0,
+            inputs=int(inputs_per_s * 10),
+            tokens=0,
+            wall_seconds=10.0,
+            p50_ms=p95 / 2,
+            p95_ms=p95,
+            p99_ms=p95,
+            mean_ms=p95 / 2,
+        )
         return Level(target, 8, c, f, {})
 
     levels = [lv("old", c, *v) for c, v in old_values.items()] + [lv("new", c, *v) for c, v in new_values.items()]

@@ -82,8 +82,9 @@ def test_targets_are_interleaved_and_get_the_same_requests(fake_server, workload
 def test_duration_mode_runs_for_about_its_time(fake_server, workload):
     server = fake_server(delay=0.01)
     t = target("server", server)
-    profile = run_load([t], workload, LoadPlan(concurrency=(2,), batch_sizes=(1,), requests=None, duration=0.4,
-                                               warmup=0))
+    profile = run_load(
+        [t], workload, LoadPlan(concurrency=(2,), batch_sizes=(1,), requests=None, duration=0.4, warmup=0)
+    )
     t.close()
     f = profile.levels[0].figures
     assert 0.35 <= f.wall_seconds <= 1.0
@@ -120,8 +121,9 @@ def test_progress_bar_and_reports_when_nothing_succeeds(fake_server, workload, t
     server = fake_server()
     server.statuses = [503]
     t = target("down", server)
-    profile = run_load([t], workload, LoadPlan(concurrency=(1, 2), batch_sizes=(2,), requests=3, warmup=0),
-                       progress=True)
+    profile = run_load(
+        [t], workload, LoadPlan(concurrency=(1, 2), batch_sizes=(2,), requests=3, warmup=0), progress=True
+    )
     t.close()
     err = capsys.readouterr().err
     assert "load:" in err and "/6 [" in err and "batch 2 x 2 in flight" in err  # total known, level shown

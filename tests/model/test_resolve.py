@@ -69,7 +69,7 @@ def test_hub_cache_resolution_offline(tiny_model_dir, tmp_path, monkeypatch):
     with pytest.raises(RevisionMismatch) as err:
         resolve_model("acme/tiny", revision="c" * 40)
     assert "c" * 40 in str(err.value) and commit_b in str(err.value)
-    with pytest.raises(SpecError, match="not an immutable commit.*currently points to"):
+    with pytest.raises(SpecError, match=r"not an immutable commit.*currently points to"):
         resolve_model("acme/tiny", revision="main")
     with pytest.raises(ModelError, match="never downloads"):
         resolve_model("acme/absent")

@@ -39,6 +39,7 @@ class Run:
 @pytest.fixture
 def run_evalsuite(pytester):
     """Run pytest in-process; return its RunResult and the evalsuite SessionReport it produced."""
+
     def run(*args):
         keep = _KeepReport()
         result = pytester.runpytest(*args, plugins=[keep])

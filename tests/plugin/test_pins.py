@@ -12,20 +12,36 @@ BASE = ["-p", "no:randomly", "-p", "no:cacheprovider"]
 
 
 def _args(model_dir, dataset, *extra):
-    return [*BASE, "--model", str(model_dir), "--model-rev", directory_digest(model_dir), "--dataset", str(dataset),
-            "--no-cache", "--device", "cpu", *extra]
+    return [
+        *BASE,
+        "--model",
+        str(model_dir),
+        "--model-rev",
+        directory_digest(model_dir),
+        "--dataset",
+        str(dataset),
+        "--no-cache",
+        "--device",
+        "cpu",
+        *extra,
+    ]
 
 
-@pytest.mark.parametrize("field, path, message", [
-    ("dataset sha256", ("dataset", "sha256"), "dataset sha256: baseline 0000000000000000…, candidate "),
-    ("model revision", ("manifest", "contract", "model_revision"), "model_revision: baseline '1111"),
-    ("tokenizer revision", ("manifest", "contract", "tokenizer_revision"), "tokenizer_revision: baseline '2222"),
-])
-def test_the_contract_item_fails_on_a_baseline_from_elsewhere(run_evalsuite, pytester, tiny_model_dir, small_beir,
-                                                              field, path, message):
+@pytest.mark.parametrize(
+    "field, path, message",
+    [
+        ("dataset sha256", ("dataset", "sha256"), "dataset sha256: baseline 0000000000000000…, candidate "),
+        ("model revision", ("manifest", "contract", "model_revision"), "model_revision: baseline '1111"),
+        ("tokenizer revision", ("manifest", "contract", "tokenizer_revision"), "tokenizer_revision: baseline '2222"),
+    ],
+)
+def test_the_contract_item_fails_on_a_baseline_from_elsewhere(
+    run_evalsuite, pytester, tiny_model_dir, small_beir, field, path, message
+):
     baseline = pytester.path / "b.json"
-    pytester.runpytest(*_args(tiny_model_dir, small_beir, "--update-baseline", "--baseline", str(baseline))) \
-        .assert_outcomes(passed=2)
+    pytester.runpytest(
+        *_args(tiny_model_dir, small_beir, "--update-baseline", "--baseline", str(baseline))
+    ).assert_outcomes(passed=2)
     same = pytester.runpytest(*_args(tiny_model_dir, small_beir, "--baseline", str(baseline), "-k", "contract"))
     same.assert_outcomes(passed=1)
     data = json.loads(baseline.read_text())
@@ -59,10 +75,10 @@ def _broken_copy(tiny_model_dir, dest, how):
     return dest
 
 
-@pytest.mark.parametrize("how, message", [("nan", "vector(s) with non-finite values"),
-                                          ("zero", "vector(s) with zero vector")])
-def test_the_integrity_item_fails_on_nan_and_zero_vectors(pytester, tiny_model_dir, small_beir, tmp_path, how,
-                                                          message):
+@pytest.mark.parametrize(
+    "how, message", [("nan", "vector(s) with non-finite values"), ("zero", "vector(s) with zero vector")]
+)
+def test_the_integrity_item_fails_on_nan_and_zero_vectors(pytester, tiny_model_dir, small_beir, tmp_path, how, message):
     broken = _broken_copy(tiny_model_dir, tmp_path / how, how)
     run = pytester.runpytest(*_args(broken, small_beir, "--gate", "ndcg@10>=0.0", "-k", "integrity"))
     assert run.ret == 1

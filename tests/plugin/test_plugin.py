@@ -18,15 +18,28 @@ def tiny(tiny_model_dir):
 
 def _args(tiny, small_beir, *extra):
     model, rev = tiny
-    return [*BASE, "--model", model, "--model-rev", rev, "--dataset", str(small_beir), "--no-cache",
-            "--device", "cpu", *extra]
+    return [
+        *BASE,
+        "--model",
+        model,
+        "--model-rev",
+        rev,
+        "--dataset",
+        str(small_beir),
+        "--no-cache",
+        "--device",
+        "cpu",
+        *extra,
+    ]
 
 
 def test_plugin_import_is_light():
-    code = ("import sys, evalsuite.pytest_plugin, evalsuite.options, evalsuite.gating.kinds, evalsuite.gating.plan, "
-            "evalsuite.gating.policy, evalsuite.gating.report; "
-            "heavy = [m for m in ('torch', 'faiss', 'transformers', 'numba', 'ranx') if m in sys.modules]; "
-            "print(heavy); sys.exit(bool(heavy))")
+    code = (
+        "import sys, evalsuite.pytest_plugin, evalsuite.options, evalsuite.gating.kinds, evalsuite.gating.plan, "
+        "evalsuite.gating.policy, evalsuite.gating.report; "
+        "heavy = [m for m in ('torch', 'faiss', 'transformers', 'numba', 'ranx') if m in sys.modules]; "
+        "print(heavy); sys.exit(bool(heavy))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -78,8 +91,9 @@ def test_update_baseline_then_mismatch_and_drop(run_evalsuite, pytester, tiny, s
     from evalsuite.gating.ledger import BaselineWritten
 
     baseline = pytester.path / "b.json"
-    first = run_evalsuite(*_args(tiny, small_beir, "--update-baseline", "--baseline", str(baseline),
-                                 "--gate", "ndcg@10:max_drop=0.0"))
+    first = run_evalsuite(
+        *_args(tiny, small_beir, "--update-baseline", "--baseline", str(baseline), "--gate", "ndcg@10:max_drop=0.0")
+    )
     first.result.assert_outcomes(passed=2, skipped=1)
     assert first.report.baselines_written == (BaselineWritten("small", baseline),)
     data = json.loads(baseline.read_text())
@@ -92,8 +106,9 @@ def test_update_baseline_then_mismatch_and_drop(run_evalsuite, pytester, tiny, s
     assert {o["gate"] for o in results["gates"]} == {f"{m}:max_drop=0.01" for m in data["metrics"]}
     assert all(o["passed"] and o["delta"] == pytest.approx(0.0, abs=1e-6) for o in results["gates"])
     # another pooling: the contract item fails and names the field
-    cls = pytester.runpytest(*_args(tiny, small_beir, "--baseline", str(baseline), "--pooling", "cls",
-                                    "--gate", "ndcg@10:max_drop=1.0"))
+    cls = pytester.runpytest(
+        *_args(tiny, small_beir, "--baseline", str(baseline), "--pooling", "cls", "--gate", "ndcg@10:max_drop=1.0")
+    )
     out = cls.stdout.str()
     assert "pooling: baseline 'mean', candidate 'cls'" in out
     assert "--update-baseline if the change is intended" in out
@@ -118,8 +133,20 @@ def test_missing_or_corrupt_baseline(pytester, tiny, small_beir):
 def test_reference_revision_ab(run_evalsuite, tiny, small_beir, make_tiny_bert, tmp_path):
     other = make_tiny_bert(tmp_path / "other", seed=1)
     other_rev = directory_digest(other)
-    run = run_evalsuite(*_args(tiny, small_beir, "--reference-model", str(other), "--reference-rev", other_rev,
-                               "--gate", "ndcg@10:max_drop=1.0", "--gate", "mrr@10:no_significant_drop"))
+    run = run_evalsuite(
+        *_args(
+            tiny,
+            small_beir,
+            "--reference-model",
+            str(other),
+            "--reference-rev",
+            other_rev,
+            "--gate",
+            "ndcg@10:max_drop=1.0",
+            "--gate",
+            "mrr@10:no_significant_drop",
+        )
+    )
     run.result.assert_outcomes(passed=4)  # contract ignores revisions; gates compare with the reference run
     assert sorted(c.what for c in run.report.computations) == ["candidate", "reference"]
     small = run.report.dataset("small")
@@ -140,10 +167,15 @@ def test_junit_properties(pytester, tiny, small_beir):
 
 def test_spec_file_with_two_datasets(pytester, tiny, small_beir, make_beir, tmp_path):
     model, rev = tiny
-    second = make_beir(tmp_path / "second", [{"_id": "a", "text": "bread dough and yeast"},
-                                             {"_id": "b", "text": "basketball court rule"}],
-                       [{"_id": "x", "text": "why does bread rise"}], [("x", "a", 1)])
-    pytester.makefile(".toml", evalsuite=f"""
+    second = make_beir(
+        tmp_path / "second",
+        [{"_id": "a", "text": "bread dough and yeast"}, {"_id": "b", "text": "basketball court rule"}],
+        [{"_id": "x", "text": "why does bread rise"}],
+        [("x", "a", 1)],
+    )
+    pytester.makefile(
+        ".toml",
+        evalsuite=f"""
 model = "{model}"
 model_rev = "{rev}"
 device = "cpu"
@@ -159,7 +191,8 @@ path = "{small_beir}"
 name = "second"
 path = "{second}"
 gates = ["mrr@10>=0.0", "ndcg@10>=0.0"]
-""")
+""",
+    )
     result = pytester.runpytest(*BASE, "-v")
     result.assert_outcomes(passed=2 + 1 + 2 + 2)
     out = result.stdout.str()
@@ -171,14 +204,17 @@ gates = ["mrr@10>=0.0", "ndcg@10>=0.0"]
 
 def test_spec_in_pyproject_and_bad_key(pytester, tiny, small_beir):
     model, rev = tiny
-    pytester.makefile(".toml", pyproject=f"""
+    pytester.makefile(
+        ".toml",
+        pyproject=f"""
 [tool.evalsuite]
 model = "{model}"
 model_rev = "{rev}"
 dataset = "{small_beir}"
 use_cache = false
 poolng = "cls"
-""")
+""",
+    )
     result = pytester.runpytest(*BASE)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "unknown setting 'poolng'" in result.stderr.str()
@@ -205,8 +241,11 @@ def test_xdist_encodes_each_dataset_once(run_evalsuite, pytester, tiny, small_be
 def test_uses_result(evalsuite_result):
     assert evalsuite_result.metrics
 """)
-    run = run_evalsuite(*_args(tiny, small_beir, "-n", "2", "--gate", "ndcg@10>=0.0", "--gate", "mrr@10>=0.0",
-                               "--gate", "recall@10>=0.0"))
+    run = run_evalsuite(
+        *_args(
+            tiny, small_beir, "-n", "2", "--gate", "ndcg@10>=0.0", "--gate", "mrr@10>=0.0", "--gate", "recall@10>=0.0"
+        )
+    )
     run.result.assert_outcomes(passed=1 + 2 + 3)
     # one worker computed the candidate, the other read it; the controller merged both ledgers
     computed = run.report.computations
@@ -223,8 +262,7 @@ def test_real_model_cls_pooling_regresses_against_baseline(pytester, minibeir_di
     rev = directory_digest(__import__("evalsuite.model", fromlist=["x"]).bundled_model_dir())
     common = [*BASE, "--model-rev", rev, "--dataset", str(minibeir_dir), "--no-cache", "--device", "cpu"]
     pytester.runpytest(*common, "--update-baseline", "--baseline", "b.json").assert_outcomes(passed=2)
-    result = pytester.runpytest(*common, "--baseline", "b.json", "--pooling", "cls",
-                                "--gate", "ndcg@10:max_drop=0.01")
+    result = pytester.runpytest(*common, "--baseline", "b.json", "--pooling", "cls", "--gate", "ndcg@10:max_drop=0.01")
     assert result.ret == 1
     out = result.stdout.str()
     assert "ndcg@10: baseline 0." in out and ", candidate 0." in out and "allowed drop 0.01" in out
@@ -232,8 +270,21 @@ def test_real_model_cls_pooling_regresses_against_baseline(pytester, minibeir_di
 
 
 def test_sweep_cells_are_items_gated_against_the_base(run_evalsuite, pytester, tiny, small_beir):
-    run = run_evalsuite(*_args(tiny, small_beir, "--vary", "pooling=cls,mean", "--vary", "dim=16",
-                               "--gate", "ndcg@10:max_drop=1.0", "--gate", "ndcg@10>=2", "-v"))
+    run = run_evalsuite(
+        *_args(
+            tiny,
+            small_beir,
+            "--vary",
+            "pooling=cls,mean",
+            "--vary",
+            "dim=16",
+            "--gate",
+            "ndcg@10:max_drop=1.0",
+            "--gate",
+            "ndcg@10>=2",
+            "-v",
+        )
+    )
     out = run.result.stdout.str()
     assert "evalsuite::small::sweep[pooling=cls]" in out and "evalsuite::small::sweep[dim=16]" in out
     assert "sweep cell pooling=cls against the base contract" in out
@@ -242,15 +293,19 @@ def test_sweep_cells_are_items_gated_against_the_base(run_evalsuite, pytester, t
     run.result.assert_outcomes(passed=2, failed=1 + 3)  # the floor of 2 fails as an item and in every cell
     cells = [o for o in run.report.dataset("small").results["gates"] if o["item"].startswith("sweep[")]
     assert {(o["item"], o["gate"], o["passed"]) for o in cells} == {
-        (f"sweep[{c}]", g, g != "ndcg@10>=2") for c in ("pooling=cls", "pooling=mean", "dim=16")
-        for g in ("ndcg@10:max_drop=1.0", "ndcg@10>=2")}
+        (f"sweep[{c}]", g, g != "ndcg@10>=2")
+        for c in ("pooling=cls", "pooling=mean", "dim=16")
+        for g in ("ndcg@10:max_drop=1.0", "ndcg@10>=2")
+    }
     sweep = json.loads((pytester.path / "reports" / "evalsuite" / "small" / "sweep" / "sweep.json").read_text())
     assert {c["name"] for c in sweep["cells"]} >= {"pooling=cls", "dim=16"}
 
 
 def test_sweep_from_spec_file_and_bad_axis(pytester, tiny, small_beir):
     model, rev = tiny
-    pytester.makefile(".toml", evalsuite=f"""
+    pytester.makefile(
+        ".toml",
+        evalsuite=f"""
 model = "{model}"
 model_rev = "{rev}"
 use_cache = false
@@ -260,7 +315,8 @@ gates = ["ndcg@10:max_drop=1.0"]
 name = "s"
 path = "{small_beir}"
 sweep = ["pooling=cls,last"]
-""")
+""",
+    )
     result = pytester.runpytest(*BASE, "-v")
     result.assert_outcomes(passed=2 + 2)
     assert "evalsuite::s::sweep[pooling=last]" in result.stdout.str()
@@ -270,13 +326,16 @@ sweep = ["pooling=cls,last"]
 
 
 def test_fixture_encoder_still_works_after_a_sweep_without_cache(pytester, tiny, small_beir):
-    pytester.makepyfile(test_zz_after="""
+    pytester.makepyfile(
+        test_zz_after="""
 def test_encoder_after_sweep(evalsuite_session, evalsuite_encoder):
     evalsuite_session.sweep("small")  # runs (and frees) the sweep's own encoders first
     assert evalsuite_encoder.similarity("bread dough", "bread dough") > 0.99
-""")
-    result = pytester.runpytest(*_args(tiny, small_beir, "--vary", "pooling=cls", "--gate", "ndcg@10>=0.0",
-                                       "-p", "no:randomly"))
+"""
+    )
+    result = pytester.runpytest(
+        *_args(tiny, small_beir, "--vary", "pooling=cls", "--gate", "ndcg@10>=0.0", "-p", "no:randomly")
+    )
     result.assert_outcomes(passed=2 + 1 + 1 + 1)
 
 
@@ -285,7 +344,8 @@ def test_explicit_spec_path(pytester, tiny, small_beir):
     (pytester.path / "gates").mkdir()
     (pytester.path / "gates" / "release.toml").write_text(
         f'model = "{model}"\nmodel_rev = "{rev}"\ndataset = "{small_beir}"\nuse_cache = false\n'
-        'gates = ["ndcg@10>=0.0"]\n')
+        'gates = ["ndcg@10>=0.0"]\n'
+    )
     pytester.runpytest(*BASE, "--evalsuite-spec", "gates/release.toml").assert_outcomes(passed=3)
     missing = pytester.runpytest(*BASE, "--evalsuite-spec", "nope.toml")
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
@@ -294,14 +354,17 @@ def test_explicit_spec_path(pytester, tiny, small_beir):
 
 def test_sweep_as_a_table_in_the_spec_file(pytester, tiny, small_beir):
     model, rev = tiny
-    pytester.makefile(".toml", evalsuite=f"""
+    pytester.makefile(
+        ".toml",
+        evalsuite=f"""
 model = "{model}"
 model_rev = "{rev}"
 dataset = "{small_beir}"
 use_cache = false
 gates = ["ndcg@10:max_drop=1.0"]
 sweep = {{pooling = ["cls"], dim = [16]}}
-""")
+""",
+    )
     result = pytester.runpytest(*BASE, "-v")
     result.assert_outcomes(passed=2 + 2)
     out = result.stdout.str()

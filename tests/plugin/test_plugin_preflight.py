@@ -52,14 +52,20 @@ def _usage_error(run, pytester, *needles):
 
 def test_gate_on_a_metric_not_computed(run_evalsuite, pytester, tiny, small_beir, no_model):
     run = run_evalsuite(*_args(tiny, small_beir, "--no-cache", "--metrics", "ndcg@10", "--gate", "recall@1000>=0.5"))
-    _usage_error(run, pytester, "'recall@1000>=0.5' needs recall@1000, which is not computed",
-                 "add it to --metrics (computed: ndcg@10)")
+    _usage_error(
+        run,
+        pytester,
+        "'recall@1000>=0.5' needs recall@1000, which is not computed",
+        "add it to --metrics (computed: ndcg@10)",
+    )
     assert not no_model
 
 
 def test_gate_in_spec_file_on_a_metric_not_computed(run_evalsuite, pytester, tiny, small_beir, no_model):
     model, rev = tiny
-    pytester.makefile(".toml", evalsuite=f"""
+    pytester.makefile(
+        ".toml",
+        evalsuite=f"""
 model = "{model}"
 model_rev = "{rev}"
 device = "cpu"
@@ -70,7 +76,8 @@ metrics = ["ndcg@10"]
 name = "first"
 path = "{small_beir}"
 gates = ["ndcg@10>=0.0", "mrr@10>=0.1"]
-""")
+""",
+    )
     run = run_evalsuite(*BASE)
     _usage_error(run, pytester, "first: gate 'mrr@10>=0.1' needs mrr@10")
     assert not no_model
@@ -78,25 +85,43 @@ gates = ["ndcg@10>=0.0", "mrr@10>=0.1"]
 
 def test_gate_on_a_metric_the_baseline_lacks(run_evalsuite, pytester, tiny, small_beir):
     baseline = pytester.path / "b.json"
-    first = run_evalsuite(*_args(tiny, small_beir, "--no-cache", "--metrics", "ndcg@10", "--update-baseline",
-                                 "--baseline", str(baseline)))
+    first = run_evalsuite(
+        *_args(tiny, small_beir, "--no-cache", "--metrics", "ndcg@10", "--update-baseline", "--baseline", str(baseline))
+    )
     first.result.assert_outcomes(passed=2)
     import shutil
 
     shutil.rmtree(pytester.path / "reports")
-    run = run_evalsuite(*_args(tiny, small_beir, "--no-cache", "--metrics", "ndcg@10,mrr@10", "--baseline",
-                               str(baseline), "--gate", "mrr@10:max_drop=0.01"))
-    _usage_error(run, pytester, f"'mrr@10:max_drop=0.01' needs mrr@10, which the baseline {baseline} does not hold",
-                 "--update-baseline")
+    run = run_evalsuite(
+        *_args(
+            tiny,
+            small_beir,
+            "--no-cache",
+            "--metrics",
+            "ndcg@10,mrr@10",
+            "--baseline",
+            str(baseline),
+            "--gate",
+            "mrr@10:max_drop=0.01",
+        )
+    )
+    _usage_error(
+        run,
+        pytester,
+        f"'mrr@10:max_drop=0.01' needs mrr@10, which the baseline {baseline} does not hold",
+        "--update-baseline",
+    )
 
 
 def test_update_baseline_into_an_unwritable_place(run_evalsuite, pytester, tiny, small_beir, no_model):
     blocker = pytester.path / "file"
     blocker.write_text("")
-    for path, needle in ((blocker / "b.json", f"its directory {blocker} exists and is not a directory"),
-                         (blocker / "sub" / "b.json", f"{blocker} is a file"),
-                         ("/proc/b.json", "its directory /proc is not writable"),
-                         (pytester.path, "is a directory")):
+    for path, needle in (
+        (blocker / "b.json", f"its directory {blocker} exists and is not a directory"),
+        (blocker / "sub" / "b.json", f"{blocker} is a file"),
+        ("/proc/b.json", "its directory /proc is not writable"),
+        (pytester.path, "is a directory"),
+    ):
         run = run_evalsuite(*_args(tiny, small_beir, "--no-cache", "--update-baseline", "--baseline", str(path)))
         _usage_error(run, pytester, f"baseline {path}", needle)
     assert not no_model
@@ -121,8 +146,10 @@ def test_reports_dir_and_cache_dir(run_evalsuite, pytester, tiny, small_beir, no
 
 
 def test_qrels_missing_or_a_directory(run_evalsuite, pytester, tiny, small_beir, no_model):
-    for qrels, needle in ((pytester.path / "nope.tsv", "qrels file not found"),
-                          (pytester.path, "--qrels names a directory")):
+    for qrels, needle in (
+        (pytester.path / "nope.tsv", "qrels file not found"),
+        (pytester.path, "--qrels names a directory"),
+    ):
         run = run_evalsuite(*_args(tiny, small_beir, "--no-cache", "--qrels", str(qrels)))
         _usage_error(run, pytester, str(qrels), needle)
     assert not no_model
@@ -134,8 +161,9 @@ def test_update_baseline_into_a_read_only_directory(run_evalsuite, pytester, tin
     ro.mkdir()
     ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
     try:
-        run = run_evalsuite(*_args(tiny, small_beir, "--no-cache", "--update-baseline", "--baseline",
-                                   str(ro / "b.json")))
+        run = run_evalsuite(
+            *_args(tiny, small_beir, "--no-cache", "--update-baseline", "--baseline", str(ro / "b.json"))
+        )
         _usage_error(run, pytester, f"baseline {ro / 'b.json'}", f"its directory {ro} is not writable")
     finally:
         ro.chmod(stat.S_IRWXU)

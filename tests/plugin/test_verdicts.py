@@ -32,14 +32,26 @@ def coded(make_beir, tmp_path):
 
 
 def _args(tiny_model_dir, dataset, *extra):
-    return [*BASE, "--model", str(tiny_model_dir), "--model-rev", directory_digest(tiny_model_dir),
-            "--dataset", str(dataset), "--no-cache", "--device", "cpu", *extra]
+    return [
+        *BASE,
+        "--model",
+        str(tiny_model_dir),
+        "--model-rev",
+        directory_digest(tiny_model_dir),
+        "--dataset",
+        str(dataset),
+        "--no-cache",
+        "--device",
+        "cpu",
+        *extra,
+    ]
 
 
 def _baseline(pytester, tiny_model_dir, dataset, name="b.json"):
     path = pytester.path / name
-    pytester.runpytest(*_args(tiny_model_dir, dataset, "--update-baseline", "--baseline", str(path))) \
-        .assert_outcomes(passed=2)
+    pytester.runpytest(*_args(tiny_model_dir, dataset, "--update-baseline", "--baseline", str(path))).assert_outcomes(
+        passed=2
+    )
     return path
 
 
@@ -54,14 +66,18 @@ def test_non_inferior_passes_fails_and_is_inconclusive(run_evalsuite, pytester, 
     assert same.result.ret == 0
     same.result.assert_outcomes(passed=3)
     out = same.result.stdout.str()
-    assert f"PASS         {GATE}: delta +0.0000 (95% CI +0.0000 .. +0.0000), sign-flip p 1, MDE 0.0000 " \
-           "(120 queries)" in out
+    assert (
+        f"PASS         {GATE}: delta +0.0000 (95% CI +0.0000 .. +0.0000), sign-flip p 1, MDE 0.0000 "
+        "(120 queries)" in out
+    )
     assert "an inconclusive gate fails the run (--inconclusive fail|xfail|skip)" in out
     row = _gate_record(same)
     assert row["verdict"] == "pass" and row["ci"]["n_queries"] == 120 and row["mde"] == 0.0
 
     # truncation at 24 tokens: a real drop (~0.57) well beyond the margin
-    short = run_evalsuite(*_args(tiny_model_dir, full, "--baseline", str(baseline), "--max-length", "24", "--gate", GATE))
+    short = run_evalsuite(
+        *_args(tiny_model_dir, full, "--baseline", str(baseline), "--max-length", "24", "--gate", GATE)
+    )
     assert short.result.ret == 1
     row = _gate_record(short)
     assert row["verdict"] == "fail" and row["ci"]["upper_bound"] < -0.01 and row["delta"] < -0.5
@@ -71,8 +87,9 @@ def test_non_inferior_passes_fails_and_is_inconclusive(run_evalsuite, pytester, 
 
     # the same change on 20 queries: the data cannot decide it
     cut_baseline = _baseline(pytester, tiny_model_dir, cut, "b20.json")
-    few = run_evalsuite(*_args(tiny_model_dir, cut, "--baseline", str(cut_baseline), "--max-length", "24",
-                               "--gate", GATE, "-k", "gate"))
+    few = run_evalsuite(
+        *_args(tiny_model_dir, cut, "--baseline", str(cut_baseline), "--max-length", "24", "--gate", GATE, "-k", "gate")
+    )
     assert few.result.ret == 1
     few.result.assert_outcomes(failed=1)
     row = _gate_record(few, "coded20")
@@ -84,13 +101,41 @@ def test_non_inferior_passes_fails_and_is_inconclusive(run_evalsuite, pytester, 
     assert f"INCONCLUSIVE {GATE}: delta " in out
 
     # the policy decides what inconclusive does to the exit status
-    skip = run_evalsuite(*_args(tiny_model_dir, cut, "--baseline", str(cut_baseline), "--max-length", "24",
-                                "--gate", GATE, "-k", "gate", "--inconclusive", "skip"))
+    skip = run_evalsuite(
+        *_args(
+            tiny_model_dir,
+            cut,
+            "--baseline",
+            str(cut_baseline),
+            "--max-length",
+            "24",
+            "--gate",
+            GATE,
+            "-k",
+            "gate",
+            "--inconclusive",
+            "skip",
+        )
+    )
     assert skip.result.ret == 0
     skip.result.assert_outcomes(skipped=1)
     assert "an inconclusive gate is skipped (exit status unaffected)" in skip.result.stdout.str()
-    xfail = pytester.runpytest(*_args(tiny_model_dir, cut, "--baseline", str(cut_baseline), "--max-length", "24",
-                                      "--gate", GATE, "-k", "gate", "--inconclusive", "xfail"))
+    xfail = pytester.runpytest(
+        *_args(
+            tiny_model_dir,
+            cut,
+            "--baseline",
+            str(cut_baseline),
+            "--max-length",
+            "24",
+            "--gate",
+            GATE,
+            "-k",
+            "gate",
+            "--inconclusive",
+            "xfail",
+        )
+    )
     assert xfail.ret == 0
     xfail.assert_outcomes(xfailed=1)
 
@@ -98,8 +143,20 @@ def test_non_inferior_passes_fails_and_is_inconclusive(run_evalsuite, pytester, 
 def test_a_real_regression_fails_max_drop_with_exit_1(run_evalsuite, pytester, tiny_model_dir, coded):
     full, _ = coded
     baseline = _baseline(pytester, tiny_model_dir, full)
-    run = run_evalsuite(*_args(tiny_model_dir, full, "--baseline", str(baseline), "--max-length", "24",
-                               "--gate", "ndcg@10:max_drop=0.05", "--gate", "recall@100:max_drop=0.05"))
+    run = run_evalsuite(
+        *_args(
+            tiny_model_dir,
+            full,
+            "--baseline",
+            str(baseline),
+            "--max-length",
+            "24",
+            "--gate",
+            "ndcg@10:max_drop=0.05",
+            "--gate",
+            "recall@100:max_drop=0.05",
+        )
+    )
     assert run.result.ret == 1
     gates = {o["gate"]: o for o in run.report.dataset("coded").results["gates"]}
     assert gates["ndcg@10:max_drop=0.05"]["verdict"] == "fail"
@@ -112,11 +169,30 @@ def test_junit_properties_carry_the_uncertainty(pytester, tiny_model_dir, coded)
     full, _ = coded
     baseline = _baseline(pytester, tiny_model_dir, full)
     xml = pytester.path / "junit.xml"
-    pytester.runpytest(*_args(tiny_model_dir, full, "--baseline", str(baseline), "--gate", GATE,
-                              "--gate", "mrr@10:no_significant_drop", f"--junitxml={xml}"))
+    pytester.runpytest(
+        *_args(
+            tiny_model_dir,
+            full,
+            "--baseline",
+            str(baseline),
+            "--gate",
+            GATE,
+            "--gate",
+            "mrr@10:no_significant_drop",
+            f"--junitxml={xml}",
+        )
+    )
     text = xml.read_text()
-    for name in ("ndcg@10:delta", "ndcg@10:ci_low", "ndcg@10:ci_high", "ndcg@10:mde", "ndcg@10:sign_flip_p",
-                 f"{GATE}:verdict", "mrr@10:p_value", "mrr@10:p_holm"):
+    for name in (
+        "ndcg@10:delta",
+        "ndcg@10:ci_low",
+        "ndcg@10:ci_high",
+        "ndcg@10:mde",
+        "ndcg@10:sign_flip_p",
+        f"{GATE}:verdict",
+        "mrr@10:p_value",
+        "mrr@10:p_holm",
+    ):
         assert f'property name="{name}"' in text, name
 
 
@@ -124,10 +200,24 @@ def test_xdist_workers_judge_with_the_same_corrected_p_values(run_evalsuite, pyt
     full, _ = coded
     baseline = _baseline(pytester, tiny_model_dir, full)
     gates = ["ndcg@10:no_significant_drop", "mrr@10:no_significant_drop", "recall@10:no_significant_drop"]
-    run = run_evalsuite(*_args(tiny_model_dir, full, "--baseline", str(baseline), "--max-length", "24", "-n", "2",
-                               *[a for g in gates for a in ("--gate", g)]))
-    rows = [o for o in json.loads((pytester.path / "reports" / "evalsuite" / "coded" / "results.json").read_text())
-            ["gates"] if o["item"].startswith("gate[")]
+    run = run_evalsuite(
+        *_args(
+            tiny_model_dir,
+            full,
+            "--baseline",
+            str(baseline),
+            "--max-length",
+            "24",
+            "-n",
+            "2",
+            *[a for g in gates for a in ("--gate", g)],
+        )
+    )
+    rows = [
+        o
+        for o in json.loads((pytester.path / "reports" / "evalsuite" / "coded" / "results.json").read_text())["gates"]
+        if o["item"].startswith("gate[")
+    ]
     assert sorted(o["gate"] for o in rows) == sorted(gates)
     from evalsuite.stats import holm
 
@@ -137,11 +227,22 @@ def test_xdist_workers_judge_with_the_same_corrected_p_values(run_evalsuite, pyt
     assert "Holm-Bonferroni across the session's 3 significance-based gate(s)" in run.result.stdout.str()
 
 
-
 def test_sweep_cell_gates_are_corrected_together(run_evalsuite, tiny_model_dir, coded):
     full, _ = coded
-    run = run_evalsuite(*_args(tiny_model_dir, full, "--vary", "max_length=24,32,48", "--vary", "dim=16",
-                               "--gate", "ndcg@10:no_significant_drop", "--gate", GATE))
+    run = run_evalsuite(
+        *_args(
+            tiny_model_dir,
+            full,
+            "--vary",
+            "max_length=24,32,48",
+            "--vary",
+            "dim=16",
+            "--gate",
+            "ndcg@10:no_significant_drop",
+            "--gate",
+            GATE,
+        )
+    )
     rows = [o for o in run.report.dataset("coded").results["gates"] if o["item"].startswith("sweep[")]
     tested = [o for o in rows if o["kind"] == "no_significant_drop"]
     assert len(tested) == 4 and all(o["correction"] == "holm" for o in tested)
@@ -154,8 +255,9 @@ def test_sweep_cell_gates_are_corrected_together(run_evalsuite, tiny_model_dir, 
 
 
 @pytest.mark.integration
-def test_bundled_model_non_inferiority_on_the_fixtures(run_evalsuite, pytester, minibeir_dir, make_beir, tmp_path,
-                                                       bundled_model_loaded):
+def test_bundled_model_non_inferiority_on_the_fixtures(
+    run_evalsuite, pytester, minibeir_dir, make_beir, tmp_path, bundled_model_loaded
+):
     """The real model on the fixtures (190 queries): its own baseline passes, CLS pooling fails; a smaller
     change (dim 128) fails on every query but is inconclusive on the first 20."""
     from evalsuite.model import bundled_model_dir

@@ -21,11 +21,17 @@ def _pngs(html):
 
 @pytest.fixture(scope="module")
 def sweep(tiny_model_dir, minibeir_dir, tmp_path_factory):
-    spec = RunSpec(model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu",
-                   metrics=("ndcg@10", "recall@100"), cache_dir=str(tmp_path_factory.mktemp("cache")))
+    spec = RunSpec(
+        model=str(tiny_model_dir),
+        dataset=str(minibeir_dir),
+        device="cpu",
+        metrics=("ndcg@10", "recall@100"),
+        cache_dir=str(tmp_path_factory.mktemp("cache")),
+    )
     prepared = prepare(spec)
-    axes = parse_vary(["pooling=cls,mean,last", "dim=32,16,8", "max_length=16,32", "prefixes=none,swapped,q: |",
-                       "dtype=float32"])
+    axes = parse_vary(
+        ["pooling=cls,mean,last", "dim=32,16,8", "max_length=16,32", "prefixes=none,swapped,q: |", "dtype=float32"]
+    )
     return run_sweep(prepared, plan_cells(prepared.contract, axes, info=prepared.model), axes=axes)
 
 
@@ -57,10 +63,17 @@ def test_plots_are_drawn_not_blank(sweep):
 
 def test_chart_helpers_render_pngs():
     metrics = ["ndcg@10"]
-    line = line_chart("t", "dimension", metrics, {"": [(8, {"ndcg@10": 0.2}), (16, {"ndcg@10": 0.3})]},
-                      (16, {"ndcg@10": 0.3}))
-    bars = bar_chart("t", metrics, ["cls", "mean"], {"": {"cls": {"ndcg@10": 0.1}, "mean": {"ndcg@10": 0.3}}},
-                     {"ndcg@10": 0.3}, ("", "mean"))
+    line = line_chart(
+        "t", "dimension", metrics, {"": [(8, {"ndcg@10": 0.2}), (16, {"ndcg@10": 0.3})]}, (16, {"ndcg@10": 0.3})
+    )
+    bars = bar_chart(
+        "t",
+        metrics,
+        ["cls", "mean"],
+        {"": {"cls": {"ndcg@10": 0.1}, "mean": {"ndcg@10": 0.3}}},
+        {"ndcg@10": 0.3},
+        ("", "mean"),
+    )
     for fig in (line, bars):
         uri = png_data_uri(fig)
         assert base64.b64decode(uri.split(",", 1)[1]).startswith(PNG)
@@ -69,13 +82,26 @@ def test_chart_helpers_render_pngs():
 def test_charts_draw_the_intervals_as_error_bars():
     from matplotlib.container import BarContainer, ErrorbarContainer
 
-    line = line_chart("t", "dimension", ["ndcg@10"], {"": [(8, {"ndcg@10": 0.2}), (16, {"ndcg@10": 0.3})]},
-                      (32, {"ndcg@10": 0.35}), errors={"": [(8, {"ndcg@10": (0.15, 0.28)}), (16, {"ndcg@10": (0.25, 0.32)})]})
+    line = line_chart(
+        "t",
+        "dimension",
+        ["ndcg@10"],
+        {"": [(8, {"ndcg@10": 0.2}), (16, {"ndcg@10": 0.3})]},
+        (32, {"ndcg@10": 0.35}),
+        errors={"": [(8, {"ndcg@10": (0.15, 0.28)}), (16, {"ndcg@10": (0.25, 0.32)})]},
+    )
     (bars,) = [c for c in line.axes[0].containers if isinstance(c, ErrorbarContainer)]
     segments = bars.lines[2][0].get_segments()
     assert [(round(s[0][1], 6), round(s[1][1], 6)) for s in segments] == [(0.15, 0.28), (0.25, 0.32)]
-    chart = bar_chart("t", ["ndcg@10"], ["cls", "mean"], {"": {"cls": {"ndcg@10": 0.1}, "mean": {"ndcg@10": 0.3}}},
-                      {"ndcg@10": 0.3}, ("", "mean"), errors={"": {"cls": {"ndcg@10": (0.05, 0.2)}}})
+    chart = bar_chart(
+        "t",
+        ["ndcg@10"],
+        ["cls", "mean"],
+        {"": {"cls": {"ndcg@10": 0.1}, "mean": {"ndcg@10": 0.3}}},
+        {"ndcg@10": 0.3},
+        ("", "mean"),
+        errors={"": {"cls": {"ndcg@10": (0.05, 0.2)}}},
+    )
     (container,) = [c for c in chart.axes[0].containers if isinstance(c, BarContainer)]
     err = container.errorbar.lines[2][0].get_segments()
     assert [(round(s[0][1], 6), round(s[1][1], 6)) for s in err] == [(0.05, 0.2), (0.3, 0.3)]  # none for 'mean'

@@ -29,8 +29,16 @@ def real_vocab_tokenizer(path: Path) -> None:
     tok.save_pretrained(str(path))
 
 
-def write_tiny_cross_encoder(write_bert: Callable[..., Path], path: Path, *, seed: int = 0, hidden: int = 32,
-                             head_scale: float = 3.0, init_range: float = 0.3, activation: str | None = None) -> Path:
+def write_tiny_cross_encoder(
+    write_bert: Callable[..., Path],
+    path: Path,
+    *,
+    seed: int = 0,
+    hidden: int = 32,
+    head_scale: float = 3.0,
+    init_range: float = 0.3,
+    activation: str | None = None,
+) -> Path:
     """Save a random one-label BERT cross-encoder and its WordPiece tokenizer (the tiny BERT's vocabulary)."""
     import torch
     from transformers import BertConfig, BertForSequenceClassification
@@ -48,9 +56,12 @@ def write_tiny_cross_encoder(write_bert: Callable[..., Path], path: Path, *, see
         from transformers import AutoTokenizer
 
         tok = AutoTokenizer.from_pretrained(str(path))
-        probe = tok(["how does a database commit", "why does bread rise", "the team score"],
-                    ["a transaction commit is durable", "the ball goes through the basket", "yeast makes dough rise"],
-                    padding=True, return_tensors="pt")
+        probe = tok(
+            ["how does a database commit", "why does bread rise", "the team score"],
+            ["a transaction commit is durable", "the ball goes through the basket", "yeast makes dough rise"],
+            padding=True,
+            return_tensors="pt",
+        )
         model.classifier.bias.sub_(model(**probe).logits.mean())
     model.save_pretrained(str(path))
     if activation is not None:

@@ -34,14 +34,17 @@ class RerankFaultServer:
         docs = body["documents"]
         if not docs:
             status = 500 if self.fault == "server_error_on_empty" else 422
-            return Response(json.dumps({"detail": "documents must not be empty"}), status, content_type="application/json")
+            return Response(
+                json.dumps({"detail": "documents must not be empty"}), status, content_type="application/json"
+            )
         if self.fault == "refuse_long" and any(len(d) > 1000 for d in docs):
             return Response(json.dumps({"detail": "input too long"}), 413, content_type="application/json")
         scores = self.reference.score([(body["query"], d) for d in docs]).tolist()
         if self.fault == "no_activation":
             scores = [math.log(s / (1 - s)) for s in scores]
-        results = sorted(({"index": i, "relevance_score": s} for i, s in enumerate(scores)),
-                         key=lambda r: -r["relevance_score"])
+        results = sorted(
+            ({"index": i, "relevance_score": s} for i, s in enumerate(scores)), key=lambda r: -r["relevance_score"]
+        )
         if body.get("top_n") and self.fault != "ignores_top_n":
             results = results[: body["top_n"]]
         f = self.fault
@@ -79,8 +82,9 @@ def first_stage(tiny_model_dir, tmp_path_factory, make_beir, small_beir_records)
 
     corpus, queries, qrels = small_beir_records
     data = make_beir(tmp_path_factory.mktemp("rr-canary"), corpus, queries, qrels)
-    spec = RunSpec(model=str(tiny_model_dir), dataset=str(data), device="cpu", use_cache=False,
-                   metrics=("ndcg@10", "mrr@10"))
+    spec = RunSpec(
+        model=str(tiny_model_dir), dataset=str(data), device="cpu", use_cache=False, metrics=("ndcg@10", "mrr@10")
+    )
     return spec, run(spec)
 
 
@@ -106,30 +110,37 @@ def test_faithful_server_passes_every_check(server, first_stage, cross_encoder_d
     assert verdicts["score_agreement"].details["max_abs_diff"] < 1e-6
     assert "empty documents list -> HTTP 422" in verdicts["bad_input"].message
     assert "over-long pair -> truncated like the reference" in verdicts["bad_input"].message
-    assert verdicts["index_mapping"].details["top_n"]["returned"] == verdicts["index_mapping"].details["top_n"]["expected"]
+    assert (
+        verdicts["index_mapping"].details["top_n"]["returned"] == verdicts["index_mapping"].details["top_n"]["expected"]
+    )
     paths = write_reports(outcome, tmp_path)
     assert json.loads(paths["json"].read_text())["passed"] is True
     assert paths["markdown"].read_text().startswith("# Reranker canary: PASS")
 
 
-@pytest.mark.parametrize("fault, check, text", [
-    ("shuffled", "index_mapping", "not sorted by score"),
-    ("missing", "index_mapping", "5 result(s) for 6 document(s) (no top_n was sent"),
-    ("duplicate", "index_mapping", "appears twice"),
-    ("out_of_range", "index_mapping", "index 6 is out of range for 6 document(s)"),
-    ("nan", "index_mapping", "a score must be a finite number"),
-    ("wrong_documents", "score_agreement", "max |served - reference|"),
-    ("no_activation", "score_agreement", "after activation 'sigmoid'"),
-    ("ignores_top_n", "index_mapping", "6 result(s) for 6 document(s) (top_n=3); expected 3"),
-    ("server_error_on_empty", "bad_input", "empty documents list -> HTTP 500 (a server error; expected a 4xx)"),
-])
+@pytest.mark.parametrize(
+    "fault, check, text",
+    [
+        ("shuffled", "index_mapping", "not sorted by score"),
+        ("missing", "index_mapping", "5 result(s) for 6 document(s) (no top_n was sent"),
+        ("duplicate", "index_mapping", "appears twice"),
+        ("out_of_range", "index_mapping", "index 6 is out of range for 6 document(s)"),
+        ("nan", "index_mapping", "a score must be a finite number"),
+        ("wrong_documents", "score_agreement", "max |served - reference|"),
+        ("no_activation", "score_agreement", "after activation 'sigmoid'"),
+        ("ignores_top_n", "index_mapping", "6 result(s) for 6 document(s) (top_n=3); expected 3"),
+        ("server_error_on_empty", "bad_input", "empty documents list -> HTTP 500 (a server error; expected a 4xx)"),
+    ],
+)
 def test_each_fault_is_a_failed_verdict(server, first_stage, cross_encoder_dir, fault, check, text):
     server.fault = fault
     verdicts, outcome = canary(server, first_stage, cross_encoder_dir)
     assert outcome.passed is False
     assert verdicts[check].passed is False, verdicts[check].message
     assert text in verdicts[check].message
-    if check == "index_mapping" and fault != "ignores_top_n":  # the checks that need sound answers fail with the same cause, not a traceback
+    if (
+        check == "index_mapping" and fault != "ignores_top_n"
+    ):  # the checks that need sound answers fail with the same cause, not a traceback
         assert verdicts["score_agreement"].passed is False and verdicts["reranked_metrics"].passed is False
 
 
@@ -143,25 +154,35 @@ def test_a_refused_over_long_pair_is_accepted_and_reported(server, first_stage, 
 def test_parser_scores_in_request_order_and_top_n():
     from evalsuite.rerank.canary.shapes import APIS, parse_scores
 
-    payload = {"results": [{"index": 2, "relevance_score": 0.9}, {"index": 0, "relevance_score": 0.5},
-                           {"index": 1, "relevance_score": 0.1}]}
+    payload = {
+        "results": [
+            {"index": 2, "relevance_score": 0.9},
+            {"index": 0, "relevance_score": 0.5},
+            {"index": 1, "relevance_score": 0.1},
+        ]
+    }
     scores, order = parse_scores(payload, 3, APIS["rerank"])
     assert scores.tolist() == [0.5, 0.1, 0.9] and order == [2, 0, 1]
     top, order = parse_scores({"results": payload["results"][:2]}, 3, APIS["rerank"], top_n=2)
     assert order == [2, 0] and np.isnan(top[1])
     sg = [{"index": 1, "score": 3.0}, {"index": 0, "score": -1.0}]  # SGLang / TEI: a bare list with 'score'
     assert parse_scores(sg, 2, APIS["tei"])[0].tolist() == [-1.0, 3.0]
-    vllm_score = {"data": [{"index": 0, "object": "score", "score": 0.2}, {"index": 1, "object": "score", "score": 0.7}]}
+    vllm_score = {
+        "data": [{"index": 0, "object": "score", "score": 0.2}, {"index": 1, "object": "score", "score": 0.7}]
+    }
     assert parse_scores(vllm_score, 2, APIS["score"])[0].tolist() == [0.2, 0.7]  # /score: request order, unsorted
 
 
-@pytest.mark.parametrize("payload, error", [
-    ({"results": [{"index": True, "relevance_score": 0.1}]}, "not an integer"),
-    ({"results": [{"index": 0, "relevance_score": "0.1"}]}, "not a number"),
-    ({"results": [{"index": 0}]}, "no 'relevance_score' or 'score'"),
-    ({"scores": []}, "no 'results'"),
-    ({"data": [{"index": 1, "score": 0.1}, {"index": 0, "score": 0.2}]}, "answers in request order"),
-])
+@pytest.mark.parametrize(
+    "payload, error",
+    [
+        ({"results": [{"index": True, "relevance_score": 0.1}]}, "not an integer"),
+        ({"results": [{"index": 0, "relevance_score": "0.1"}]}, "not a number"),
+        ({"results": [{"index": 0}]}, "no 'relevance_score' or 'score'"),
+        ({"scores": []}, "no 'results'"),
+        ({"data": [{"index": 1, "score": 0.1}, {"index": 0, "score": 0.2}]}, "answers in request order"),
+    ],
+)
 def test_parser_refuses_broken_answers(payload, error):
     from evalsuite.encode.response import ResponseError
     from evalsuite.rerank.canary.shapes import APIS, parse_scores

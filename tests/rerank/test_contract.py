@@ -12,18 +12,27 @@ from evalsuite.rerank.contract import RerankerContract, activate, build_reranker
 
 
 def contract(**kw: object) -> RerankerContract:
-    base = dict(model="m", model_revision="r" * 64, tokenizer_revision="t" * 64, activation="sigmoid",
-                template="pair", max_length=64)
+    base = dict(
+        model="m",
+        model_revision="r" * 64,
+        tokenizer_revision="t" * 64,
+        activation="sigmoid",
+        template="pair",
+        max_length=64,
+    )
     base.update(kw)
     return RerankerContract(**base)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("config, expected", [
-    ({"sentence_transformers": {"activation_fn": "torch.nn.modules.activation.Sigmoid"}}, "sigmoid"),
-    ({"sentence_transformers": {"activation_fn": "torch.nn.modules.linear.Identity"}}, "none"),
-    ({"sbert_ce_default_activation_function": "torch.nn.modules.linear.Identity"}, "none"),
-    ({}, "sigmoid"),
-])
+@pytest.mark.parametrize(
+    "config, expected",
+    [
+        ({"sentence_transformers": {"activation_fn": "torch.nn.modules.activation.Sigmoid"}}, "sigmoid"),
+        ({"sentence_transformers": {"activation_fn": "torch.nn.modules.linear.Identity"}}, "none"),
+        ({"sbert_ce_default_activation_function": "torch.nn.modules.linear.Identity"}, "none"),
+        ({}, "sigmoid"),
+    ],
+)
 def test_declared_activation(config, expected):
     assert declared_activation(config) == expected
 

@@ -13,12 +13,16 @@ def delta(d, low=None, high=None, lower=None):
     return StageDelta("ndcg@10", 0.5, 0.5 + d, d, 40, low=low, high=high, lower_bound=lower)
 
 
-@pytest.mark.parametrize("d, expected", [
-    (delta(0.05, 0.02, 0.08, 0.025), "pass"),         # lower bound above the required gain
-    (delta(0.02, -0.01, 0.05, -0.005), "inconclusive"),
-    (delta(-0.03, -0.06, 0.005, -0.055), "fail"),     # the whole interval below 0.01
-    (delta(0.02), "pass"), (delta(0.0), "fail"),      # no interval: the point gain decides
-])
+@pytest.mark.parametrize(
+    "d, expected",
+    [
+        (delta(0.05, 0.02, 0.08, 0.025), "pass"),  # lower bound above the required gain
+        (delta(0.02, -0.01, 0.05, -0.005), "inconclusive"),
+        (delta(-0.03, -0.06, 0.005, -0.055), "fail"),  # the whole interval below 0.01
+        (delta(0.02), "pass"),
+        (delta(0.0), "fail"),  # no interval: the point gain decides
+    ],
+)
 def test_judge_gain(d, expected):
     assert judge_gain(d, 0.01) == expected
     assert expected in explain_gain(d, 0.01)

@@ -41,9 +41,28 @@ def infinity_reranker(cross_encoder_dir, tmp_path_factory):
     log = tmp_path_factory.mktemp("infinity-rerank") / "server.log"
     env = dict(os.environ, DO_NOT_TRACK="1", INFINITY_ANONYMOUS_USAGE_STATS="0", HF_HUB_OFFLINE="1")
     with open(log, "wb") as fh:
-        proc = subprocess.Popen([str(INFINITY), "v2", "--model-id", str(cross_encoder_dir), "--engine", "torch",
-                                 "--device", "cpu", "--port", str(port), "--host", "127.0.0.1", "--url-prefix", "/v1"],
-                                stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                str(INFINITY),
+                "v2",
+                "--model-id",
+                str(cross_encoder_dir),
+                "--engine",
+                "torch",
+                "--device",
+                "cpu",
+                "--port",
+                str(port),
+                "--host",
+                "127.0.0.1",
+                "--url-prefix",
+                "/v1",
+            ],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + STARTUP_S
         while True:
@@ -76,15 +95,34 @@ def canary(url, model, data, ce, out, *extra):
 
     parser = argparse.ArgumentParser(prog="evalsuite")
     register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["rerank-canary", "--reranker-endpoint", url, "--reranker", str(ce), "--model", str(model),
-                              "--dataset", str(data), "--device", "cpu", "--no-cache", "--out", str(out),
-                              "--reranker-canary-depth", "6", *extra])
+    args = parser.parse_args(
+        [
+            "rerank-canary",
+            "--reranker-endpoint",
+            url,
+            "--reranker",
+            str(ce),
+            "--model",
+            str(model),
+            "--dataset",
+            str(data),
+            "--device",
+            "cpu",
+            "--no-cache",
+            "--out",
+            str(out),
+            "--reranker-canary-depth",
+            "6",
+            *extra,
+        ]
+    )
     rc = args.func(args)
     return rc, {v["check"]: v for v in json.loads((out / "rerank_canary.json").read_text())["verdicts"]}
 
 
-def test_rerank_canary_against_infinity(infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path,
-                                        capsys):
+def test_rerank_canary_against_infinity(
+    infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path, capsys
+):
     rc, verdicts = canary(infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path / "good")
     out = capsys.readouterr().out
     assert rc == 0, out
@@ -94,20 +132,42 @@ def test_rerank_canary_against_infinity(infinity_reranker, tiny_model_dir, small
     assert "over-long pair -> truncated like the reference (128 tokens)" in verdicts["bad_input"]["message"]
 
     # raw scores from the server against a contract without activation: the logits agree too
-    rc, verdicts = canary(infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path / "raw",
-                          "--reranker-activation", "none", "--reranker-raw-scores")
+    rc, verdicts = canary(
+        infinity_reranker,
+        tiny_model_dir,
+        small_beir,
+        cross_encoder_dir,
+        tmp_path / "raw",
+        "--reranker-activation",
+        "none",
+        "--reranker-raw-scores",
+    )
     assert rc == 0 and verdicts["score_agreement"]["details"]["activation"] == "none"
 
     # the deployment applies a sigmoid; a contract that declares none is a failed score agreement
-    rc, verdicts = canary(infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path / "act",
-                          "--reranker-activation", "none")
+    rc, verdicts = canary(
+        infinity_reranker,
+        tiny_model_dir,
+        small_beir,
+        cross_encoder_dir,
+        tmp_path / "act",
+        "--reranker-activation",
+        "none",
+    )
     out = capsys.readouterr().out
     assert rc == 1
     assert verdicts["score_agreement"]["passed"] is False
     assert "FAIL  score agreement: max |served - reference|" in out and "after activation 'none'" in out
 
     # the deployment uses the tokenizer's pair encoding; a contract with a one-text template differs
-    rc, verdicts = canary(infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path / "tpl",
-                          "--reranker-template", "query: {query} document: {document}")
+    rc, verdicts = canary(
+        infinity_reranker,
+        tiny_model_dir,
+        small_beir,
+        cross_encoder_dir,
+        tmp_path / "tpl",
+        "--reranker-template",
+        "query: {query} document: {document}",
+    )
     assert rc == 1
     assert verdicts["score_agreement"]["passed"] is False

@@ -28,8 +28,9 @@ def test_reranking_by_the_first_stage_own_similarity_changes_nothing(minibeir_di
 
     from evalsuite.rerank.contract import RerankerContract
 
-    contract = RerankerContract(model="self", model_revision="-", tokenizer_revision="-", activation="none",
-                                template="pair", max_length=256)
+    contract = RerankerContract(
+        model="self", model_revision="-", tokenizer_revision="-", activation="none", template="pair", max_length=256
+    )
     (r,) = evaluate_depths(first, contract, cosine, [20], list(first.metrics))
     for d in r.deltas:
         assert abs(d.delta) <= 0.002, d

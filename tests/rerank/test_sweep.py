@@ -19,8 +19,12 @@ def test_parse_vary_and_plan():
     assert vary == {"depth": (2, 4, 6), "rerank_dtype": ("float32", "bfloat16"), "pooling": ("cls",)}
     cells = plan(vary, RunSpec(pooling="mean"), RerankSpec(depth=6))
     assert [c.name for c in cells] == ["base", "depth=2", "depth=4", "rerank_dtype=bfloat16", "pooling=cls"]
-    for bad, msg in ((["depth=0"], "must be >= 1"), (["size=1"], "AXIS one of"), (["rerank_dtype=int8"], "not one of"),
-                     (["depth=2", "depth=3"], "given twice")):
+    for bad, msg in (
+        (["depth=0"], "must be >= 1"),
+        (["size=1"], "AXIS one of"),
+        (["rerank_dtype=int8"], "not one of"),
+        (["depth=2", "depth=3"], "given twice"),
+    ):
         with pytest.raises(SpecError, match=msg):
             parse_vary(bad)
 
@@ -60,10 +64,30 @@ def test_rerank_sweep_cli(tiny_model_dir, cross_encoder_dir, small_beir, tmp_pat
     monkeypatch.setattr(run_module, "make_reranker", make)
     parser = argparse.ArgumentParser(prog="evalsuite")
     register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["rerank-sweep", "--model", str(tiny_model_dir), "--dataset", str(small_beir),
-                              "--device", "cpu", "--no-cache", "--reranker", str(cross_encoder_dir), "--rerank-depth",
-                              "6", "--vary", "depth=2,4", "--vary", "rerank_max_length=16", "--vary", "pooling=cls",
-                              "--out", str(tmp_path)])
+    args = parser.parse_args(
+        [
+            "rerank-sweep",
+            "--model",
+            str(tiny_model_dir),
+            "--dataset",
+            str(small_beir),
+            "--device",
+            "cpu",
+            "--no-cache",
+            "--reranker",
+            str(cross_encoder_dir),
+            "--rerank-depth",
+            "6",
+            "--vary",
+            "depth=2,4",
+            "--vary",
+            "rerank_max_length=16",
+            "--vary",
+            "pooling=cls",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert args.func(args) == 0
     assert first_stages == [None, "cls"]  # one first stage for the base and every depth; one for pooling=cls
     cells = {c["cell"]: c for c in json.loads((tmp_path / "rerank_sweep.json").read_text())["cells"]}
@@ -73,8 +97,9 @@ def test_rerank_sweep_cli(tiny_model_dir, cross_encoder_dir, small_beir, tmp_pat
     assert cells["depth=2"]["first_stage"] == cells["base"]["first_stage"]  # the same first stage
     for c in cells.values():
         for d in c["vs_base"]:
-            assert d["delta"] == pytest.approx(c["reranked"][d["metric"]] - cells["base"]["reranked"][d["metric"]],
-                                               abs=2e-6)
+            assert d["delta"] == pytest.approx(
+                c["reranked"][d["metric"]] - cells["base"]["reranked"][d["metric"]], abs=2e-6
+            )
     assert all(d["delta"] == 0 for d in cells["base"]["vs_base"])
     # two rerankers: the base one scores the deepest depth's pairs once, plus only the pooling=cls cell's new pairs;
     # the max-length one scores the base depth's pairs with pairs cut to 16 tokens

@@ -14,8 +14,9 @@ from evalsuite.metrics import evaluate
 from evalsuite.rerank.contract import RerankerContract
 from evalsuite.rerank.twostage import evaluate_depths, rerank, top_ids
 
-CONTRACT = RerankerContract(model="oracle", model_revision="r", tokenizer_revision="t", activation="none",
-                            template="pair", max_length=64)
+CONTRACT = RerankerContract(
+    model="oracle", model_revision="r", tokenizer_revision="t", activation="none", template="pair", max_length=64
+)
 
 
 def test_rerank_orders_the_head_by_score_ties_by_id_and_keeps_the_tail():
@@ -46,14 +47,22 @@ def first_stage(tiny_model_dir, tmp_path_factory, make_beir, small_beir_records)
 
     corpus, queries, qrels = small_beir_records
     data = make_beir(tmp_path_factory.mktemp("two-stage"), corpus, queries, qrels)
-    return run(RunSpec(model=str(tiny_model_dir), dataset=str(data), device="cpu", use_cache=False,
-                       metrics=("ndcg@10", "mrr@10", "recall@3")))
+    return run(
+        RunSpec(
+            model=str(tiny_model_dir),
+            dataset=str(data),
+            device="cpu",
+            use_cache=False,
+            metrics=("ndcg@10", "mrr@10", "recall@3"),
+        )
+    )
 
 
 def oracle_scorer(dataset, calls):
     """Scores a pair by its judged relevance (what a perfect reranker would do); counts its calls."""
-    by_text = {(dataset.queries[q], dataset.corpus[d]): float(r) for q, docs in dataset.qrels.items()
-               for d, r in docs.items()}
+    by_text = {
+        (dataset.queries[q], dataset.corpus[d]): float(r) for q, docs in dataset.qrels.items() for d, r in docs.items()
+    }
 
     def score(pairs, labels):
         calls.append(len(pairs))
@@ -100,9 +109,26 @@ def test_rerank_cli_writes_both_stages(tiny_model_dir, cross_encoder_dir, small_
 
     parser = argparse.ArgumentParser(prog="evalsuite")
     register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["rerank", "--model", str(tiny_model_dir), "--dataset", str(small_beir), "--device", "cpu",
-                              "--no-cache", "--reranker", str(cross_encoder_dir), "--rerank-depth", "3,6",
-                              "--reranker-activation", "none", "--out", str(tmp_path)])
+    args = parser.parse_args(
+        [
+            "rerank",
+            "--model",
+            str(tiny_model_dir),
+            "--dataset",
+            str(small_beir),
+            "--device",
+            "cpu",
+            "--no-cache",
+            "--reranker",
+            str(cross_encoder_dir),
+            "--rerank-depth",
+            "3,6",
+            "--reranker-activation",
+            "none",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "depth 3" in out and "depth 6" in out and "ndcg@10:" in out
@@ -125,8 +151,24 @@ def test_rerank_cli_writes_both_stages(tiny_model_dir, cross_encoder_dir, small_
 def test_run_with_a_reranker_is_the_two_stage_run(tiny_model_dir, cross_encoder_dir, small_beir, tmp_path, capsys):
     from evalsuite.cli import main
 
-    code = main(["run", "--model", str(tiny_model_dir), "--dataset", str(small_beir), "--device", "cpu", "--no-cache",
-                 "--reranker", str(cross_encoder_dir), "--rerank-depth", "5", "--out", str(tmp_path)])
+    code = main(
+        [
+            "run",
+            "--model",
+            str(tiny_model_dir),
+            "--dataset",
+            str(small_beir),
+            "--device",
+            "cpu",
+            "--no-cache",
+            "--reranker",
+            str(cross_encoder_dir),
+            "--rerank-depth",
+            "5",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert code == 0
     report = json.loads((tmp_path / "rerank.json").read_text())
     assert [d["depth"] for d in report["depths"]] == [5]

@@ -43,8 +43,9 @@ def test_chunked_encode_without_cache_gives_the_same_metrics(tiny_model_dir: Pat
     assert blocked.timing["documents"]["texts"] == len(prepared.dataset.doc_ids)
     assert blocked.timing["documents"]["batches"] >= len(prepared.dataset.doc_ids) // 5
     assert blocked.metrics == pytest.approx(memory.metrics, abs=1e-9)
-    assert [list(blocked.ranking[q])[:10] for q in blocked.ranking] == \
-        [list(memory.ranking[q])[:10] for q in memory.ranking]
+    assert [list(blocked.ranking[q])[:10] for q in blocked.ranking] == [
+        list(memory.ranking[q])[:10] for q in memory.ranking
+    ]
 
 
 @pytest.mark.parametrize("similarity", ["cosine", "dot", "l2"])
@@ -68,8 +69,17 @@ def test_block_search_keeps_the_tie_order_across_blocks(tmp_path: Path, similari
         ref_docs = docs
     for k in (1, 4, 10, 30):
         expected = search(queries, ref_docs, query_ids=qids, doc_ids=doc_ids, k=k, similarity=similarity)
-        got = block_search(queries, store, query_ids=qids, doc_ids=doc_ids, k=k, similarity=similarity, dim=8,
-                           normalize=normalize, block_rows=block_rows)
+        got = block_search(
+            queries,
+            store,
+            query_ids=qids,
+            doc_ids=doc_ids,
+            k=k,
+            similarity=similarity,
+            dim=8,
+            normalize=normalize,
+            block_rows=block_rows,
+        )
         assert ordered(got) == ordered(expected)
     # the test is about ties: the top 10 of a query holds tied documents from different blocks
     top = list(expected["q0"].items())[:10]
@@ -84,8 +94,17 @@ def test_block_search_matches_an_independent_oracle(tmp_path: Path) -> None:
     doc_ids = [f"doc{i}" for i in range(500)]
     store = VectorStore.create(tmp_path / "v.npy", 500, 16)
     store.write(0, docs)
-    got = block_search(queries, store, query_ids=[str(i) for i in range(25)], doc_ids=doc_ids, k=20,
-                       similarity="dot", dim=8, normalize=True, block_rows=37)
+    got = block_search(
+        queries,
+        store,
+        query_ids=[str(i) for i in range(25)],
+        doc_ids=doc_ids,
+        k=20,
+        similarity="dot",
+        dim=8,
+        normalize=True,
+        block_rows=37,
+    )
     cut = docs[:, :8] / np.linalg.norm(docs[:, :8], axis=1, keepdims=True)
     exact = queries @ cut.T
     for qi in range(25):
@@ -109,8 +128,17 @@ def test_store_errors_are_typed(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="shorter than its header"):
         store.read_block(0, 3)
     with pytest.raises(SpecError, match="block size"):
-        block_search(np.zeros((1, 2), np.float32), store, query_ids=["q"], doc_ids=["a", "b", "c"], k=1,
-                     similarity="dot", dim=2, normalize=False, block_rows=0)
+        block_search(
+            np.zeros((1, 2), np.float32),
+            store,
+            query_ids=["q"],
+            doc_ids=["a", "b", "c"],
+            k=1,
+            similarity="dot",
+            dim=2,
+            normalize=False,
+            block_rows=0,
+        )
     with pytest.raises(SpecError, match="executor"):
         Execution(executor="spark")
 
@@ -125,5 +153,5 @@ def test_integrity_over_blocks_equals_integrity_over_the_whole() -> None:
     v[23, 2] = np.nan
     v[41] *= 3
     whole = check_vectors(v, dim=6, normalized=True)
-    blocks = check_vector_blocks((v[s:s + 9] for s in range(0, 50, 9)), dim=6, normalized=True)
+    blocks = check_vector_blocks((v[s : s + 9] for s in range(0, 50, 9)), dim=6, normalized=True)
     assert blocks == whole and (blocks.zero, blocks.non_finite, blocks.bad_norm) == ((7,), (23,), (41,))

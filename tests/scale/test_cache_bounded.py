@@ -18,12 +18,22 @@ def test_compaction_leaves_large_segments_alone_and_keeps_token_counts(tmp_path:
     cache = EmbeddingCache(tmp_path, compact_at=3, compact_rows=4)
     big = [[f"big{j}-{i}" for i in range(4)] for j in range(2)]
     for j, texts in enumerate(big):
-        cache.store(key(), [text_hash(t) for t in texts], np.full((4, 4), 10 + j, np.float32),
-                    np.arange(4, dtype=np.int32) + 100 * j, np.array([j == 1] * 4))
+        cache.store(
+            key(),
+            [text_hash(t) for t in texts],
+            np.full((4, 4), 10 + j, np.float32),
+            np.arange(4, dtype=np.int32) + 100 * j,
+            np.array([j == 1] * 4),
+        )
     big_paths = set(cache.shard_dir(key()).glob("*.seg"))
     for i in range(5):
-        cache.store(key(), [text_hash(f"small{i}")], np.full((1, 4), i, np.float32), np.array([i + 1], np.int32),
-                    np.array([i % 2 == 0]))
+        cache.store(
+            key(),
+            [text_hash(f"small{i}")],
+            np.full((1, 4), i, np.float32),
+            np.array([i + 1], np.int32),
+            np.array([i % 2 == 0]),
+        )
     texts = [f"small{i}" for i in range(5)] + big[1]
     got = cache.lookup_rows(key(), [text_hash(t) for t in texts])
     assert got.found.all() and got.vectors[:, 0].tolist() == [0, 1, 2, 3, 4, 11, 11, 11, 11]

@@ -30,8 +30,7 @@ def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
 
 
-def test_ray_run_equals_the_in_process_run(local_ray, tiny_model_dir: Path, minibeir_dir: Path,
-                                           tmp_path: Path) -> None:
+def test_ray_run_equals_the_in_process_run(local_ray, tiny_model_dir: Path, minibeir_dir: Path, tmp_path: Path) -> None:
     spec = RunSpec(model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu", use_cache=False)
     prepared = prepare(spec)
     local = run(spec, prepared)
@@ -43,12 +42,18 @@ def test_ray_run_equals_the_in_process_run(local_ray, tiny_model_dir: Path, mini
     assert cosine_rows(remote.doc_vectors, local.doc_vectors).min() >= 0.9999
     assert cosine_rows(remote.query_vectors, local.query_vectors).min() >= 0.9999
     n = len(prepared.dataset.doc_ids)
-    assert remote.timing["documents"]["texts"] == n and remote.timing["documents"]["tokens"] == \
-        local.timing["documents"]["tokens"]
+    assert (
+        remote.timing["documents"]["texts"] == n
+        and remote.timing["documents"]["tokens"] == local.timing["documents"]["tokens"]
+    )
     assert remote.manifest["device"].startswith("ray:cpu")
     # block-wise from the store, fed by Ray
-    blocked = run(spec, prepared, encoder, execution=Execution(executor="ray", chunk_size=100, block_rows=50,
-                                                                store_dir=tmp_path / "store"))
+    blocked = run(
+        spec,
+        prepared,
+        encoder,
+        execution=Execution(executor="ray", chunk_size=100, block_rows=50, store_dir=tmp_path / "store"),
+    )
     assert blocked.metrics == local.metrics
 
 
@@ -75,10 +80,12 @@ class _DyingActor:
         return self.inner(batch)
 
 
-def test_a_dying_actor_is_a_clear_error_and_a_rerun_resumes(local_ray, tiny_model_dir: Path, minibeir_dir: Path,
-                                                            tmp_path: Path) -> None:
-    spec = RunSpec(model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu",
-                   cache_dir=str(tmp_path / "cache"))
+def test_a_dying_actor_is_a_clear_error_and_a_rerun_resumes(
+    local_ray, tiny_model_dir: Path, minibeir_dir: Path, tmp_path: Path
+) -> None:
+    spec = RunSpec(
+        model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu", cache_dir=str(tmp_path / "cache")
+    )
     prepared = prepare(spec)
     dying = make_encoder(prepared, execution=Execution(executor="ray"))
     dying.flush_rows = 1
@@ -95,8 +102,9 @@ def test_a_dying_actor_is_a_clear_error_and_a_rerun_resumes(local_ray, tiny_mode
     resumed = make_encoder(prepared, execution=Execution(executor="ray"))
     result = run(spec, prepared, resumed)
     assert result.timing["cache"]["hits"] == finished
-    assert result.timing["cache"]["misses"] == len(prepared.dataset.doc_ids) + len(prepared.dataset.query_ids) - \
-        finished
+    assert (
+        result.timing["cache"]["misses"] == len(prepared.dataset.doc_ids) + len(prepared.dataset.query_ids) - finished
+    )
     reference = run(spec.replace(use_cache=False), prepared)
     assert result.metrics == reference.metrics
 
@@ -112,8 +120,9 @@ def test_an_unreachable_ray_address_fails_fast() -> None:
     assert time.perf_counter() - t0 < 10
 
 
-def test_an_unreachable_ray_address_ends_a_run_with_a_typed_error(tiny_model_dir: Path, small_beir: Path,
-                                                                  tmp_path: Path) -> None:
+def test_an_unreachable_ray_address_ends_a_run_with_a_typed_error(
+    tiny_model_dir: Path, small_beir: Path, tmp_path: Path
+) -> None:
     import subprocess
     import sys
 
@@ -131,15 +140,20 @@ def test_an_unreachable_ray_address_ends_a_run_with_a_typed_error(tiny_model_dir
         "    sys.exit(3)\n"
     )
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                         env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])),
+    )
     assert out.returncode == 3, out.stderr[-2000:]
     assert "ray://127.0.0.1:9 does not answer" in out.stdout and "--ray-address" in out.stdout
     assert time.perf_counter() - t0 < 60
 
 
-def test_a_store_on_a_read_only_path_is_a_clear_error(tiny_model_dir: Path, minibeir_dir: Path,
-                                                      tmp_path: Path) -> None:
+def test_a_store_on_a_read_only_path_is_a_clear_error(tiny_model_dir: Path, minibeir_dir: Path, tmp_path: Path) -> None:
     spec = RunSpec(model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu", use_cache=False)
     prepared = prepare(spec)
     blocker = tmp_path / "not-a-dir"

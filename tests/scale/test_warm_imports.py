@@ -28,16 +28,28 @@ print(json.dumps({"loaded": sorted(m for m in HEAVY if m in sys.modules), "metri
 
 def test_a_warm_run_imports_no_model_stack(tiny_model_dir: Path, small_beir: Path, tmp_path: Path) -> None:
     # max_length 8 truncates some documents: the warm run must report them without a tokenizer
-    settings = {"model": str(tiny_model_dir), "dataset": str(small_beir), "cache_dir": str(tmp_path / "cache"),
-                "max_length": 8}
+    settings = {
+        "model": str(tiny_model_dir),
+        "dataset": str(small_beir),
+        "cache_dir": str(tmp_path / "cache"),
+        "max_length": 8,
+    }
     cold = run(RunSpec(**settings))  # device "auto": resolving it must not need torch on the warm run
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(settings)], capture_output=True, text=True,
-                         env=env, cwd=tmp_path, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(settings)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     warm = json.loads(out.stdout.strip().splitlines()[-1])
     assert warm["loaded"] == []
-    assert warm["cache"]["misses"] == 0 and warm["cache"]["hits"] == 6 + 3  # documents + queries with a relevant document
+    assert (
+        warm["cache"]["misses"] == 0 and warm["cache"]["hits"] == 6 + 3
+    )  # documents + queries with a relevant document
     assert warm["metrics"] == cold.metrics
     assert warm["device"] == "cache"
     cold_docs = cold.timing["documents"]
@@ -47,6 +59,12 @@ def test_a_warm_run_imports_no_model_stack(tiny_model_dir: Path, small_beir: Pat
     assert warm["documents"]["cached_truncated"] == cold_docs["truncated"]
     # the same child with an empty cache does load the model stack: the check above can fail
     settings["cache_dir"] = str(tmp_path / "empty")
-    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(settings)], capture_output=True, text=True,
-                         env=env, cwd=tmp_path, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(settings)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert {"torch", "transformers"} <= set(json.loads(out.stdout.strip().splitlines()[-1])["loaded"])

@@ -16,8 +16,13 @@ def tiny_spec(tiny_model_dir: Path, minibeir_dir: Path, tmp_path: Path) -> Calla
     """RunSpec factory on the tiny model and the fixture dataset; the cache lives in tmp_path."""
 
     def make(**changes: Any) -> RunSpec:
-        base = RunSpec(model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu",
-                       cache_dir=str(tmp_path / "cache"), metrics=("ndcg@10", "recall@100"))
+        base = RunSpec(
+            model=str(tiny_model_dir),
+            dataset=str(minibeir_dir),
+            device="cpu",
+            cache_dir=str(tmp_path / "cache"),
+            metrics=("ndcg@10", "recall@100"),
+        )
         return base.replace(**changes)
 
     return make

@@ -5,9 +5,19 @@ from evalsuite.errors import SpecError
 from evalsuite.sweep import parse_vary, sweep_from_mapping
 from evalsuite.sweep.axes import apply
 
-BASE = Contract(model="m", model_revision="r" * 40, tokenizer_revision="t" * 40, pooling="mean", normalize=True,
-                query_prefix="query: ", doc_prefix="passage: ", dtype="float32", max_length=256,
-                truncation="truncate", dim=384)
+BASE = Contract(
+    model="m",
+    model_revision="r" * 40,
+    tokenizer_revision="t" * 40,
+    pooling="mean",
+    normalize=True,
+    query_prefix="query: ",
+    doc_prefix="passage: ",
+    dtype="float32",
+    max_length=256,
+    truncation="truncate",
+    dim=384,
+)
 
 
 def _values(axis):
@@ -15,8 +25,9 @@ def _values(axis):
 
 
 def test_comma_values_per_axis():
-    axes = parse_vary(["pooling=cls,MEAN,last", "dim=256,128", "max-length=128,512", "normalize=true,no",
-                       "dtype=bfloat16"])
+    axes = parse_vary(
+        ["pooling=cls,MEAN,last", "dim=256,128", "max-length=128,512", "normalize=true,no", "dtype=bfloat16"]
+    )
     assert [a.name for a in axes] == ["pooling", "dim", "max_length", "normalize", "dtype"]
     assert _values(axes[0]) == [("cls", "cls"), ("mean", "mean"), ("last", "last")]
     assert _values(axes[1]) == [("256", 256), ("128", 128)]
@@ -30,7 +41,7 @@ def test_repeated_axis_is_merged_without_duplicates():
 
 
 def test_prefix_values_keywords_and_json():
-    (q,) = parse_vary(['query_prefix=none,base,search: '])
+    (q,) = parse_vary(["query_prefix=none,base,search: "])
     assert _values(q) == [("none", ""), ("base", None), ('"search: "', "search: ")]
     (d,) = parse_vary(['doc_prefix=["a, b: ", "none", null]'])
     assert _values(d) == [('"a, b: "', "a, b: "), ('"none"', "none"), ("none", "")]
@@ -56,19 +67,22 @@ def test_normalize_false_switches_cosine_to_dot():
     assert (c.normalize, c.similarity) == (False, "dot")
 
 
-@pytest.mark.parametrize("item, message", [
-    ("pooling", "expected AXIS=V1,V2"),
-    ("colour=red", "unknown axis 'colour'"),
-    ("pooling=cls,max", "'max' is not valid; choose from cls, mean, last"),
-    ("dim=256,abc", "'abc' is not an integer"),
-    ("dim=0", "too small"),
-    ("max_length=128,,256", "empty value"),
-    ("normalize=maybe", "not a boolean"),
-    ("dtype=int8", "choose from float32, bfloat16, float16"),
-    ("prefixes=sideways", "neither one of base, none, swapped"),
-    ('query_prefix=["a", ', "does not parse"),
-    ("prefixes=[[\"a\"]]", "pair of strings"),
-])
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("pooling", "expected AXIS=V1,V2"),
+        ("colour=red", "unknown axis 'colour'"),
+        ("pooling=cls,max", "'max' is not valid; choose from cls, mean, last"),
+        ("dim=256,abc", "'abc' is not an integer"),
+        ("dim=0", "too small"),
+        ("max_length=128,,256", "empty value"),
+        ("normalize=maybe", "not a boolean"),
+        ("dtype=int8", "choose from float32, bfloat16, float16"),
+        ("prefixes=sideways", "neither one of base, none, swapped"),
+        ('query_prefix=["a", ', "does not parse"),
+        ('prefixes=[["a"]]', "pair of strings"),
+    ],
+)
 def test_bad_axes_raise_spec_errors(item, message):
     with pytest.raises(SpecError, match=message.replace("(", r"\(").replace("[", r"\[")):
         parse_vary([item])
@@ -80,8 +94,9 @@ def test_no_axis_is_an_error():
 
 
 def test_spec_file_table():
-    axes, grid = sweep_from_mapping({"vary": {"pooling": ["cls", "mean"], "dim": [256, 128]}, "grid": True},
-                                    source="evalsuite.toml [sweep]")
+    axes, grid = sweep_from_mapping(
+        {"vary": {"pooling": ["cls", "mean"], "dim": [256, 128]}, "grid": True}, source="evalsuite.toml [sweep]"
+    )
     assert grid and [a.labels for a in axes] == [("cls", "mean"), ("256", "128")]
     axes, grid = sweep_from_mapping({"vary": ["pooling=cls"]}, source="x")
     assert not grid and axes[0].labels == ("cls",)

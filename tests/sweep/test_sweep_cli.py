@@ -7,9 +7,27 @@ from evalsuite.cli import main
 
 def test_sweep_command_writes_reports(tiny_model_dir, minibeir_dir, tmp_path, capsys):
     out = tmp_path / "sweep"
-    code = main(["sweep", "--model", str(tiny_model_dir), "--dataset", str(minibeir_dir), "--device", "cpu",
-                 "--metrics", "ndcg@10", "--cache-dir", str(tmp_path / "cache"),
-                 "--vary", "pooling=cls,last", "--vary", "dim=16", "--out", str(out)])
+    code = main(
+        [
+            "sweep",
+            "--model",
+            str(tiny_model_dir),
+            "--dataset",
+            str(minibeir_dir),
+            "--device",
+            "cpu",
+            "--metrics",
+            "ndcg@10",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--vary",
+            "pooling=cls,last",
+            "--vary",
+            "dim=16",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     text = capsys.readouterr().out
     assert "forward passes 1 query + 1 document" in text and "pooling=last" in text and "dim=16" in text
@@ -26,7 +44,22 @@ def test_bad_vary_is_rejected_at_parse_time(capsys):
 
 
 def test_grid_conflict_is_a_clean_error(tiny_model_dir, minibeir_dir, tmp_path, capsys):
-    code = main(["sweep", "--model", str(tiny_model_dir), "--dataset", str(minibeir_dir), "--no-cache",
-                 "--vary", "query_prefix=none", "--vary", "prefixes=swapped", "--grid", "--out", str(tmp_path)])
+    code = main(
+        [
+            "sweep",
+            "--model",
+            str(tiny_model_dir),
+            "--dataset",
+            str(minibeir_dir),
+            "--no-cache",
+            "--vary",
+            "query_prefix=none",
+            "--vary",
+            "prefixes=swapped",
+            "--grid",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert code == 2
     assert "cannot cross query_prefix with prefixes" in capsys.readouterr().err

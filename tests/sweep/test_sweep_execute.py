@@ -14,8 +14,13 @@ METRICS = ("ndcg@10", "recall@100")
 
 @pytest.fixture(scope="module")
 def spec(tiny_model_dir, minibeir_dir, tmp_path_factory):
-    return RunSpec(model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu", metrics=METRICS,
-                   cache_dir=str(tmp_path_factory.mktemp("cache")))
+    return RunSpec(
+        model=str(tiny_model_dir),
+        dataset=str(minibeir_dir),
+        device="cpu",
+        metrics=METRICS,
+        cache_dir=str(tmp_path_factory.mktemp("cache")),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +36,10 @@ def test_grid_is_one_forward_pass_per_role(grid):
     st = result.stats
     assert len(result.cells) == 9
     assert st.passes_by_role == {"query": 1, "document": 1}
-    assert st.texts_encoded_by_role == {"query": len(prepared.dataset.queries),
-                                        "document": len(prepared.dataset.corpus)}
+    assert st.texts_encoded_by_role == {
+        "query": len(prepared.dataset.queries),
+        "document": len(prepared.dataset.corpus),
+    }
     assert st.models_loaded == 1
     assert st.contracts_scored == 9  # pooling=mean,dim=32 is the base: scored once
     assert set(st.passes[0].poolings) == {"cls", "mean", "last"}
@@ -42,8 +49,7 @@ def test_each_cell_matches_a_run_of_that_config_alone(grid, spec):
     _, _, _, result = grid
     for name in ("pooling=cls,dim=16", "pooling=last,dim=8", "pooling=mean,dim=32"):
         cell = result.cell(name)
-        alone = run(spec.replace(pooling=cell.result.contract.pooling, dim=cell.result.contract.dim,
-                                 use_cache=False))
+        alone = run(spec.replace(pooling=cell.result.contract.pooling, dim=cell.result.contract.dim, use_cache=False))
         assert alone.contract == cell.result.contract
         for m in METRICS:
             assert cell.result.metrics[m] == pytest.approx(alone.metrics[m], abs=1e-6), (name, m)
@@ -105,14 +111,21 @@ def test_sweep_json_and_markdown(grid, tmp_path):
     paths = write_sweep_reports(result, tmp_path / "out")
     data = json.loads(paths["sweep.json"].read_text())
     assert data["kind"] == "sweep" and data["mode"] == "grid"
-    assert data["axes"] == [{"name": "pooling", "values": ["cls", "mean", "last"]},
-                            {"name": "dim", "values": ["32", "16", "8"]}]
+    assert data["axes"] == [
+        {"name": "pooling", "values": ["cls", "mean", "last"]},
+        {"name": "dim", "values": ["32", "16", "8"]},
+    ]
     assert data["base"]["contract"]["pooling"] == "mean" and set(data["base"]["metrics"]) == set(METRICS)
     cell = next(c for c in data["cells"] if c["name"] == "pooling=cls,dim=16")
     assert cell["contract"]["dim"] == 16 and cell["contract"]["pooling"] == "cls"
     assert set(cell["delta"]) == set(cell["p_values"]) == set(METRICS)
-    assert cell["storage"] == {"dim": 16, "dtype_stored": "float32", "bytes_per_vector": 64,
-                               "index_bytes_1m_vectors": 64_000_000, "index_size_1m_vectors": "64.00 MB"}
+    assert cell["storage"] == {
+        "dim": 16,
+        "dtype_stored": "float32",
+        "bytes_per_vector": 64,
+        "index_bytes_1m_vectors": 64_000_000,
+        "index_size_1m_vectors": "64.00 MB",
+    }
     assert data["execution"]["passes_by_role"] == {"query": 1, "document": 1}
     md = paths["report.md"].read_text()
     assert "| pooling=cls,dim=16 |" in md and "pooling=mean,dim=32 (= base)" in md

@@ -16,15 +16,30 @@ from evalsuite.sweep import parse_axis, parse_vary, plan_cells, plan_passes, run
 
 METRICS = ("ndcg@10", "recall@100")
 INDEXES = "index=flat,hnsw,ivfpq,sq8,binary,binary+rescore=100"
-BASE = Contract(model="m", model_revision="r" * 40, tokenizer_revision="t" * 40, pooling="mean", normalize=True,
-                query_prefix="q: ", doc_prefix="", dtype="float32", max_length=64, truncation="truncate", dim=32)
+BASE = Contract(
+    model="m",
+    model_revision="r" * 40,
+    tokenizer_revision="t" * 40,
+    pooling="mean",
+    normalize=True,
+    query_prefix="q: ",
+    doc_prefix="",
+    dtype="float32",
+    max_length=64,
+    truncation="truncate",
+    dim=32,
+)
 
 
 def test_index_values_keep_their_parameters_together():
     axis = parse_axis("index=flat,hnsw:M=16,ef=32,ivf:nlist=64,nprobe=8,binary+rescore=100")
     assert axis.labels == ("flat", "hnsw:M=16,ef=32", "ivf:nlist=64,nprobe=8", "binary+rescore=100")
-    assert [v.value for v in axis.values] == ["flat", "hnsw:M=16,efc=40,ef=32", "ivf:nlist=64,nprobe=8",
-                                              "binary+rescore=100"]
+    assert [v.value for v in axis.values] == [
+        "flat",
+        "hnsw:M=16,efc=40,ef=32",
+        "ivf:nlist=64,nprobe=8",
+        "binary+rescore=100",
+    ]
     assert parse_axis('index=["sq8", "ivfpq:m=8,nbits=4"]').labels == ("sq8", "ivfpq:m=8,nbits=4")
     with pytest.raises(SpecError, match="--vary index: index 'annoy': unknown index kind"):
         parse_axis("index=flat,annoy")
@@ -54,8 +69,13 @@ def test_pareto_front_keeps_the_points_nothing_beats():
 
 @pytest.fixture(scope="module")
 def swept(tiny_model_dir, minibeir_dir, tmp_path_factory):
-    spec = RunSpec(model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu", metrics=METRICS,
-                   cache_dir=str(tmp_path_factory.mktemp("cache")))
+    spec = RunSpec(
+        model=str(tiny_model_dir),
+        dataset=str(minibeir_dir),
+        device="cpu",
+        metrics=METRICS,
+        cache_dir=str(tmp_path_factory.mktemp("cache")),
+    )
     prepared = prepare(spec)
     axes = parse_vary([INDEXES, "dim=32,16"])
     cells = plan_cells(prepared.contract, axes, info=prepared.model)
@@ -66,8 +86,10 @@ def test_one_forward_pass_per_role_serves_every_index_and_dim(swept):
     prepared, result = swept
     assert len(result.cells) == 12
     assert result.stats.passes_by_role == {"query": 1, "document": 1}
-    assert result.stats.texts_encoded_by_role == {"query": len(prepared.dataset.queries),
-                                                  "document": len(prepared.dataset.corpus)}
+    assert result.stats.texts_encoded_by_role == {
+        "query": len(prepared.dataset.queries),
+        "document": len(prepared.dataset.corpus),
+    }
 
 
 def test_flat_is_the_exact_search_with_recall_one(swept):
@@ -104,8 +126,9 @@ def test_each_index_recall_is_measured_against_an_independent_exact_search(swept
         vectors = (flat[dim].query_vectors, flat[dim].doc_vectors)
         report = c.index.report
         # the ranking written for the cell is the index's depth-100 search: its recall@100 is the report's
-        assert report.recall[100] == pytest.approx(_recall_numpy(vectors, c.result.ranking, ds.query_ids,
-                                                                 ds.doc_ids, 100), abs=1e-9), c.name
+        assert report.recall[100] == pytest.approx(
+            _recall_numpy(vectors, c.result.ranking, ds.query_ids, ds.doc_ids, 100), abs=1e-9
+        ), c.name
         for m in METRICS:
             ci = c.index.vs_flat[m].ci
             assert ci.delta == pytest.approx(c.result.metrics[m] - flat[dim].metrics[m])  # index minus flat
@@ -134,8 +157,17 @@ def test_reports_hold_the_index_table_the_matryoshka_table_and_pareto_plots(swep
     paths = write_sweep_reports(result, tmp_path)
     data = json.loads(paths["sweep.json"].read_text())
     hnsw = next(c for c in data["cells"] if c["name"] == "index=hnsw,dim=16")
-    assert set(hnsw["index"]) >= {"recall_vs_exact", "build_seconds", "query_latency", "batch_latency",
-                                  "bytes_per_vector", "bytes_1m_vectors", "delta_vs_flat", "vs_flat", "effective"}
+    assert set(hnsw["index"]) >= {
+        "recall_vs_exact",
+        "build_seconds",
+        "query_latency",
+        "batch_latency",
+        "bytes_per_vector",
+        "bytes_1m_vectors",
+        "delta_vs_flat",
+        "vs_flat",
+        "effective",
+    }
     assert set(hnsw["index"]["vs_flat"]["ndcg@10"]["ci"]) >= {"delta", "low", "high"}
     assert hnsw["index"]["bytes_1m_vectors"] > 16 * 4 * 1_000_000
     md = paths["report.md"].read_text()
@@ -147,21 +179,43 @@ def test_reports_hold_the_index_table_the_matryoshka_table_and_pareto_plots(swep
 
 
 def test_sweep_command_prints_the_index_table(tiny_model_dir, minibeir_dir, tmp_path, capsys):
-    code = main(["sweep", "--model", str(tiny_model_dir), "--dataset", str(minibeir_dir), "--device", "cpu",
-                 "--metrics", "ndcg@10", "--cache-dir", str(tmp_path / "cache"), "--vary", "index=flat,sq8,binary",
-                 "--vary", "dim=32,16", "--out", str(tmp_path / "out")])
+    code = main(
+        [
+            "sweep",
+            "--model",
+            str(tiny_model_dir),
+            "--dataset",
+            str(minibeir_dir),
+            "--device",
+            "cpu",
+            "--metrics",
+            "ndcg@10",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--vary",
+            "index=flat,sq8,binary",
+            "--vary",
+            "dim=32,16",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 0
     text = capsys.readouterr().out
     assert "index cost" in text and "recall@10 vs exact" in text and "dim \\ index" in text
     assert "forward passes 1 query + 1 document" in text
 
 
-def test_a_base_on_another_index_is_measured_against_flat_search_it_never_lists(tiny_model_dir, minibeir_dir,
-                                                                              tmp_path):
+def test_a_base_on_another_index_is_measured_against_flat_search_it_never_lists(tiny_model_dir, minibeir_dir, tmp_path):
     import dataclasses
 
-    spec = RunSpec(model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu", metrics=METRICS,
-                   cache_dir=str(tmp_path / "cache"))
+    spec = RunSpec(
+        model=str(tiny_model_dir),
+        dataset=str(minibeir_dir),
+        device="cpu",
+        metrics=METRICS,
+        cache_dir=str(tmp_path / "cache"),
+    )
     prepared = prepare(spec)
     prepared = dataclasses.replace(prepared, contract=prepared.contract.replace(index="binary"))
     axes = parse_vary(["dim=16"])

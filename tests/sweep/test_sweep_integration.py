@@ -14,8 +14,9 @@ METRICS = ("ndcg@10", "recall@100", "mrr@10")
 
 @pytest.fixture(scope="module")
 def spec(minibeir_dir, tmp_path_factory):
-    return RunSpec(dataset=str(minibeir_dir), device="cpu", metrics=METRICS,
-                   cache_dir=str(tmp_path_factory.mktemp("cache")))
+    return RunSpec(
+        dataset=str(minibeir_dir), device="cpu", metrics=METRICS, cache_dir=str(tmp_path_factory.mktemp("cache"))
+    )
 
 
 def test_cells_match_each_config_encoded_on_its_own(spec):
@@ -73,8 +74,10 @@ def test_index_by_dimension_on_the_bundled_model(spec, tmp_path):
     sweep = run_sweep(prepared, plan_cells(prepared.contract, axes, info=prepared.model), axes=axes)
     assert sweep.stats.passes_by_role == {"query": 1, "document": 1} and len(sweep.cells) == 18
     for dim in (384, 256, 128):
-        recall = {k: sweep.cell(f"index={k},dim={dim}").index.report.recall[10]
-                  for k in ("flat", "hnsw", "ivfpq", "sq8", "binary", "binary+rescore=100")}
+        recall = {
+            k: sweep.cell(f"index={k},dim={dim}").index.report.recall[10]
+            for k in ("flat", "hnsw", "ivfpq", "sq8", "binary", "binary+rescore=100")
+        }
         assert recall["flat"] == 1.0 and recall["hnsw"] >= 0.95 and recall["sq8"] >= 0.95
         assert recall["binary"] < recall["binary+rescore=100"] and recall["ivfpq"] < 1.0
         sq8 = sweep.cell(f"index=sq8,dim={dim}").index.vs_flat["ndcg@10"].ci

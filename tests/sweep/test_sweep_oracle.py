@@ -33,8 +33,9 @@ def coded(make_beir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def swept(tiny_model_dir, coded):
-    prepared = prepare(RunSpec(model=str(tiny_model_dir), dataset=str(coded), device="cpu", metrics=METRICS,
-                               use_cache=False))
+    prepared = prepare(
+        RunSpec(model=str(tiny_model_dir), dataset=str(coded), device="cpu", metrics=METRICS, use_cache=False)
+    )
     axes = parse_vary(["pooling=last,mean", "dim=32,8,4"])
     cells = plan_cells(prepared.contract, axes, info=prepared.model)
     return prepared, run_sweep(prepared, cells, METRICS, axes=axes)
@@ -113,8 +114,16 @@ def test_marks_are_benjamini_hochberg_across_cells_by_hand(swept):
     data = sweep_to_dict(result)
     assert "Benjamini-Hochberg across every cell and metric" in data["significance"]["correction"]
     cell = next(x for x in data["cells"] if x["name"] == "pooling=last")
-    assert set(cell["uncertainty"]["ndcg@10"]) == {"delta", "ci_low", "ci_high", "confidence", "sign_flip_p", "mde",
-                                                   "p_value", "q_value"}
+    assert set(cell["uncertainty"]["ndcg@10"]) == {
+        "delta",
+        "ci_low",
+        "ci_high",
+        "confidence",
+        "sign_flip_p",
+        "mde",
+        "p_value",
+        "q_value",
+    }
     md = sweep_markdown(result)
     assert "adjusted for the false discovery rate across every cell and metric (Benjamini-Hochberg)" in md
     assert "## Uncertainty (95% CI of Δ vs base)" in md

@@ -4,9 +4,19 @@ from evalsuite.contract import Contract
 from evalsuite.errors import SpecError
 from evalsuite.sweep import parse_vary, plan_cells, plan_passes
 
-BASE = Contract(model="m", model_revision="r" * 40, tokenizer_revision="t" * 40, pooling="mean", normalize=True,
-                query_prefix="query: ", doc_prefix="", dtype="float32", max_length=256,
-                truncation="truncate", dim=384)
+BASE = Contract(
+    model="m",
+    model_revision="r" * 40,
+    tokenizer_revision="t" * 40,
+    pooling="mean",
+    normalize=True,
+    query_prefix="query: ",
+    doc_prefix="",
+    dtype="float32",
+    max_length=256,
+    truncation="truncate",
+    dim=384,
+)
 
 
 def test_one_at_a_time_cells_differ_from_base_in_one_axis():
@@ -23,13 +33,16 @@ def test_grid_is_the_full_product_and_needs_one_pass_per_role():
     assert len(cells) == 12
     assert cells[0].name == "pooling=cls,dim=384" and cells[0].axis == "pooling+dim"
     passes = plan_passes(BASE, cells)
-    assert [(p.role, set(p.poolings)) for p in passes] == [("query", {"cls", "mean", "last"}),
-                                                           ("document", {"cls", "mean", "last"})]
+    assert [(p.role, set(p.poolings)) for p in passes] == [
+        ("query", {"cls", "mean", "last"}),
+        ("document", {"cls", "mean", "last"}),
+    ]
 
 
 def test_passes_split_only_on_prefix_dtype_and_max_length():
-    cells = plan_cells(BASE, parse_vary(["query_prefix=none", "max_length=128", "dtype=bfloat16",
-                                         "normalize=false", "pooling=cls"]))
+    cells = plan_cells(
+        BASE, parse_vary(["query_prefix=none", "max_length=128", "dtype=bfloat16", "normalize=false", "pooling=cls"])
+    )
     passes = plan_passes(BASE, cells)
     by_role = {}
     for p in passes:

@@ -12,21 +12,49 @@ from evalsuite.sweep import AXES, DECLARATIONS, axis_table, declaration, parse_a
 from evalsuite.sweep.axes import conflicts
 from evalsuite.sweep.axis_kinds import ChoiceAxis
 
-BASE = Contract(model="m", model_revision="r" * 40, tokenizer_revision="t" * 40, pooling="mean", normalize=True,
-                query_prefix="query: ", doc_prefix="passage: ", dtype="float32", max_length=256,
-                truncation="truncate", dim=384)
+BASE = Contract(
+    model="m",
+    model_revision="r" * 40,
+    tokenizer_revision="t" * 40,
+    pooling="mean",
+    normalize=True,
+    query_prefix="query: ",
+    doc_prefix="passage: ",
+    dtype="float32",
+    max_length=256,
+    truncation="truncate",
+    dim=384,
+)
 FIELDS = {f.name for f in dataclasses.fields(Contract)}
 # Which axes can need a forward pass of their own (written out independently of the declarations).
-OWN_FORWARD_PASS = {"pooling": False, "query_prefix": True, "doc_prefix": True, "prefixes": True, "dtype": True,
-                    "max_length": True, "dim": False, "normalize": False, "index": False}
+OWN_FORWARD_PASS = {
+    "pooling": False,
+    "query_prefix": True,
+    "doc_prefix": True,
+    "prefixes": True,
+    "dtype": True,
+    "max_length": True,
+    "dim": False,
+    "normalize": False,
+    "index": False,
+}
 
 
 def test_axes_are_the_declared_names_unique_and_in_order():
     names = [d.name for d in DECLARATIONS]
     assert len(set(names)) == len(names)
     assert tuple(names) == AXES
-    assert AXES == ("pooling", "query_prefix", "doc_prefix", "prefixes", "dtype", "max_length", "dim", "normalize",
-                    "index")
+    assert AXES == (
+        "pooling",
+        "query_prefix",
+        "doc_prefix",
+        "prefixes",
+        "dtype",
+        "max_length",
+        "dim",
+        "normalize",
+        "index",
+    )
     assert declaration("max-length") is declaration("max_length") is not None
     assert declaration("colour") is None
 
@@ -89,8 +117,13 @@ def test_parsed_axes_pickle_across_workers():
 
 def test_a_new_axis_is_one_declaration():
     """A declaration of an existing kind parses, applies and knows its forward-pass need by itself."""
-    truncation = ChoiceAxis(name="truncation", label="truncation", choices=TRUNCATIONS,
-                            examples=("truncation=truncate,reject",), explanation="what happens to long texts")
+    truncation = ChoiceAxis(
+        name="truncation",
+        label="truncation",
+        choices=TRUNCATIONS,
+        examples=("truncation=truncate,reject",),
+        explanation="what happens to long texts",
+    )
     values = [truncation.parse(v, literal=False) for v in ("truncate", "REJECT")]
     assert [v.label for v in values] == ["truncate", "reject"]
     assert truncation.apply(BASE, values[1].value) == BASE.replace(truncation="reject")

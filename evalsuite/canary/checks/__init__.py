@@ -14,5 +14,15 @@ from ..settings import CanarySettings
 from .base import CanaryCheck, Verdict
 from .registry import CHECKS, LABELS, check_names, checks_for_dataset, get_check, run_check
 
-__all__ = ["CHECKS", "LABELS", "CanaryCheck", "CanaryContext", "CanarySettings", "Verdict", "check_names",
-           "checks_for_dataset", "get_check", "run_check"]
+__all__ = [
+    "CHECKS",
+    "LABELS",
+    "CanaryCheck",
+    "CanaryContext",
+    "CanarySettings",
+    "Verdict",
+    "check_names",
+    "checks_for_dataset",
+    "get_check",
+    "run_check",
+]

@@ -20,9 +20,15 @@ def check_vector_agreement(ctx: CanaryContext) -> Verdict:
     served = ctx.served_vectors()[:, : c.dim]
     cos = row_cosine(served, ctx.reference_vectors())
     summary = cosine_summary(cos, cs.ids)
-    by_role = {r: float(min(x for x, rr in zip(cos, cs.roles) if rr == r)) for r in set(cs.roles)}
-    details = dict(summary, threshold=s.min_cosine, min_by_role={r: round(v, 6) for r, v in by_role.items()},
-                   query_prefix=c.query_prefix, doc_prefix=c.doc_prefix, texts=len(cs.ids))
+    by_role = {r: float(min(x for x, rr in zip(cos, cs.roles, strict=False) if rr == r)) for r in set(cs.roles)}
+    details = dict(
+        summary,
+        threshold=s.min_cosine,
+        min_by_role={r: round(v, 6) for r, v in by_role.items()},
+        query_prefix=c.query_prefix,
+        doc_prefix=c.doc_prefix,
+        texts=len(cs.ids),
+    )
     below = int((cos < s.min_cosine).sum())
     if below:
         worst = cs.ids.index(summary["worst"])
@@ -30,15 +36,24 @@ def check_vector_agreement(ctx: CanaryContext) -> Verdict:
         bad_roles = [r for r, v in by_role.items() if v < s.min_cosine]
         if not hint and len(bad_roles) == 1 and len(by_role) == 2:
             prefix = c.query_prefix if bad_roles[0] == "query" else c.doc_prefix
-            hint = (f"; only {bad_roles[0]} texts disagree: check the {bad_roles[0]} prefix "
-                    f"({prefix!r} per the contract)")
-        return Verdict("vector_agreement", False,
-                       f"vector agreement: min cosine {summary['min']:.4f} < {s.min_cosine} on {summary['worst']} "
-                       f"\"{snippet(cs.texts[worst])}\" ({below} of {len(cos)} texts below; median "
-                       f"{summary['median']:.4f}){hint}", details)
-    return Verdict("vector_agreement", True,
-                   f"vector agreement: {len(cos)} texts, min cosine {summary['min']:.5f} ({summary['worst']}), "
-                   f"median {summary['median']:.5f} >= {s.min_cosine}", details)
+            hint = (
+                f"; only {bad_roles[0]} texts disagree: check the {bad_roles[0]} prefix ({prefix!r} per the contract)"
+            )
+        return Verdict(
+            "vector_agreement",
+            False,
+            f"vector agreement: min cosine {summary['min']:.4f} < {s.min_cosine} on {summary['worst']} "
+            f'"{snippet(cs.texts[worst])}" ({below} of {len(cos)} texts below; median '
+            f"{summary['median']:.4f}){hint}",
+            details,
+        )
+    return Verdict(
+        "vector_agreement",
+        True,
+        f"vector agreement: {len(cos)} texts, min cosine {summary['min']:.5f} ({summary['worst']}), "
+        f"median {summary['median']:.5f} >= {s.min_cosine}",
+        details,
+    )
 
 
 def truncation_hint(ctx: CanaryContext, cos: list[float], threshold: float, details: dict[str, object]) -> str:
@@ -68,11 +83,17 @@ def truncation_hint(ctx: CanaryContext, cos: list[float], threshold: float, deta
     if low >= max_length:
         return ""
     cut_at = str(low) if high <= low else f"{low}-{high}"
-    details["truncation"] = {"cut_at_tokens": [low, max(low, high)], "shortest_disagreeing_tokens": shortest_bad,
-                             "max_length": max_length, "tokens": dict(zip(ctx.canary_set().ids, counts, strict=True))}
-    return (f"; texts longer than ~{cut_at} tokens disagree (the shortest failing one has {shortest_bad} tokens): "
-            f"the server seems to truncate at ~{cut_at} < max_length {max_length}; set the server's max length to "
-            "the contract's")
+    details["truncation"] = {
+        "cut_at_tokens": [low, max(low, high)],
+        "shortest_disagreeing_tokens": shortest_bad,
+        "max_length": max_length,
+        "tokens": dict(zip(ctx.canary_set().ids, counts, strict=True)),
+    }
+    return (
+        f"; texts longer than ~{cut_at} tokens disagree (the shortest failing one has {shortest_bad} tokens): "
+        f"the server seems to truncate at ~{cut_at} < max_length {max_length}; set the server's max length to "
+        "the contract's"
+    )
 
 
 def check_norm_agreement(ctx: CanaryContext) -> Verdict:
@@ -87,20 +108,29 @@ def check_norm_agreement(ctx: CanaryContext) -> Verdict:
     rel = np.abs(served - ref) / np.where(ref > 0, ref, 1.0)
     tol = NORM_TOL if c.normalize else UNNORMALIZED_NORM_TOL
     worst = int(rel.argmax())
-    details = {"normalize": c.normalize, "tolerance": tol,
-               "served": {"min": round(float(served.min()), 6), "max": round(float(served.max()), 6)},
-               "reference": {"min": round(float(ref.min()), 6), "max": round(float(ref.max()), 6)},
-               "max_relative_difference": round(float(rel.max()), 6), "worst": cs.ids[worst]}
+    details = {
+        "normalize": c.normalize,
+        "tolerance": tol,
+        "served": {"min": round(float(served.min()), 6), "max": round(float(served.max()), 6)},
+        "reference": {"min": round(float(ref.min()), 6), "max": round(float(ref.max()), 6)},
+        "max_relative_difference": round(float(rel.max()), 6),
+        "worst": cs.ids[worst],
+    }
     span = f"served norms {served.min():.4f}-{served.max():.4f}, reference {ref.min():.4f}-{ref.max():.4f}"
     if rel[worst] > tol:
         hint = ""
         if not c.normalize and abs(served[worst] - 1.0) < NORM_TOL:
             hint = "; the server normalizes but the contract says normalize=false (similarity dot)"
-        return Verdict("norm_agreement", False,
-                       f"norm agreement: served norm {served[worst]:.4f} vs reference {ref[worst]:.4f} on "
-                       f"{cs.ids[worst]} (relative difference {rel[worst]:.4g} > {tol:g}); {span}{hint}", details)
-    return Verdict("norm_agreement", True, f"norm agreement: {span} (max relative difference "
-                   f"{rel.max():.2g} <= {tol:g})", details)
+        return Verdict(
+            "norm_agreement",
+            False,
+            f"norm agreement: served norm {served[worst]:.4f} vs reference {ref[worst]:.4f} on "
+            f"{cs.ids[worst]} (relative difference {rel[worst]:.4g} > {tol:g}); {span}{hint}",
+            details,
+        )
+    return Verdict(
+        "norm_agreement", True, f"norm agreement: {span} (max relative difference {rel.max():.2g} <= {tol:g})", details
+    )
 
 
 def check_batch_invariance(ctx: CanaryContext) -> Verdict:
@@ -111,8 +141,9 @@ def check_batch_invariance(ctx: CanaryContext) -> Verdict:
     order = list(range(len(prefixed)))
     random.Random(0).shuffle(order)
     client = ctx.client()
-    shuffled = client.embed([prefixed[i] for i in order], ids=[cs.ids[i] for i in order],
-                            batch_size=len(order), sort_by_length=False)
+    shuffled = client.embed(
+        [prefixed[i] for i in order], ids=[cs.ids[i] for i in order], batch_size=len(order), sort_by_length=False
+    )
     batched = np.empty_like(shuffled)
     batched[order] = shuffled
     single = client.embed(prefixed, ids=list(cs.ids), batch_size=1)
@@ -121,33 +152,51 @@ def check_batch_invariance(ctx: CanaryContext) -> Verdict:
     details = dict(summary, threshold=s.batch_min_cosine, order=[cs.ids[i] for i in order])
     what = f"{len(cos)} texts in one shuffled request vs one request each"
     if summary["min"] < s.batch_min_cosine:
-        return Verdict("batch_invariance", False,
-                       f"batch invariance: {what}: min cosine {summary['min']:.5f} < {s.batch_min_cosine} on "
-                       f"{summary['worst']}; the server's batching (padding or order) changes vectors", details)
-    return Verdict("batch_invariance", True,
-                   f"batch invariance: {what}: min cosine {summary['min']:.6f} >= {s.batch_min_cosine}", details)
+        return Verdict(
+            "batch_invariance",
+            False,
+            f"batch invariance: {what}: min cosine {summary['min']:.5f} < {s.batch_min_cosine} on "
+            f"{summary['worst']}; the server's batching (padding or order) changes vectors",
+            details,
+        )
+    return Verdict(
+        "batch_invariance",
+        True,
+        f"batch invariance: {what}: min cosine {summary['min']:.6f} >= {s.batch_min_cosine}",
+        details,
+    )
 
 
 VECTOR_AGREEMENT = CanaryCheck(
-    name="vector_agreement", label="vector agreement", run=check_vector_agreement, thresholds=("min_cosine",),
+    name="vector_agreement",
+    label="vector agreement",
+    run=check_vector_agreement,
+    thresholds=("min_cosine",),
     explanation="every canary text (queries and documents, rendered by the contract) gets a served vector whose "
-                "cosine with the local reference's is at least the threshold; names the worst text and, when only "
-                "one role disagrees, its prefix",
-    example="vector agreement: min cosine 0.8123 < 0.99 on q3 \"What happens when a basketball player fouls…\" "
-            "(12 of 27 texts below; median 0.9011); only query texts disagree: check the query prefix "
-            "('query: ' per the contract)")
+    "cosine with the local reference's is at least the threshold; names the worst text and, when only "
+    "one role disagrees, its prefix",
+    example='vector agreement: min cosine 0.8123 < 0.99 on q3 "What happens when a basketball player fouls…" '
+    "(12 of 27 texts below; median 0.9011); only query texts disagree: check the query prefix "
+    "('query: ' per the contract)",
+)
 
 NORM_AGREEMENT = CanaryCheck(
-    name="norm_agreement", label="norm agreement", run=check_norm_agreement,
+    name="norm_agreement",
+    label="norm agreement",
+    run=check_norm_agreement,
     explanation="served vector norms match the reference's (unit norm when the contract normalizes)",
     example="norm agreement: served norm 1.0000 vs reference 7.4210 on d3 (relative difference 0.8652 > 0.01); "
-            "served norms 1.0000-1.0000, reference 6.9012-8.1120; the server normalizes but the contract says "
-            "normalize=false (similarity dot)")
+    "served norms 1.0000-1.0000, reference 6.9012-8.1120; the server normalizes but the contract says "
+    "normalize=false (similarity dot)",
+)
 
 BATCH_INVARIANCE = CanaryCheck(
-    name="batch_invariance", label="batch invariance", run=check_batch_invariance,
+    name="batch_invariance",
+    label="batch invariance",
+    run=check_batch_invariance,
     thresholds=("batch_min_cosine",),
     explanation="the canary texts sent in one shuffled request and one request each give the same vectors "
-                "(padding and batch order must not change them)",
+    "(padding and batch order must not change them)",
     example="batch invariance: 27 texts in one shuffled request vs one request each: min cosine 0.99512 < 0.999 "
-            "on d_long; the server's batching (padding or order) changes vectors")
+    "on d_long; the server's batching (padding or order) changes vectors",
+)

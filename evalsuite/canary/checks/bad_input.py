@@ -43,17 +43,19 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
     if is_input_rejection(resp.status_code):
         notes.append(f"empty string -> HTTP {resp.status_code}")
     elif resp.status_code == 200:
-        vec = client.parse_response(resp, ["item empty-string \"\""])
+        vec = client.parse_response(resp, ['item empty-string ""'])
         cos = float(row_cosine(vec[:, : c.dim], reference_raw(""))[0])
         details["empty_string_cosine"] = round(cos, 6)
         if cos >= s.min_cosine:
             notes.append(f"empty string -> HTTP 200 with the reference's vector for '' (cos {cos:.4f})")
         else:
-            failures.append(f"empty string -> HTTP 200 with a vector unlike the reference's for '' "
-                            f"(cos {cos:.4f} < {s.min_cosine})")
+            failures.append(
+                f"empty string -> HTTP 200 with a vector unlike the reference's for '' (cos {cos:.4f} < {s.min_cosine})"
+            )
     else:
-        failures.append(f"empty string -> HTTP {resp.status_code}{_why(resp)}, expected a 4xx refusing it or the "
-                        "reference's vector")
+        failures.append(
+            f"empty string -> HTTP {resp.status_code}{_why(resp)}, expected a 4xx refusing it or the reference's vector"
+        )
     alive("empty string")
 
     # empty list: must be refused
@@ -69,14 +71,22 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
     doc_id, text = texts.over_limit_document(c.max_length)
     sent = c.render("document", text)
     resp = client.request("POST", url, json=client.payload([sent]), what="the over-long input probe")
-    details["over_long"] = {"status": resp.status_code, "words": len(text.split()), "max_length": c.max_length,
-                            "truncation": c.truncation}
+    details["over_long"] = {
+        "status": resp.status_code,
+        "words": len(text.split()),
+        "max_length": c.max_length,
+        "truncation": c.truncation,
+    }
     if is_input_rejection(resp.status_code):
-        notes.append(f"over-long input (~{len(text.split())} words, max_length {c.max_length}) -> "
-                     f"HTTP {resp.status_code} (refused: chunk long documents before indexing)")
+        notes.append(
+            f"over-long input (~{len(text.split())} words, max_length {c.max_length}) -> "
+            f"HTTP {resp.status_code} (refused: chunk long documents before indexing)"
+        )
     elif resp.status_code == 200 and c.truncation == "reject":
-        failures.append("over-long input -> HTTP 200: the server truncates silently, but the contract's "
-                        "truncation policy is 'reject'")
+        failures.append(
+            "over-long input -> HTTP 200: the server truncates silently, but the contract's "
+            "truncation policy is 'reject'"
+        )
     elif resp.status_code == 200:
         vec = client.parse_response(resp, [f"item {doc_id} (over-long)"])
         cos = float(row_cosine(vec[:, : c.dim], ctx.reference().embed_documents([text]))[0])
@@ -84,18 +94,20 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
         if cos >= s.min_cosine:
             notes.append(f"over-long input -> truncated like the contract ({c.max_length} tokens, cos {cos:.4f})")
         else:
-            failures.append(f"over-long input -> HTTP 200 with a vector unlike the reference truncated at "
-                            f"{c.max_length} tokens (cos {cos:.4f} < {s.min_cosine}): the server truncates at "
-                            "another length")
+            failures.append(
+                f"over-long input -> HTTP 200 with a vector unlike the reference truncated at "
+                f"{c.max_length} tokens (cos {cos:.4f} < {s.min_cosine}): the server truncates at "
+                "another length"
+            )
     else:
-        failures.append(f"over-long input -> HTTP {resp.status_code}{_why(resp)}, expected a 4xx refusing it or "
-                        "truncation")
+        failures.append(
+            f"over-long input -> HTTP {resp.status_code}{_why(resp)}, expected a 4xx refusing it or truncation"
+        )
     alive("over-long input")
 
     if failures:
         return Verdict("bad_input", False, "bad input: " + "; ".join(failures), details)
-    return Verdict("bad_input", True, "bad input: " + "; ".join(notes) + "; the server answered after each",
-                   details)
+    return Verdict("bad_input", True, "bad input: " + "; ".join(notes) + "; the server answered after each", details)
 
 
 def _why(resp: EndpointResponse) -> str:
@@ -112,9 +124,13 @@ def _why(resp: EndpointResponse) -> str:
 
 
 BAD_INPUT = CanaryCheck(
-    name="bad_input", label="bad input", run=check_bad_input, thresholds=("min_cosine",),
+    name="bad_input",
+    label="bad input",
+    run=check_bad_input,
+    thresholds=("min_cosine",),
     explanation="an empty string gets a 4xx or the reference's vector for it; an empty list gets a 4xx; an "
-                "over-long text gets a 4xx or is truncated at the contract's max length (refused when the contract "
-                "says truncation 'reject'); the server still answers after each",
+    "over-long text gets a 4xx or is truncated at the contract's max length (refused when the contract "
+    "says truncation 'reject'); the server still answers after each",
     example="bad input: empty list -> HTTP 200, expected a 4xx; over-long input -> HTTP 200 with a vector unlike "
-            "the reference truncated at 512 tokens (cos 0.9012 < 0.99): the server truncates at another length")
+    "the reference truncated at 512 tokens (cos 0.9012 < 0.99): the server truncates at another length",
+)

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from ..context import CanaryContext
     from ..settings import CanarySettings
 
+
 def redacted(value: Any) -> Any:
     """``value`` (a string, or JSON-ready dicts and lists of them) with every API key removed, in any form."""
     from ...encode.secret import redact
@@ -45,8 +46,13 @@ class Verdict:
         return {True: "PASS", False: "FAIL", None: "SKIP"}[self.passed]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"check": self.check, "status": self.status, "passed": self.passed, "message": self.message,
-                "details": self.details}
+        return {
+            "check": self.check,
+            "status": self.status,
+            "passed": self.passed,
+            "message": self.message,
+            "details": self.details,
+        }
 
 
 @dataclass(frozen=True)

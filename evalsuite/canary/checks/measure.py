@@ -30,12 +30,14 @@ def snippet(text: str, width: int = 50) -> str:
 
 def cosine_summary(cos: np.ndarray, ids: Sequence[str]) -> dict[str, Any]:
     worst = int(cos.argmin())
-    return {"min": round(float(cos.min()), 6), "median": round(float(statistics.median(cos.tolist())), 6),
-            "worst": ids[worst], "per_text": {i: round(float(c), 6) for i, c in zip(ids, cos)}}
+    return {
+        "min": round(float(cos.min()), 6),
+        "median": round(float(statistics.median(cos.tolist())), 6),
+        "worst": ids[worst],
+        "per_text": {i: round(float(c), 6) for i, c in zip(ids, cos, strict=False)},
+    }
 
 
 def is_input_rejection(status: int) -> bool:
     """A 4xx that refuses the input (not auth, a missing route, a timeout or rate limiting)."""
     return 400 <= status < 500 and status not in (401, 403, 404, 405, 408, 429)
-
-

@@ -77,9 +77,13 @@ def run_check(name: str, ctx: CanaryContext) -> Verdict:
     if not check.applies(ctx.settings):
         return check.skipped()
     if ctx.deadline_passed():
-        return Verdict(name, False, f"{check.label}: not run: {ctx.deadline.describe()} ran out before this check "
-                                    "started; raise --canary-deadline if the server is just slow",
-                       {"error": "EndpointDeadlineExceeded"})
+        return Verdict(
+            name,
+            False,
+            f"{check.label}: not run: {ctx.deadline.describe()} ran out before this check "
+            "started; raise --canary-deadline if the server is just slow",
+            {"error": "EndpointDeadlineExceeded"},
+        )
     try:
         return check.run(ctx)
     except EndpointError as exc:
@@ -87,6 +91,10 @@ def run_check(name: str, ctx: CanaryContext) -> Verdict:
     except EvalsuiteError:  # usage and input errors (SpecError, ContractError, ModelError, ...): exit 2
         raise
     except Exception as exc:  # the canary must end with a verdict for every check
-        return Verdict(name, False, f"{check.label}: internal error in the check ({type(exc).__name__}: "
-                                    f"{cut(str(exc), 300)}); please report it with canary.json",
-                       {"error": type(exc).__name__, "internal": True})
+        return Verdict(
+            name,
+            False,
+            f"{check.label}: internal error in the check ({type(exc).__name__}: "
+            f"{cut(str(exc), 300)}); please report it with canary.json",
+            {"error": type(exc).__name__, "internal": True},
+        )

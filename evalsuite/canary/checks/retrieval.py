@@ -29,8 +29,9 @@ def _top(ranking: Mapping[str, Mapping[str, float]], qid: str, k: int) -> tuple[
     return Ranking.from_scores({qid: ranking.get(qid, {})}).top(qid, k)
 
 
-def rank_overlap(reference: Mapping[str, Mapping[str, float]], endpoint: Mapping[str, Mapping[str, float]],
-                 k: int = TOP_K_OVERLAP) -> dict[str, float]:
+def rank_overlap(
+    reference: Mapping[str, Mapping[str, float]], endpoint: Mapping[str, Mapping[str, float]], k: int = TOP_K_OVERLAP
+) -> dict[str, float]:
     """Per reference query: the share of its top-k documents that the endpoint's top-k also holds."""
     out = {}
     for qid in reference:
@@ -43,11 +44,15 @@ def check_retrieval_agreement(ctx: CanaryContext) -> Verdict:
     s, c = ctx.settings, ctx.contract
     ref = ctx.reference_result()
     if ref.contract.diff(c):
-        raise ContractError("the reference result was computed under another contract than the canary's: "
-                            + ref.contract.describe_diff(c, labels=("reference", "canary")))
+        raise ContractError(
+            "the reference result was computed under another contract than the canary's: "
+            + ref.contract.describe_diff(c, labels=("reference", "canary"))
+        )
     if ref.dataset.identity.sha256 != ctx.prepared.dataset.identity.sha256:
-        raise ContractError("the reference result was computed on another dataset (sha256 "
-                            f"{ref.dataset.identity.sha256[:12]} vs {ctx.prepared.dataset.identity.sha256[:12]})")
+        raise ContractError(
+            "the reference result was computed on another dataset (sha256 "
+            f"{ref.dataset.identity.sha256[:12]} vs {ctx.prepared.dataset.identity.sha256[:12]})"
+        )
     ep = ctx.endpoint_result()
     metrics = [m for m in ref.metrics if m in ep.metrics]
     primary = "ndcg@10" if "ndcg@10" in metrics else metrics[0]
@@ -57,12 +62,25 @@ def check_retrieval_agreement(ctx: CanaryContext) -> Verdict:
     lowest = sorted(shared, key=lambda q: (shared[q], q))[:5]
     cis = _intervals(ep.per_query, ref.per_query, metrics)
     details = {
-        "primary": primary, "tolerance": s.max_ndcg_delta, "min_overlap": s.min_overlap,
-        "metrics": {m: {"reference": round(ref.metrics[m], 6), "endpoint": round(ep.metrics[m], 6),
-                        "delta": round(deltas[m], 6), **cis.get(m, {})} for m in metrics},
-        "top10_overlap": {"mean": round(mean_overlap, 4), "lowest": {q: shared[q] for q in lowest},
-                          "threshold": s.min_overlap},
-        "queries": len(shared), "documents": ctx.prepared.dataset.identity.n_documents,
+        "primary": primary,
+        "tolerance": s.max_ndcg_delta,
+        "min_overlap": s.min_overlap,
+        "metrics": {
+            m: {
+                "reference": round(ref.metrics[m], 6),
+                "endpoint": round(ep.metrics[m], 6),
+                "delta": round(deltas[m], 6),
+                **cis.get(m, {}),
+            }
+            for m in metrics
+        },
+        "top10_overlap": {
+            "mean": round(mean_overlap, 4),
+            "lowest": {q: shared[q] for q in lowest},
+            "threshold": s.min_overlap,
+        },
+        "queries": len(shared),
+        "documents": ctx.prepared.dataset.identity.n_documents,
         "endpoint_timing": ep.timing,
     }
     others = ", ".join(f"{m} {deltas[m]:+.4f}" for m in metrics if m != primary)
@@ -72,29 +90,44 @@ def check_retrieval_agreement(ctx: CanaryContext) -> Verdict:
     head = f"{primary} endpoint {ep.metrics[primary]:.4f} vs reference {ref.metrics[primary]:.4f}"
     worst = ", ".join(f"{q} ({shared[q]:.1f})" for q in lowest[:3])
     if abs(deltas[primary]) > s.max_ndcg_delta:
-        return Verdict("retrieval_agreement", False,
-                       f"retrieval agreement: |delta {primary}| {abs(deltas[primary]):.4f} > {s.max_ndcg_delta} "
-                       f"({head}{ci_text}){tail}; lowest overlap: {worst}", details)
+        return Verdict(
+            "retrieval_agreement",
+            False,
+            f"retrieval agreement: |delta {primary}| {abs(deltas[primary]):.4f} > {s.max_ndcg_delta} "
+            f"({head}{ci_text}){tail}; lowest overlap: {worst}",
+            details,
+        )
     if mean_overlap < s.min_overlap:
-        return Verdict("retrieval_agreement", False,
-                       f"retrieval agreement: mean top-{TOP_K_OVERLAP} overlap {mean_overlap:.3f} < {s.min_overlap} "
-                       f"although |delta {primary}| {abs(deltas[primary]):.4f} is within {s.max_ndcg_delta} ({head}"
-                       f"{ci_text}); the rankings differ; lowest overlap: {worst}", details)
-    return Verdict("retrieval_agreement", True,
-                   f"retrieval agreement: {head}, delta {deltas[primary]:+.4f}{ci_text} within {s.max_ndcg_delta}"
-                   f"{tail} >= {s.min_overlap}", details)
+        return Verdict(
+            "retrieval_agreement",
+            False,
+            f"retrieval agreement: mean top-{TOP_K_OVERLAP} overlap {mean_overlap:.3f} < {s.min_overlap} "
+            f"although |delta {primary}| {abs(deltas[primary]):.4f} is within {s.max_ndcg_delta} ({head}"
+            f"{ci_text}); the rankings differ; lowest overlap: {worst}",
+            details,
+        )
+    return Verdict(
+        "retrieval_agreement",
+        True,
+        f"retrieval agreement: {head}, delta {deltas[primary]:+.4f}{ci_text} within {s.max_ndcg_delta}"
+        f"{tail} >= {s.min_overlap}",
+        details,
+    )
 
 
-def _intervals(endpoint: Mapping[str, Mapping[str, float]], reference: Mapping[str, Mapping[str, float]],
-               metrics: list[str]) -> dict[str, dict[str, float]]:
+def _intervals(
+    endpoint: Mapping[str, Mapping[str, float]], reference: Mapping[str, Mapping[str, float]], metrics: list[str]
+) -> dict[str, dict[str, float]]:
     """Per metric, the paired bootstrap CI of endpoint - reference over queries (context, not the verdict)."""
     from ...stats import compare, paired_scores
 
     if not metrics:
         return {}
     _, a, b = paired_scores(endpoint, reference, metrics)
-    return {m: {"ci_low": round(c.ci.low, 6), "ci_high": round(c.ci.high, 6), "sign_flip_p": round(c.p_value, 6)}
-            for m, c in zip(metrics, compare(a, b), strict=True)}
+    return {
+        m: {"ci_low": round(c.ci.low, 6), "ci_high": round(c.ci.high, 6), "sign_flip_p": round(c.p_value, 6)}
+        for m, c in zip(metrics, compare(a, b), strict=True)
+    }
 
 
 def retrieval_section(verdict: Verdict) -> list[str]:
@@ -103,20 +136,37 @@ def retrieval_section(verdict: Verdict) -> list[str]:
 
     if "metrics" not in verdict.details:
         return []
-    rows = [(m, d["reference"], d["endpoint"], f"{d['delta']:+.4f}",
-             f"{d['ci_low']:+.4f} .. {d['ci_high']:+.4f}" if "ci_low" in d else "-")
-            for m, d in verdict.details["metrics"].items()]
+    rows = [
+        (
+            m,
+            d["reference"],
+            d["endpoint"],
+            f"{d['delta']:+.4f}",
+            f"{d['ci_low']:+.4f} .. {d['ci_high']:+.4f}" if "ci_low" in d else "-",
+        )
+        for m, d in verdict.details["metrics"].items()
+    ]
     ov = verdict.details["top10_overlap"]
-    return ["## Retrieval agreement", "", table(["metric", "reference", "endpoint", "delta", "95% CI"], rows),
-            f"Mean top-{TOP_K_OVERLAP} overlap: {ov['mean']:.3f} (threshold {ov.get('threshold', '-')}); a parity "
-            "check: |delta| within the tolerance and the rankings' overlap above the threshold", ""]
+    return [
+        "## Retrieval agreement",
+        "",
+        table(["metric", "reference", "endpoint", "delta", "95% CI"], rows),
+        f"Mean top-{TOP_K_OVERLAP} overlap: {ov['mean']:.3f} (threshold {ov.get('threshold', '-')}); a parity "
+        "check: |delta| within the tolerance and the rankings' overlap above the threshold",
+        "",
+    ]
 
 
 RETRIEVAL_AGREEMENT = CanaryCheck(
-    name="retrieval_agreement", label="retrieval agreement", run=check_retrieval_agreement,
-    thresholds=("max_ndcg_delta", "min_overlap"), per_dataset=True, report=retrieval_section,
+    name="retrieval_agreement",
+    label="retrieval agreement",
+    run=check_retrieval_agreement,
+    thresholds=("max_ndcg_delta", "min_overlap"),
+    per_dataset=True,
+    report=retrieval_section,
     explanation="the whole dataset encoded by the endpoint, searched and scored like the local reference: "
-                "|delta ndcg@10| at most the threshold and a mean per-query top-10 overlap of at least "
-                "min_overlap; reports every metric's delta with its 95% CI",
+    "|delta ndcg@10| at most the threshold and a mean per-query top-10 overlap of at least "
+    "min_overlap; reports every metric's delta with its 95% CI",
     example="retrieval agreement: |delta ndcg@10| 0.0312 > 0.005 (ndcg@10 endpoint 0.6120 vs reference 0.6432); "
-            "others: recall@10 -0.0250; mean top-10 overlap 0.871; lowest overlap: q17 (0.3), q4 (0.5), q9 (0.6)")
+    "others: recall@10 -0.0250; mean top-10 overlap 0.871; lowest overlap: q17 (0.3), q4 (0.5), q9 (0.6)",
+)

@@ -30,8 +30,13 @@ class RerankVerdict:
         return {True: "PASS", False: "FAIL", None: "SKIP"}[self.passed]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"check": self.check, "status": self.status, "passed": self.passed, "message": self.message,
-                "details": self.details}
+        return {
+            "check": self.check,
+            "status": self.status,
+            "passed": self.passed,
+            "message": self.message,
+            "details": self.details,
+        }
 
 
 @dataclass(frozen=True)
@@ -46,8 +51,12 @@ def _served_or_fail(ctx: RerankCanaryContext, name: str, label: str) -> dict[str
     served = ctx.served_scores()
     if ctx.served_errors:
         q, err = next(iter(ctx.served_errors.items()))
-        return RerankVerdict(name, False, f"{label}: no sound answer for {len(ctx.served_errors)} query(ies); "
-                             f"query {q}: {err}", {"errors": dict(ctx.served_errors)})
+        return RerankVerdict(
+            name,
+            False,
+            f"{label}: no sound answer for {len(ctx.served_errors)} query(ies); query {q}: {err}",
+            {"errors": dict(ctx.served_errors)},
+        )
     if not served:
         return RerankVerdict(name, None, f"{label}: no query has candidates to score")
     return served
@@ -62,8 +71,12 @@ def index_mapping(ctx: RerankCanaryContext) -> RerankVerdict:
         return served
     details: dict[str, Any] = {"queries": len(served), "pairs": int(sum(len(v) for v in served.values()))}
     if ctx.client.api.name != "rerank":
-        return RerankVerdict("index_mapping", True, f"{label}: {details['pairs']} pairs over {len(served)} queries, "
-                             "every index once, in the promised order", details)
+        return RerankVerdict(
+            "index_mapping",
+            True,
+            f"{label}: {details['pairs']} pairs over {len(served)} queries, every index once, in the promised order",
+            details,
+        )
     q = max(served, key=lambda k: len(served[k]))
     full = served[q]
     k = min(ctx.settings.top_n, len(full))
@@ -75,10 +88,19 @@ def index_mapping(ctx: RerankCanaryContext) -> RerankVerdict:
     expected = [int(i) for i in sorted(range(len(full)), key=lambda i: (-full[i], i))[:k]]
     details["top_n"] = {"query": q, "k": k, "returned": order, "expected": expected}
     if set(order) != set(expected) and not np.allclose(sorted(full[order]), sorted(full[expected]), atol=1e-6):
-        return RerankVerdict("index_mapping", False, f"{label}: top_n={k} for query {q} returned indices {order}, but "
-                             f"the full answer's best {k} are {expected}", details)
-    return RerankVerdict("index_mapping", True, f"{label}: {details['pairs']} pairs over {len(served)} queries, every "
-                         f"index once, sorted by score; top_n={k} returns the best {k}", details)
+        return RerankVerdict(
+            "index_mapping",
+            False,
+            f"{label}: top_n={k} for query {q} returned indices {order}, but the full answer's best {k} are {expected}",
+            details,
+        )
+    return RerankVerdict(
+        "index_mapping",
+        True,
+        f"{label}: {details['pairs']} pairs over {len(served)} queries, every "
+        f"index once, sorted by score; top_n={k} returns the best {k}",
+        details,
+    )
 
 
 def score_agreement(ctx: RerankCanaryContext) -> RerankVerdict:
@@ -92,16 +114,27 @@ def score_agreement(ctx: RerankCanaryContext) -> RerankVerdict:
         diff = np.abs(s - ref[q])
         if diff.size and float(diff.max()) > worst:
             i = int(diff.argmax())
-            worst, where = float(diff.max()), f"query {q} document {ctx.candidates[q][i]}: served {s[i]:.6g}, " \
-                                                f"reference {ref[q][i]:.6g}"
+            worst, where = (
+                float(diff.max()),
+                f"query {q} document {ctx.candidates[q][i]}: served {s[i]:.6g}, reference {ref[q][i]:.6g}",
+            )
     tol = ctx.settings.score_tol
     details = {"max_abs_diff": worst, "tolerance": tol, "activation": ctx.compare_activation, "worst": where}
     if worst > tol:
-        return RerankVerdict("score_agreement", False, f"{label}: max |served - reference| {worst:.4g} > {tol:g} after "
-                             f"activation {ctx.compare_activation!r} ({where}); check the served activation, pair "
-                             "template, max length and revision", details)
-    return RerankVerdict("score_agreement", True, f"{label}: max |served - reference| {worst:.3g} <= {tol:g} "
-                         f"(activation {ctx.compare_activation!r})", details)
+        return RerankVerdict(
+            "score_agreement",
+            False,
+            f"{label}: max |served - reference| {worst:.4g} > {tol:g} after "
+            f"activation {ctx.compare_activation!r} ({where}); check the served activation, pair "
+            "template, max length and revision",
+            details,
+        )
+    return RerankVerdict(
+        "score_agreement",
+        True,
+        f"{label}: max |served - reference| {worst:.3g} <= {tol:g} (activation {ctx.compare_activation!r})",
+        details,
+    )
 
 
 def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
@@ -138,11 +171,19 @@ def ranking_agreement(ctx: RerankCanaryContext) -> RerankVerdict:
         overlaps[q] = len(top_s & top_r) / kk if kk else 1.0
     wq = min(taus, key=lambda q: taus[q])
     oq = min(overlaps, key=lambda q: overlaps[q])
-    details = {"tau_min": taus[wq], "tau_mean": float(np.mean(list(taus.values()))), "overlap_min": overlaps[oq],
-               "worst_tau_query": wq, "worst_overlap_query": oq, "k": k}
+    details = {
+        "tau_min": taus[wq],
+        "tau_mean": float(np.mean(list(taus.values()))),
+        "overlap_min": overlaps[oq],
+        "worst_tau_query": wq,
+        "worst_overlap_query": oq,
+        "k": k,
+    }
     ok = taus[wq] >= ctx.settings.tau_min and overlaps[oq] >= ctx.settings.overlap_min
-    msg = (f"{label}: worst Kendall tau {taus[wq]:.3f} (query {wq}, need >= {ctx.settings.tau_min:g}), worst top-{k} "
-           f"overlap {overlaps[oq]:.2f} (query {oq}, need >= {ctx.settings.overlap_min:g})")
+    msg = (
+        f"{label}: worst Kendall tau {taus[wq]:.3f} (query {wq}, need >= {ctx.settings.tau_min:g}), worst top-{k} "
+        f"overlap {overlaps[oq]:.2f} (query {oq}, need >= {ctx.settings.overlap_min:g})"
+    )
     return RerankVerdict("ranking_agreement", ok, msg, details)
 
 
@@ -158,19 +199,31 @@ def reranked_metrics(ctx: RerankCanaryContext) -> RerankVerdict:
     ref = ctx.reference_scores()
     qids = list(served)
     first = {q: ctx.first.ranking[q] for q in qids}
-    by = {side: {q: dict(zip(ctx.candidates[q], scores[q].tolist(), strict=True)) for q in qids}
-          for side, scores in (("served", served), ("reference", ref))}
+    by = {
+        side: {q: dict(zip(ctx.candidates[q], scores[q].tolist(), strict=True)) for q in qids}
+        for side, scores in (("served", served), ("reference", ref))
+    }
     qrels = {q: ctx.first.dataset.qrels[q] for q in qids}
     metrics = list(ctx.first.metrics)
     agg = {side: evaluate(qrels, rerank(first, by[side], ctx.settings.depth, qids), metrics)[0] for side in by}
     deltas = {m: agg["served"][m] - agg["reference"][m] for m in metrics}
     worst = max(metrics, key=lambda m: abs(deltas[m]))
-    details = {"metrics": {m: {"served": agg["served"][m], "reference": agg["reference"][m], "delta": deltas[m]}
-                           for m in metrics}, "queries": len(qids), "tolerance": ctx.settings.metric_tol}
+    details = {
+        "metrics": {
+            m: {"served": agg["served"][m], "reference": agg["reference"][m], "delta": deltas[m]} for m in metrics
+        },
+        "queries": len(qids),
+        "tolerance": ctx.settings.metric_tol,
+    }
     ok = abs(deltas[worst]) <= ctx.settings.metric_tol
-    return RerankVerdict("reranked_metrics", ok, f"{label}: largest |served - reference| is {worst} "
-                         f"{deltas[worst]:+.4f} ({'<=' if ok else '>'} {ctx.settings.metric_tol:g}) over "
-                         f"{len(qids)} queries", details)
+    return RerankVerdict(
+        "reranked_metrics",
+        ok,
+        f"{label}: largest |served - reference| is {worst} "
+        f"{deltas[worst]:+.4f} ({'<=' if ok else '>'} {ctx.settings.metric_tol:g}) over "
+        f"{len(qids)} queries",
+        details,
+    )
 
 
 def bad_input(ctx: RerankCanaryContext) -> RerankVerdict:
@@ -211,8 +264,10 @@ def bad_input(ctx: RerankCanaryContext) -> RerankVerdict:
             if abs(float(got[0]) - ref) <= ctx.settings.score_tol:
                 notes.append(f"over-long pair -> truncated like the reference ({ctx.contract.max_length} tokens)")
             else:
-                failures.append(f"over-long pair -> score {got[0]:.6g}, the reference truncated to "
-                                f"{ctx.contract.max_length} tokens gives {ref:.6g}")
+                failures.append(
+                    f"over-long pair -> score {got[0]:.6g}, the reference truncated to "
+                    f"{ctx.contract.max_length} tokens gives {ref:.6g}"
+                )
         else:
             failures.append(f"over-long pair -> HTTP {resp.status_code} (a server error; expected truncation or a 4xx)")
     except EvalsuiteError as exc:
@@ -224,12 +279,21 @@ def bad_input(ctx: RerankCanaryContext) -> RerankVerdict:
 
 
 CHECKS: tuple[RerankCheck, ...] = (
-    RerankCheck("index_mapping", "index mapping", "every result's index once, in range; the count; the order the API "
-                "promises; top_n returns the best top_n", index_mapping),
-    RerankCheck("score_agreement", "score agreement", "per-pair |served - reference| after the declared activation",
-                score_agreement),
+    RerankCheck(
+        "index_mapping",
+        "index mapping",
+        "every result's index once, in range; the count; the order the API promises; top_n returns the best top_n",
+        index_mapping,
+    ),
+    RerankCheck(
+        "score_agreement",
+        "score agreement",
+        "per-pair |served - reference| after the declared activation",
+        score_agreement,
+    ),
     RerankCheck("ranking_agreement", "ranking agreement", "per-query Kendall tau and top-k overlap", ranking_agreement),
     RerankCheck("bad_input", "bad input", "empty documents list, over-long pair", bad_input),
-    RerankCheck("reranked_metrics", "reranked metrics", "first stage reranked by served vs reference scores",
-                reranked_metrics),
+    RerankCheck(
+        "reranked_metrics", "reranked metrics", "first stage reranked by served vs reference scores", reranked_metrics
+    ),
 )

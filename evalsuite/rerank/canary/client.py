@@ -22,8 +22,9 @@ DEFAULT_RESPONSE_CAP = 16 << 20  # a rerank answer is small: scores, indices, pe
 class RerankClient:
     """``score(query, documents)``: one request, scores in request order after the server's own activation."""
 
-    def __init__(self, config: EndpointConfig, api: str = "rerank", *, raw_scores: bool = False,
-                 deadline: Deadline | None = None) -> None:
+    def __init__(
+        self, config: EndpointConfig, api: str = "rerank", *, raw_scores: bool = False, deadline: Deadline | None = None
+    ) -> None:
         if config.max_response_bytes is None:
             config = dataclasses.replace(config, max_response_bytes=DEFAULT_RESPONSE_CAP)
         self.config = config
@@ -44,8 +45,9 @@ class RerankClient:
         body = self.api.body(query, documents, model=self.config.model, top_n=top_n, raw_scores=self.raw_scores)
         return self.http.request("POST", self.url, json=body, what=what)
 
-    def score(self, query: str, documents: list[str], *, top_n: int | None = None,
-              what: str = "") -> tuple[np.ndarray, list[int]]:
+    def score(
+        self, query: str, documents: list[str], *, top_n: int | None = None, what: str = ""
+    ) -> tuple[np.ndarray, list[int]]:
         """Scores in request order (NaN where ``top_n`` left a document out) and the indices as returned."""
         resp = self.post(query, documents, top_n=top_n, what=what)
         if resp.status_code != 200:

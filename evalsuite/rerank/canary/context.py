@@ -53,13 +53,15 @@ class RerankCanaryContext:
         if self._reference is None:
             keys = [(q, d) for q, docs in self.candidates.items() for d in docs]
             ds = self.first.dataset
-            logits = self.reference.logits([(ds.queries[q], ds.corpus[d]) for q, d in keys], [f"{q}/{d}" for q, d in keys])
+            logits = self.reference.logits(
+                [(ds.queries[q], ds.corpus[d]) for q, d in keys], [f"{q}/{d}" for q, d in keys]
+            )
             from ..contract import activate
 
             flat = activate(logits, self.compare_activation)
             out, at = {}, 0
             for q, docs in self.candidates.items():
-                out[q] = flat[at:at + len(docs)]
+                out[q] = flat[at : at + len(docs)]
                 at += len(docs)
             self._reference = out
         return self._reference

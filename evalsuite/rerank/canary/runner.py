@@ -35,12 +35,17 @@ class RerankCanaryOutcome:
         return [v.check for v in self.verdicts if v.passed is False]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"passed": self.passed, "settings": self.settings.to_dict(), "reranker_contract": self.contract,
-                "verdicts": [v.to_dict() for v in self.verdicts]}
+        return {
+            "passed": self.passed,
+            "settings": self.settings.to_dict(),
+            "reranker_contract": self.contract,
+            "verdicts": [v.to_dict() for v in self.verdicts],
+        }
 
 
-def make_context(settings: RerankCanarySettings, spec: RunSpec, rspec: RerankSpec,
-                 first: Result | None = None) -> RerankCanaryContext:
+def make_context(
+    settings: RerankCanarySettings, spec: RunSpec, rspec: RerankSpec, first: Result | None = None
+) -> RerankCanaryContext:
     from ...encode.endpoint import Deadline
     from ..run import make_reranker, resolve_reranker, run_first_stage
     from .client import RerankClient
@@ -50,13 +55,18 @@ def make_context(settings: RerankCanarySettings, spec: RunSpec, rspec: RerankSpe
     config = settings.endpoint_config()  # a missing key variable is a usage error, before any work
     if first is None:
         _, first = run_first_stage(spec, [settings.depth])
-    client = RerankClient(config, settings.api, raw_scores=settings.raw_scores,
-                          deadline=Deadline.after(settings.deadline, "the reranker canary's deadline"))
+    client = RerankClient(
+        config,
+        settings.api,
+        raw_scores=settings.raw_scores,
+        deadline=Deadline.after(settings.deadline, "the reranker canary's deadline"),
+    )
     return RerankCanaryContext(settings, client, make_reranker(info, contract, spec, rspec), contract, first)
 
 
-def run_checks(ctx: RerankCanaryContext,
-               on_verdict: Callable[[RerankVerdict], None] | None = None) -> RerankCanaryOutcome:
+def run_checks(
+    ctx: RerankCanaryContext, on_verdict: Callable[[RerankVerdict], None] | None = None
+) -> RerankCanaryOutcome:
     verdicts = []
     try:
         for check in CHECKS:
@@ -73,16 +83,26 @@ def run_checks(ctx: RerankCanaryContext,
 
 
 def render_markdown(outcome: RerankCanaryOutcome) -> str:
-    lines = [f"# Reranker canary: {'PASS' if outcome.passed else 'FAIL'}", "",
-             f"Endpoint `{outcome.settings.endpoint}` ({outcome.settings.api} API) against the local reference "
-             f"`{outcome.contract['model']}` @ `{outcome.contract['model_revision'][:16]}`.", "",
-             table(["check", "verdict", "message"], [(v.check, v.status, v.message) for v in outcome.verdicts]),
-             "## Reranker contract", "", table(["field", "value"], contract_rows(outcome.contract)),
-             "## The checks", "", table(["check", "what it compares"], [(c.name, c.explanation) for c in CHECKS])]
+    lines = [
+        f"# Reranker canary: {'PASS' if outcome.passed else 'FAIL'}",
+        "",
+        f"Endpoint `{outcome.settings.endpoint}` ({outcome.settings.api} API) against the local reference "
+        f"`{outcome.contract['model']}` @ `{outcome.contract['model_revision'][:16]}`.",
+        "",
+        table(["check", "verdict", "message"], [(v.check, v.status, v.message) for v in outcome.verdicts]),
+        "## Reranker contract",
+        "",
+        table(["field", "value"], contract_rows(outcome.contract)),
+        "## The checks",
+        "",
+        table(["check", "what it compares"], [(c.name, c.explanation) for c in CHECKS]),
+    ]
     return "\n".join(lines)
 
 
 def write_reports(outcome: RerankCanaryOutcome, out: str | Path) -> dict[str, Path]:
     out = Path(out)
-    return {"json": atomic_write_json(out / "rerank_canary.json", outcome.to_dict()),
-            "markdown": atomic_write_text(out / "report.md", render_markdown(outcome))}
+    return {
+        "json": atomic_write_json(out / "rerank_canary.json", outcome.to_dict()),
+        "markdown": atomic_write_text(out / "report.md", render_markdown(outcome)),
+    }

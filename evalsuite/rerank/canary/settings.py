@@ -14,20 +14,20 @@ from .shapes import APIS
 @dataclass(frozen=True)
 class RerankCanarySettings:
     endpoint: str
-    api: str = "rerank"                 # rerank | tei | score (see shapes.APIS)
+    api: str = "rerank"  # rerank | tei | score (see shapes.APIS)
     served_model: str | None = None
     api_key_env: str | None = None
     timeout: float = 30.0
-    deadline: float = 600.0             # the whole canary, seconds
-    depth: int = 20                     # documents per query sent to both sides (the first stage's top N)
+    deadline: float = 600.0  # the whole canary, seconds
+    depth: int = 20  # documents per query sent to both sides (the first stage's top N)
     max_queries: int = 50
-    score_tol: float = 0.01             # |served - reference| after the declared activation
-    tau_min: float = 0.9                # per-query Kendall tau, the worst query
+    score_tol: float = 0.01  # |served - reference| after the declared activation
+    tau_min: float = 0.9  # per-query Kendall tau, the worst query
     overlap_k: int = 5
-    overlap_min: float = 0.8            # per-query top-k overlap, the worst query
-    metric_tol: float = 0.01            # |reranked metric through the endpoint - through the reference|
-    top_n: int = 3                      # the top_n probe (rerank API only)
-    raw_scores: bool = False            # ask for logits (TEI raw_scores, Infinity raw_scores): compare as 'none'
+    overlap_min: float = 0.8  # per-query top-k overlap, the worst query
+    metric_tol: float = 0.01  # |reranked metric through the endpoint - through the reference|
+    top_n: int = 3  # the top_n probe (rerank API only)
+    raw_scores: bool = False  # ask for logits (TEI raw_scores, Infinity raw_scores): compare as 'none'
 
     def __post_init__(self) -> None:
         if self.api not in APIS:
@@ -47,13 +47,20 @@ class RerankCanarySettings:
             return None
         value = os.environ.get(self.api_key_env, "")
         if not value.strip():
-            raise SpecError(f"--api-key-env names ${self.api_key_env}, but that environment variable is not set "
-                            "or empty; export it before running the canary")
+            raise SpecError(
+                f"--api-key-env names ${self.api_key_env}, but that environment variable is not set "
+                "or empty; export it before running the canary"
+            )
         return Secret.validated(value, self.api_key_env)
 
     def endpoint_config(self) -> EndpointConfig:
-        return EndpointConfig(url=self.endpoint.rstrip("/").removesuffix("/rerank").removesuffix("/score"),
-                              model=self.served_model, api_key=self.api_key(), timeout=self.timeout, concurrency=1)
+        return EndpointConfig(
+            url=self.endpoint.rstrip("/").removesuffix("/rerank").removesuffix("/score"),
+            model=self.served_model,
+            api_key=self.api_key(),
+            timeout=self.timeout,
+            concurrency=1,
+        )
 
     def to_dict(self) -> dict[str, object]:
         """For reports: the key's variable name only."""

@@ -37,15 +37,21 @@ class OrderMismatch(ResponseError):
 @dataclass(frozen=True)
 class RerankAPI:
     name: str
-    path: str               # appended to the base URL
-    sorted_by_score: bool   # results come best first (else in request order)
+    path: str  # appended to the base URL
+    sorted_by_score: bool  # results come best first (else in request order)
     engines: str
 
-    def body(self, query: str, documents: list[str], *, model: str | None, top_n: int | None,
-             raw_scores: bool) -> dict[str, Any]:
+    def body(
+        self, query: str, documents: list[str], *, model: str | None, top_n: int | None, raw_scores: bool
+    ) -> dict[str, Any]:
         if self.name == "tei":
-            return {"query": query, "texts": documents, "raw_scores": raw_scores, "return_text": False,
-                    "truncate": True}
+            return {
+                "query": query,
+                "texts": documents,
+                "raw_scores": raw_scores,
+                "return_text": False,
+                "truncate": True,
+            }
         if self.name == "score":
             body: dict[str, Any] = {"text_1": query, "text_2": documents}
         else:
@@ -73,8 +79,7 @@ def _items(payload: Any, where: str) -> list[Any]:
         for key in ("results", "data"):
             if isinstance(payload.get(key), list):
                 return list(payload[key])
-        raise ResponseFormatError(f"{where}: the answer has no 'results' (or 'data') list; keys: "
-                                  f"{sorted(payload)[:8]}")
+        raise ResponseFormatError(f"{where}: the answer has no 'results' (or 'data') list; keys: {sorted(payload)[:8]}")
     raise ResponseFormatError(f"{where}: expected a JSON object with 'results' or a list, got {describe(payload)}")
 
 
@@ -90,15 +95,17 @@ def _score(item: dict[str, Any], where: str) -> float:
     raise ResponseFormatError(f"{where}: no 'relevance_score' or 'score' (keys: {sorted(item)[:8]})", where)
 
 
-def parse_scores(payload: Any, n_documents: int, api: RerankAPI, *, top_n: int | None = None,
-                 where: str = "rerank answer") -> tuple[np.ndarray, list[int]]:
+def parse_scores(
+    payload: Any, n_documents: int, api: RerankAPI, *, top_n: int | None = None, where: str = "rerank answer"
+) -> tuple[np.ndarray, list[int]]:
     """Scores in request order (NaN for documents left out by ``top_n``) and the indices as returned."""
     items = _items(payload, where)
     expected = n_documents if top_n is None else min(top_n, n_documents)
     if len(items) != expected:
         why = f"top_n={top_n}" if top_n is not None else "no top_n was sent, so every document must come back"
-        raise CountMismatch(f"{where}: {len(items)} result(s) for {n_documents} document(s) ({why}); expected "
-                            f"{expected}")
+        raise CountMismatch(
+            f"{where}: {len(items)} result(s) for {n_documents} document(s) ({why}); expected {expected}"
+        )
     scores = np.full(n_documents, np.nan)
     order: list[int] = []
     for pos, item in enumerate(items):
@@ -118,11 +125,16 @@ def parse_scores(payload: Any, n_documents: int, api: RerankAPI, *, top_n: int |
     if api.sorted_by_score:
         bad = next((k for k in range(1, len(returned)) if returned[k] > returned[k - 1]), None)
         if bad is not None:
-            raise OrderMismatch(f"{where}: results are not sorted by score: results[{bad}] (index {order[bad]}, "
-                                f"{returned[bad]:.6g}) is above results[{bad - 1}] ({returned[bad - 1]:.6g}); the "
-                                f"{api.name} API returns the best first", f"results[{bad}]")
+            raise OrderMismatch(
+                f"{where}: results are not sorted by score: results[{bad}] (index {order[bad]}, "
+                f"{returned[bad]:.6g}) is above results[{bad - 1}] ({returned[bad - 1]:.6g}); the "
+                f"{api.name} API returns the best first",
+                f"results[{bad}]",
+            )
     elif order != sorted(order):
         bad = next(k for k in range(len(order)) if order[k] != k)
-        raise OrderMismatch(f"{where}: results[{bad}] has index {order[bad]}; the {api.name} API answers in "
-                            "request order", f"results[{bad}]")
+        raise OrderMismatch(
+            f"{where}: results[{bad}] has index {order[bad]}; the {api.name} API answers in request order",
+            f"results[{bad}]",
+        )
     return scores, order

@@ -1,0 +1,114 @@
+"""A sweep's slices: each cell's per-slice values (sweep.json), the slices each cell moved most with their
+CIs (report.md, terminal), and small multiples of every slice across the cells (report.html).
+
+Membership is the base's (``result.base.slices``): every cell is paired with the base on the same queries,
+even when the cell's own prefix or max length would count a query's tokens differently. Nothing here when
+the sweep was run without a slice index.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .markdown import table
+from .slice_plots import slice_cells_dict, slice_small_multiples
+from .slices import moved_cells
+
+if TYPE_CHECKING:
+    from ..slicing.compare import SliceMove
+    from ..sweep.execute import CellResult, SweepResult
+
+MOVED_PER_CELL = 3
+
+
+def cell_slices(result: SweepResult, c: CellResult) -> list[dict[str, Any]] | None:
+    """One cell's slices for sweep.json (None without a slice index)."""
+    index = result.base.slices
+    return None if index is None else slice_cells_dict(index, c.result.per_query)
+
+
+def base_slices(result: SweepResult) -> list[dict[str, Any]] | None:
+    index = result.base.slices
+    return None if index is None else slice_cells_dict(index, result.base.per_query)
+
+
+def cell_moves(result: SweepResult, c: CellResult) -> list[SliceMove]:
+    """Every slice's paired delta of the cell against the base, with its CI, largest first."""
+    from ..slicing.compare import slice_moves
+
+    index = result.base.slices
+    if index is None or c.cell.same_as_base:
+        return []
+    return [
+        m
+        for m in slice_moves(index, c.result.per_query, result.base.per_query, list(result.metrics))
+        if m.comparison.ci.delta != 0
+    ]
+
+
+def sweep_slice_lines(result: SweepResult) -> list[str]:
+    """For the terminal: per cell, the slice that moved most on the first metric, with its CI."""
+    if result.base.slices is None or not result.metrics:
+        return []
+    first = result.metrics[0]
+    lines = []
+    for c in result.cells:
+        moves = [m for m in cell_moves(result, c) if m.metric == first]
+        if moves:
+            m = moves[0]
+            ci = m.comparison.ci
+            lines.append(
+                f"  {c.cell.name}: {m.slice} ({m.n_queries} queries) {first} {m.reference:.4f} -> "
+                f"{m.candidate:.4f}, delta {ci.delta:+.4f} (95% CI {ci.low:+.4f} .. {ci.high:+.4f})"
+            )
+    return ["slice that moved most per cell:", *lines] if lines else []
+
+
+def _slice_table(result: SweepResult, metric: str) -> tuple[list[str], list[list[str]]]:
+    from .slice_plots import slice_values
+
+    assert result.base.slices is not None
+    runs = [("base", result.base.per_query)] + [(c.cell.name, c.result.per_query) for c in result.cells]
+    values = slice_values(result.base.slices, runs, metric)
+    return (
+        ["slice", "queries", *(name for name, _ in runs)],
+        [[s, str(n), *(f"{v:.4f}" for v in vs)] for s, n, vs in values],
+    )
+
+
+def sweep_slices_markdown(result: SweepResult) -> list[str]:
+    if result.base.slices is None or not result.metrics:
+        return []
+    metric = result.metrics[0]
+    parts = [f"\n## Slices ({metric})\n\n", table(*_slice_table(result, metric))]
+    rows = [[c.cell.name, *moved_cells(m)] for c in result.cells for m in cell_moves(result, c)[:MOVED_PER_CELL]]
+    if rows:
+        parts += [
+            "\n### Slices each cell moved most\n\n",
+            table(["cell", "slice", "metric", "queries", "base", "cell value", "delta", "95% CI", "sign-flip p"], rows),
+            "\nDelta with its paired bootstrap 95% CI over the slice's queries (membership of the base "
+            "contract); not corrected for the number of slices.\n",
+        ]
+    return parts
+
+
+def sweep_slices_html(result: SweepResult) -> list[str]:
+    """The slices section of report.html: small multiples (one panel per slice, one bar per cell) and the table."""
+    if result.base.slices is None or not result.metrics:
+        return []
+    from . import html as h
+
+    metric = result.metrics[0]
+    runs = [("base", result.base.per_query)] + [(c.cell.name, c.result.per_query) for c in result.cells]
+    parts = [h.heading(f"Slices ({metric})")]
+    fig = slice_small_multiples(result.base.slices, runs, metric)
+    if fig is not None:
+        parts.append(
+            h.figure_html(
+                h.png_data_uri(fig),
+                f"{metric} per slice: one panel per slice, one bar per "
+                "cell (red: base, dashed: the base's value); membership of the base contract",
+            )
+        )
+    parts.append(h.table(*_slice_table(result, metric)))
+    return parts

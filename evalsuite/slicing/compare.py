@@ -1,0 +1,63 @@
+"""Per-slice paired comparisons of two sides (A/B, baseline, sweep cell): which slices moved most."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .index import SliceIndex
+from .selectors import Selector
+
+if TYPE_CHECKING:
+    from ..stats import Comparison
+
+MIN_COMPARED = 2  # a slice with fewer shared queries has no interval and is left out
+
+
+@dataclass(frozen=True)
+class SliceMove:
+    """One slice's delta ``candidate - reference`` of one metric, with its paired bootstrap CI."""
+
+    slice: str
+    metric: str
+    n_queries: int
+    candidate: float
+    reference: float
+    comparison: Comparison
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "slice": self.slice,
+            "metric": self.metric,
+            "n_queries": self.n_queries,
+            "candidate": round(self.candidate, 6),
+            "reference": round(self.reference, 6),
+            **self.comparison.to_dict(),
+        }
+
+
+def slice_moves(
+    index: SliceIndex,
+    candidate: Mapping[str, Mapping[str, float]],
+    reference: Mapping[str, Mapping[str, float]],
+    metrics: Sequence[str],
+    selectors: Sequence[Selector] | None = None,
+) -> list[SliceMove]:
+    """Every reported slice's paired comparison per metric, largest absolute delta first."""
+    import numpy as np
+
+    from ..stats import compare
+
+    out = []
+    for s in index.reported() if selectors is None else selectors:
+        qids = index.members(s)
+        for m in metrics:
+            c, r = candidate.get(m, {}), reference.get(m, {})
+            shared = [q for q in qids if q in c and q in r]
+            if len(shared) < MIN_COMPARED:
+                continue
+            a = np.array([c[q] for q in shared])
+            b = np.array([r[q] for q in shared])
+            out.append(SliceMove(s.text, m, len(shared), float(a.mean()), float(b.mean()), compare(a, b)[0]))
+    return sorted(out, key=lambda x: (-abs(x.comparison.ci.delta), x.slice, x.metric))
