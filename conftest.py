@@ -131,7 +131,9 @@ def write_tiny_bert(
         + list("abcdefghijklmnopqrstuvwxyz0123456789.,?!-'")
     )
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    tok = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True, model_max_length=128)
+    # transformers 5 builds a fast tokenizer's vocabulary from ``vocab`` (a vocab_file alone leaves only the
+    # special tokens, and every word becomes [UNK]).
+    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True, model_max_length=128)
     tok.save_pretrained(str(path))
     torch.manual_seed(seed)
     config = BertConfig(

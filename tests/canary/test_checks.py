@@ -227,13 +227,14 @@ def test_silent_truncation_fails_when_the_contract_rejects_long_input(
 
 # -- each check's named failure ----------------------------------------------------------------------
 def _length_coded_prepared(tmp_path, make_beir, tiny_model_dir, **spec):
-    """40 documents of 1..40 words, queries of 1..5 words: the tiny model's vectors depend on the token
-    count only, so a query's nearest documents are the ones of about its length."""
+    """40 documents of 1..40 words, queries of 1..5 words, every text one in-vocabulary word (one token)
+    repeated: the tiny model's vectors depend on the token count only, so a query's nearest documents are the
+    ones of about its length."""
     from evalsuite.pipeline import prepare
     from evalsuite.spec import RunSpec
 
-    docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["word"] * n)} for n in range(1, 41)]
-    queries = [{"_id": f"q{n}", "text": " ".join(["query"] * n)} for n in range(1, 6)]
+    docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["index"] * n)} for n in range(1, 41)]
+    queries = [{"_id": f"q{n}", "text": " ".join(["index"] * n)} for n in range(1, 6)]
     root = make_beir(tmp_path / "coded", docs, queries, [(f"q{n}", f"d{n:02d}", 1) for n in range(1, 6)])
     return prepare(RunSpec(model=str(tiny_model_dir), dataset=str(root), device="cpu", use_cache=False, **spec))
 

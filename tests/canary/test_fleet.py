@@ -257,7 +257,12 @@ def test_dim_is_cut_here_unless_the_server_is_asked_for_it(fault_server, tiny_mo
     blockwise = run(
         spec_of(tiny_model_dir, canary_dataset, fault_server.url, dim=16, endpoint_dimensions=True, chunk_size=3)
     )  # served 16-column vectors stored chunk by chunk, searched block-wise
-    assert blockwise.metrics == pytest.approx(asked.metrics, abs=1e-6) and blockwise.ranking == asked.ranking
+    assert blockwise.metrics == pytest.approx(asked.metrics, abs=1e-6)
+    # the same documents in the same order; scores agree to float32 rounding (requests of 3 texts and block-wise
+    # products sum in another order than the whole-batch run, so the last bit may differ)
+    assert blockwise.ranking.doc_ids == asked.ranking.doc_ids
+    for qid, scores in asked.ranking.scores.items():
+        assert blockwise.ranking.scores[qid] == pytest.approx(scores, abs=1e-6), qid
     for result in (cut_here, asked):
         assert result.query_vectors.shape[1] == 16
         assert cosines(result.doc_vectors, local.doc_vectors).min() >= 0.9999

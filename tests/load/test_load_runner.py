@@ -100,16 +100,21 @@ def test_plan_validation():
         run_load([], Workload(("x",), (1,), 8), LoadPlan())
 
 
-def test_local_reference_profile(tiny_prepared):
+def test_local_reference_profile(tiny_prepared, tiny_model_dir):
+    from transformers import AutoTokenizer
+
     w = dataset_workload(tiny_prepared)
     ds = tiny_prepared.dataset
     assert len(w.texts) == len(ds.queries) + len(ds.corpus)
+    tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    assert list(w.tokens) == [len(tok(t)["input_ids"]) for t in w.texts]  # counted as the model reads them
     assert max(w.tokens) > 64  # the long document: more tokens than the tiny model's max length
     t = local_target(tiny_prepared)
     profile = run_load([t], w, LoadPlan(concurrency=(1, 2), batch_sizes=(4,), requests=4, warmup=1))
     assert all(lv.figures.ok == 4 and lv.figures.errors == 0 for lv in profile.levels)
     assert t.encoder.stats_by_role["document"].texts == 4 + 2 * 4 * 4
-    assert set(profile.workload["buckets"]) == {"<=32", "<=256"}  # short texts and the long document
+    # short texts, one document of 33 tokens, and the long document
+    assert {k: v["texts"] for k, v in profile.workload["buckets"].items()} == {"<=32": 13, "<=128": 1, "<=256": 1}
     assert profile.workload["buckets"]["<=256"]["truncated"] == 1
 
 

@@ -1,10 +1,10 @@
 """Verdicts through the plugin: non-inferiority pass / fail / inconclusive with delta, CI and MDE printed,
 the exit status each gives, the --inconclusive policy, a real regression failing max_drop, and xdist.
 
-The tiny random BERT maps every word to [UNK], so its vectors are a function of the token count: on
-a "length-coded" dataset (document i has i words; each query has as many words as its relevant
-document) it retrieves perfectly, and a shorter --max-length is a real regression: every text longer
-than the limit gets the same vector, and those documents tie.
+Every text here repeats one word that the tiny random BERT knows as a single token, so its vectors are a
+function of the token count: on a "length-coded" dataset (document i is the word i times; each query is the
+same word as many times as in its relevant document) it retrieves perfectly, and a shorter --max-length is a
+real regression: every text longer than the limit gets the same vector, and those documents tie.
 """
 
 import json
@@ -17,15 +17,21 @@ BASE = ["-p", "no:randomly", "-p", "no:cacheprovider"]
 GATE = "ndcg@10:non_inferior=0.01"
 
 
+_WORD = "index"  # one token in the tiny model's vocabulary (a word it splits would break the length coding)
+
+
 def _length_coded(make_beir, root, lengths):
-    docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["word"] * n)} for n in range(1, 61)]
-    queries = [{"_id": f"q{j:03d}", "text": " ".join(["query"] * n)} for j, n in enumerate(lengths)]
+    docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join([_WORD] * n)} for n in range(1, 61)]
+    queries = [{"_id": f"q{j:03d}", "text": " ".join([_WORD] * n)} for j, n in enumerate(lengths)]
     return make_beir(root, docs, queries, [(f"q{j:03d}", f"d{n:02d}", 1) for j, n in enumerate(lengths)])
 
 
 @pytest.fixture
-def coded(make_beir, tmp_path):
+def coded(make_beir, tmp_path, tiny_model_dir):
     """120 queries (every length twice) and the same data cut to 20 queries."""
+    from transformers import AutoTokenizer
+
+    assert AutoTokenizer.from_pretrained(str(tiny_model_dir)).tokenize(_WORD) == [_WORD]
     full = _length_coded(make_beir, tmp_path / "coded", list(range(1, 61)) * 2)
     cut = _length_coded(make_beir, tmp_path / "coded20", [*range(1, 20), 40])
     return full, cut

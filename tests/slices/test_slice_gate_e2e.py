@@ -1,8 +1,8 @@
 """Through the plugin, with a real model, FAISS and ranx: a sweep cell that hurts one topic fails that topic's
 gate while the average stays within its own gate.
 
-The tiny random BERT reads "word" and "query" as one [UNK] token each, so a text's vector is a function of
-its token count: on this length-coded dataset (document ``dN`` has N words, each query as many words as its
+Every text repeats "index", one token in the tiny random BERT's vocabulary, so a text's vector is a function
+of its token count: on this length-coded dataset (document ``dN`` has N words, each query as many words as its
 relevant document) it retrieves perfectly. The cell ``max_length=24`` cuts every text over 24 tokens, so the
 documents of 23 words or more tie: only the long queries lose, and only the ``finance`` queries are long.
 """
@@ -24,11 +24,11 @@ def coded(make_beir, tmp_path):
     short = [(n, ("sports", "music", "cooking", "databases")[i % 4]) for i, n in enumerate(list(range(1, 21)) * 10)]
     long = [(n, "finance") for n in range(30, 42)]
     queries = short + long
-    docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["word"] * n)} for n in range(1, 61)]
+    docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["index"] * n)} for n in range(1, 61)]
     return make_beir(
         tmp_path / "coded",
         docs,
-        [{"_id": f"q{j:03d}", "text": " ".join(["query"] * n), "topic": t} for j, (n, t) in enumerate(queries)],
+        [{"_id": f"q{j:03d}", "text": " ".join(["index"] * n), "topic": t} for j, (n, t) in enumerate(queries)],
         [(f"q{j:03d}", f"d{n:02d}", 1) for j, (n, _) in enumerate(queries)],
     )
 

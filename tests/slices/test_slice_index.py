@@ -1,6 +1,6 @@
 """Slice membership and slice metrics, against hand computations.
 
-The tiny BERT's tokenizer reads each word of these texts as one token and adds [CLS] and [SEP], so a
+The tiny BERT's tokenizer reads each word of these texts ("index", "query": both in its vocabulary) as one token and adds [CLS] and [SEP], so a
 text of ``k`` words has ``k + 2`` tokens: every length below is known by hand.
 """
 
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 DOC_WORDS = {"d1": 5, "d2": 40, "d3": 100, "d4": 200, "d5": 300, "d6": 600, "d7": 10}
 
 
-def _words(n, word="word"):
+def _words(n, word="index"):
     return " ".join([word] * n)
 
 
@@ -55,7 +55,7 @@ def _prepared(tiny_model_dir, dataset, **changes):
 
 
 def test_token_counts_are_words_plus_two(tiny_model_dir):
-    assert count_tokens(tiny_model_dir, ["word " * 7, "query", ""]) == [9, 3, 2]
+    assert count_tokens(tiny_model_dir, ["index " * 7, "query", ""]) == [9, 3, 2]
 
 
 def test_membership_by_hand(tiny_model_dir, crafted):

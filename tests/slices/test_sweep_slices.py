@@ -12,11 +12,11 @@ def coded(make_beir, tmp_path):
     """Length-coded (see test_slice_gate_e2e): under max_length=24 only the long (finance) queries lose."""
     queries = [(n, ("sports", "music")[i % 2]) for i, n in enumerate(list(range(1, 21)) * 2)]
     queries += [(n, "finance") for n in range(30, 42)]
-    docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["word"] * n)} for n in range(1, 61)]
+    docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["index"] * n)} for n in range(1, 61)]
     return make_beir(
         tmp_path / "coded",
         docs,
-        [{"_id": f"q{j:03d}", "text": " ".join(["query"] * n), "topic": t} for j, (n, t) in enumerate(queries)],
+        [{"_id": f"q{j:03d}", "text": " ".join(["index"] * n), "topic": t} for j, (n, t) in enumerate(queries)],
         [(f"q{j:03d}", f"d{n:02d}", 1) for j, (n, _) in enumerate(queries)],
     ), queries
 

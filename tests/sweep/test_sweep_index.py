@@ -103,9 +103,9 @@ def test_flat_is_the_exact_search_with_recall_one(swept):
         assert {m: c.index.vs_flat[m].p_value for m in METRICS} == {m: 1.0 for m in METRICS}
 
 
-def _recall_numpy(result_vectors, ranking, qids, dids, k):
+def _recall_numpy(result_vectors, ranking, qids, dids, k, tie=1e-6):
     """Independent recall@k: a returned document counts when its numpy score reaches the k-th best
-    numpy score (ties at the k-th place are any of the tied documents), capped at k."""
+    numpy score less ``tie`` (ties at the k-th place are any of the tied documents), capped at k."""
     q, d = result_vectors
     scores = q @ d.T
     pos = {x: i for i, x in enumerate(dids)}
@@ -113,7 +113,7 @@ def _recall_numpy(result_vectors, ranking, qids, dids, k):
     for qi, qid in enumerate(qids):
         kth = np.sort(scores[qi])[::-1][k - 1]
         got = [pos[x] for x in list(ranking[qid])[:k]]
-        shares.append(min(k, sum(scores[qi, j] >= kth - 1e-6 for j in got)) / k)
+        shares.append(min(k, sum(scores[qi, j] >= kth - tie for j in got)) / k)
     return float(np.mean(shares))
 
 
@@ -125,10 +125,16 @@ def test_each_index_recall_is_measured_against_an_independent_exact_search(swept
         dim = c.result.contract.dim
         vectors = (flat[dim].query_vectors, flat[dim].doc_vectors)
         report = c.index.report
-        # the ranking written for the cell is the index's depth-100 search: its recall@100 is the report's
-        assert report.recall[100] == pytest.approx(
-            _recall_numpy(vectors, c.result.ranking, ds.query_ids, ds.doc_ids, 100), abs=1e-9
-        ), c.name
+        # the ranking written for the cell is the index's depth-100 search: its recall@100 is the report's.
+        # The tiny model's cosines crowd near 1, so a document may sit right at the 1e-6 tie margin below the
+        # 100th score; FAISS and numpy round that score differently (~1e-7), so such a document may count in
+        # either. The report must lie between the counts with a margin of 0.5e-6 and of 1.5e-6, which differ
+        # by a few documents in all.
+        strict, loose = (
+            _recall_numpy(vectors, c.result.ranking, ds.query_ids, ds.doc_ids, 100, tie=tie) for tie in (5e-7, 1.5e-6)
+        )
+        assert strict - 1e-9 <= report.recall[100] <= loose + 1e-9, c.name
+        assert loose - strict <= 5 / (100 * len(ds.query_ids)), c.name
         for m in METRICS:
             ci = c.index.vs_flat[m].ci
             assert ci.delta == pytest.approx(c.result.metrics[m] - flat[dim].metrics[m])  # index minus flat

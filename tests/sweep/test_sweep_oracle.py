@@ -2,9 +2,9 @@
 brute-force numpy cosine, the documented tie order, nDCG@10 and recall@100 by hand; each cell's CI
 against a loop bootstrap and its ``*`` marks against Benjamini-Hochberg done by hand.
 
-The tiny random BERT maps every word to [UNK], so its vectors are a function of the token count; on
-a length-coded dataset (document i has i words, queries as many words as a relevant document)
-pooling and dimension change the rankings measurably.
+Every text repeats one word the tiny random BERT knows as a single token, so its vectors are a function of
+the token count; on a length-coded dataset (document i has i words, queries as many words as a relevant
+document) pooling and dimension change the rankings measurably.
 """
 
 import math
@@ -24,8 +24,8 @@ LENGTHS = [n for n in range(1, 41)] + [5, 17, 29, 33]
 @pytest.fixture(scope="module")
 def coded(make_beir, tmp_path_factory):
     root = tmp_path_factory.mktemp("coded")
-    docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["word"] * n)} for n in range(1, 41)]
-    queries = [{"_id": f"q{j:03d}", "text": " ".join(["query"] * n)} for j, n in enumerate(LENGTHS)]
+    docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["index"] * n)} for n in range(1, 41)]
+    queries = [{"_id": f"q{j:03d}", "text": " ".join(["index"] * n)} for j, n in enumerate(LENGTHS)]
     qrels = [(f"q{j:03d}", f"d{n:02d}", 1) for j, n in enumerate(LENGTHS)]
     qrels += [(f"q{j:03d}", f"d{min(40, n + 1):02d}", 1) for j, n in enumerate(LENGTHS) if j % 3 == 0 and n < 40]
     return make_beir(root / "data", docs, queries, qrels)
