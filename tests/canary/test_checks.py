@@ -258,6 +258,10 @@ def test_a_server_truncating_shorter_passes_the_delta_but_fails_rank_agreement(
     )
     relaxed = run_check("retrieval_agreement", make_context(fault_server.url, prepared, min_overlap=0.3))
     assert relaxed.passed is True  # the threshold is a setting
+    # slices of the canary: every short query is in the qlen<=32 slice, whose delta is the whole set's
+    by_slice = {m["slice"]: m for m in details["slices"]}
+    assert by_slice["qlen<=32"]["n_queries"] == details["queries"] == len(prepared.dataset.query_ids)
+    assert by_slice["qlen<=32"]["ci"]["delta"] == pytest.approx(details["metrics"]["ndcg@10"]["delta"], abs=1e-9)
 
 
 def test_rank_overlap_reads_the_documented_tie_order():

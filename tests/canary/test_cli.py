@@ -63,6 +63,7 @@ def test_cli_passes_writes_reports_and_never_shows_the_key(
     assert report["settings"]["api_key_env"] == API_KEY_ENV
     md = (tmp_path / "report.md").read_text()
     assert md.startswith("# Canary: PASS") and "| retrieval_agreement | PASS |" in md
+    assert "### Slices that moved most" in md and "| qlen<=32 | ndcg@10 |" in md
     for text in (out, err, caplog.text, md, json.dumps(report)):
         assert api_key not in text
 

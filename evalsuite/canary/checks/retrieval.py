@@ -79,6 +79,7 @@ def check_retrieval_agreement(ctx: CanaryContext) -> Verdict:
             "lowest": {q: shared[q] for q in lowest},
             "threshold": s.min_overlap,
         },
+        "slices": _slice_moves(ctx, ep.per_query, ref.per_query, primary),
         "queries": len(shared),
         "documents": ctx.prepared.dataset.identity.n_documents,
         "endpoint_timing": ep.timing,
@@ -113,6 +114,24 @@ def check_retrieval_agreement(ctx: CanaryContext) -> Verdict:
         f"{tail} >= {s.min_overlap}",
         details,
     )
+
+
+def _slice_moves(
+    ctx: CanaryContext,
+    endpoint: Mapping[str, Mapping[str, float]],
+    reference: Mapping[str, Mapping[str, float]],
+    metric: str,
+) -> list[dict[str, object]]:
+    """The slices (lengths, metadata fields) where the endpoint moved most against the reference, with CIs."""
+    from ...errors import EvalsuiteError
+    from ...slicing.attach import slice_index
+    from ...slicing.compare import slice_moves
+
+    try:
+        moves = slice_moves(slice_index(ctx.prepared, ctx.contract), endpoint, reference, [metric])
+    except EvalsuiteError as exc:  # e.g. no tokenizer.json to count tokens with: the check stands without slices
+        return [{"error": str(exc)}]
+    return [m.to_dict() for m in moves[:10]]
 
 
 def _intervals(
@@ -154,7 +173,25 @@ def retrieval_section(verdict: Verdict) -> list[str]:
         f"Mean top-{TOP_K_OVERLAP} overlap: {ov['mean']:.3f} (threshold {ov.get('threshold', '-')}); a parity "
         "check: |delta| within the tolerance and the rankings' overlap above the threshold",
         "",
+        *_slice_lines(verdict.details.get("slices", [])),
     ]
+
+
+def _slice_lines(moves: list[dict[str, object]]) -> list[str]:
+    """report.md: the slices where the endpoint moved most (lengths, metadata fields)."""
+    from ...reports.markdown import table
+
+    rows = []
+    for m in moves:
+        ci = m.get("ci")
+        if not isinstance(ci, dict):
+            continue
+        rows.append(
+            (m["slice"], m["metric"], m["n_queries"], f"{ci['delta']:+.4f}", f"{ci['low']:+.4f} .. {ci['high']:+.4f}")
+        )
+    if not rows:
+        return []
+    return ["### Slices that moved most", "", table(["slice", "metric", "queries", "delta", "95% CI"], rows), ""]
 
 
 RETRIEVAL_AGREEMENT = CanaryCheck(
