@@ -21,8 +21,9 @@ import numpy as np
 from ..contract import Contract
 from ..encode.base import Encoder
 from ..metrics import paired_test
-from ..pipeline import Prepared, make_encoder, role_stats_since, score, stats_snapshot
+from ..pipeline import Prepared, make_encoder, score
 from ..result import Result
+from ..run_record import role_stats_since, stats_snapshot
 from .axes import Axis
 from .compare import CORRECTION, CellStats, compare_cells
 from .index_cells import IndexCell, compare_with_flat, score_index
