@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from ..canary.checks import Verdict
     from ..canary.context import CanaryContext
     from ..canary.settings import CanarySettings
-    from ..sweep.execute import SweepResult
     from ..sweep.plan import Cell
+    from ..sweep.results import SweepResult
 
 T = TypeVar("T")
 EncoderKey = tuple[str, str, str, int, str]
@@ -314,7 +314,7 @@ class GateSession:
     # -- the end -------------------------------------------------------------------------------------
     def finish(self) -> SessionReport:
         """The report of the whole session (on the controller, after the workers' ledgers are merged)."""
-        from ..sweep.execute import SweepResult
+        from ..sweep.results import SweepResult
 
         gates = [g for d in self.policy.datasets for g in d.gates]
         statement = self.plan.verdicts.statement(significance_count(gates)) if gates else None

@@ -14,7 +14,7 @@ from .sweep_slices import sweep_slices_html
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..sweep.execute import CellResult, SweepResult
+    from ..sweep.results import CellResult, SweepResult
 
 
 def _base_bar(groups: dict[str, list[CellResult]], axis: str) -> tuple[str, str] | None:

@@ -11,7 +11,7 @@ from .sweep_slices import base_slices, cell_slices
 
 if TYPE_CHECKING:
     from ..contract import Contract
-    from ..sweep.execute import CellResult, SweepResult
+    from ..sweep.results import CellResult, SweepResult
 
 BYTES_PER_FLOAT32 = 4
 ONE_MILLION = 1_000_000

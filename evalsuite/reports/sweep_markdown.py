@@ -10,7 +10,7 @@ from .sweep_json import shows_storage, storage
 from .sweep_slices import sweep_slices_markdown
 
 if TYPE_CHECKING:
-    from ..sweep.execute import CellResult, SweepResult
+    from ..sweep.results import CellResult, SweepResult
 
 
 def _delta_text(c: CellResult, m: str, alpha: float) -> str:

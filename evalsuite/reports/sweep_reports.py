@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..io import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
-    from ..sweep.execute import SweepResult
+    from ..sweep.results import SweepResult
 
 from .sweep_html import sweep_html
 from .sweep_json import sweep_to_dict
