@@ -40,10 +40,10 @@ def child(size: int, executor: str, queries: int, chunk: int, block: int, model_
     t_start = time.perf_counter()
     from conftest import _WORDS
     from evalsuite.blocksearch import block_search
+    from evalsuite.encode.chunked import encode_to_store
     from evalsuite.encode.executors import Execution, build_encoder
     from evalsuite.metrics import evaluate, search_depth
     from evalsuite.model import resolve_model
-    from evalsuite.pipeline import encode_to_store
     from evalsuite.spec import RunSpec, build_contract
     from evalsuite.vectors import finalize
 

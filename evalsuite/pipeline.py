@@ -8,20 +8,18 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import __version__
 from .blocksearch import block_search
 from .contract import Contract
-from .datasets import Dataset, load_dataset
-from .encode.base import Encoder, EncodeStats
+from .datasets import Dataset
+from .encode.base import Encoder
+from .encode.chunked import encode_to_store
 from .encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
 
 if TYPE_CHECKING:
@@ -30,57 +28,21 @@ from .encode.store import VectorStore
 from .errors import SpecError
 from .metrics import evaluate as score_metrics
 from .metrics import search_depth
-from .model import ModelInfo, resolve_model
+from .prepared import INDEX_IN_MEMORY, execution_of
+from .prepared import Prepared as Prepared  # re-exported: callers import it from here
+from .prepared import prepare as prepare  # re-exported: callers import it from here
 from .result import Result
-from .search import index_kind, search
-from .spec import RunSpec, build_contract, check_endpoint_settings, default_dataset_dir, library_versions
-from .vectors import IntegrityReport, check_vector_blocks, finalize
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """Everything checked and loaded before the first forward pass."""
-
-    spec: RunSpec
-    model: ModelInfo
-    contract: Contract
-    dataset: Dataset
-
-
-def prepare(spec: RunSpec) -> Prepared:
-    """Resolve and pin the model (revision errors come here, before any encoding), load the dataset."""
-    info = resolve_model(spec.model, revision=spec.model_rev, tokenizer_revision=spec.tokenizer_rev)
-    contract = build_contract(spec, info)
-    execution_of(spec)  # executor settings are checked before the dataset loads
-    check_endpoint_settings(spec)
-    if contract.index != "flat" and spec.chunk_size:
-        raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
-    dataset = load_dataset(
-        spec.dataset or default_dataset_dir(),
-        spec.split,
-        spec.qrels,
-        empty_docs=spec.empty_docs,
-        empty_queries=spec.empty_queries,
-    )
-    return Prepared(spec, info, contract, dataset)
-
-
-INDEX_IN_MEMORY = (
-    "index {index!r} is built over the document vectors in memory; it cannot be combined with "
-    "--chunk-size (block-wise exact search): drop one of the two"
+from .run_record import (
+    add_cached_counts,
+    encode_timing,
+    encoder_entry,
+    manifest,
+    role_stats_since,
+    stats_snapshot,
 )
-
-
-def execution_of(spec: RunSpec) -> Execution:
-    """Where and how the reference encodes, as the settings say (in this process, in memory, by default)."""
-    return Execution(
-        executor=spec.executor,
-        ray_address=spec.ray_address,
-        ray_actors=spec.ray_actors,
-        chunk_size=spec.chunk_size,
-        block_rows=spec.block_rows,
-        store_dir=Path(spec.store_dir) if spec.store_dir else None,
-    )
+from .search import search
+from .spec import RunSpec
+from .vectors import IntegrityReport, check_vector_blocks, finalize
 
 
 def make_encoder(
@@ -167,13 +129,6 @@ def make_fleet_encoder(prepared: Prepared, *, dtype: str, max_length: int) -> En
     )
 
 
-def encoder_entry(encoder: Encoder) -> dict[str, Any]:
-    """The manifest's ``encoder`` section: ``kind`` local (the reference model) or endpoint (a served deployment)."""
-    describe = getattr(encoder, "manifest_entry", None)
-    entry = describe() if callable(describe) else None
-    return dict(entry) if isinstance(entry, dict) else {"kind": "local"}
-
-
 def encode_dataset(
     encoder: Encoder, contract: Contract, dataset: Dataset, poolings: Sequence[str]
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -186,58 +141,6 @@ def encode_dataset(
         contract.render_all("document", [dataset.corpus[i] for i in dids]), poolings=poolings, ids=dids, role="document"
     )
     return q, d
-
-
-def encode_to_store(
-    encoder: Encoder,
-    contract: Contract,
-    texts: Callable[[Sequence[str]], list[str]],
-    ids: Sequence[str],
-    store_dir: Path,
-    *,
-    chunk_size: int,
-    poolings: Sequence[str],
-    role: str = "document",
-    dim: int,
-) -> dict[str, VectorStore]:
-    """Encode ``ids`` (their texts fetched by ``texts`` chunk by chunk) ``chunk_size`` at a time into one
-    memory-mapped store per pooling; only one chunk's texts, tokens and vectors are held at once."""
-    stores = {p: VectorStore.create(store_dir / f"{role}-{p}.npy", len(ids), dim) for p in poolings}
-    for start in range(0, len(ids), chunk_size):
-        chunk = list(ids[start : start + chunk_size])
-        vectors = encoder.encode(contract.render_all(role, texts(chunk)), poolings=poolings, ids=chunk, role=role)
-        for p in poolings:
-            stores[p].write(start, vectors[p])
-    return stores
-
-
-def manifest(
-    prepared: Prepared, contract: Contract, *, device: str, run_id: str, encoder: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The index manifest: what a query service must match to use these vectors (and, when given, the
-    ``encoder`` section: who made them)."""
-    ident = prepared.dataset.identity
-    return {
-        **({"encoder": encoder} if encoder is not None else {}),
-        "run_id": run_id,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "evalsuite_version": __version__,
-        "contract": contract.to_dict(),
-        "contract_fingerprint": contract.fingerprint(),
-        "model": prepared.model.to_dict(),
-        "index": {
-            "type": index_kind(contract.similarity),
-            "spec": contract.index,
-            "similarity": contract.similarity,
-            "dim": contract.dim,
-            "normalized": contract.normalize,
-            "vectors": ident.n_documents,
-            "dtype_stored": "float32",
-        },
-        "dataset": ident.manifest_dict(),
-        "device": device,
-        "libraries": library_versions(),
-    }
 
 
 def score(
@@ -327,14 +230,6 @@ def score(
     )
 
 
-def encode_timing(stats_by_role: dict[str, EncodeStats], seconds: float) -> dict[str, Any]:
-    return {
-        "encode_seconds": round(seconds, 4),
-        "queries": stats_by_role["query"].to_dict(),
-        "documents": stats_by_role["document"].to_dict(),
-    }
-
-
 def run(
     spec: RunSpec,
     prepared: Prepared | None = None,
@@ -399,28 +294,3 @@ def run(
             block_rows=execution.block_rows,
             encoder=encoder_entry(encoder),
         )
-
-
-def add_cached_counts(
-    timing: dict[str, Any], served: dict[str, EncodeStats] | None, before: dict[str, EncodeStats]
-) -> None:
-    """Per role, the texts served from the cache with the token and truncation counts stored when they were
-    encoded (``cached_texts``, ``cached_tokens``, ``cached_truncated``): a warm run reports what the cold
-    one did without a tokenizer."""
-    if served is None:
-        return
-    for role, name in (("query", "queries"), ("document", "documents")):
-        d = served.get(role, EncodeStats()).minus(before.get(role, EncodeStats()))
-        timing[name].update(cached_texts=d.texts, cached_tokens=d.tokens, cached_truncated=d.truncated)
-
-
-def role_stats_since(encoder: Encoder, before: dict[str, EncodeStats]) -> dict[str, EncodeStats]:
-    """Per-role counters accumulated since the ``before`` snapshot."""
-    return {
-        r: encoder.stats_by_role.get(r, EncodeStats()).minus(before.get(r, EncodeStats()))
-        for r in ("query", "document")
-    }
-
-
-def stats_snapshot(encoder: Encoder) -> dict[str, EncodeStats]:
-    return {r: s.copy() for r, s in encoder.stats_by_role.items()}

@@ -216,7 +216,8 @@ class CanaryContext:
         def make() -> Result:
             import time
 
-            from ..pipeline import encode_dataset, encode_timing, role_stats_since, score, stats_snapshot
+            from ..pipeline import encode_dataset, score
+            from ..run_record import encode_timing, role_stats_since, stats_snapshot
 
             enc, c = self.client(), self.contract
             before = stats_snapshot(enc)

@@ -9,6 +9,9 @@ are size-capped while decoding (:mod:`.body`); every socket operation obeys the 
 Texts arrive rendered by the contract (prefixes applied). The API key is held
 in a :class:`Secret`: it is sent in the ``Authorization`` header, never to a redirect target, and
 is redacted from every message in any form (:mod:`.secret`).
+
+One module, over 300 lines: one client class whose retry, deadline and redirect handling wrap every request;
+its parts already live beside it (:mod:`.http`, :mod:`.body`, :mod:`.response`, :mod:`.endpoint_config`).
 """
 
 from __future__ import annotations

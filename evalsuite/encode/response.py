@@ -8,6 +8,9 @@ normalized; ``model`` naming the served model. The first violation raises a type
 Every byte came from the server: JSON is parsed here (:func:`load_json`, never a RecursionError
 or a bare ValueError), ``/v1/models`` and ``/info`` are checked too, and any server text quoted in
 a message is cut (:func:`evalsuite.encode.secret.cut`) and redacted of every API key.
+
+One module, just over 300 lines: every check of a server's bytes in one place, sharing ``describe`` and the
+snippet limits, so no answer reaches the client unchecked.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 
 from ..errors import EvalsuiteError
 from .gates import Gate, Outcome
-from .kinds import explain
+from .judge import explain
 from .ledger import GateRecord, SweepCellRecord
 from .session import GateSession
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..result import Result
     from ..slicing.compare import SliceMove
     from ..stats import Comparison
-    from ..sweep.execute import SweepResult
+    from ..sweep.results import SweepResult
 
 SUMMARY_HEADERS = ("metric", "{side}", "candidate", "delta", "95% CI", "MDE", "verdict")
 _SEVERITY: dict[GateVerdict, int] = {"pass": 0, "inconclusive": 1, "fail": 2}

@@ -1,8 +1,11 @@
 """One gated pytest session: prepared datasets and baselines, the policy, results computed once,
-the ledger of what happened, and the report at the end.
+the ledger of what happened, and the report at the end (its deltas against the reference: `deltas.py`).
 
 Under pytest-xdist every worker holds one of these: results are computed once per session by
 whichever worker asks first (`shared.py`), outcomes travel to the controller in the ledger.
+
+One module, over 300 lines: it is the one stateful object the fixtures talk to, each method a short
+compute-once wrapper over the prepared data; the computations themselves live in their own modules.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from ..result import Result
 from ..slicing import SliceIndex
 from ..slicing.attach import slice_index
 from .baseline import Baseline, load_baseline, write_baseline
+from .deltas import comparisons, slice_moves_against
 from .gates import Gate, Outcome, Scores
 from .ledger import BaselineWritten, CanaryRecord, CandidateSeen, Computation, Computed, Ledger, Record, ReferenceSeen
 from .plan import DatasetPlan, SessionPlan
@@ -32,10 +36,8 @@ if TYPE_CHECKING:
     from ..canary.checks import Verdict
     from ..canary.context import CanaryContext
     from ..canary.settings import CanarySettings
-    from ..slicing.compare import SliceMove
-    from ..stats import Comparison
-    from ..sweep.execute import SweepResult
     from ..sweep.plan import Cell
+    from ..sweep.results import SweepResult
 
 T = TypeVar("T")
 EncoderKey = tuple[str, str, str, int, str]
@@ -312,7 +314,7 @@ class GateSession:
     # -- the end -------------------------------------------------------------------------------------
     def finish(self) -> SessionReport:
         """The report of the whole session (on the controller, after the workers' ledgers are merged)."""
-        from ..sweep.execute import SweepResult
+        from ..sweep.results import SweepResult
 
         gates = [g for d in self.policy.datasets for g in d.gates]
         statement = self.plan.verdicts.statement(significance_count(gates)) if gates else None
@@ -320,6 +322,7 @@ class GateSession:
         for dp in self.datasets:
             sweep, result = self.shared.peek(f"sweep-{dp.name}"), self.shared.peek(f"candidate-{dp.name}")
             result = result if isinstance(result, Result) else None
+            ref = self._reference_side(dp.name) if result is not None else None
             datasets.append(
                 dataset_report(
                     dp.name,
@@ -331,8 +334,8 @@ class GateSession:
                     self.ledger.outcomes(dp.name),
                     self.policy.notes,
                     statement,
-                    self._comparisons(dp.name, result),
-                    self._slice_moves(dp.name, result),
+                    comparisons(result, ref),
+                    slice_moves_against(result, ref, self.prepared[dp.name]),
                 )
             )
         return SessionReport(
@@ -351,44 +354,6 @@ class GateSession:
             return Reference.from_baseline(self.baselines[name])
         computed = self.shared.peek(f"reference-{name}")
         return Reference.from_result(computed) if isinstance(computed, Result) else None
-
-    def _slice_moves(self, name: str, result: Result | None) -> list[SliceMove]:
-        """Every reported slice's delta against the baseline or reference run, with its CI, largest first."""
-        ref = self._reference_side(name) if result is not None else None
-        if result is None or result.slices is None or ref is None:
-            return []
-        p = self.prepared[name]
-        if ref.problems(p.contract, p.dataset.identity.sha256):
-            return []  # not comparable: the contract item says why
-        from ..slicing.compare import slice_moves
-
-        cand = ref.comparable(Scores("candidate", result.metrics, result.per_query))
-        return slice_moves(
-            result.slices,
-            cand.per_query,
-            ref.scores.per_query,
-            [m for m in result.metrics if m in ref.scores.per_query],
-        )
-
-    def _comparisons(self, name: str, result: Result | None) -> dict[str, Comparison]:
-        """Every metric's delta against the baseline or reference run with its CI (empty without both sides),
-        so the summary's A/B rows carry their uncertainty whether or not a gate tests them."""
-        if result is None:
-            return {}
-        ref = self._reference_side(name)
-        if ref is None:
-            return {}
-        from ..stats import compare, paired_scores
-
-        cand = ref.comparable(Scores("candidate", result.metrics, result.per_query))
-        metrics = [m for m in cand.per_query if m in ref.scores.per_query]
-        if not metrics:
-            return {}
-        try:
-            _, a, b = paired_scores(cand.per_query, ref.scores.per_query, metrics)
-        except EvalsuiteError:
-            return {}  # the sides share no query: the contract item already says why
-        return dict(zip(metrics, compare(a, b), strict=True))
 
     def close(self) -> None:
         for ctx in self._canary_contexts.values():

@@ -14,7 +14,8 @@ from typing import Literal, get_args
 
 from ..errors import EvalsuiteError, SpecError
 from .gates import Gate, Outcome, Scores
-from .kinds import gather_evidence, judge_gate, kind_of
+from .judge import gather_evidence, judge_gate
+from .kinds import kind_of
 
 Multiplicity = Literal["holm", "none"]
 OnInconclusive = Literal["fail", "xfail", "skip"]

@@ -151,7 +151,8 @@ def endpoint_result(prepared: Prepared, encoder: Encoder) -> Result:
     """The dataset through ``encoder`` (e.g. an EndpointEncoder), searched and scored like the reference."""
     import time
 
-    from ..pipeline import encode_dataset, encode_timing, role_stats_since, score, stats_snapshot
+    from ..pipeline import encode_dataset, score
+    from ..run_record import encode_timing, role_stats_since, stats_snapshot
 
     c = prepared.contract
     before = stats_snapshot(encoder)

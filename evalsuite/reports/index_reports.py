@@ -12,8 +12,8 @@ from .markdown import table
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..sweep.execute import CellResult, SweepResult
     from ..sweep.index_cells import IndexCell
+    from ..sweep.results import CellResult, SweepResult
 
 
 def index_cells(result: SweepResult) -> list[CellResult]:

@@ -16,7 +16,7 @@ from .slices import moved_cells
 
 if TYPE_CHECKING:
     from ..slicing.compare import SliceMove
-    from ..sweep.execute import CellResult, SweepResult
+    from ..sweep.results import CellResult, SweepResult
 
 MOVED_PER_CELL = 3
 

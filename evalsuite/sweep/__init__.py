@@ -16,7 +16,8 @@ from .plan import BASE_NAME, Cell, ForwardPass, base_cell, plan_cells, plan_pass
 from .registry import DECLARATIONS, declaration
 
 if TYPE_CHECKING:
-    from .execute import CellResult, PassRecord, SweepResult, SweepStats, run_sweep
+    from .execute import run_sweep
+    from .results import CellResult, PassRecord, SweepResult, SweepStats
 
 _LAZY = ("CellResult", "PassRecord", "SweepResult", "SweepStats", "run_sweep")
 

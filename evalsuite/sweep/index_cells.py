@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..index.spec import parse_index
 from ..metrics import evaluate, paired_test, search_depth
-from ..pipeline import manifest
 from ..result import Result
+from ..run_record import manifest
 from ..vectors import finalize
 
 if TYPE_CHECKING:

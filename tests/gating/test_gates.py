@@ -2,7 +2,8 @@ import pytest
 
 from evalsuite.errors import SpecError
 from evalsuite.gating.gates import Scores
-from evalsuite.gating.kinds import default_gates, evaluate_gate, explain, parse_gate
+from evalsuite.gating.judge import evaluate_gate, explain
+from evalsuite.gating.kinds import default_gates, parse_gate
 
 
 @pytest.mark.parametrize(

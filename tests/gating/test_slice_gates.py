@@ -6,7 +6,8 @@ import pytest
 
 from evalsuite.errors import SpecError
 from evalsuite.gating.gates import Scores
-from evalsuite.gating.kinds import KINDS, evaluate_gate, explain, parse_gate
+from evalsuite.gating.judge import evaluate_gate, explain
+from evalsuite.gating.kinds import KINDS, parse_gate
 from evalsuite.gating.slices import check_gate_slices
 from evalsuite.gating.verdicts import GateRequest, judge_all
 from evalsuite.slicing import QueryProfile, SliceIndex

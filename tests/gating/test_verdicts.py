@@ -6,7 +6,8 @@ import pytest
 
 from evalsuite.errors import SpecError
 from evalsuite.gating.gates import Scores
-from evalsuite.gating.kinds import evaluate_gate, explain, parse_gate
+from evalsuite.gating.judge import evaluate_gate, explain
+from evalsuite.gating.kinds import parse_gate
 from evalsuite.gating.verdicts import GateRequest, VerdictPolicy, judge_all
 from evalsuite.metrics import paired_test
 

@@ -7,7 +7,8 @@ import pytest
 
 from evalsuite.pipeline import prepare
 from evalsuite.reports.html import bar_chart, line_chart, png_data_uri
-from evalsuite.reports.sweep_reports import sweep_html, write_sweep_reports
+from evalsuite.reports.sweep_html import sweep_html
+from evalsuite.reports.sweep_reports import write_sweep_reports
 from evalsuite.spec import RunSpec
 from evalsuite.sweep import parse_vary, plan_cells, run_sweep
 

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from evalsuite.pipeline import prepare
-from evalsuite.reports.sweep_reports import sweep_html, sweep_markdown, sweep_to_dict
+from evalsuite.reports.sweep_html import sweep_html
+from evalsuite.reports.sweep_json import sweep_to_dict
+from evalsuite.reports.sweep_markdown import sweep_markdown
 from evalsuite.spec import RunSpec
 from evalsuite.sweep import parse_vary, plan_cells, run_sweep
 
