@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -50,6 +50,15 @@ class EncodedRows:
     vectors: dict[str, np.ndarray]
     tokens: np.ndarray
     truncated: np.ndarray
+
+
+def gather(parts: Iterable[EncodedRows], n: int, dim: int, poolings: Sequence[str]) -> dict[str, np.ndarray]:
+    """The vectors of a streamed encode of ``n`` texts, per pooling, rows back in input order."""
+    out = {p: np.zeros((n, dim), dtype=np.float32) for p in poolings}
+    for part in parts:
+        for p in poolings:
+            out[p][part.rows] = part.vectors[p]
+    return out
 
 
 class Encoder(Protocol):

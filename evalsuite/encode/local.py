@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import ModelError, SpecError, TruncationError
 from ..model import ModelInfo
-from .base import EncodedRows, EncodeStats
+from .base import EncodedRows, EncodeStats, gather
 
 _TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
@@ -168,11 +168,8 @@ class LocalEncoder:
     ) -> dict[str, np.ndarray]:
         """Pooled full-dimension float32 vectors (not normalized) per pooling, rows in input order."""
         poolings = list(dict.fromkeys(poolings))
-        out = {p: np.zeros((len(texts), self.info.hidden_size), dtype=np.float32) for p in poolings}
-        for part in self.encode_stream(texts, poolings=poolings, ids=ids, role=role):
-            for p in poolings:
-                out[p][part.rows] = part.vectors[p]
-        return out
+        parts = self.encode_stream(texts, poolings=poolings, ids=ids, role=role)
+        return gather(parts, len(texts), self.info.hidden_size, poolings)
 
     def encode_stream(
         self,

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import ExecutorError
 from ..model import ModelInfo
-from .base import EncodedRows, EncodeStats
+from .base import EncodedRows, EncodeStats, gather
 
 _STATS = ("texts", "tokens", "padded_tokens", "truncated", "batches")
 
@@ -169,11 +169,8 @@ class RayEncoder:
         role: str = "document",
     ) -> dict[str, np.ndarray]:
         poolings = list(dict.fromkeys(poolings))
-        out = {p: np.zeros((len(texts), self.info.hidden_size), dtype=np.float32) for p in poolings}
-        for part in self.encode_stream(texts, poolings=poolings, ids=ids, role=role):
-            for p in poolings:
-                out[p][part.rows] = part.vectors[p]
-        return out
+        parts = self.encode_stream(texts, poolings=poolings, ids=ids, role=role)
+        return gather(parts, len(texts), self.info.hidden_size, poolings)
 
     def encode_stream(
         self,
