@@ -42,7 +42,7 @@ def test_cutover_flags_the_throttled_infinity_on_capacity_while_quality_holds(
             "--load-batch-sizes",
             "4",
             "--requests",
-            "4",
+            "16",  # 4 requests a level let one slow first request decide throughput on a loaded machine
             "--roles",
             "query",
             "--endpoint-timeout",
