@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
+import subprocess
 import tempfile
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -256,3 +261,93 @@ def model_stack_loaded():
     from evalsuite.metrics import evaluate
 
     evaluate({"q": {"d": 1}}, {"q": {"d": 1.0, "e": 0.5}}, ["ndcg@10", "recall@10", "recall@100", "mrr@10"])
+
+
+# -- real infinity-emb servers, one launcher for every suite that starts them --------------------------
+INFINITY_VENV = REPO / ".infinity-venv"
+INFINITY_SCRIPT = REPO / ".ci" / "infinity.sh"
+INFINITY_STARTUP_S = 180.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class InfinityServer:
+    """One `infinity_emb v2` process on loopback (through `.ci/infinity.sh serve`), its log in a file."""
+
+    def __init__(self, model_dir: Path, log: Path, extra: list[str]) -> None:
+        self.port = _free_port()
+        self.log = log
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self._fh = open(log, "wb")  # noqa: SIM115 - held open for the server process's lifetime
+        self.proc = subprocess.Popen(
+            ["bash", str(INFINITY_SCRIPT), "serve", str(INFINITY_VENV), str(model_dir), str(self.port), *extra],
+            stdout=self._fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_ready(self, deadline: float) -> None:
+        import httpx
+
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"infinity exited with {self.proc.returncode}: {self.tail()}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"infinity did not answer /health within {INFINITY_STARTUP_S:.0f}s: {self.tail()}")
+
+    def tail(self) -> str:
+        self._fh.flush()
+        return self.log.read_text(errors="replace")[-2000:]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=15)
+        self._fh.close()
+
+
+InfinityLauncher = Callable[[str, dict[str, tuple[Path, list[str]]]], dict[str, InfinityServer]]
+
+
+@pytest.fixture(scope="session")
+def infinity_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InfinityLauncher]:
+    """``start(purpose, {name: (model_dir, extra args)})``: real servers started together and waited for;
+    every server is stopped at the end of the session. Without the infinity venv the test is skipped,
+    or fails under CI (which must run the tests against real servers)."""
+    started: list[InfinityServer] = []
+
+    def start(purpose: str, servers: dict[str, tuple[Path, list[str]]]) -> dict[str, InfinityServer]:
+        if not (INFINITY_VENV / "bin" / "infinity_emb").exists():
+            reason = (
+                f"infinity-emb venv not found at {INFINITY_VENV}; install it with "
+                "`bash .ci/infinity.sh install .infinity-venv`"
+            )
+            if os.environ.get("CI"):
+                pytest.fail(f"{reason} (CI must run the infinity {purpose} tests)")
+            pytest.skip(reason)
+        root = tmp_path_factory.mktemp(f"infinity-{purpose}")
+        made = {name: InfinityServer(d, root / f"{name}.log", extra) for name, (d, extra) in servers.items()}
+        started.extend(made.values())
+        deadline = time.monotonic() + INFINITY_STARTUP_S
+        for s in made.values():
+            s.wait_ready(deadline)
+        return made
+
+    try:
+        yield start
+    finally:
+        for s in started:
+            s.stop()

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import random
 import shutil
-import signal
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -20,10 +17,6 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-INFINITY_VENV = REPO / ".infinity-venv"
-INFINITY_SCRIPT = REPO / ".ci" / "infinity.sh"
-INFINITY_STARTUP_S = 180.0
 API_KEY_ENV = "EVALSUITE_CANARY_TEST_KEY"
 
 # the small dataset of the top-level conftest, plus two documents and queries of other topics
@@ -463,55 +456,7 @@ def raw_server():
         server.stop()
 
 
-# -- real infinity-emb servers --------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class InfinityServer:
-    def __init__(self, model_dir: Path, log: Path, extra: list[str]) -> None:
-        self.port = _free_port()
-        self.log = log
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self._fh = open(log, "wb")  # noqa: SIM115 - held open for the server process's lifetime
-        self.proc = subprocess.Popen(
-            ["bash", str(INFINITY_SCRIPT), "serve", str(INFINITY_VENV), str(model_dir), str(self.port), *extra],
-            stdout=self._fh,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def wait_ready(self, deadline: float) -> None:
-        import httpx
-
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"infinity exited with {self.proc.returncode}: {self.tail()}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"infinity did not answer /health within {INFINITY_STARTUP_S:.0f}s: {self.tail()}")
-
-    def tail(self) -> str:
-        self._fh.flush()
-        return self.log.read_text(errors="replace")[-2000:]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=15)
-        self._fh.close()
-
-
+# -- real infinity-emb servers (started by the root conftest's infinity_launcher) ------------------
 def _cls_copy(model_dir: Path, dest: Path) -> Path:
     shutil.copytree(model_dir, dest)
     cfg_path = dest / "1_Pooling" / "config.json"
@@ -522,31 +467,12 @@ def _cls_copy(model_dir: Path, dest: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def infinity_servers(bundled_model_dir, tmp_path_factory):
+def infinity_servers(bundled_model_dir, tmp_path_factory, infinity_launcher):
     """Two real infinity-emb servers, started together once per session: the bundled model behind
     an API key ("good") and a copy whose pooling config says CLS ("cls", a broken deployment)."""
-    if not (INFINITY_VENV / "bin" / "infinity_emb").exists():
-        reason = (
-            f"infinity-emb venv not found at {INFINITY_VENV}; install it with "
-            "`bash .ci/infinity.sh install .infinity-venv`"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(reason + " (CI must run the infinity canary tests)")
-        pytest.skip(reason)
     import secrets
 
-    root = tmp_path_factory.mktemp("infinity")
     key = "sk-infinity-" + secrets.token_hex(12)
-    cls_dir = _cls_copy(Path(bundled_model_dir), root / "cls-model")
-    servers = {
-        "good": InfinityServer(Path(bundled_model_dir), root / "good.log", ["--api-key", key]),
-        "cls": InfinityServer(cls_dir, root / "cls.log", []),
-    }
-    try:
-        deadline = time.monotonic() + INFINITY_STARTUP_S
-        for s in servers.values():
-            s.wait_ready(deadline)
-        yield {"good": servers["good"], "cls": servers["cls"], "key": key}
-    finally:
-        for s in servers.values():
-            s.stop()
+    cls_dir = _cls_copy(Path(bundled_model_dir), tmp_path_factory.mktemp("infinity-cls") / "cls-model")
+    servers = infinity_launcher("canary", {"good": (Path(bundled_model_dir), ["--api-key", key]), "cls": (cls_dir, [])})
+    return {"good": servers["good"], "cls": servers["cls"], "key": key}

@@ -8,14 +8,11 @@ models (the bundled one and the CLS copy) are refused before any text is sent.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
 from evalsuite.cli import main
-
-from .conftest import INFINITY_STARTUP_S, InfinityServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("infinity")]
 
@@ -24,18 +21,11 @@ TOLERANCE = 0.005  # the canary's default max |delta| of a metric
 
 
 @pytest.fixture(scope="module")
-def second_good(infinity_servers, bundled_model_dir, tmp_path_factory):
+def second_good(infinity_servers, bundled_model_dir, infinity_launcher):
     """Another infinity server of the bundled model behind the same key: with "good", a fleet of two."""
-    server = InfinityServer(
-        Path(bundled_model_dir),
-        tmp_path_factory.mktemp("infinity2") / "good2.log",
-        ["--api-key", infinity_servers["key"]],
-    )
-    try:
-        server.wait_ready(time.monotonic() + INFINITY_STARTUP_S)
-        yield server
-    finally:
-        server.stop()
+    return infinity_launcher("fleet", {"good2": (Path(bundled_model_dir), ["--api-key", infinity_servers["key"]])})[
+        "good2"
+    ]
 
 
 def test_run_against_infinity_equals_the_local_run(

@@ -11,10 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import signal
-import socket
-import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,11 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-INFINITY_VENV = REPO / ".infinity-venv"
-INFINITY_SCRIPT = REPO / ".ci" / "infinity.sh"
-INFINITY_STARTUP_S = 180.0
 
 EXTRA_CORPUS = [
     {"_id": "d7", "title": "Space", "text": "The moon orbits the planet and reflects the light of the sun."},
@@ -184,77 +175,10 @@ def fake_server():
         s.close()
 
 
-# -- real infinity-emb servers (as in tests/canary/conftest.py) ------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class InfinityServer:
-    def __init__(self, model_dir: Path, log: Path, extra: list[str]) -> None:
-        self.port = _free_port()
-        self.log = log
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self._fh = open(log, "wb")  # noqa: SIM115 (held open for the server's life, closed in stop)
-        self.proc = subprocess.Popen(
-            ["bash", str(INFINITY_SCRIPT), "serve", str(INFINITY_VENV), str(model_dir), str(self.port), *extra],
-            stdout=self._fh,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def wait_ready(self, deadline: float) -> None:
-        import httpx
-
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"infinity exited with {self.proc.returncode}: {self.tail()}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"infinity did not answer /health within {INFINITY_STARTUP_S:.0f}s: {self.tail()}")
-
-    def tail(self) -> str:
-        self._fh.flush()
-        return self.log.read_text(errors="replace")[-2000:]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=15)
-        self._fh.close()
-
-
+# -- real infinity-emb servers (started by the root conftest's infinity_launcher) ------------------
 @pytest.fixture(scope="session")
-def infinity_pair(bundled_model_dir, tmp_path_factory):
+def infinity_pair(bundled_model_dir, infinity_launcher):
     """Two real infinity-emb servers on the bundled model: "fast" (default batch size) and "throttled"
     (``--batch-size 1``: one text per forward pass)."""
-    if not (INFINITY_VENV / "bin" / "infinity_emb").exists():
-        reason = (
-            f"infinity-emb venv not found at {INFINITY_VENV}; install it with "
-            "`bash .ci/infinity.sh install .infinity-venv`"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(reason + " (CI must run the infinity load tests)")
-        pytest.skip(reason)
-    root = tmp_path_factory.mktemp("infinity-load")
-    servers = {
-        "fast": InfinityServer(Path(bundled_model_dir), root / "fast.log", []),
-        "throttled": InfinityServer(Path(bundled_model_dir), root / "throttled.log", ["--batch-size", "1"]),
-    }
-    try:
-        deadline = time.monotonic() + INFINITY_STARTUP_S
-        for s in servers.values():
-            s.wait_ready(deadline)
-        yield servers
-    finally:
-        for s in servers.values():
-            s.stop()
+    model = Path(bundled_model_dir)
+    return infinity_launcher("load", {"fast": (model, []), "throttled": (model, ["--batch-size", "1"])})
