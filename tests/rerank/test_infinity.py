@@ -88,16 +88,13 @@ def infinity_reranker(cross_encoder_dir, tmp_path_factory):
             proc.wait(timeout=15)
 
 
-def canary(url, model, data, ce, out, *extra):
-    import argparse
+def canary(url, model, data, ce, out, *extra, command="rerank-canary"):
+    """``evalsuite canary --reranker-endpoint`` (command="canary") or its alias ``evalsuite rerank-canary``."""
+    from evalsuite.cli import build_parser
 
-    from evalsuite.rerank.cli import register
-
-    parser = argparse.ArgumentParser(prog="evalsuite")
-    register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(
+    args = build_parser().parse_args(
         [
-            "rerank-canary",
+            command,
             "--reranker-endpoint",
             url,
             "--reranker",
@@ -123,7 +120,9 @@ def canary(url, model, data, ce, out, *extra):
 def test_rerank_canary_against_infinity(
     infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path, capsys
 ):
-    rc, verdicts = canary(infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path / "good")
+    rc, verdicts = canary(
+        infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path / "good", command="canary"
+    )
     out = capsys.readouterr().out
     assert rc == 0, out
     assert all(v["passed"] for v in verdicts.values()), out
@@ -153,6 +152,7 @@ def test_rerank_canary_against_infinity(
         tmp_path / "act",
         "--reranker-activation",
         "none",
+        command="canary",
     )
     out = capsys.readouterr().out
     assert rc == 1
