@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,15 +53,7 @@ class ScoreKey:
 
     @classmethod
     def of(cls, contract: RerankerContract) -> ScoreKey:
-        return cls(
-            model_revision=contract.model_revision,
-            tokenizer_revision=contract.tokenizer_revision,
-            activation=contract.activation,
-            template=contract.template,
-            max_length=contract.max_length,
-            truncation=contract.truncation,
-            dtype=contract.dtype,
-        )
+        return cls(**{f.name: getattr(contract, f.name) for f in fields(cls) if f.name not in ("kind", "dim")})
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:32]

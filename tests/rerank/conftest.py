@@ -159,3 +159,21 @@ def reference(cross_encoder_dir):
 def server(httpserver, reference):
     """A /v1/rerank server on loopback that scores with the tiny cross-encoder (faithful until a test sets a fault)."""
     return RerankFaultServer(httpserver, reference)
+
+
+@pytest.fixture
+def canary_argv(tiny_model_dir, small_beir, cross_encoder_dir):
+    """``argv(command, url, out, *extra)``: a reranker canary of the tiny cross-encoder over the tiny model's first
+    stage on ``small_beir`` (6 documents per query); ``url=None`` or ``reranker=False`` leave that option out."""
+
+    def argv(command: str, url: str | None, out: Path, *extra: str, reranker: bool = True) -> list[str]:
+        return [
+            command,
+            *(["--reranker-endpoint", url] if url else []),
+            *(["--reranker", str(cross_encoder_dir)] if reranker else []),
+            *("--model", str(tiny_model_dir), "--dataset", str(small_beir), "--device", "cpu", "--no-cache"),
+            *("--out", str(out), "--reranker-canary-depth", "6"),
+            *extra,
+        ]
+
+    return argv

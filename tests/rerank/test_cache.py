@@ -234,21 +234,9 @@ def test_warm_cli_run_imports_neither_torch_nor_transformers(tiny_model_dir, cro
 
     def argv(out):
         return [
-            "rerank",
-            "--model",
-            str(tiny_model_dir),
-            "--dataset",
-            str(small_beir),
-            "--device",
-            "cpu",
-            "--cache-dir",
-            str(tmp_path / "cache"),
-            "--reranker",
-            str(cross_encoder_dir),
-            "--rerank-depth",
-            "2,5",
-            "--out",
-            str(out),
+            *("rerank", "--model", str(tiny_model_dir), "--dataset", str(small_beir), "--device", "cpu"),
+            *("--cache-dir", str(tmp_path / "cache"), "--reranker", str(cross_encoder_dir), "--rerank-depth", "2,5"),
+            *("--out", str(out)),
         ]
 
     assert main(argv(tmp_path / "cold")) == 0

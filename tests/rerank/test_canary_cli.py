@@ -11,35 +11,18 @@ import pytest
 from evalsuite.cli import build_parser, main
 
 
-def canary(*argv, model, data, ce, out, endpoint=None):
-    return main(
-        [
-            "canary",
-            *(["--reranker-endpoint", endpoint] if endpoint else []),
-            *(["--reranker", str(ce)] if ce else []),
-            "--model",
-            str(model),
-            "--dataset",
-            str(data),
-            "--device",
-            "cpu",
-            "--no-cache",
-            "--out",
-            str(out),
-            "--reranker-canary-depth",
-            "6",
-            *argv,
-        ]
-    )
-
-
 @pytest.fixture
-def where(tiny_model_dir, small_beir, cross_encoder_dir, tmp_path):
-    return {"model": tiny_model_dir, "data": small_beir, "ce": cross_encoder_dir, "out": tmp_path}
+def canary(canary_argv, tmp_path):
+    """``evalsuite canary [--reranker-endpoint URL] [--reranker DIR] ... --out tmp_path``: its exit status."""
+
+    def run(*extra, endpoint=None, reranker=True, command="canary"):
+        return main(canary_argv(command, endpoint, tmp_path, *extra, reranker=reranker))
+
+    return run
 
 
-def test_canary_with_a_reranker_endpoint_runs_the_reranker_canary(server, where, tmp_path, capsys):
-    assert canary(endpoint=server.url, **where) == 0
+def test_canary_with_a_reranker_endpoint_runs_the_reranker_canary(server, canary, tmp_path, capsys):
+    assert canary(endpoint=server.url) == 0
     out = capsys.readouterr().out
     assert "rerank canary  " + server.url in out and "all checks passed" in out
     assert json.loads((tmp_path / "rerank_canary.json").read_text())["passed"] is True
@@ -47,7 +30,7 @@ def test_canary_with_a_reranker_endpoint_runs_the_reranker_canary(server, where,
     assert not (tmp_path / "canary.json").exists()  # no embedding canary without --endpoint
 
     server.fault = "no_activation"
-    assert canary(endpoint=server.url, **where) == 1
+    assert canary(endpoint=server.url) == 1
     out = capsys.readouterr().out
     assert "FAIL  score agreement" in out and "FAILED: score_agreement" in out
     assert json.loads((tmp_path / "rerank_canary.json").read_text())["passed"] is False
@@ -55,7 +38,7 @@ def test_canary_with_a_reranker_endpoint_runs_the_reranker_canary(server, where,
 
 @pytest.mark.parametrize(("embedding", "fault", "expected"), [(1, "none", 1), (0, "shuffled", 1), (0, "none", 0)])
 def test_with_both_endpoints_both_canaries_run_and_the_worse_status_wins(
-    server, where, tmp_path, monkeypatch, embedding, fault, expected
+    server, canary, tmp_path, monkeypatch, embedding, fault, expected
 ):
     from evalsuite.canary import cli as canary_cli
 
@@ -67,32 +50,30 @@ def test_with_both_endpoints_both_canaries_run_and_the_worse_status_wins(
 
     monkeypatch.setattr(canary_cli, "embedding_canary", embedding_canary)
     server.fault = fault
-    assert canary("--endpoint", "http://127.0.0.1:9/v1", endpoint=server.url, **where) == expected
+    assert canary("--endpoint", "http://127.0.0.1:9/v1", endpoint=server.url) == expected
     assert ran == [("http://127.0.0.1:9/v1", str(tmp_path))]
     report = json.loads((tmp_path / "reranker" / "rerank_canary.json").read_text())  # beside the embedding canary's
     assert report["passed"] is (fault == "none")
 
 
-def test_usage_errors_come_before_either_canary_runs(where, monkeypatch, capsys):
+def test_usage_errors_come_before_either_canary_runs(canary, monkeypatch, capsys):
     from evalsuite.canary import cli as canary_cli
 
     monkeypatch.setattr(canary_cli, "embedding_canary", lambda args: pytest.fail("the embedding canary ran"))
-    assert canary("--endpoint", "http://127.0.0.1:9/v1", endpoint="http://127.0.0.1:9/v1", **{**where, "ce": None}) == 2
+    assert canary("--endpoint", "http://127.0.0.1:9/v1", endpoint="http://127.0.0.1:9/v1", reranker=False) == 2
     assert "the reranker canary needs --reranker DIR" in capsys.readouterr().err
     monkeypatch.delenv("EVALSUITE_NO_SUCH_KEY", raising=False)
-    assert canary("--api-key-env", "EVALSUITE_NO_SUCH_KEY", endpoint="http://127.0.0.1:9/v1", **where) == 2
+    assert canary("--api-key-env", "EVALSUITE_NO_SUCH_KEY", endpoint="http://127.0.0.1:9/v1") == 2
     assert "$EVALSUITE_NO_SUCH_KEY, but that environment variable is not set" in capsys.readouterr().err
     monkeypatch.undo()
-    assert canary(**where) == 2  # neither endpoint: the canary's usage error
+    assert canary() == 2  # neither endpoint: the canary's usage error
     assert "the canary needs --endpoint URL" in capsys.readouterr().err
 
 
-def test_rerank_canary_stays_an_alias(server, where, tmp_path):
-    argv = ["rerank-canary", "--reranker-endpoint", server.url, "--reranker", str(where["ce"])]
-    argv += ["--model", str(where["model"]), "--dataset", str(where["data"]), "--device", "cpu", "--no-cache"]
-    assert main([*argv, "--out", str(tmp_path), "--reranker-canary-depth", "6"]) == 0
+def test_rerank_canary_stays_an_alias(server, canary, tmp_path):
+    assert canary(endpoint=server.url, command="rerank-canary") == 0
     assert json.loads((tmp_path / "rerank_canary.json").read_text())["passed"] is True
-    assert main(argv[:1] + argv[3:]) == 2  # without --reranker-endpoint
+    assert canary(command="rerank-canary") == 2  # without --reranker-endpoint
 
 
 def test_no_two_options_of_a_command_share_a_parsed_name():
