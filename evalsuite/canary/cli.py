@@ -1,7 +1,9 @@
-"""`evalsuite canary --endpoint URL [run options] [canary options] [--out DIR]`.
+"""`evalsuite canary --endpoint URL [run options] [canary options] [--out DIR]`, and with
+`--reranker-endpoint URL --reranker DIR` the reranker canary (:mod:`evalsuite.rerank.canary`) too.
 
-Prints each verdict as it comes, writes canary.json and report.md; exit 0 when every check
-passes, 1 when one fails, 2 on a usage or input error (raised as EvalsuiteError, see evalsuite.cli).
+Prints each verdict as it comes, writes canary.json and report.md (the reranker's rerank_canary.json and
+report.md in ``<out>/reranker`` when both run); exit 0 when every check passes, 1 when one fails (of
+either canary), 2 on a usage or input error (raised as EvalsuiteError, see evalsuite.cli).
 """
 
 from __future__ import annotations
@@ -19,9 +21,16 @@ OUT = OUT_OPTION.with_default("reports/canary/<host-port>")
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("canary", help="check a served /v1/embeddings endpoint against the local reference")
+    from ..rerank.canary.cli import add_canary_options
+
+    p = subparsers.add_parser(
+        "canary",
+        help="check a served /v1/embeddings endpoint (--endpoint) and/or a served reranker (--reranker-endpoint) "
+        "against the local reference",
+    )
     add_options(p.add_argument)
     add_options(p.add_argument, (*CANARY_OPTIONS, OUT))
+    add_canary_options(p.add_argument)
     p.set_defaults(func=cmd_canary)
 
 
@@ -31,6 +40,19 @@ def _default_out(endpoint: str) -> Path:
 
 
 def cmd_canary(args: argparse.Namespace) -> int:
+    """The embedding canary, the reranker canary, or both (the worse exit status of the two)."""
+    from ..rerank.canary.cli import RerankCanaryRequest
+
+    reranker = RerankCanaryRequest.from_args(args)  # its usage errors come before either canary runs
+    if reranker is None:
+        return embedding_canary(args)  # without --endpoint either: the usage error
+    if args.endpoint is None:
+        return reranker.run(Path(args.out) if args.out else None)
+    code = embedding_canary(args)
+    return max(code, reranker.run(Path(args.out) / "reranker" if args.out else None))
+
+
+def embedding_canary(args: argparse.Namespace) -> int:
     from ..pipeline import prepare
     from ..spec import RunSpec
     from .checks import Verdict

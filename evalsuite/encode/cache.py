@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -57,6 +57,19 @@ def default_cache_dir() -> Path:
 
 def text_hash(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=_HASH).digest()
+
+
+class CacheKey(Protocol):
+    """What names a shard: a dataclass (written to ``key.json`` and every segment header), its digest
+    (the shard directory) and the float32 words of a row. :class:`ShardKey` for vectors; the reranker's
+    score cache (:mod:`evalsuite.rerank.cache`) has its own."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def dim(self) -> int: ...
+
+    def digest(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -110,6 +123,9 @@ class CachedRows:
 class EmbeddingCache:
     """Pooled full-dimension vectors on disk, by :class:`ShardKey` and text hash."""
 
+    NAME = "embedding cache"  # how messages name this cache, and what its rows hold
+    ROWS = "vectors"
+
     def __init__(self, root: str | Path | None = None, *, compact_at: int = 8, compact_rows: int = 65_536) -> None:
         self.root = Path(root).expanduser() if root else default_cache_dir()
         self.compact_at = compact_at
@@ -117,11 +133,11 @@ class EmbeddingCache:
         self.stats = CacheStats()
         self.problems: list[str] = []
 
-    def shard_dir(self, key: ShardKey) -> Path:
+    def shard_dir(self, key: CacheKey) -> Path:
         d = key.digest()
         return self.root / LAYOUT / d[:2] / d
 
-    def _segments(self, key: ShardKey, paths: Sequence[Path] | None = None) -> Iterator[_Segment]:
+    def _segments(self, key: CacheKey, paths: Sequence[Path] | None = None) -> Iterator[_Segment]:
         """The shard's verified segments, read one at a time (memory: one segment, not the shard)."""
         shard = self.shard_dir(key)
         if paths is None:
@@ -137,19 +153,19 @@ class EmbeddingCache:
                 self._corrupt(path, str(exc))
 
     def _corrupt(self, path: Path, reason: str) -> None:
-        message = f"embedding cache segment {path} is unusable ({reason}); discarded it, its vectors will be recomputed"
+        message = f"{self.NAME} segment {path} is unusable ({reason}); discarded it, its {self.ROWS} will be recomputed"
         self.stats.corrupt += 1
         self.problems.append(message)
         warnings.warn(message, CacheCorruptionWarning, stacklevel=3)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
 
-    def lookup(self, key: ShardKey, hashes: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    def lookup(self, key: CacheKey, hashes: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
         """``(vectors, found)``: rows for ``hashes`` (zeros where not found) and a boolean mask."""
         got = self.lookup_rows(key, hashes)
         return got.vectors, got.found
 
-    def lookup_rows(self, key: ShardKey, hashes: Sequence[bytes]) -> CachedRows:
+    def lookup_rows(self, key: CacheKey, hashes: Sequence[bytes]) -> CachedRows:
         """Vectors, found mask, token counts (-1 unknown or not found) and truncation flags for ``hashes``."""
         n = len(hashes)
         got = CachedRows(
@@ -190,7 +206,7 @@ class EmbeddingCache:
 
     def store(
         self,
-        key: ShardKey,
+        key: CacheKey,
         hashes: Sequence[bytes],
         vectors: np.ndarray,
         tokens: np.ndarray | None = None,
@@ -210,14 +226,14 @@ class EmbeddingCache:
             )
         except OSError as exc:
             raise CacheError(
-                f"cannot write to the embedding cache {self.root} ({exc.strerror or exc}); free disk "
+                f"cannot write to the {self.NAME} {self.root} ({exc.strerror or exc}); free disk "
                 "space or make it writable, point --cache-dir (or $EVALSUITE_CACHE_DIR) elsewhere, "
                 "or run with --no-cache"
             ) from exc
         self.stats.rows_written += len(hashes)
         self.stats.segments_written += 1
 
-    def _compact(self, key: ShardKey, segments: list[_Segment]) -> None:
+    def _compact(self, key: CacheKey, segments: list[_Segment]) -> None:
         """Merge small segments into one (segments of ``compact_rows`` rows or more are left alone, so a
         compaction never holds more than ``compact_at`` small segments)."""
         rows: dict[bytes, tuple[_Segment, int]] = {}

@@ -120,10 +120,11 @@ def bar_chart(
     base_bar: tuple[str, str] | None,
     *,
     errors: Mapping[str, Mapping[str, Interval]] | None = None,
+    base_label: str = "base",
 ) -> Figure:
     """One panel per metric: grouped bars (category × series); the (series, category) bar equal
-    to the base is hatched with a red edge, and a dashed red line marks the base value; ``errors``
-    (per series, per category): error bars (low, high) per metric."""
+    to the base is hatched with a red edge, and a dashed red line marks the base value (``base_label``
+    in the legend); ``errors`` (per series, per category): error bars (low, high) per metric."""
     fig, axes = _figure(len(metrics), title)
     n = max(len(series), 1)
     width = 0.8 / n
@@ -144,7 +145,7 @@ def bar_chart(
                     bar.set_hatch("//")
                     bar.set_edgecolor(BASE_COLOR)
                     bar.set_linewidth(2)
-        ax.axhline(base_metrics[m], color=BASE_COLOR, linestyle="--", linewidth=1, label="base")
+        ax.axhline(base_metrics[m], color=BASE_COLOR, linestyle="--", linewidth=1, label=base_label)
         ax.set_xticks(list(positions))
         ax.set_xticklabels([_short(c) for c in categories], rotation=20 if len(categories) > 3 else 0, fontsize=8)
         lo, hi = min(values), max(values)
@@ -154,6 +155,31 @@ def bar_chart(
         ax.set_ylabel(m)
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=7)
+    return fig
+
+
+def delta_chart(
+    title: str,
+    metrics: Sequence[str],
+    categories: Sequence[str],
+    deltas: Mapping[str, Mapping[str, float]],
+    intervals: Mapping[str, Interval] | None = None,
+) -> Figure:
+    """One panel per metric: a bar per category (its delta on that metric, which may be negative) around a
+    solid zero line; ``intervals`` (per category): error bars (low, high) per metric."""
+    fig, axes = _figure(len(metrics), title)
+    positions = list(range(len(categories)))
+    for ax, m in zip(axes, metrics, strict=True):
+        ys = [deltas.get(c, {}).get(m, float("nan")) for c in categories]
+        yerr = _yerr(ys, [(intervals or {}).get(c) for c in categories], m)
+        colours = ["#1a7f37" if y > 0 else "#b42318" if y < 0 else "#888" for y in ys]
+        ax.bar(positions, ys, width=0.6, color=colours, yerr=yerr, capsize=4)
+        ax.axhline(0.0, color="#444", linewidth=1)
+        ax.set_xticks(positions)
+        ax.set_xticklabels([_short(c) for c in categories], fontsize=8)
+        ax.set_title(m)
+        ax.set_ylabel(f"Δ {m}")
+        ax.grid(axis="y", alpha=0.3)
     return fig
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..options import OUT_OPTION, RUN_OPTIONS, add_options, collect
-from .options import DEPTH_OPTION, RERANK_OPTIONS
+from .options import DEPTH_OPTION, RERANK_OPTIONS, rerank_settings
 
 
 def register(subparsers: Any) -> None:
@@ -41,7 +41,7 @@ def register(subparsers: Any) -> None:
 def rerank_spec(args: argparse.Namespace) -> Any:
     from .run import RerankSpec
 
-    return RerankSpec.from_mapping(collect(args, RERANK_OPTIONS), source="command line")
+    return RerankSpec.from_mapping(rerank_settings(args), source="command line")
 
 
 def cmd_rerank(args: argparse.Namespace) -> int:

@@ -41,6 +41,15 @@ class RerankStats:
         }
 
 
+@dataclass(frozen=True)
+class ScoredPairs:
+    """Per pair, in input order: its score (float64), its token count after truncation, whether it was cut."""
+
+    scores: np.ndarray
+    tokens: np.ndarray
+    truncated: np.ndarray
+
+
 def length_batches(lengths: np.ndarray, batch_size: int, max_batch_tokens: int) -> list[np.ndarray]:
     """Indices grouped longest first, each group under ``batch_size`` rows and ``max_batch_tokens`` padded tokens."""
     order = np.argsort(-lengths, kind="stable")
@@ -124,6 +133,12 @@ class LocalReranker:
         self, pairs: Sequence[tuple[str, str]], ids: Sequence[str] | None = None
     ) -> tuple[list[list[int]], list[list[int]] | None, int]:
         """Token ids (and token type ids) per pair under the contract; and how many pairs were cut."""
+        token_ids, types, cut = self._tokenize(pairs, ids)
+        return token_ids, types, len(cut)
+
+    def _tokenize(
+        self, pairs: Sequence[tuple[str, str]], ids: Sequence[str] | None
+    ) -> tuple[list[list[int]], list[list[int]] | None, list[int]]:
         c = self.contract
         rendered = [c.render(q, d) for q, d in pairs]
         firsts = [r[0] for r in rendered]
@@ -144,22 +159,32 @@ class LocalReranker:
                 for j, i in enumerate(long):
                     full[key][i] = cut[key][j]
         types = full.get("token_type_ids")
-        return full["input_ids"], types, len(long)
+        return full["input_ids"], types, long
 
     def logits(self, pairs: Sequence[tuple[str, str]], ids: Sequence[str] | None = None) -> np.ndarray:
         """The raw logit of each pair (float64, input order), before any activation."""
+        return self._forward(pairs, ids).scores
+
+    def score_rows(self, pairs: Sequence[tuple[str, str]], ids: Sequence[str] | None = None) -> ScoredPairs:
+        """Each pair's score after the contract's activation, with its token count and whether it was cut."""
+        rows = self._forward(pairs, ids)
+        return ScoredPairs(self.contract.activate(rows.scores), rows.tokens, rows.truncated)
+
+    def _forward(self, pairs: Sequence[tuple[str, str]], ids: Sequence[str] | None) -> ScoredPairs:
         import torch
 
         t0 = time.perf_counter()
         n = len(pairs)
         out = np.zeros(n, dtype=np.float64)
+        cut_mask = np.zeros(n, dtype=bool)
         if n == 0:
-            return out
-        token_ids, type_ids, truncated = self.tokenize(pairs, ids)
+            return ScoredPairs(out, np.zeros(0, dtype=np.int32), cut_mask)
+        token_ids, type_ids, cut = self._tokenize(pairs, ids)
+        cut_mask[cut] = True
         lengths = np.fromiter((len(r) for r in token_ids), dtype=np.int64, count=n)
         self.stats.pairs += n
         self.stats.tokens += int(lengths.sum())
-        self.stats.truncated += truncated
+        self.stats.truncated += len(cut)
         with torch.inference_mode():
             for idx in length_batches(lengths, self.batch_size, self.max_batch_tokens):
                 width = int(lengths[idx].max())
@@ -183,8 +208,8 @@ class LocalReranker:
                 self.stats.batches += 1
         self.stats.seconds += time.perf_counter() - t0
         finite_or_error(out, f"reranker {self.info.name}")
-        return out
+        return ScoredPairs(out, lengths.astype(np.int32), cut_mask)
 
     def score(self, pairs: Sequence[tuple[str, str]], ids: Sequence[str] | None = None) -> np.ndarray:
         """Each pair's score after the contract's activation (float64, input order)."""
-        return self.contract.activate(self.logits(pairs, ids))
+        return self.score_rows(pairs, ids).scores

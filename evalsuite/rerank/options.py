@@ -1,12 +1,19 @@
-"""Reranker options, declared once (``evalsuite rerank``, ``rerank-sweep``, ``rerank-canary``). Nothing heavy imported."""
+"""Reranker options, declared once (``evalsuite rerank``, ``run``, ``rerank-sweep``, ``canary``, ``rerank-canary``).
+Nothing heavy imported.
+
+Each option's parsed name is its flag's (``reranker_max_length``), never a first-stage option's: the commands
+register these beside ``--max-length``, ``--dtype``, ``--truncation`` and ``--batch-size`` of the first stage.
+:func:`rerank_settings` reads them back as ``RerankSpec`` fields.
+"""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import Any
 
 from ..contract import DTYPES
-from ..options import Option, int_at_least
+from ..options import Option, collect, int_at_least
 from .contract import ACTIVATIONS, PAIR_TRUNCATIONS
 from .run import RerankSpec
 
@@ -21,9 +28,13 @@ def depths(text: str) -> tuple[int, ...]:
     return tuple(sorted(dict.fromkeys(int_at_least(1)(p) for p in parts)))
 
 
-def _opt(flag: str, help: str, dest: str, kwargs: dict[str, object] | None = None) -> Option:
-    opt = Option(flag, help, {**(kwargs or {}), "dest_name": dest})
-    default = _DEFAULTS.get(dest)
+_FIELDS: dict[str, str] = {}  # option dest -> RerankSpec field
+
+
+def _opt(flag: str, help: str, field: str, kwargs: dict[str, object] | None = None) -> Option:
+    opt = Option(flag, help, dict(kwargs or {}))
+    _FIELDS[opt.dest] = field
+    default = _DEFAULTS.get(field)
     return opt.with_default(default) if default is not None else opt
 
 
@@ -62,6 +73,12 @@ RERANK_OPTIONS: tuple[Option, ...] = (
     _opt("--reranker-dtype", "reranker forward-pass dtype", "dtype", {"choices": DTYPES}),
     _opt("--reranker-batch-size", "max pairs per reranker forward batch", "batch_size", {"type": int_at_least(1)}),
 )
+
+
+def rerank_settings(values: Any, dest_prefix: str = "") -> dict[str, Any]:
+    """The reranker settings a user gave, as {RerankSpec field: value} (for ``RerankSpec.from_mapping``)."""
+    return {_FIELDS[k]: v for k, v in collect(values, RERANK_OPTIONS, dest_prefix).items()}
+
 
 DEPTH_OPTION = Option(
     "--rerank-depth",

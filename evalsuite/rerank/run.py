@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..pipeline import Prepared
     from ..result import Result
     from ..spec import RunSpec
+    from .cache import CachedReranker
     from .contract import RerankerContract
     from .local import LocalReranker
     from .twostage import TwoStageResult
@@ -94,6 +95,18 @@ def make_reranker(info: ModelInfo, contract: RerankerContract, spec: RunSpec, rs
     )
 
 
+def make_scorer(
+    info: ModelInfo, contract: RerankerContract, spec: RunSpec, rspec: RerankSpec
+) -> LocalReranker | CachedReranker:
+    """The local reference behind the reranker score cache when the cache is on (``--cache-dir``, ``--no-cache``:
+    the embedding cache's settings); the model loads on the first miss, never before."""
+    if not spec.use_cache:
+        return make_reranker(info, contract, spec, rspec)
+    from .cache import CachedReranker, ScoreCache
+
+    return CachedReranker(ScoreCache(spec.cache_dir), contract, lambda: make_reranker(info, contract, spec, rspec))
+
+
 def run_two_stage(
     spec: RunSpec, rspec: RerankSpec, depths: Sequence[int] | None = None, first: Result | None = None
 ) -> list[TwoStageResult]:
@@ -104,7 +117,7 @@ def run_two_stage(
     info, contract = resolve_reranker(rspec)  # pinning errors before any encoding
     if first is None:
         _, first = run_first_stage(spec, depths)
-    reranker = make_reranker(info, contract, spec, rspec)
+    reranker = make_scorer(info, contract, spec, rspec)
     results = evaluate_depths(first, contract, reranker.score, depths, list(first.metrics))
     for r in results:
         r.timing["reranker"] = reranker.stats.to_dict()

@@ -157,7 +157,7 @@ def plan(vary: dict[str, tuple[Any, ...]], base_spec: RunSpec, rspec: RerankSpec
 
 
 def run_rerank_sweep(spec: RunSpec, rspec: RerankSpec, vary: dict[str, tuple[Any, ...]]) -> list[RerankSweepRow]:
-    from .run import make_reranker, resolve_reranker, run_first_stage
+    from .run import make_scorer, resolve_reranker, run_first_stage
     from .twostage import evaluate_depths
 
     cells = plan(vary, spec, rspec)
@@ -165,7 +165,7 @@ def run_rerank_sweep(spec: RunSpec, rspec: RerankSpec, vary: dict[str, tuple[Any
     info, contract = resolve_reranker(rspec)
     _, first = run_first_stage(spec, depths)
     metrics = list(first.metrics)
-    base_scorer = MemoScorer(make_reranker(info, contract, spec, rspec).score)
+    base_scorer = MemoScorer(make_scorer(info, contract, spec, rspec).score)
     by_depth = {r.depth: r for r in evaluate_depths(first, contract, base_scorer, depths, metrics)}
     results: dict[str, TwoStageResult] = {}
     for cell in cells:
@@ -174,7 +174,7 @@ def run_rerank_sweep(spec: RunSpec, rspec: RerankSpec, vary: dict[str, tuple[Any
             results[cell.name] = by_depth[cell.value if a else rspec.depth]
         elif a.stage == "reranker":
             changed = contract.replace(**{a.field: cell.value})
-            scorer = make_reranker(info, changed, spec, rspec).score
+            scorer = make_scorer(info, changed, spec, rspec).score
             results[cell.name] = evaluate_depths(first, changed, scorer, [rspec.depth], metrics)[0]
         else:
             _, other = run_first_stage(spec.replace(**{a.field: cell.value}), [rspec.depth])

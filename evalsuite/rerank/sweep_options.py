@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..options import OUT_OPTION, RUN_OPTIONS, add_options, collect
-from .options import RERANK_OPTIONS
+from .options import RERANK_OPTIONS, rerank_settings
 
 
 def register_sweep(subparsers: Any) -> None:
@@ -47,7 +47,7 @@ def cmd_rerank_sweep(args: argparse.Namespace) -> int:
         raise SpecError("rerank-sweep needs at least one --vary AXIS=V1,V2 (e.g. --vary depth=10,50,100)")
     vary = parse_vary(args.vary)
     spec = RunSpec.from_mapping(collect(args), source="command line")
-    settings = collect(args, RERANK_OPTIONS)
+    settings = rerank_settings(args)
     if args.depth is not None:
         settings["depth"] = args.depth
     rspec = RerankSpec.from_mapping(settings, source="command line")

@@ -7,9 +7,11 @@ logits within a few hundredths of each other); nothing here imports torch at col
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,3 +94,86 @@ def copy_dir():
         return dest
 
     return copy
+
+
+class RerankFaultServer:
+    """Answers POST /v1/rerank like Infinity (sorted by score, sigmoid applied), with an optional ``fault``."""
+
+    def __init__(self, httpserver: Any, reference: Any) -> None:
+        self.httpserver, self.reference, self.fault = httpserver, reference, "none"
+        httpserver.expect_request("/v1/rerank", method="POST").respond_with_handler(self.answer)
+
+    @property
+    def url(self) -> str:
+        return self.httpserver.url_for("/v1")
+
+    def answer(self, request: Any) -> Any:
+        from werkzeug import Response
+
+        body = json.loads(request.data)
+        docs = body["documents"]
+        if not docs:
+            status = 500 if self.fault == "server_error_on_empty" else 422
+            return Response(
+                json.dumps({"detail": "documents must not be empty"}), status, content_type="application/json"
+            )
+        if self.fault == "refuse_long" and any(len(d) > 1000 for d in docs):
+            return Response(json.dumps({"detail": "input too long"}), 413, content_type="application/json")
+        scores = self.reference.score([(body["query"], d) for d in docs]).tolist()
+        if self.fault == "no_activation":
+            scores = [math.log(s / (1 - s)) for s in scores]
+        results = sorted(
+            ({"index": i, "relevance_score": s} for i, s in enumerate(scores)), key=lambda r: -r["relevance_score"]
+        )
+        if body.get("top_n") and self.fault != "ignores_top_n":
+            results = results[: body["top_n"]]
+        f = self.fault
+        if f == "shuffled" and len(results) > 1:
+            results = results[1:] + results[:1]
+        elif f == "missing" and len(results) > 1:
+            results = results[:-1]
+        elif f == "duplicate" and len(results) > 1:
+            results[-1] = dict(results[-1], index=results[0]["index"])
+        elif f == "out_of_range":
+            results[0] = dict(results[0], index=len(docs))
+        elif f == "wrong_documents" and len(results) > 1:  # scores stay sorted, indices rotate
+            idx = [r["index"] for r in results]
+            results = [dict(r, index=idx[(k + 1) % len(idx)]) for k, r in enumerate(results)]
+        elif f == "nan":
+            results[-1] = dict(results[-1], relevance_score=float("nan"))
+        text = json.dumps({"object": "rerank", "results": results, "model": "tiny-ce"})
+        return Response(text, 200, content_type="application/json")
+
+
+@pytest.fixture(scope="session")
+def reference(cross_encoder_dir):
+    from evalsuite.model import resolve_model
+    from evalsuite.rerank.contract import build_reranker_contract
+    from evalsuite.rerank.local import LocalReranker
+
+    info = resolve_model(str(cross_encoder_dir))
+    return LocalReranker(info, build_reranker_contract(info), device="cpu")
+
+
+@pytest.fixture
+def server(httpserver, reference):
+    """A /v1/rerank server on loopback that scores with the tiny cross-encoder (faithful until a test sets a fault)."""
+    return RerankFaultServer(httpserver, reference)
+
+
+@pytest.fixture
+def canary_argv(tiny_model_dir, small_beir, cross_encoder_dir):
+    """``argv(command, url, out, *extra)``: a reranker canary of the tiny cross-encoder over the tiny model's first
+    stage on ``small_beir`` (6 documents per query); ``url=None`` or ``reranker=False`` leave that option out."""
+
+    def argv(command: str, url: str | None, out: Path, *extra: str, reranker: bool = True) -> list[str]:
+        return [
+            command,
+            *(["--reranker-endpoint", url] if url else []),
+            *(["--reranker", str(cross_encoder_dir)] if reranker else []),
+            *("--model", str(tiny_model_dir), "--dataset", str(small_beir), "--device", "cpu", "--no-cache"),
+            *("--out", str(out), "--reranker-canary-depth", "6"),
+            *extra,
+        ]
+
+    return argv

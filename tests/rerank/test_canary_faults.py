@@ -4,8 +4,6 @@ cross-encoder): the faithful server passes every check; each fault is a failed v
 from __future__ import annotations
 
 import json
-import math
-from typing import Any
 
 import numpy as np
 import pytest
@@ -14,65 +12,6 @@ from evalsuite.rerank.canary.checks import CHECKS
 from evalsuite.rerank.canary.runner import make_context, run_checks
 from evalsuite.rerank.canary.settings import RerankCanarySettings
 from evalsuite.rerank.run import RerankSpec
-
-
-class RerankFaultServer:
-    """Answers POST /v1/rerank like Infinity (sorted by score, sigmoid applied), with an optional ``fault``."""
-
-    def __init__(self, httpserver: Any, reference: Any) -> None:
-        self.httpserver, self.reference, self.fault = httpserver, reference, "none"
-        httpserver.expect_request("/v1/rerank", method="POST").respond_with_handler(self.answer)
-
-    @property
-    def url(self) -> str:
-        return self.httpserver.url_for("/v1")
-
-    def answer(self, request: Any) -> Any:
-        from werkzeug import Response
-
-        body = json.loads(request.data)
-        docs = body["documents"]
-        if not docs:
-            status = 500 if self.fault == "server_error_on_empty" else 422
-            return Response(
-                json.dumps({"detail": "documents must not be empty"}), status, content_type="application/json"
-            )
-        if self.fault == "refuse_long" and any(len(d) > 1000 for d in docs):
-            return Response(json.dumps({"detail": "input too long"}), 413, content_type="application/json")
-        scores = self.reference.score([(body["query"], d) for d in docs]).tolist()
-        if self.fault == "no_activation":
-            scores = [math.log(s / (1 - s)) for s in scores]
-        results = sorted(
-            ({"index": i, "relevance_score": s} for i, s in enumerate(scores)), key=lambda r: -r["relevance_score"]
-        )
-        if body.get("top_n") and self.fault != "ignores_top_n":
-            results = results[: body["top_n"]]
-        f = self.fault
-        if f == "shuffled" and len(results) > 1:
-            results = results[1:] + results[:1]
-        elif f == "missing" and len(results) > 1:
-            results = results[:-1]
-        elif f == "duplicate" and len(results) > 1:
-            results[-1] = dict(results[-1], index=results[0]["index"])
-        elif f == "out_of_range":
-            results[0] = dict(results[0], index=len(docs))
-        elif f == "wrong_documents" and len(results) > 1:  # scores stay sorted, indices rotate
-            idx = [r["index"] for r in results]
-            results = [dict(r, index=idx[(k + 1) % len(idx)]) for k, r in enumerate(results)]
-        elif f == "nan":
-            results[-1] = dict(results[-1], relevance_score=float("nan"))
-        text = json.dumps({"object": "rerank", "results": results, "model": "tiny-ce"})
-        return Response(text, 200, content_type="application/json")
-
-
-@pytest.fixture(scope="module")
-def reference(cross_encoder_dir):
-    from evalsuite.model import resolve_model
-    from evalsuite.rerank.contract import build_reranker_contract
-    from evalsuite.rerank.local import LocalReranker
-
-    info = resolve_model(str(cross_encoder_dir))
-    return LocalReranker(info, build_reranker_contract(info), device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -86,11 +25,6 @@ def first_stage(tiny_model_dir, tmp_path_factory, make_beir, small_beir_records)
         model=str(tiny_model_dir), dataset=str(data), device="cpu", use_cache=False, metrics=("ndcg@10", "mrr@10")
     )
     return spec, run(spec)
-
-
-@pytest.fixture
-def server(httpserver, reference):
-    return RerankFaultServer(httpserver, reference)
 
 
 def canary(server, first_stage, cross_encoder_dir, **settings):

@@ -88,42 +88,17 @@ def infinity_reranker(cross_encoder_dir, tmp_path_factory):
             proc.wait(timeout=15)
 
 
-def canary(url, model, data, ce, out, *extra):
-    import argparse
+def canary(argv, url, out, *extra, command="rerank-canary"):
+    """``evalsuite canary --reranker-endpoint`` (command="canary") or its alias ``evalsuite rerank-canary``."""
+    from evalsuite.cli import build_parser
 
-    from evalsuite.rerank.cli import register
-
-    parser = argparse.ArgumentParser(prog="evalsuite")
-    register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(
-        [
-            "rerank-canary",
-            "--reranker-endpoint",
-            url,
-            "--reranker",
-            str(ce),
-            "--model",
-            str(model),
-            "--dataset",
-            str(data),
-            "--device",
-            "cpu",
-            "--no-cache",
-            "--out",
-            str(out),
-            "--reranker-canary-depth",
-            "6",
-            *extra,
-        ]
-    )
+    args = build_parser().parse_args(argv(command, url, out, *extra))
     rc = args.func(args)
     return rc, {v["check"]: v for v in json.loads((out / "rerank_canary.json").read_text())["verdicts"]}
 
 
-def test_rerank_canary_against_infinity(
-    infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path, capsys
-):
-    rc, verdicts = canary(infinity_reranker, tiny_model_dir, small_beir, cross_encoder_dir, tmp_path / "good")
+def test_rerank_canary_against_infinity(infinity_reranker, canary_argv, tmp_path, capsys):
+    rc, verdicts = canary(canary_argv, infinity_reranker, tmp_path / "good", command="canary")
     out = capsys.readouterr().out
     assert rc == 0, out
     assert all(v["passed"] for v in verdicts.values()), out
@@ -133,10 +108,8 @@ def test_rerank_canary_against_infinity(
 
     # raw scores from the server against a contract without activation: the logits agree too
     rc, verdicts = canary(
+        canary_argv,
         infinity_reranker,
-        tiny_model_dir,
-        small_beir,
-        cross_encoder_dir,
         tmp_path / "raw",
         "--reranker-activation",
         "none",
@@ -146,13 +119,12 @@ def test_rerank_canary_against_infinity(
 
     # the deployment applies a sigmoid; a contract that declares none is a failed score agreement
     rc, verdicts = canary(
+        canary_argv,
         infinity_reranker,
-        tiny_model_dir,
-        small_beir,
-        cross_encoder_dir,
         tmp_path / "act",
         "--reranker-activation",
         "none",
+        command="canary",
     )
     out = capsys.readouterr().out
     assert rc == 1
@@ -161,10 +133,8 @@ def test_rerank_canary_against_infinity(
 
     # the deployment uses the tokenizer's pair encoding; a contract with a one-text template differs
     rc, verdicts = canary(
+        canary_argv,
         infinity_reranker,
-        tiny_model_dir,
-        small_beir,
-        cross_encoder_dir,
         tmp_path / "tpl",
         "--reranker-template",
         "query: {query} document: {document}",
