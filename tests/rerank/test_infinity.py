@@ -9,11 +9,6 @@ differs from the contract.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -21,71 +16,15 @@ import pytest
 # One xdist group, like tests/canary/test_infinity.py: a single worker starts the server.
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("infinity-rerank")]
 
-REPO = Path(__file__).resolve().parents[2]
-INFINITY = REPO / ".infinity-venv" / "bin" / "infinity_emb"
-STARTUP_S = 120.0
-
 
 @pytest.fixture(scope="module")
-def infinity_reranker(cross_encoder_dir, tmp_path_factory):
-    if not INFINITY.exists():
-        reason = f"infinity-emb not found at {INFINITY}; install it with `bash .ci/infinity.sh install .infinity-venv`"
-        if os.environ.get("CI"):
-            pytest.fail(reason + " (CI must run the infinity canary tests)")
-        pytest.skip(reason)
+def infinity_reranker(cross_encoder_dir, infinity_launcher):
     import httpx
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = tmp_path_factory.mktemp("infinity-rerank") / "server.log"
-    env = dict(os.environ, DO_NOT_TRACK="1", INFINITY_ANONYMOUS_USAGE_STATS="0", HF_HUB_OFFLINE="1")
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(
-            [
-                str(INFINITY),
-                "v2",
-                "--model-id",
-                str(cross_encoder_dir),
-                "--engine",
-                "torch",
-                "--device",
-                "cpu",
-                "--port",
-                str(port),
-                "--host",
-                "127.0.0.1",
-                "--url-prefix",
-                "/v1",
-            ],
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + STARTUP_S
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"infinity exited with {proc.returncode}: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"infinity did not start within {STARTUP_S:.0f}s: {log.read_text()[-2000:]}")
-            time.sleep(0.5)
-        models = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).json()
-        assert models["data"][0]["capabilities"] == ["rerank"]
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+    server = infinity_launcher("rerank", {"reranker": (Path(cross_encoder_dir), [])})["reranker"]
+    models = httpx.get(f"{server.url}/models", timeout=5).json()
+    assert models["data"][0]["capabilities"] == ["rerank"]
+    return server.url
 
 
 def canary(argv, url, out, *extra, command="rerank-canary"):
