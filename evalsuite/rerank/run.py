@@ -98,15 +98,19 @@ def run_two_stage(
     spec: RunSpec, rspec: RerankSpec, depths: Sequence[int] | None = None, first: Result | None = None
 ) -> list[TwoStageResult]:
     """First stage (unless given) once, then the local reference reranker at every depth."""
-    from .twostage import evaluate_depths
-
     depths = list(depths or [rspec.depth])
     info, contract = resolve_reranker(rspec)  # pinning errors before any encoding
     if first is None:
         _, first = run_first_stage(spec, depths)
-    reranker = make_reranker(info, contract, spec, rspec)
-    results = evaluate_depths(first, contract, reranker.score, depths, list(first.metrics))
+    return rerank_first_stage(first, make_reranker(info, contract, spec, rspec), depths)
+
+
+def rerank_first_stage(first: Result, reranker: LocalReranker, depths: Sequence[int]) -> list[TwoStageResult]:
+    """A loaded reference reranker over a first stage, at every depth (one scoring of the deepest one's pairs)."""
+    from .twostage import evaluate_depths
+
+    results = evaluate_depths(first, reranker.contract, reranker.score, depths, list(first.metrics))
     for r in results:
         r.timing["reranker"] = reranker.stats.to_dict()
-        r.timing["reranker_model"] = info.to_dict()
+        r.timing["reranker_model"] = reranker.info.to_dict()
     return results
