@@ -16,14 +16,26 @@ if TYPE_CHECKING:
     from .session import GateSession
 
 PREFIX = "evalsuite_"
+# the reranker's options under their own prefix: --reranker-max-length and --max-length share a setting name
+RERANK_PREFIX = PREFIX + "rerank_"
 
 
-def plugin_options() -> tuple[Option, ...]:
-    """Every option the plugin adds, in the order `pytest --help` shows them."""
+def rerank_options() -> tuple[Option, ...]:
+    from ..rerank.options import DEPTH_OPTION, RERANK_OPTIONS
+
+    return (*RERANK_OPTIONS, DEPTH_OPTION)
+
+
+def plugin_options() -> tuple[tuple[tuple[Option, ...], str], ...]:
+    """Every option the plugin adds with the prefix of its destination, in the order `pytest --help` shows them."""
     from ..canary.options import CANARY_OPTIONS
     from ..sweep.options import SWEEP_OPTIONS
 
-    return (*RUN_OPTIONS, *GATE_OPTIONS, *SWEEP_OPTIONS, *CANARY_OPTIONS)
+    return (
+        ((*RUN_OPTIONS, *GATE_OPTIONS, *SWEEP_OPTIONS), PREFIX),
+        (rerank_options(), RERANK_PREFIX),
+        (CANARY_OPTIONS, PREFIX),
+    )
 
 
 def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | None, worker: str) -> GateSession | None:
@@ -37,7 +49,8 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
     found = find_spec_file(cwd, session_flags.pop("spec", None))
     gate_endpoint = bool(session_flags.pop("gate_endpoint", False))
     canary_flags = collect(values, CANARY_OPTIONS, PREFIX)
-    if not run_flags and not session_flags and not canary_flags and found is None:
+    rerank_flags = collect(values, rerank_options(), RERANK_PREFIX)
+    if not run_flags and not session_flags and not canary_flags and not rerank_flags and found is None:
         return None
     plan = build_plan(
         file_settings=found[1] if found else None,
@@ -45,6 +58,7 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
         run_flags=run_flags,
         session_flags=session_flags,
         cwd=cwd,
+        rerank_flags=rerank_flags,
     )
     canary = None
     if canary_flags:
@@ -79,5 +93,7 @@ def prepared_session(
     session = GateSession(plan, ComputeOnce(shared_dir), canary=canary, worker=worker, gate_endpoint=gate_endpoint)
     session.prepare_all()
     for name, baseline in session.baselines.items():
-        preflight.baseline_metrics(name, session.dataset_policy(name).gates, baseline.path, tuple(baseline.metrics))
+        gates = session.dataset_policy(name).gates
+        preflight.baseline_metrics(name, gates, baseline.path, tuple(baseline.metrics))
+        preflight.baseline_reranked(name, gates, baseline)
     return session
