@@ -41,6 +41,12 @@ _TOLERANCE = 1e-12
 _RELATIVE = re.compile(r"^\s*(?P<metric>[^:\s]+)\s*:\s*(?P<kind>[a-z_]+)\s*(?:=\s*(?P<value>[-+0-9.eE]+%?))?\s*$")
 
 
+def decided(outcome: Outcome, bounds: str, fail: str, inconclusive: str) -> str:
+    """The explanation of a kind judged on an interval: its bounds, why it failed or is undecided, the gate."""
+    why = {"pass": "", "fail": f": {fail}", "inconclusive": f": {inconclusive}"}[outcome.verdict]
+    return f"{bounds}{why} (gate {outcome.gate.expr})"
+
+
 class Floor(GateKind):
     name = "floor"
     against = None
@@ -228,19 +234,18 @@ class NonInferior(_Drop):
             f"one-sided {c.ci.confidence:.0%} bounds {c.ci.lower_bound:+.4f} / {c.ci.upper_bound:+.4f} "
             f"against margin -{g.threshold:g}"
         )
-        if outcome.verdict == "fail":
-            return f"{bounds}: the drop exceeds the margin (gate {g.expr})"
-        if outcome.verdict == "inconclusive":
-            need = (
-                f"about {outcome.queries_needed} queries would decide it"
-                if outcome.queries_needed is not None
-                else "no number of queries would decide it at this delta"
-            )
-            return (
-                f"{bounds}: neither non-inferiority nor a drop beyond the margin is shown; minimum detectable "
-                f"effect {c.mde:.4f} with {c.ci.n_queries} queries, {need} (gate {g.expr})"
-            )
-        return f"{bounds} (gate {g.expr})"
+        need = (
+            f"about {outcome.queries_needed} queries would decide it"
+            if outcome.queries_needed is not None
+            else "no number of queries would decide it at this delta"
+        )
+        return decided(
+            outcome,
+            bounds,
+            "the drop exceeds the margin",
+            "neither non-inferiority nor a drop beyond the margin is shown; minimum detectable "
+            f"effect {c.mde:.4f} with {c.ci.n_queries} queries, {need}",
+        )
 
 
 class MinGain(_Valued):
@@ -283,14 +288,13 @@ class MinGain(_Valued):
             f"gain one-sided {c.ci.confidence:.0%} lower bound {c.ci.lower_bound:+.4f}, two-sided upper bound "
             f"{c.ci.high:+.4f}, against the required gain {g.threshold:g}"
         )
-        if outcome.verdict == "fail":
-            return f"{bounds}: the reranker brings less than required (gate {g.expr})"
-        if outcome.verdict == "inconclusive":
-            return (
-                f"{bounds}: neither the gain nor its absence is shown; minimum detectable effect {c.mde:.4f} "
-                f"with {c.ci.n_queries} queries (gate {g.expr})"
-            )
-        return f"{bounds} (gate {g.expr})"
+        return decided(
+            outcome,
+            bounds,
+            "the reranker brings less than required",
+            f"neither the gain nor its absence is shown; minimum detectable effect {c.mde:.4f} with "
+            f"{c.ci.n_queries} queries",
+        )
 
 
 KINDS: tuple[GateKind, ...] = (Floor(), MaxDrop(), MaxRelDrop(), NoSignificantDrop(), NonInferior(), MinGain())

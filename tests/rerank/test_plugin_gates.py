@@ -40,25 +40,9 @@ def _two_stage(model_dir, dataset, ce, depth):
 
 
 def _args(model_dir, dataset, ce, depth, *extra):
-    return [
-        *BASE,
-        "--model",
-        str(model_dir),
-        "--model-rev",
-        directory_digest(model_dir),
-        "--dataset",
-        str(dataset),
-        "--no-cache",
-        "--device",
-        "cpu",
-        "--reranker",
-        ce[0],
-        "--reranker-rev",
-        ce[1],
-        "--rerank-depth",
-        str(depth),
-        *extra,
-    ]
+    model = ["--model", str(model_dir), "--model-rev", directory_digest(model_dir), "--dataset", str(dataset)]
+    rerank = ["--reranker", ce[0], "--reranker-rev", ce[1], "--rerank-depth", str(depth)]
+    return [*BASE, *model, "--no-cache", "--device", "cpu", *rerank, *extra]
 
 
 def _gates(pytester, dataset="small"):
