@@ -174,3 +174,19 @@ def test_bundled_model_baseline_round_trip_with_the_reranked_stage(
     err = [line for line in old.stderr.str().splitlines() if line.strip()]
     assert len(err) == 1 and str(pytester.path / "old.json") in err[0]
     assert "no reranked stage" in err[0] and "regenerate it with --update-baseline --reranker DIR" in err[0]
+
+
+def test_xdist_workers_rerank_once(pytester, model_stack_loaded, tiny_model_dir, small_beir, ce):
+    """Under pytest -n 2 one worker reranks, the other reads its pickle, and the controller's report has the
+    reranked stage. Bug caught: the reranked stage computed outside the session's compute-once (once per
+    worker, or missing from the controller's report)."""
+    gates = ["ndcg@10[stage=reranked]>=0.0", "mrr@10[stage=reranked]>=0.0", "ndcg@10:min_gain=-1"]
+    result = pytester.runpytest(
+        *_args(tiny_model_dir, small_beir, ce, 3, "-n", "2", *[x for g in gates for x in ("--gate", g)])
+    )
+    result.assert_outcomes(passed=2 + 3)
+    computed = [line for line in result.stdout.str().splitlines() if line.startswith("computed ")]
+    assert [line.split(" in ")[0] for line in computed] == ["computed candidate-small", "computed reranked-small"]
+    assert all(" in gw" in line for line in computed)
+    report, rows = _gates(pytester)
+    assert set(rows) == set(gates) and set(report["reranked"]["metrics"]) >= {"ndcg@10", "mrr@10"}
