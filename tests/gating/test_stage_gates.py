@@ -334,3 +334,18 @@ def test_outcome_names_its_stage():
     out = Outcome(Gate("ndcg@10", "floor", 0.4, "ndcg@10[stage=reranked]>=0.4", False, None, "reranked"), "fail", 0.3)
     assert out.to_dict()["stage"] == "reranked"
     assert explain(out, {}).startswith("ndcg@10 (reranked stage) = 0.3000 is below the floor 0.4")
+
+
+def test_reranker_options_do_not_set_the_embedding_model():
+    """Bug caught: --reranker-max-length sharing its destination with --max-length (both name max_length)."""
+    import argparse
+
+    from evalsuite.gating.start import PREFIX, RERANK_PREFIX, plugin_options, rerank_options
+    from evalsuite.options import RUN_OPTIONS, add_options, collect
+
+    parser = argparse.ArgumentParser()
+    for options, prefix in plugin_options():
+        add_options(parser.add_argument, options, prefix)
+    values = parser.parse_args(["--reranker-max-length", "64", "--reranker-dtype", "float16", "--max-length", "128"])
+    assert collect(values, RUN_OPTIONS, PREFIX) == {"max_length": 128}
+    assert collect(values, rerank_options(), RERANK_PREFIX) == {"max_length": 64, "dtype": "float16"}

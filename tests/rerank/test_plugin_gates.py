@@ -166,6 +166,7 @@ def test_bundled_model_baseline_round_trip_with_the_reranked_stage(
     )
     changed.assert_outcomes(failed=1)
     assert "reranker max_length: baseline " in changed.stdout.str()
+    assert "  max_length: baseline" not in changed.stdout.str()  # the embedding model's own max length is untouched
 
     del data["reranked"]
     (pytester.path / "old.json").write_text(json.dumps(data))
