@@ -187,7 +187,8 @@ def test_xdist_workers_rerank_once(pytester, model_stack_loaded, tiny_model_dir,
     )
     result.assert_outcomes(passed=2 + 3)
     computed = [line for line in result.stdout.str().splitlines() if line.startswith("computed ")]
-    assert [line.split(" in ")[0] for line in computed] == ["computed candidate-small", "computed reranked-small"]
+    # once each, by whichever worker asked first (not always the same one: the ledgers merge as workers finish)
+    assert sorted(line.split(" in ")[0] for line in computed) == ["computed candidate-small", "computed reranked-small"]
     assert all(" in gw" in line for line in computed)
     report, rows = _gates(pytester)
     assert set(rows) == set(gates) and set(report["reranked"]["metrics"]) >= {"ndcg@10", "mrr@10"}
