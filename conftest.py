@@ -248,6 +248,17 @@ def make_tiny_bert():
 
 
 @pytest.fixture(scope="session")
+def bundled_model_loaded(model_stack_loaded):
+    """Load the real model once in this process before in-process pytester runs use it: a module its
+    loading imports for the first time inside a run is dropped afterwards, and torch crashes when the
+    next run imports it again (TORCH_LIBRARY registered twice)."""
+    from evalsuite.encode.local import LocalEncoder
+    from evalsuite.model import resolve_model
+
+    LocalEncoder(resolve_model(None), device="cpu", max_length=16).encode(["warm up"], poolings=["mean"])
+
+
+@pytest.fixture(scope="session")
 def model_stack_loaded():
     """Import the model stack and load ranx's kernels in this process, before in-process pytester runs.
 

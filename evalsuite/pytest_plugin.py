@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .errors import EvalsuiteError
-from .gating.start import PREFIX, plugin_options
+from .gating.start import plugin_options
 
 if TYPE_CHECKING:
     from .datasets import Dataset
@@ -36,7 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     from .options import add_options
 
     group = parser.getgroup("evalsuite", "evalsuite: retrieval-quality gates for embedding models")
-    add_options(group.addoption, plugin_options(), PREFIX)
+    for options, prefix in plugin_options():
+        add_options(group.addoption, options, prefix)
 
 
 def _is_worker(config: pytest.Config) -> bool:

@@ -1,4 +1,5 @@
-"""Baseline files: aggregate and per-query metrics plus the manifest, committed by the user."""
+"""Baseline files: aggregate and per-query metrics plus the manifest, committed by the user; with a reranker,
+the reranked stage's too (``reranked``: its reranker contract, depth, aggregate and per-query metrics)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ..errors import ContractError
 from ..io import atomic_write_json
 from ..result import SCHEMA_VERSION, Result
 from .gates import Scores
+from .stages import RerankedStage
 
 REVISION_FIELDS = ("model", "model_revision", "tokenizer_revision")
 
@@ -24,14 +26,17 @@ class Baseline:
     manifest: dict[str, Any]
     metrics: dict[str, float]
     per_query: dict[str, dict[str, float]]
+    reranked: RerankedStage | None = None  # None: written without a reranker
 
     def scores(self) -> Scores:
         return Scores("baseline", self.metrics, self.per_query)
 
 
-def write_baseline(result: Result, path: str | Path) -> Path:
+def write_baseline(result: Result, path: str | Path, reranked: RerankedStage | None = None) -> Path:
     data = {"schema_version": SCHEMA_VERSION, "kind": "evalsuite-baseline", **result.to_dict()}
     data.pop("timing", None)
+    if reranked is not None:
+        data["reranked"] = reranked.to_dict()
     return atomic_write_json(path, data)
 
 
@@ -65,6 +70,7 @@ def load_baseline(path: str | Path) -> Baseline:
             manifest=manifest,
             metrics={k: float(v) for k, v in data["metrics"].items()},
             per_query={m: {q: float(s) for q, s in v.items()} for m, v in data["per_query"].items()},
+            reranked=RerankedStage.from_dict(data["reranked"]) if "reranked" in data else None,
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ContractError(f"{p}: baseline lacks {exc}; regenerate it with --update-baseline") from None

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from ..errors import SpecError
+from ..rerank.gates import Stage
 
 if TYPE_CHECKING:
     from ..slicing import SliceIndex
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
 
 GateVerdict = Literal["pass", "fail", "inconclusive"]
 VERDICTS: tuple[GateVerdict, ...] = ("pass", "fail", "inconclusive")
+# what a kind pairs the candidate with: the baseline or reference run (same stage), the candidate's own first
+# stage (the reranker's gain), or nothing (a floor)
+Against = Literal["reference", "first stage"] | None
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,21 @@ class Gate:
     expr: str
     needs_reference: bool = True
     selector: str | None = None  # the slice (``topic=finance``) whose queries the gate judges; None: all
+    stage: Stage = "first"  # the stage whose scores the gate judges: the first stage, or the reranked one
+
+    @property
+    def needs_reranker(self) -> bool:
+        return self.stage == "reranked"
+
+    @property
+    def bracketed(self) -> str:
+        """The metric with the stage and slice it judges: ``ndcg@10``, ``ndcg@10[stage=reranked,topic=x]``."""
+        return bracket(self.metric, self.stage, self.selector)
+
+    @property
+    def subject(self) -> str:
+        """How messages name what the gate judges: ``ndcg@10``, or ``ndcg@10 (reranked stage)``."""
+        return self.metric if self.stage == "first" else f"{self.metric} ({self.stage} stage)"
 
 
 @dataclass(frozen=True)
@@ -107,6 +126,7 @@ class Outcome:
             "correction": e.correction,
             "queries_needed": self.queries_needed,
             "losers": [list(x) for x in self.losers],
+            "stage": self.gate.stage,
             "slice": self.gate.selector,
             "slice_queries": self.n_queries,
             "note": self.note,
@@ -140,6 +160,13 @@ class Judgement:
         return cls("pass" if passed else "fail")
 
 
+def bracket(metric: str, stage: Stage | None, selector: str | None) -> str:
+    """``metric[stage=reranked,SLICE]``: the brackets hold the stage (unless the first, the default) and the
+    slice; none when neither is named."""
+    inside = ([f"stage={stage}"] if stage not in (None, "first") else []) + ([selector] if selector else [])
+    return metric + (f"[{','.join(inside)}]" if inside else "")
+
+
 def signed(x: float) -> str:
     """``+0.0123``; never ``-0.0000``."""
     return f"{round(x, 4) + 0.0:+.4f}"
@@ -160,11 +187,22 @@ class GateKind:
     """
 
     name: ClassVar[str]
-    needs_reference: ClassVar[bool] = True
+    against: ClassVar[Against] = "reference"
+    stage: ClassVar[Stage | None] = None  # the stage a kind always judges (a gate then names none); None: any
     form: ClassVar[str]  # the syntax, as help texts and errors show it
     example: ClassVar[str]  # a valid expression
     fails_when: ClassVar[str]  # one line for people, as the README's gate table shows it
     optional_value: ClassVar[str] = ""  # e.g. "[=ALPHA]": shown after the example in the README's table
+
+    @property
+    def needs_reference(self) -> bool:
+        """Needs a baseline file or a reference run."""
+        return self.against == "reference"
+
+    @property
+    def paired(self) -> bool:
+        """Judges a paired comparison of two sides (everything but a floor)."""
+        return self.against is not None
 
     def pattern(self) -> re.Pattern[str]:
         return re.compile(rf"^\s*(?P<metric>[^:\s]+)\s*:\s*{self.name}\s*(?:=\s*(?P<value>[-+0-9.eE]+%?))?\s*$")

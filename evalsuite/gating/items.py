@@ -100,10 +100,9 @@ class IntegrityItem(EvalsuiteItem):
 
 
 def _properties(item: EvalsuiteItem, outcome: Outcome, side: str) -> None:
-    """JUnit properties of one gate's outcome: values, verdict, and the delta with its uncertainty (a slice gate's
-    keys name the slice: ``ndcg@10[topic=finance]:delta``)."""
-    sel = outcome.gate.selector
-    metric = outcome.gate.metric + (f"[{sel}]" if sel else "")
+    """JUnit properties of one gate's outcome: values, verdict, and the delta with its uncertainty (a gate on a
+    slice or the reranked stage names them: ``ndcg@10[topic=finance]:delta``, ``ndcg@10[stage=reranked]:delta``)."""
+    metric = outcome.gate.bracketed
     props: list[tuple[str, object]] = [(metric, round(outcome.candidate, 6))]
     if outcome.reference is not None:
         props.append((f"{metric}:{side}", round(outcome.reference, 6)))
@@ -148,8 +147,10 @@ class GateItem(EvalsuiteItem):
         if isinstance(outcome, EvalsuiteError):
             raise outcome
         self.state.ledger.add(GateRecord(self.dataset, self.name, outcome))
-        _properties(self, outcome, ref.kind if ref else "baseline")
-        message = explain(outcome, result.dataset.queries, ref.label if ref else "baseline")
+        ref_label, cand_label = self.state.labels(self.dataset, self.gate)
+        self.user_properties.append(("stage", outcome.gate.stage))
+        _properties(self, outcome, ref.kind if ref else ref_label.replace(" ", "_"))
+        message = explain(outcome, result.dataset.queries, ref_label, cand_label)
         if outcome.verdict == "fail":
             raise EvalsuiteFailure(message)
         if outcome.verdict == "inconclusive":

@@ -22,9 +22,11 @@ def gather_evidence(gate: Gate, candidate: Scores, reference: Scores | None) -> 
     if gate.metric not in candidate.metrics:
         raise SpecError(f"gate {gate.expr!r}: metric {gate.metric} was not computed; add it to --metrics")
     kind = kind_of(gate)
-    if not kind.needs_reference:
+    if not kind.paired:
         return Evidence()
     if reference is None:
+        if not kind.needs_reference:  # the candidate's own first stage: only missing without a reranker
+            raise SpecError(f"gate {gate.expr!r} compares the reranked stage with the first stage; pass --reranker DIR")
         raise SpecError(f"gate {gate.expr!r} compares against a reference; pass --baseline FILE or --reference-rev")
     if gate.metric not in reference.metrics:
         raise SpecError(
@@ -50,9 +52,9 @@ def judge_gate(gate: Gate, candidate: Scores, reference: Scores | None, evidence
     n: int | None = None
     if gate.selector is not None:
         candidate, sliced, n = slice_sides(gate, candidate, reference)
-        reference = sliced if kind.needs_reference else None
+        reference = sliced if kind.paired else None
     value = candidate.metrics[gate.metric]
-    ref = reference.metrics[gate.metric] if kind.needs_reference and reference is not None else None
+    ref = reference.metrics[gate.metric] if kind.paired and reference is not None else None
     side = reference if ref is not None else None
     if n is None:
         judged, note = kind.judge(gate, candidate, side, value, ref, evidence), None
@@ -83,21 +85,24 @@ def evaluate_gate(gate: Gate, candidate: Scores, reference: Scores | None) -> Ou
     return judge_gate(gate, candidate, reference, gather_evidence(gate, candidate, reference))
 
 
-def explain(outcome: Outcome, queries: Mapping[str, str], reference_label: str = "baseline") -> str:
-    """A failure message a person can act on."""
+def explain(
+    outcome: Outcome, queries: Mapping[str, str], reference_label: str = "baseline", candidate_label: str = "candidate"
+) -> str:
+    """A failure message a person can act on; the labels name the two sides (``first stage`` and ``reranked``
+    for the reranker's gain)."""
     g, kind = outcome.gate, kind_of(outcome.gate)
     if outcome.note is not None:
-        head = f"{g.metric} on [{g.selector}]: candidate {outcome.candidate:.4f}"
+        head = f"{g.subject} on [{g.selector}]: {candidate_label} {outcome.candidate:.4f}"
         if outcome.reference is not None:
             head += f", {reference_label} {outcome.reference:.4f}, {outcome.uncertainty()}"
         head += f"; {outcome.note} (gate {g.expr})"
-    elif not kind.needs_reference:
+    elif not kind.paired:
         return kind.explain(outcome)
     elif outcome.reference is None or outcome.delta is None:
         raise ValueError(f"outcome of {g.expr} has no reference value to explain")
     else:
         head = (
-            f"{g.metric}: {reference_label} {outcome.reference:.4f}, candidate {outcome.candidate:.4f}, "
+            f"{g.subject}: {reference_label} {outcome.reference:.4f}, {candidate_label} {outcome.candidate:.4f}, "
             f"{outcome.uncertainty() or f'delta {outcome.delta:+.4f}'}; {kind.explain(outcome)}"
         )
     if outcome.losers:
@@ -105,5 +110,5 @@ def explain(outcome: Outcome, queries: Mapping[str, str], reference_label: str =
         for qid, ref, cand in outcome.losers:
             text = queries.get(qid, "")
             text = text if len(text) <= 70 else text[:67] + "..."
-            head += f"\n  {qid}  {reference_label} {ref:.4f} -> candidate {cand:.4f}  {text!r}"
+            head += f"\n  {qid}  {reference_label} {ref:.4f} -> {candidate_label} {cand:.4f}  {text!r}"
     return head

@@ -9,9 +9,14 @@ Forms::
     mrr@10:no_significant_drop=0.01 ... with alpha 0.01 (default 0.05)
     ndcg@10:non_inferior=0.01       one-sided 95% lower bound of (candidate - reference) >= -0.01
                                     (pass), upper bound < -0.01 (fail), else inconclusive
+    ndcg@10:min_gain=0.01           the reranker's gain (reranked - first stage, same queries): one-sided
+                                    95% lower bound >= 0.01 (pass), two-sided upper bound < 0.01 (fail),
+                                    else inconclusive; needs --reranker, no reference
 
 Every kind takes a slice after the metric: ``ndcg@10[topic=finance]:max_drop=0.02``,
-``recall@100[doclen>256]>=0.6`` judge that slice's queries only (`slices.py` says how).
+``recall@100[doclen>256]>=0.6`` judge that slice's queries only (`slices.py` says how). In a session
+with a reranker, every kind but ``min_gain`` takes a stage too: ``ndcg@10[stage=reranked]>=0.4``,
+``ndcg@10[stage=reranked,topic=finance]:max_drop=0.02`` judge the reranked stage (`stages.py`).
 
 Every relative gate's outcome carries the paired comparison (:class:`~evalsuite.gating.gates.Evidence`):
 delta with its bootstrap CI, the sign-flip p-value and the minimum detectable effect.
@@ -36,9 +41,15 @@ _TOLERANCE = 1e-12
 _RELATIVE = re.compile(r"^\s*(?P<metric>[^:\s]+)\s*:\s*(?P<kind>[a-z_]+)\s*(?:=\s*(?P<value>[-+0-9.eE]+%?))?\s*$")
 
 
+def decided(outcome: Outcome, bounds: str, fail: str, inconclusive: str) -> str:
+    """The explanation of a kind judged on an interval: its bounds, why it failed or is undecided, the gate."""
+    why = {"pass": "", "fail": f": {fail}", "inconclusive": f": {inconclusive}"}[outcome.verdict]
+    return f"{bounds}{why} (gate {outcome.gate.expr})"
+
+
 class Floor(GateKind):
     name = "floor"
-    needs_reference = False
+    against = None
     form = "METRIC>=VALUE"
     example = "ndcg@10>=0.35"
     fails_when = "the candidate is below the floor"
@@ -64,21 +75,28 @@ class Floor(GateKind):
     def explain(self, outcome: Outcome) -> str:
         g = outcome.gate
         return (
-            f"{g.metric} = {outcome.candidate:.4f} is below the floor {g.threshold:g} "
+            f"{g.subject} = {outcome.candidate:.4f} is below the floor {g.threshold:g} "
             f"(gate {g.expr}, short by {g.threshold - outcome.candidate:.4f})"
         )
 
 
-class _Drop(GateKind):
-    """A kind whose value is an allowed drop (>= 0), required."""
+class _Valued(GateKind):
+    """A kind whose value is required."""
 
     def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
         if raw is None:
             raise SpecError(f"gate {expr!r}: {self.name} needs a value, e.g. {metric}:{self.name}=0.01")
-        value = number(raw, expr)
+        return number(raw, expr), f"{metric}:{self.name}={raw}"
+
+
+class _Drop(_Valued):
+    """A kind whose value is an allowed drop (>= 0), required."""
+
+    def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
+        value, canonical = super().threshold(raw, metric, expr)
         if value < 0:
             raise SpecError(f"gate {expr!r}: the allowed drop must be >= 0")
-        return value, f"{metric}:{self.name}={raw}"
+        return value, canonical
 
 
 class MaxDrop(_Drop):
@@ -216,22 +234,70 @@ class NonInferior(_Drop):
             f"one-sided {c.ci.confidence:.0%} bounds {c.ci.lower_bound:+.4f} / {c.ci.upper_bound:+.4f} "
             f"against margin -{g.threshold:g}"
         )
-        if outcome.verdict == "fail":
-            return f"{bounds}: the drop exceeds the margin (gate {g.expr})"
-        if outcome.verdict == "inconclusive":
-            need = (
-                f"about {outcome.queries_needed} queries would decide it"
-                if outcome.queries_needed is not None
-                else "no number of queries would decide it at this delta"
-            )
-            return (
-                f"{bounds}: neither non-inferiority nor a drop beyond the margin is shown; minimum detectable "
-                f"effect {c.mde:.4f} with {c.ci.n_queries} queries, {need} (gate {g.expr})"
-            )
-        return f"{bounds} (gate {g.expr})"
+        need = (
+            f"about {outcome.queries_needed} queries would decide it"
+            if outcome.queries_needed is not None
+            else "no number of queries would decide it at this delta"
+        )
+        return decided(
+            outcome,
+            bounds,
+            "the drop exceeds the margin",
+            "neither non-inferiority nor a drop beyond the margin is shown; minimum detectable "
+            f"effect {c.mde:.4f} with {c.ci.n_queries} queries, {need}",
+        )
 
 
-KINDS: tuple[GateKind, ...] = (Floor(), MaxDrop(), MaxRelDrop(), NoSignificantDrop(), NonInferior())
+class MinGain(_Valued):
+    """What the reranker brings: the reranked stage minus the candidate's own first stage, query by query."""
+
+    name = "min_gain"
+    against = "first stage"
+    stage = "reranked"
+    form = "METRIC:min_gain=VALUE"
+    example = "ndcg@10:min_gain=0.01"
+    fails_when = (
+        "the reranker's gain (reranked − first stage, on the same queries) has its two-sided 95% upper bound "
+        "below 0.01; passes only when the one-sided 95% lower bound is ≥ 0.01; otherwise INCONCLUSIVE. "
+        "Needs --reranker, no baseline"
+    )
+
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
+        from ..rerank.gain import StageDelta
+        from ..rerank.gates import judge_gain
+
+        assert ref_value is not None and evidence.comparison is not None
+        c = evidence.comparison
+        gain = StageDelta(
+            gate.metric, ref_value, value, c.ci.delta, c.ci.n_queries, c.ci.low, c.ci.high, c.ci.lower_bound
+        )
+        return Judgement(judge_gain(gain, gate.threshold))
+
+    def explain(self, outcome: Outcome) -> str:
+        g, c = outcome.gate, outcome.comparison
+        assert c is not None
+        bounds = (
+            f"gain one-sided {c.ci.confidence:.0%} lower bound {c.ci.lower_bound:+.4f}, two-sided upper bound "
+            f"{c.ci.high:+.4f}, against the required gain {g.threshold:g}"
+        )
+        return decided(
+            outcome,
+            bounds,
+            "the reranker brings less than required",
+            f"neither the gain nor its absence is shown; minimum detectable effect {c.mde:.4f} with "
+            f"{c.ci.n_queries} queries",
+        )
+
+
+KINDS: tuple[GateKind, ...] = (Floor(), MaxDrop(), MaxRelDrop(), NoSignificantDrop(), NonInferior(), MinGain())
 _BY_NAME = {k.name: k for k in KINDS}
 
 
@@ -250,7 +316,8 @@ def gate_help() -> str:
         "gate expression, repeatable: "
         + ", ".join(f"'{k.example}'" for k in KINDS)
         + "; a [slice] after the metric judges that slice's queries: 'ndcg@10[topic=finance]:max_drop=0.02', "
-        "'recall@100[doclen>256]>=0.6'"
+        "'recall@100[doclen>256]>=0.6'; with --reranker, [stage=reranked] judges the reranked stage: "
+        "'ndcg@10[stage=reranked]>=0.4', 'ndcg@10[stage=reranked,topic=finance]:max_drop=0.02'"
     )
 
 
@@ -261,21 +328,27 @@ def kinds_markdown() -> str:
 
 
 def parse_gate(expr: str) -> Gate:
-    """Parse one gate expression (with an optional ``[slice]`` after the metric); errors say which forms are
-    allowed."""
-    plain, selector = split_selector(expr)
+    """Parse one gate expression (with an optional ``[stage=...,slice]`` after the metric); errors say which
+    forms are allowed."""
+    plain, selector, stage = split_selector(expr)
     for kind in KINDS:
         m = kind.pattern().match(plain)
         if m:
             metric = parse_metric(m.group("metric"))
             threshold, canonical = kind.threshold(m.group("value"), metric, expr)
+            if kind.stage is not None and stage is not None:
+                raise SpecError(
+                    f"gate {expr!r}: {kind.name} always judges the {kind.stage} stage against the "
+                    f"{kind.against}; write it without a stage, e.g. {kind.example}"
+                )
             return Gate(
                 metric,
                 kind.name,
                 threshold,
-                with_selector(canonical, metric, selector),
+                with_selector(canonical, metric, selector, stage),
                 kind.needs_reference,
                 selector.text if selector else None,
+                kind.stage or stage or "first",
             )
     expr = plain
     m = _RELATIVE.match(expr)

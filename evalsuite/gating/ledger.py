@@ -53,6 +53,15 @@ class CandidateSeen:
 
 
 @dataclass(frozen=True)
+class RerankedSeen:
+    """The aggregate metrics of one side's reranked stage on a dataset."""
+
+    dataset: str
+    side: Literal["candidate", "reference"]
+    metrics: dict[str, float]
+
+
+@dataclass(frozen=True)
 class ReferenceSeen:
     dataset: str
     kind: ReferenceKind
@@ -60,9 +69,8 @@ class ReferenceSeen:
     metrics: dict[str, float]
 
 
-Computed = Literal[
-    "candidate", "reference", "sweep", "local"
-]  # local: the reference model's own run when the candidate is served
+# local: the reference model's own run when the candidate is served; reranked: a side's reranked stage
+Computed = Literal["candidate", "reference", "sweep", "local", "reranked", "reference-reranked"]
 
 
 @dataclass(frozen=True)
@@ -83,7 +91,16 @@ class BaselineWritten:
     path: Path
 
 
-Record = GateRecord | SweepCellRecord | CanaryRecord | CandidateSeen | ReferenceSeen | Computation | BaselineWritten
+Record = (
+    GateRecord
+    | SweepCellRecord
+    | CanaryRecord
+    | CandidateSeen
+    | ReferenceSeen
+    | RerankedSeen
+    | Computation
+    | BaselineWritten
+)
 
 
 @dataclass
@@ -118,6 +135,11 @@ class Ledger:
 
     def candidate(self, dataset: str) -> CandidateSeen | None:
         return next((r for r in self.records if isinstance(r, CandidateSeen) and r.dataset == dataset), None)
+
+    def reranked(self, dataset: str, side: Literal["candidate", "reference"]) -> RerankedSeen | None:
+        return next(
+            (r for r in self.records if isinstance(r, RerankedSeen) and r.dataset == dataset and r.side == side), None
+        )
 
     def reference(self, dataset: str) -> ReferenceSeen | None:
         return next((r for r in self.records if isinstance(r, ReferenceSeen) and r.dataset == dataset), None)

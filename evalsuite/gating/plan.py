@@ -17,6 +17,11 @@
     slice_by = ["topic"]               # metadata fields reported per slice (default: topic or domain if present)
     sweep = ["pooling=cls,mean"]       # optional: one item per sweep cell, gated against the base;
                                        # or a table: sweep = {pooling = ["cls", "mean"]}
+
+    [rerank]                           # optional: a second stage, the local reference cross-encoder
+    reranker = "models/ce"             # relative to this file; keys are --reranker* settings without the
+    reranker_rev = "..."               # prefix: max_length, dtype, activation, template, truncation,
+    depth = 100                        # batch_size (flags win)
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
+from ..rerank.run import RerankSpec, first_stage_spec
 from ..spec import RunSpec, default_dataset_dir
 from ..sweep.axes import Axis, axes_from_spec, parse_vary
 from .gates import Gate
@@ -47,6 +53,7 @@ SESSION_KEYS = (
     "multiplicity",
 )
 DEFAULT_REPORTS_DIR = Path("reports") / "evalsuite"  # relative to the directory pytest runs in
+RERANK_KEY = "rerank"  # the spec file's [rerank] table
 DATASET_KEYS = ("name", "path", "split", "qrels", "baseline", "gates", "sweep", "grid", "metrics", "slice_by")
 
 
@@ -69,6 +76,7 @@ class SessionPlan:
     reports_dir: Path
     source: str
     verdicts: VerdictPolicy = field(default_factory=VerdictPolicy)
+    rerank: RerankSpec | None = None  # the second stage every dataset's first stage is reranked by; None: none
 
     @property
     def has_reference_run(self) -> bool:
@@ -124,6 +132,36 @@ def _list(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def rerank_spec(table: Any, flags: Mapping[str, Any], base_dir: Path, src: str) -> RerankSpec | None:
+    """The session's reranker: the spec file's ``[rerank]`` table overridden by the ``--reranker*`` and
+    ``--rerank-depth`` flags (their option names, ``depths`` a tuple); None when neither names one."""
+    if table is None and not flags:
+        return None
+    if table is not None and not isinstance(table, dict):
+        raise SpecError(f"{src}: '{RERANK_KEY}' must be a table ([{RERANK_KEY}] with reranker = DIR)")
+    settings = dict(table or {})
+    if isinstance(settings.get("reranker"), str) and (base_dir / settings["reranker"]).exists():
+        settings["reranker"] = str(base_dir / settings["reranker"])
+    given = dict(flags)
+    depths = given.pop("depths", None)
+    if depths is not None:
+        if len(depths) != 1:
+            raise SpecError(
+                f"--rerank-depth {','.join(map(str, depths))}: a gated session reranks at one depth; give one "
+                "(`evalsuite rerank` compares several)"
+            )
+        given["depth"] = depths[0]
+    settings.update(given)
+    where = f"{src}: [{RERANK_KEY}]" if table is not None else "command line"
+    spec = RerankSpec.from_mapping(settings, source=where)
+    if not spec.reranker:
+        raise SpecError(
+            f"{where}: reranker settings ({', '.join(sorted(settings))}) without a reranker; pass --reranker DIR "
+            f"(a cross-encoder directory or cached hub id) or set reranker in [{RERANK_KEY}]"
+        )
+    return spec
+
+
 def build_plan(
     *,
     file_settings: Mapping[str, Any] | None,
@@ -131,12 +169,14 @@ def build_plan(
     run_flags: Mapping[str, Any],
     session_flags: Mapping[str, Any],
     cwd: Path,
+    rerank_flags: Mapping[str, Any] | None = None,
 ) -> SessionPlan:
     """Merge spec-file settings with command-line flags (flags win) into a validated plan."""
     raw = dict(file_settings or {})
     src = str(file_path) if file_path else "command line"
     base_dir = file_path.parent if file_path else cwd
     datasets_raw = raw.pop("datasets", None)
+    rerank = rerank_spec(raw.pop(RERANK_KEY, None), rerank_flags or {}, base_dir, src)
     session_raw = {k: raw.pop(k) for k in SESSION_KEYS if k in raw}
     if "model" in raw and isinstance(raw["model"], str) and (base_dir / raw["model"]).exists():
         raw["model"] = str(base_dir / raw["model"])
@@ -213,9 +253,10 @@ def build_plan(
             else (tuple(axes_from_spec(raw_sweep, source=f"{where}.sweep")) if raw_sweep else ())
         )
         grid = bool(session_flags.get("grid") or entry.get("grid", session_raw.get("grid", False)))
-        plans.append(
-            DatasetPlan(name=name, spec=base.replace(**changes), baseline=baseline, gates=gates, sweep=sweep, grid=grid)
-        )
+        spec = base.replace(**changes)
+        if rerank is not None:  # the first stage retrieves at least as deep as the reranker reads
+            spec = first_stage_spec(spec, [rerank.depth])
+        plans.append(DatasetPlan(name=name, spec=spec, baseline=baseline, gates=gates, sweep=sweep, grid=grid))
     names = [p.name for p in plans]
     if len(set(names)) != len(names):
         raise SpecError(f"{src}: dataset names must be unique, got {names}")
@@ -253,4 +294,5 @@ def build_plan(
         reports_dir=reports_dir,
         source=src,
         verdicts=verdicts,
+        rerank=rerank,
     )

@@ -60,17 +60,25 @@ def dataset_policy(plan: SessionPlan, dp: DatasetPlan, baseline_metrics: Sequenc
         notes.append(f"{dp.name}: no gates given; default gates applied: " + ", ".join(g.expr for g in gates))
     relative = [g.expr for g in gates if g.needs_reference]
     if relative and side is None and not update:
-        if not dp.sweep:
+        # a sweep cell has no reranked stage: such a gate needs a reference even in a sweep
+        unjudged = [g.expr for g in gates if g.needs_reference and g.needs_reranker] if dp.sweep else relative
+        if unjudged:
             raise SpecError(
-                f"{dp.name}: gate(s) {', '.join(relative)} compare against a reference; "
+                f"{dp.name}: gate(s) {', '.join(unjudged)} compare against a reference; "
                 "pass --baseline FILE or --reference-rev REV, or use a floor (METRIC>=VALUE)"
             )
         notes.append(f"{dp.name}: no baseline; gate(s) {', '.join(relative)} apply to sweep cells only")
     item_gates = tuple(g for g in gates if side is not None or update or not g.needs_reference)
     sweep_gates: tuple[Gate, ...] = ()
     if dp.sweep:
-        sweep_gates = gates or default_gates(dp.spec.metrics)
-        if not gates:
+        first = tuple(g for g in gates if not g.needs_reranker)
+        sweep_gates = first or default_gates(dp.spec.metrics)
+        staged = [g.expr for g in gates if g.needs_reranker]
+        if staged:
+            notes.append(
+                f"{dp.name}: gate(s) {', '.join(staged)} judge the reranked stage, not sweep cells (a first stage only)"
+            )
+        if not first:
             notes.append(
                 f"{dp.name}: sweep cells gated against the base with default gates: "
                 + ", ".join(g.expr for g in sweep_gates)

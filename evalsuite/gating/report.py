@@ -15,7 +15,8 @@ from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import table
 from ..reports.run_reports import run_markdown
 from ..reports.slices import moved_lines, moved_markdown
-from .gates import GateVerdict, Outcome, signed
+from .gates import Gate, GateVerdict, Outcome, bracket, signed
+from .kinds import kind_of
 from .ledger import (
     BaselineWritten,
     CanaryRecord,
@@ -23,14 +24,17 @@ from .ledger import (
     Computation,
     GateRecord,
     ReferenceSeen,
+    RerankedSeen,
     SweepCellRecord,
 )
 
 if TYPE_CHECKING:
+    from ..rerank.gates import Stage
     from ..result import Result
     from ..slicing.compare import SliceMove
     from ..stats import Comparison
     from ..sweep.results import SweepResult
+    from .stages import RerankedStage
 
 SUMMARY_HEADERS = ("metric", "{side}", "candidate", "delta", "95% CI", "MDE", "verdict")
 _SEVERITY: dict[GateVerdict, int] = {"pass": 0, "inconclusive": 1, "fail": 2}
@@ -68,22 +72,33 @@ class SummaryRow:
 
 
 def summary_rows(
-    candidate: CandidateSeen | None, reference: ReferenceSeen | None, gates: Sequence[GateRecord]
+    candidate: CandidateSeen | RerankedSeen | None,
+    reference: ReferenceSeen | RerankedSeen | None,
+    gates: Sequence[GateRecord],
+    stage: Stage = "first",
 ) -> list[SummaryRow]:
+    """One row per metric of ``stage`` (the reranked stage's rows are named ``ndcg@10[stage=reranked]``), its
+    verdict the worst of the gates on that metric and stage."""
     cand = candidate.metrics if candidate else {}
     ref = reference.metrics if reference else {}
     verdicts: dict[str, list[GateVerdict]] = {}
     comparisons: dict[str, Comparison] = {}
     for g in gates:
-        if g.outcome.gate.selector is not None:
+        gate = g.outcome.gate
+        if gate.selector is not None or gate.stage != stage:
             continue  # a slice gate judges part of the queries: its own line says so, the metric's row is the whole
-        verdicts.setdefault(g.outcome.gate.metric, []).append(g.outcome.verdict)
-        if g.outcome.comparison is not None:
-            comparisons.setdefault(g.outcome.gate.metric, g.outcome.comparison)
+        verdicts.setdefault(gate.metric, []).append(g.outcome.verdict)
+        if g.outcome.comparison is not None and gate.needs_reference:  # not the gain's: it pairs another side
+            comparisons.setdefault(gate.metric, g.outcome.comparison)
     return [
-        SummaryRow(m, ref.get(m), cand.get(m), _worst(verdicts.get(m, [])), comparisons.get(m))
+        SummaryRow(bracket(m, stage, None), ref.get(m), cand.get(m), _worst(verdicts.get(m, [])), comparisons.get(m))
         for m in dict.fromkeys(list(cand) + list(ref))
     ]
+
+
+def stage_text(gate: Gate) -> str:
+    """The stage column of a gate: ``first``, ``reranked``, or ``reranked − first`` for the reranker's gain."""
+    return f"{gate.stage} − first" if kind_of(gate).against == "first stage" else gate.stage
 
 
 def _worst(verdicts: Sequence[GateVerdict]) -> GateVerdict | None:
@@ -99,7 +114,7 @@ def gate_line(outcome: Outcome) -> str:
     head = f"{outcome.verdict.upper():<12} {outcome.gate.expr}"
     note = f"; {outcome.note}" if outcome.note else ""
     if outcome.comparison is None:
-        return f"{head}: {outcome.gate.metric} {outcome.candidate:.4f}{note}"
+        return f"{head}: {outcome.gate.subject} {outcome.candidate:.4f}{note}"
     text = f"{head}: {outcome.uncertainty()}{note}"
     if outcome.queries_needed is not None and outcome.verdict == "inconclusive":
         text += f"; about {outcome.queries_needed} queries would decide it"
@@ -168,10 +183,12 @@ def dataset_report(
     statement: str | None = None,
     comparisons: Mapping[str, Comparison] | None = None,
     moves: Sequence[SliceMove] = (),
+    reranked: RerankedStage | None = None,
+    reranked_reference: RerankedSeen | None = None,
 ) -> DatasetReport:
-    """``comparisons``: every metric's paired comparison with the reference side (rows a gate does not
-    test show these)."""
-    """``outcomes``: the gate items' and sweep cells' records, in the order they were made."""
+    """``outcomes``: the gate items' and sweep cells' records, in the order they were made; ``comparisons``:
+    every metric's paired comparison with the reference side (rows a gate does not test show these);
+    ``reranked``: the candidate's reranked stage, ``reranked_reference`` the reference side's."""
     gates = [r for r in outcomes if isinstance(r, GateRecord)]
     if candidate is None and result is not None:
         candidate = CandidateSeen(name, dict(result.metrics))
@@ -182,6 +199,9 @@ def dataset_report(
         else replace(r, comparison=comparisons[r.metric])
         for r in summary_rows(candidate, reference, gates)
     )
+    if reranked is not None:
+        seen = RerankedSeen(name, "candidate", dict(reranked.metrics))
+        rows += tuple(summary_rows(seen, reranked_reference, gates, "reranked"))
     results = markdown = None
     if result is not None:
         rows_out = [{"dataset": r.dataset, "item": r.item, **r.outcome.to_dict()} for r in outcomes]
@@ -189,6 +209,10 @@ def dataset_report(
         results["gates"] = rows_out
         if reference is not None:
             results["reference"] = {"label": reference.label, "metrics": reference.metrics}
+            if reranked_reference is not None:
+                results["reference"]["reranked"] = {"metrics": reranked_reference.metrics}
+        if reranked is not None:
+            results["reranked"] = reranked.report()
         if comparisons:
             results["comparison"] = {m: c.to_dict() for m, c in comparisons.items()}
         if moves:
@@ -200,6 +224,7 @@ def dataset_report(
                 (
                     "item",
                     "gate",
+                    "stage",
                     "verdict",
                     "candidate",
                     side,
@@ -214,6 +239,7 @@ def dataset_report(
                     (
                         r.item,
                         r.outcome.gate.expr,
+                        stage_text(r.outcome.gate),
                         r.outcome.verdict.upper(),
                         f"{r.outcome.candidate:.4f}",
                         "-" if r.outcome.reference is None else f"{r.outcome.reference:.4f}",
@@ -228,6 +254,8 @@ def dataset_report(
                 "a paired randomization test; MDE is the smallest true drop a one-sided 5% test would "
                 "detect with 80% power on these queries.\n"
             )
+        if reranked is not None:
+            markdown += _reranked_markdown(reranked)
         markdown += moved_markdown(moves, side)
         if statement:
             markdown += f"\n{statement}\n"
@@ -237,6 +265,17 @@ def dataset_report(
     if results is not None and statement:
         results["verdict_policy"] = statement
     return DatasetReport(name, directory, side, rows, results, markdown, sweep, lines, tuple(moved_lines(moves, side)))
+
+
+def _reranked_markdown(stage: RerankedStage) -> str:
+    """The reranked stage: which reranker at which depth, and the gain it brings per metric with its CI."""
+    r = stage.reranker
+    head = (
+        f"\n## Reranked stage\n\nreranker {r.get('model')} @ {str(r.get('model_revision'))[:16]}, top "
+        f"{stage.depth} of the first stage reranked; the gain is reranked − first stage on the same queries "
+        "(95% CI: paired bootstrap over queries)\n\n"
+    )
+    return head + "".join(f"- {d.describe()}\n" for d in stage.gain)
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,26 @@ from ..slicing.attach import slice_index
 from .baseline import Baseline, load_baseline, write_baseline
 from .deltas import comparisons, slice_moves_against
 from .gates import Gate, Outcome, Scores
-from .ledger import BaselineWritten, CanaryRecord, CandidateSeen, Computation, Computed, Ledger, Record, ReferenceSeen
+from .kinds import kind_of
+from .ledger import (
+    BaselineWritten,
+    CanaryRecord,
+    CandidateSeen,
+    Computation,
+    Computed,
+    Ledger,
+    Record,
+    ReferenceSeen,
+    RerankedSeen,
+)
 from .plan import DatasetPlan, SessionPlan
 from .policy import DatasetPolicy, SessionPolicy, session_policy
 from .reference import Reference
 from .report import SessionReport, dataset_report
+from .reranker import SessionReranker
 from .shared import ComputeOnce
 from .slices import check_gate_slices
+from .stages import RerankedStage, Stages, gate_sides, side_labels
 from .verdicts import GateRequest, judge_all, significance_count
 
 if TYPE_CHECKING:
@@ -69,6 +82,7 @@ class GateSession:
         self._canary_contexts: dict[str, CanaryContext] = {}
         self._seen: set[tuple[str, str]] = set()
         self.slices: dict[str, SliceIndex] = {}
+        self.reranker: SessionReranker | None = None  # the second stage, when the plan has a reranker
 
     @property
     def datasets(self) -> tuple[DatasetPlan, ...]:
@@ -97,6 +111,8 @@ class GateSession:
                 )
             elif dp.baseline is not None and not plan.update_baseline:
                 self.baselines[dp.name] = load_baseline(dp.baseline)
+        if plan.rerank is not None:
+            self.reranker = SessionReranker(plan.rerank)
         self.policy = session_policy(plan, {name: tuple(b.metrics) for name, b in self.baselines.items()})
         for dp in plan.datasets:
             self.sweep_cells(dp.name)
@@ -179,9 +195,8 @@ class GateSession:
 
         return self._once("local", name, compute)
 
-    def result(self, name: str) -> Result:
-        """The candidate's result on a dataset (the model as served with ``--gate-endpoint``); writes the
-        baseline when the session updates it."""
+    def _candidate(self, name: str) -> Result:
+        """The candidate's first-stage result on a dataset (the model as served with ``--gate-endpoint``)."""
 
         def compute() -> Result:
             prepared = self.prepared[name]
@@ -193,7 +208,14 @@ class GateSession:
             result.slices = self.slices.get(name)
             return result
 
-        result = self._once("candidate", name, compute)
+        return self._once("candidate", name, compute)
+
+    def result(self, name: str) -> Result:
+        """The candidate's result on a dataset, and its reranked stage when the session has a reranker; writes
+        the baseline when the session updates it."""
+        result = self._candidate(name)
+        if self.reranker is not None:
+            self.reranked(name)
         baseline = self.dataset_plan(name).baseline
         if self.plan.update_baseline and baseline is not None:
             # apart from the result: a failed write must not make the next item evaluate again
@@ -201,9 +223,37 @@ class GateSession:
         self._record_once(CandidateSeen(name, dict(result.metrics)), ("candidate", name))
         return result
 
+    def _need_reranker(self) -> SessionReranker:
+        if self.reranker is None:
+            raise SpecError("the reranked stage needs a reranker; pass --reranker DIR")
+        return self.reranker
+
+    def reranked(self, name: str) -> RerankedStage:
+        """The candidate's reranked stage on a dataset: its first stage's top N reranked, computed once."""
+        reranker = self._need_reranker()
+        stage = self._once("reranked", name, lambda: reranker.rerank(self._candidate(name), self.prepared[name].spec))
+        self._record_once(RerankedSeen(name, "candidate", dict(stage.metrics)), ("reranked", name))
+        return stage
+
+    def reference_reranked(self, name: str) -> RerankedStage | None:
+        """The reranked stage of the side the gates compare with: the baseline file's (None when it was written
+        without a reranker), or the same reranker over the reference run's first stage, computed once."""
+        if name in self.baselines:
+            stage = self.baselines[name].reranked
+        elif name in self.reference_prepared:
+            reranker, rp = self._need_reranker(), self.reference_prepared[name]
+            stage = self._once(
+                "reference-reranked", name, lambda: reranker.rerank(self._reference_result(name), rp.spec)
+            )
+        else:
+            return None
+        if stage is not None:
+            self._record_once(RerankedSeen(name, "reference", dict(stage.metrics)), ("reference-reranked", name))
+        return stage
+
     def _write_baseline(self, name: str, result: Result, path: Path) -> Path:
         try:
-            written = write_baseline(result, path)
+            written = write_baseline(result, path, self.reranked(name) if self.reranker is not None else None)
         except OSError as exc:
             raise SpecError(
                 f"--update-baseline: cannot write the baseline {path} ({exc.strerror or exc}); "
@@ -217,14 +267,34 @@ class GateSession:
         if name in self.baselines:
             ref = Reference.from_baseline(self.baselines[name])
         elif name in self.reference_prepared:
-            rp = self.reference_prepared[name]
-            ref = Reference.from_result(
-                self._once("reference", name, lambda: run(rp.spec, rp, encoder=self.encoder(rp)))
-            )
+            ref = Reference.from_result(self._reference_result(name))
         else:
             return None
         self._record_once(ReferenceSeen(name, ref.kind, ref.label, dict(ref.scores.metrics)), ("reference", name))
         return ref
+
+    def _reference_result(self, name: str) -> Result:
+        rp = self.reference_prepared[name]
+        return self._once("reference", name, lambda: run(rp.spec, rp, encoder=self.encoder(rp)))
+
+    def stages(self, name: str, gates: tuple[Gate, ...]) -> tuple[Stages, Stages | None]:
+        """Both sides of a dataset's gates at each stage they have: the candidate's (at the reference's
+        precision) and the reference's (its reranked stage only when one of ``gates`` compares it)."""
+        result, ref = self.result(name), self.reference(name)
+        first = Scores("candidate", result.metrics, result.per_query, result.slices)
+        reranked = self.reranked(name).scores("candidate", result.slices) if self.reranker is not None else None
+        if ref is None:
+            return Stages(first, reranked), None
+        candidate = Stages(ref.comparable(first), ref.comparable(reranked) if reranked is not None else None)
+        ref_stage = (
+            self.reference_reranked(name) if any(g.needs_reranker and g.needs_reference for g in gates) else None
+        )
+        return candidate, Stages(ref.scores, ref_stage.scores(ref.kind) if ref_stage is not None else None)
+
+    def labels(self, name: str, gate: Gate) -> tuple[str, str]:
+        """How a gate's messages name its (reference, candidate) sides."""
+        ref = self.reference(name) if gate.needs_reference else None
+        return side_labels(kind_of(gate).against, ref.label if ref else "baseline")
 
     def verdicts(self) -> dict[str, Outcome | EvalsuiteError]:
         """Every gate item's outcome, keyed by :meth:`verdict_key`, judged together once per session
@@ -232,24 +302,21 @@ class GateSession:
 
         def compute() -> dict[str, Outcome | EvalsuiteError]:
             requests = []
+            errors: dict[str, Outcome | EvalsuiteError] = {}
             for dp in self.datasets:
                 gates = self.dataset_policy(dp.name).gates
                 if not gates:
                     continue
-                result = self.result(dp.name)
-                ref = self.reference(dp.name)
-                cand = Scores("candidate", result.metrics, result.per_query, result.slices)
-                requests += [
-                    GateRequest(
-                        self.verdict_key(dp.name, g),
-                        g,
-                        ref.comparable(cand) if ref else cand,
-                        ref.scores if ref else None,
-                    )
-                    for g in gates
-                    if ref is not None or not g.needs_reference
-                ]
-            return judge_all(requests, self.plan.verdicts.multiplicity)
+                candidate, reference = self.stages(dp.name, gates)
+                for g in gates:
+                    if reference is None and g.needs_reference:
+                        continue
+                    key = self.verdict_key(dp.name, g)
+                    try:
+                        requests.append(GateRequest(key, g, *gate_sides(g, kind_of(g).against, candidate, reference)))
+                    except EvalsuiteError as exc:
+                        errors[key] = exc
+            return {**errors, **judge_all(requests, self.plan.verdicts.multiplicity)}
 
         return self.shared.get("verdicts", compute)[0]
 
@@ -277,11 +344,18 @@ class GateSession:
         return self.shared.get(f"sweep-verdicts-{name}", compute)[0]
 
     def contract_problems(self, name: str) -> list[str]:
+        """Why the candidate is not comparable with the reference side: contract and dataset, and the reranker
+        when a gate compares the reranked stage with a baseline."""
         ref = self.reference(name)
         if ref is None:
             return []
         p = self.prepared[name]
-        return ref.problems(p.contract, p.dataset.identity.sha256)
+        problems = ref.problems(p.contract, p.dataset.identity.sha256)
+        stage = self.baselines[name].reranked if name in self.baselines else None
+        staged = any(g.needs_reranker and g.needs_reference for g in self.dataset_policy(name).gates)
+        if self.reranker is not None and stage is not None and staged:
+            problems += self.reranker.problems(stage)
+        return problems
 
     # -- canary ------------------------------------------------------------------------------------
     def canary_checks(self, name: str) -> list[str]:
@@ -321,6 +395,7 @@ class GateSession:
         datasets = []
         for dp in self.datasets:
             sweep, result = self.shared.peek(f"sweep-{dp.name}"), self.shared.peek(f"candidate-{dp.name}")
+            reranked = self.shared.peek(f"reranked-{dp.name}")
             result = result if isinstance(result, Result) else None
             ref = self._reference_side(dp.name) if result is not None else None
             datasets.append(
@@ -336,6 +411,8 @@ class GateSession:
                     statement,
                     comparisons(result, ref),
                     slice_moves_against(result, ref, self.prepared[dp.name]),
+                    reranked if isinstance(reranked, RerankedStage) else None,
+                    self.ledger.reranked(dp.name, "reference"),
                 )
             )
         return SessionReport(

@@ -23,29 +23,36 @@ import re
 from collections.abc import Collection
 
 from ..errors import SpecError
+from ..rerank.gates import Stage
 from ..slicing import MIN_QUERIES, Selector, SliceIndex, parse_selector
-from .gates import Evidence, Gate, Judgement, Scores
+from .gates import Evidence, Gate, Judgement, Scores, bracket
+from .stages import split_stage
 
 _SLICED = re.compile(r"^\s*(?P<metric>[^\[\]:<>=\s]+)\s*\[(?P<selector>[^\]]*)\]\s*(?P<rest>.*)$")
 POINT_KINDS = ("floor", "max_drop", "max_rel_drop")  # judged on a slice with its CI instead of its point value
 
 
-def split_selector(expr: str) -> tuple[str, Selector | None]:
-    """``ndcg@10[topic=finance]:max_drop=0.02`` -> (``ndcg@10:max_drop=0.02``, the selector)."""
+def split_selector(expr: str) -> tuple[str, Selector | None, Stage | None]:
+    """``ndcg@10[stage=reranked,topic=finance]:max_drop=0.02`` -> (``ndcg@10:max_drop=0.02``, the slice's
+    selector, the stage); the brackets may hold a slice, a stage (`stages.py`) or both."""
     if "[" not in expr and "]" not in expr:
-        return expr, None
+        return expr, None, None
     m = _SLICED.match(expr)
     if not m:
         raise SpecError(
-            f"gate {expr!r}: write the slice right after the metric, e.g. ndcg@10[topic=finance]"
-            ":max_drop=0.02 or recall@100[doclen>256]>=0.6"
+            f"gate {expr!r}: write the slice or stage right after the metric, e.g. ndcg@10[topic=finance]"
+            ":max_drop=0.02, recall@100[doclen>256]>=0.6 or ndcg@10[stage=reranked]>=0.4"
         )
-    return m.group("metric") + m.group("rest"), parse_selector(m.group("selector"), where=f"gate {expr!r}: slice")
+    stage, inside = split_stage(m.group("selector"), expr)
+    selector = (
+        None if stage is not None and not inside.strip() else parse_selector(inside, where=f"gate {expr!r}: slice")
+    )
+    return m.group("metric") + m.group("rest"), selector, stage
 
 
-def with_selector(canonical: str, metric: str, selector: Selector | None) -> str:
-    """The canonical expression with the slice after the metric."""
-    return canonical if selector is None else f"{metric}[{selector.text}]{canonical[len(metric) :]}"
+def with_selector(canonical: str, metric: str, selector: Selector | None, stage: Stage | None = None) -> str:
+    """The canonical expression with the stage and slice after the metric."""
+    return bracket(metric, stage, selector.text if selector else None) + canonical[len(metric) :]
 
 
 def restrict(scores: Scores, qids: Collection[str]) -> Scores:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..options import RUN_OPTIONS, Option, collect
 from .options import GATE_OPTIONS
@@ -18,12 +18,29 @@ if TYPE_CHECKING:
 PREFIX = "evalsuite_"
 
 
-def plugin_options() -> tuple[Option, ...]:
-    """Every option the plugin adds, in the order `pytest --help` shows them."""
+def rerank_options() -> tuple[Option, ...]:
+    from ..rerank.options import DEPTH_OPTION, RERANK_OPTIONS
+
+    return (*RERANK_OPTIONS, DEPTH_OPTION)
+
+
+def rerank_flags(values: Any) -> dict[str, Any]:
+    """The ``--reranker*`` and ``--rerank-depth`` flags given, as RerankSpec fields (``depths`` a tuple)."""
+    from ..rerank.options import DEPTH_OPTION, rerank_settings
+
+    return {**rerank_settings(values, PREFIX), **collect(values, (DEPTH_OPTION,), PREFIX)}
+
+
+def plugin_options() -> tuple[tuple[tuple[Option, ...], str], ...]:
+    """Every option the plugin adds with the prefix of its destination, in the order `pytest --help` shows them."""
     from ..canary.options import CANARY_OPTIONS
     from ..sweep.options import SWEEP_OPTIONS
 
-    return (*RUN_OPTIONS, *GATE_OPTIONS, *SWEEP_OPTIONS, *CANARY_OPTIONS)
+    return (
+        ((*RUN_OPTIONS, *GATE_OPTIONS, *SWEEP_OPTIONS), PREFIX),
+        (rerank_options(), PREFIX),
+        (CANARY_OPTIONS, PREFIX),
+    )
 
 
 def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | None, worker: str) -> GateSession | None:
@@ -37,7 +54,8 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
     found = find_spec_file(cwd, session_flags.pop("spec", None))
     gate_endpoint = bool(session_flags.pop("gate_endpoint", False))
     canary_flags = collect(values, CANARY_OPTIONS, PREFIX)
-    if not run_flags and not session_flags and not canary_flags and found is None:
+    reranker = rerank_flags(values)
+    if not run_flags and not session_flags and not canary_flags and not reranker and found is None:
         return None
     plan = build_plan(
         file_settings=found[1] if found else None,
@@ -45,6 +63,7 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
         run_flags=run_flags,
         session_flags=session_flags,
         cwd=cwd,
+        rerank_flags=reranker,
     )
     canary = None
     if canary_flags:
@@ -79,5 +98,7 @@ def prepared_session(
     session = GateSession(plan, ComputeOnce(shared_dir), canary=canary, worker=worker, gate_endpoint=gate_endpoint)
     session.prepare_all()
     for name, baseline in session.baselines.items():
-        preflight.baseline_metrics(name, session.dataset_policy(name).gates, baseline.path, tuple(baseline.metrics))
+        gates = session.dataset_policy(name).gates
+        preflight.baseline_metrics(name, gates, baseline.path, tuple(baseline.metrics))
+        preflight.baseline_reranked(name, gates, baseline)
     return session

@@ -111,15 +111,22 @@ def run_two_stage(
     spec: RunSpec, rspec: RerankSpec, depths: Sequence[int] | None = None, first: Result | None = None
 ) -> list[TwoStageResult]:
     """First stage (unless given) once, then the local reference reranker at every depth."""
-    from .twostage import evaluate_depths
-
     depths = list(depths or [rspec.depth])
     info, contract = resolve_reranker(rspec)  # pinning errors before any encoding
     if first is None:
         _, first = run_first_stage(spec, depths)
-    reranker = make_scorer(info, contract, spec, rspec)
-    results = evaluate_depths(first, contract, reranker.score, depths, list(first.metrics))
+    return rerank_first_stage(first, make_scorer(info, contract, spec, rspec), info, depths)
+
+
+def rerank_first_stage(
+    first: Result, scorer: LocalReranker | CachedReranker, info: ModelInfo, depths: Sequence[int]
+) -> list[TwoStageResult]:
+    """A reranker (the local reference, or it behind the score cache) over a first stage, at every depth
+    (one scoring of the deepest one's pairs)."""
+    from .twostage import evaluate_depths
+
+    results = evaluate_depths(first, scorer.contract, scorer.score, depths, list(first.metrics))
     for r in results:
-        r.timing["reranker"] = reranker.stats.to_dict()
+        r.timing["reranker"] = scorer.stats.to_dict()
         r.timing["reranker_model"] = info.to_dict()
     return results

@@ -8,17 +8,6 @@ def _model_stack(model_stack_loaded):
     """Every plugin test runs pytester in-process: load torch and ranx once, before the first run."""
 
 
-@pytest.fixture(scope="session")
-def bundled_model_loaded(model_stack_loaded):
-    """Load the real model once in this process before in-process pytester runs use it: a module its
-    loading imports for the first time inside a run is dropped afterwards, and torch crashes when the
-    next run imports it again (TORCH_LIBRARY registered twice)."""
-    from evalsuite.encode.local import LocalEncoder
-    from evalsuite.model import resolve_model
-
-    LocalEncoder(resolve_model(None), device="cpu", max_length=16).encode(["warm up"], poolings=["mean"])
-
-
 class _KeepReport:
     """A plugin for an in-process pytester run: keeps the session's report object."""
 
