@@ -85,7 +85,8 @@ CANARY_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--api-key-env",
-        "canary: NAME of the environment variable holding the API key (the key is never printed or written)",
+        "canary: NAME of the environment variable holding the API key, sent to --endpoint and "
+        "--reranker-endpoint alike (the key is never printed or written)",
         {"type": _env_name, "metavar": "VAR"},
     ),
     _setting(
