@@ -10,7 +10,7 @@ from .assemble import Texts, assemble
 from .files import TextFile, find_variant, logical_name
 from .model import Dataset, EmptyPolicy
 from .qrels import read_qrels
-from .records import documents, duplicate_id, id_field, join_title, metadata, records, text_field
+from .records import NO_DOCUMENTS, documents, duplicate_id, id_field, join_title, metadata, records, text_field
 
 QRELS_SUFFIXES = (".tsv", ".trec", ".qrels", ".txt")
 _LAYOUT = "a BEIR dataset directory holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv (each may be .gz)"
@@ -40,9 +40,6 @@ def read_corpus(source: TextFile, policy: EmptyPolicy = "keep") -> Texts:
     if not corpus:
         raise DatasetError(path, NO_DOCUMENTS)
     return Texts(str(path), corpus, empty, fields)
-
-
-NO_DOCUMENTS = "no documents; the file holds no JSON lines"
 
 
 def read_queries(source: TextFile, policy: EmptyPolicy = "skip") -> Texts:
@@ -139,13 +136,22 @@ def load_beir(
     *,
     empty_docs: EmptyPolicy = "keep",
     empty_queries: EmptyPolicy = "skip",
+    on_disk: bool = False,
+    spool_dir: Path | None = None,
 ) -> Dataset:
+    """``on_disk`` leaves the corpus texts on disk (:mod:`.ondisk`; a compressed corpus is decompressed
+    once to a spool file in ``spool_dir``); queries and qrels are read into memory either way."""
     warnings: list[str] = []
     corpus_path = _require(root, "corpus.jsonl", warnings)
     queries_path = _require(root, "queries.jsonl", warnings)
     qpath = qrels_file(qrels_path) if qrels_path is not None else find_qrels(root, split)
     sources = [TextFile(corpus_path), TextFile(queries_path), TextFile(qpath)]
-    corpus = read_corpus(sources[0], empty_docs)
+    if on_disk:
+        from .ondisk import read_corpus_on_disk
+
+        corpus = read_corpus_on_disk(sources[0], empty_docs, spool_dir)
+    else:
+        corpus = read_corpus(sources[0], empty_docs)
     queries = read_queries(sources[1], empty_queries)
     judgements = read_qrels(sources[2])
     files = {(str(s.path.relative_to(root)) if s.path.is_relative_to(root) else str(s.path)): s.sha256 for s in sources}

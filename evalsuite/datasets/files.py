@@ -72,22 +72,34 @@ def _compression(path: Path, head: bytes) -> str | None:
     return detected
 
 
-def _open(path: Path) -> BinaryIO:
+def _open_raw(path: Path) -> tuple[BinaryIO, str | None]:
+    """The file opened as bytes, and its compression as its first bytes tell."""
     if not path.exists():
         raise DatasetError(path, "file not found")
     if path.is_dir():
         raise DatasetError(path, "is a directory, expected a file")
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - returned open; TextFile.lines closes it
+        fh = open(path, "rb")  # noqa: SIM115 - returned open; the caller closes it
     except OSError as exc:
         raise DatasetError(path, f"cannot be read ({exc.strerror or exc}); check its permissions") from None
     try:
         head = fh.read(8)
         fh.seek(0)
-        kind = _compression(path, head)
+        return fh, _compression(path, head)
     except BaseException:
         fh.close()
         raise
+
+
+def compression(path: Path) -> str | None:
+    """``.gz``, ``.bz2`` or ``.xz`` as the file's first bytes tell, or None for a plain file."""
+    fh, kind = _open_raw(path)
+    fh.close()
+    return kind
+
+
+def _open(path: Path) -> BinaryIO:
+    fh, kind = _open_raw(path)
     if kind == ".gz":
         return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
     if kind == ".bz2":

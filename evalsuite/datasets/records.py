@@ -89,7 +89,7 @@ def check_text(path: object, ln: int | None, value: object, what: str) -> str:
     return value
 
 
-def text_field(path: Path, ln: int, obj: Mapping[str, object], key: str, role: str) -> str:
+def text_field(path: Path, ln: int | None, obj: Mapping[str, object], key: str, role: str) -> str:
     """The required text field ``key`` of a record (present; its value may be empty or null)."""
     if key not in obj:
         keys = ", ".join(repr(k) for k in list(obj)[:8])
@@ -111,6 +111,7 @@ def id_field(path: Path, ln: int, obj: Mapping[str, object], role: str) -> str:
 
 
 TEXT_KEYS = ("_id", "title", "text")
+NO_DOCUMENTS = "no documents; the file holds no JSON lines"
 
 
 def duplicate_id(path: object, ln: int, ident: str, first: int, role: str, where: str = "line") -> DatasetError:
