@@ -88,7 +88,7 @@ def load_dataset(
             )
         from .hf import load_hf
 
-        return load_hf(root, split, empty_docs=docs_policy, empty_queries=queries_policy)
+        return load_hf(root, split, empty_docs=docs_policy, empty_queries=queries_policy, on_disk=on_disk)
     from .beir import load_beir
 
     return load_beir(

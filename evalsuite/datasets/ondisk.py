@@ -24,9 +24,9 @@ import os
 import tempfile
 import weakref
 from array import array
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -51,12 +51,22 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
+class _Writer(Protocol):
+    def write(self, data: bytes, /) -> object: ...
+
+    def close(self) -> None: ...
+
+
+def _open_spool(fd: int) -> _Writer:
+    return os.fdopen(fd, "wb", buffering=_SPOOL_BUFFER)
+
+
 class _Spool:
     """The decompressed copy of a compressed corpus, written while it is indexed; the file is deleted
     when the last corpus using it is collected (or at exit). A copy unpickled in another process
     only borrows the file: it never deletes it."""
 
-    def __init__(self, path: Path, source: Path, fh: BinaryIO | None, owner: bool) -> None:
+    def __init__(self, path: Path, source: Path, fh: _Writer | None, owner: bool) -> None:
         self.path = path
         self.source = source
         self._fh = fh
@@ -74,7 +84,7 @@ class _Spool:
                 "the directory writable or pass --store-dir on a writable disk with room for the "
                 "decompressed corpus (or decompress the file yourself)"
             ) from None
-        return cls(Path(name), source, os.fdopen(fd, "wb", buffering=_SPOOL_BUFFER), owner=True)
+        return cls(Path(name), source, _open_spool(fd), owner=True)
 
     def _error(self, exc: OSError) -> SpoolError:
         self.discard()
@@ -115,35 +125,23 @@ class _Spool:
         return (_Spool, (self.path, self.source, None, False))
 
 
-class OnDiskCorpus(Mapping[str, str]):
-    """Documents by id in file order, read from the corpus file on demand (see the module docstring).
+class IndexedCorpus(Mapping[str, str]):
+    """Documents by id in source order whose texts stay in their source: the ids are held compactly
+    (:class:`~.idindex.IdIndex`), a text is read when asked for. A read-only mapping: ``corpus[doc_id]``
+    reads one document; iterating gives the ids (from memory, no read); :meth:`iter_chunks` reads the
+    texts sequentially, a chunk at a time. Subclasses say how to read positions and how to filter."""
 
-    A read-only mapping: ``corpus[doc_id]`` reads that document's record again; iterating gives the ids
-    (from memory, no file access); :meth:`iter_chunks` reads the texts sequentially, a chunk at a time.
-    """
-
-    def __init__(
-        self,
-        *,
-        source: Path,
-        file: Path,
-        ids: IdIndex,
-        starts: np.ndarray,
-        lengths: np.ndarray,
-        signature: tuple[int, int],
-        spool: _Spool | None = None,
-    ) -> None:
-        self.source = source  # the corpus file as named (messages name it)
-        self.file = file  # the file the offsets index: the corpus itself, or its spool when compressed
+    def __init__(self, ids: IdIndex) -> None:
         self._ids = ids
-        self._starts = starts
-        self._lengths = lengths
-        self._signature = signature
-        self._spool = spool
-        self._fd: int | None = None
-        self._close: weakref.finalize[Any, Any] | None = None
 
-    # -- the mapping ---------------------------------------------------------------------------------
+    def _read(self, start: int, stop: int) -> list[str]:
+        """The texts at positions ``start .. stop`` (file order)."""
+        raise NotImplementedError
+
+    def _subset(self, keep: np.ndarray) -> IndexedCorpus:
+        """The corpus of the positions where ``keep`` is true."""
+        raise NotImplementedError
+
     def __len__(self) -> int:
         return len(self._ids)
 
@@ -159,10 +157,6 @@ class OnDiskCorpus(Mapping[str, str]):
             raise KeyError(key)
         return self._read(pos, pos + 1)[0]
 
-    def __repr__(self) -> str:
-        return f"OnDiskCorpus({self.source}, {len(self)} documents)"
-
-    # -- bulk reads ----------------------------------------------------------------------------------
     def iter_chunks(self, size: int) -> Iterator[tuple[list[str], list[str]]]:
         """``(ids, texts)`` of ``size`` documents at a time, in file order, each chunk read sequentially."""
         if size < 1:
@@ -180,12 +174,43 @@ class OnDiskCorpus(Mapping[str, str]):
         got = {p: self._read(p, p + 1)[0] for p in sorted(set(positions))}
         return [got[p] for p in positions]
 
-    def without(self, ids: Collection[str]) -> OnDiskCorpus:
+    def without(self, ids: Collection[str]) -> IndexedCorpus:
         """The same corpus less the documents ``ids`` (an empty-document policy that skips them)."""
         keep = np.ones(len(self), dtype=bool)
         for pos in self._ids.find_all(ids):
             if pos >= 0:
                 keep[pos] = False
+        return self._subset(keep)
+
+
+class OnDiskCorpus(IndexedCorpus):
+    """A JSON-lines corpus read from its file (or its spool) by byte offset (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        source: Path,
+        file: Path,
+        ids: IdIndex,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+        signature: tuple[int, int],
+        spool: _Spool | None = None,
+    ) -> None:
+        super().__init__(ids)
+        self.source = source  # the corpus file as named (messages name it)
+        self.file = file  # the file the offsets index: the corpus itself, or its spool when compressed
+        self._starts = starts
+        self._lengths = lengths
+        self._signature = signature
+        self._spool = spool
+        self._fd: int | None = None
+        self._close: weakref.finalize[Any, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"OnDiskCorpus({self.source}, {len(self)} documents)"
+
+    def _subset(self, keep: np.ndarray) -> OnDiskCorpus:
         return OnDiskCorpus(
             source=self.source,
             file=self.file,
@@ -284,38 +309,63 @@ def read_corpus_on_disk(source: TextFile, policy: EmptyPolicy = "keep", spool_di
         raise
 
 
+def collect(
+    rows: Iterator[tuple[int, str, str, dict[str, str] | None]],
+    ids: IdBuilder,
+    refuse: Callable[[IdIndex, int, int], DatasetError],
+    where: str = "line",
+) -> tuple[IdIndex, dict[str, str], dict[str, dict[str, str]]]:
+    """Run a reader's checked records (``(line, id, text, metadata)``; each id added to ``ids`` as it is
+    seen) and index them: the empty documents and the metadata fields by id. A repeated id is refused
+    with ``refuse(index, first, second)`` (positions), also when a later record fails first: the
+    in-memory reader, which refuses a repeated id on sight, would have stopped there."""
+    empty: dict[str, str] = {}
+    fields: dict[str, dict[str, str]] = {}
+
+    def check(index: IdIndex) -> IdIndex:
+        pair = index.first_duplicate()
+        if pair is not None:
+            raise refuse(index, *pair)
+        return index
+
+    try:
+        for ln, did, text, meta in rows:
+            if not text:
+                empty[did] = f"{where} {ln} ({did!r})"
+            if meta:
+                fields[did] = meta
+    except DatasetError:
+        check(ids.build())
+        raise
+    return check(ids.build()), empty, fields
+
+
 def _index(source: TextFile, policy: EmptyPolicy, spool: _Spool | None) -> Texts:
     path = source.path
     before = None if spool is not None else _signature(path)
     ids = IdBuilder()
     starts, lengths = array("q"), array("q")
-    empty: dict[str, str] = {}
-    fields: dict[str, dict[str, str]] = {}
 
     def seen(did: str, ln: int) -> None:  # duplicates are found once every id is known (or at an error)
         ids.add(did)
         starts.append(source.span[0])
         lengths.append(source.span[1])
 
+    def refuse(index: IdIndex, first: int, second: int) -> DatasetError:
+        if spool is not None:
+            spool.close()
+        lines = _lines_at(spool.path if spool is not None else path, [starts[first], starts[second]])
+        return duplicate_id(path, lines[1], index.id_at(second), lines[0], "document")
+
     source.tee = spool
     try:
-        for ln, did, text, meta in documents(source, policy, seen):
-            if not text:
-                empty[did] = f"line {ln} ({did!r})"
-            if meta:
-                fields[did] = meta
-    except DatasetError:
-        # the in-memory reader would have refused a repeated id before this later error
-        _refuse_duplicates(source, spool, ids.build(), starts)
-        raise
+        index, empty, fields = collect(documents(source, policy, seen), ids, refuse)
     finally:
         source.tee = None
-    if spool is not None:
-        spool.close()
-    index = ids.build()
-    _refuse_duplicates(source, spool, index, starts)
     if not len(index):
         raise DatasetError(path, NO_DOCUMENTS)
+    if spool is not None:
+        spool.close()
     file = spool.path if spool is not None else path
     signature = _signature(file)
     if before is not None and before != signature:
@@ -335,18 +385,6 @@ def _index(source: TextFile, policy: EmptyPolicy, spool: _Spool | None) -> Texts
 def _narrow(lengths: np.ndarray) -> np.ndarray:
     """Record lengths as int32 (4 bytes a document) unless a record is 2 GiB or longer."""
     return lengths.astype(np.int32) if not len(lengths) or int(lengths.max()) < 2**31 else lengths.copy()
-
-
-def _refuse_duplicates(source: TextFile, spool: _Spool | None, index: IdIndex, starts: array[int]) -> None:
-    pair = index.first_duplicate()
-    if pair is None:
-        return
-    first, second = pair
-    if spool is not None:
-        spool.close()
-    file = spool.path if spool is not None else source.path
-    lines = _lines_at(file, [starts[first], starts[second]])
-    raise duplicate_id(source.path, lines[1], index.id_at(second), lines[0], "document")
 
 
 def _lines_at(file: Path, offsets: list[int]) -> list[int]:
