@@ -142,8 +142,7 @@ def test_a_bad_corpus_is_refused_with_the_in_memory_readers_message(tmp_path, fi
     assert list((tmp_path / "spool").glob("*")) == []  # no spool left behind
 
 
-@pytest.mark.parametrize("policy", ["error"])
-def test_empty_document_policy_error_and_duplicates_keep_their_order(tmp_path, files, policy):
+def test_empty_document_policy_error_and_duplicates_keep_their_order(tmp_path, files):
     cases = {
         "empty first": lines({"_id": "a", "text": ""}, {"_id": "b", "text": "x"}, {"_id": "b", "text": "y"}),
         "duplicate first": lines({"_id": "b", "text": "x"}, {"_id": "b", "text": "y"}, {"_id": "a", "text": ""}),
@@ -152,9 +151,9 @@ def test_empty_document_policy_error_and_duplicates_keep_their_order(tmp_path, f
     for name, data in cases.items():
         root = files.dataset(tmp_path / name, corpus=data)
         with pytest.raises(DatasetError) as eager:
-            load_dataset(root, empty_docs=policy)
+            load_dataset(root, empty_docs="error")
         with pytest.raises(DatasetError) as lazy:
-            load_dataset(root, empty_docs=policy, on_disk=True)
+            load_dataset(root, empty_docs="error", on_disk=True)
         assert str(lazy.value) == str(eager.value), name
 
 
