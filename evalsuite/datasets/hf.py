@@ -24,7 +24,7 @@ from ..errors import DatasetChanged, DatasetError
 from .assemble import Texts, assemble
 from .idindex import IdBuilder, IdIndex
 from .model import Dataset, EmptyPolicy
-from .ondisk import IndexedCorpus, collect
+from .ondisk import IndexedCorpus, collect, file_signature
 from .qrels import Judgement, parse_relevance
 from .records import TEXT_KEYS, check_id, check_text, join_title, metadata
 
@@ -110,7 +110,7 @@ class ArrowCorpus(IndexedCorpus):
         self._rows = rows
         self._has_title = has_title
         self._files = [Path(f["filename"]) for f in split.cache_files]
-        self._signatures = [_file_signature(f) for f in self._files]
+        self._signatures = [file_signature(f) for f in self._files]
 
     def __repr__(self) -> str:
         return f"ArrowCorpus({self._where}, {len(self)} documents)"
@@ -123,7 +123,7 @@ class ArrowCorpus(IndexedCorpus):
     def _read(self, start: int, stop: int) -> list[str]:
         for f, signature in zip(self._files, self._signatures, strict=True):
             try:
-                now = _file_signature(f)
+                now = file_signature(f)
             except OSError:
                 now = None
             if now != signature:
@@ -139,11 +139,6 @@ class ArrowCorpus(IndexedCorpus):
         return [
             _row_text(self._where, None, t, ti, self._has_title) for t, ti in zip(batch["text"], titles, strict=True)
         ]
-
-
-def _file_signature(path: Path) -> tuple[int, int]:
-    st = path.stat()
-    return st.st_size, st.st_mtime_ns
 
 
 def _texts_on_disk(split: Any, where: Path, policy: EmptyPolicy) -> Texts:
