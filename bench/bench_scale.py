@@ -1,15 +1,25 @@
 """Benchmark: bounded memory at scale, in-process and on Ray Data (a script, not a test).
 
     .venv/bin/python bench/bench_scale.py [--sizes 100000,300000,1000000] [--executors in-process,ray]
-                                          [--queries 1000] [--chunk 65536] [--block 262144] [--json out.json]
+                                          [--modes reader,generated] [--gzip] [--queries 1000]
+                                          [--chunk 65536] [--block 262144] [--json out.json]
 
-For each corpus size and executor, one child process (so its peak RSS is its own) generates a
-synthetic corpus on the fly (deterministic word sequences from the tiny model's vocabulary, never
-held whole), encodes it chunk by chunk with the tiny random BERT of ``conftest.py`` into a
-memory-mapped vector store, searches it block by block (FAISS per block, per-query top-k merge)
-and scores it with ranx against synthetic qrels. It prints peak RSS (ru_maxrss of the driver; Ray
-actors are separate processes, listed apart), encode tokens/s, search and score seconds, the child's
-whole-process wall time, and the RSS slope per 100k documents against the vectors' own bytes.
+For each mode, corpus size and executor, one child process (so its peak RSS is its own) evaluates a
+synthetic corpus (deterministic word sequences from the tiny model's vocabulary) with the tiny random
+BERT of ``conftest.py``: chunk by chunk into a memory-mapped vector store, searched block by block
+(FAISS per block, per-query top-k merge), scored with ranx against synthetic qrels (each query is a
+prefix of one document, the relevant one).
+
+- ``reader`` (the default): the parent writes the corpus as a BEIR directory (``corpus.jsonl``, or
+  ``corpus.jsonl.gz`` with ``--gzip``; queries; qrels), line by line; the child runs the real
+  ``pipeline.run`` with ``--chunk-size``, so the corpus goes through the streaming dataset reader
+  (ids and byte offsets in memory, texts read from the file a chunk at a time).
+- ``generated``: the child generates the texts chunk by chunk and calls ``encode_to_store`` and
+  ``block_search`` itself; no dataset reader (the floor the reader mode is compared with).
+
+It prints peak RSS (ru_maxrss of the driver; Ray actors are separate processes, listed apart), the
+reader's indexing time, encode tokens/s, search and score seconds, the child's whole-process wall
+time, and per mode the RSS slope per 100k documents against the vectors' own bytes.
 """
 
 from __future__ import annotations
@@ -19,10 +29,12 @@ import json
 import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +48,92 @@ def doc_text(i: int, words: list[str]) -> str:
     return " ".join(rng.choice(words) for _ in range(rng.randint(12, 48)))
 
 
-def child(size: int, executor: str, queries: int, chunk: int, block: int, model_dir: Path) -> dict[str, Any]:
-    t_start = time.perf_counter()
+def write_dataset(root: Path, size: int, queries: int, words: list[str], gzip_corpus: bool) -> Path:
+    """The synthetic corpus, queries and qrels as a BEIR directory, written a line at a time."""
+    import gzip
+
+    (root / "qrels").mkdir(parents=True, exist_ok=True)
+    name = "corpus.jsonl.gz" if gzip_corpus else "corpus.jsonl"
+    with (gzip.open if gzip_corpus else open)(root / name, "wt", encoding="utf-8") as fh:
+        for i in range(size):
+            fh.write(json.dumps({"_id": f"d{i}", "title": "", "text": doc_text(i, words)}) + "\n")
+    qids, qtexts, targets = synthetic_queries(size, queries, words)
+    with open(root / "queries.jsonl", "w", encoding="utf-8") as fh:
+        for q, text in zip(qids, qtexts, strict=True):
+            fh.write(json.dumps({"_id": q, "text": text}) + "\n")
+    with open(root / "qrels" / "test.tsv", "w", encoding="utf-8") as fh:
+        fh.write("query-id\tcorpus-id\tscore\n")
+        fh.writelines(f"{q}\td{t}\t1\n" for q, t in zip(qids, targets, strict=True))
+    return root
+
+
+def synthetic_queries(size: int, queries: int, words: list[str]) -> tuple[list[str], list[str], list[int]]:
+    """Each query is a prefix of a random document's words; that document is the relevant one."""
+    rng = random.Random(99)
+    targets = [rng.randrange(size) for _ in range(queries)]
+    qtexts = [" ".join(doc_text(t, words).split()[:8]) for t in targets]
+    return [f"q{i}" for i in range(queries)], qtexts, targets
+
+
+def vocabulary() -> list[str]:
     from conftest import _WORDS
+
+    return list(dict.fromkeys(_WORDS))
+
+
+def rss_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def child_reader(size: int, executor: str, chunk: int, block: int, model_dir: Path, dataset: Path) -> dict[str, Any]:
+    """The real pipeline over the BEIR directory: the streaming reader, chunked encode, block search."""
+    t_start = time.perf_counter()
+    from evalsuite.pipeline import prepare, run
+    from evalsuite.spec import RunSpec
+
+    if executor == "ray":
+        import ray
+
+        ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False)
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        spec = RunSpec(
+            model=str(model_dir),
+            dataset=str(dataset),
+            device="cpu",
+            dtype="float32",
+            batch_size=64,
+            use_cache=False,
+            executor=executor,
+            chunk_size=chunk,
+            block_rows=block,
+            store_dir=tmp,  # the vector store, and the spool of a compressed corpus
+            metrics=("ndcg@10", "recall@100"),
+        )
+        t0 = time.perf_counter()
+        prepared = prepare(spec)
+        t1 = time.perf_counter()
+        rss_loaded = rss_gb()
+        result = run(spec, prepared)
+    docs, queries = result.timing["documents"], result.timing["queries"]
+    encode = result.timing["encode_seconds"] - queries["seconds"]
+    return {
+        "load_seconds": round(t1 - t0, 2),
+        "peak_rss_gb_after_load": rss_loaded,
+        "encode_seconds": round(encode, 2),  # reading the texts included, as generating them is in the other mode
+        "tokens": docs["tokens"],
+        "tokens_per_s": round(docs["tokens"] / max(encode, 1e-9)),
+        "query_encode_seconds": round(queries["seconds"], 2),
+        "search_seconds": round(result.timing["search_seconds"], 2),
+        "score_seconds": round(result.timing["score_seconds"], 2),
+        "process_seconds": round(time.perf_counter() - t_start, 2),
+        "vector_bytes": size * prepared.model.hidden_size * 4,
+        "metrics": {k: round(v, 4) for k, v in result.metrics.items()},
+    }
+
+
+def child_generated(size: int, executor: str, queries: int, chunk: int, block: int, model_dir: Path) -> dict[str, Any]:
+    """Texts generated chunk by chunk straight into ``encode_to_store`` and ``block_search``: no reader."""
+    t_start = time.perf_counter()
     from evalsuite.blocksearch import block_search
     from evalsuite.encode.chunked import encode_to_store
     from evalsuite.encode.executors import Execution, build_encoder
@@ -47,7 +142,7 @@ def child(size: int, executor: str, queries: int, chunk: int, block: int, model_
     from evalsuite.spec import RunSpec, build_contract
     from evalsuite.vectors import finalize
 
-    words = list(dict.fromkeys(_WORDS))
+    words = vocabulary()
     info = resolve_model(str(model_dir))
     contract = build_contract(RunSpec(model=str(model_dir)), info)
     if executor == "ray":
@@ -66,24 +161,19 @@ def child(size: int, executor: str, queries: int, chunk: int, block: int, model_
     )
     doc_ids = [f"d{i}" for i in range(size)]
     metrics = ("ndcg@10", "recall@100")
+
+    def chunks() -> Iterator[tuple[list[str], list[str]]]:
+        for start in range(0, size, chunk):
+            stop = min(start + chunk, size)
+            yield doc_ids[start:stop], [doc_text(i, words) for i in range(start, stop)]
+
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         t0 = time.perf_counter()
         stores = encode_to_store(
-            encoder,
-            contract,
-            lambda ids: [doc_text(int(d[1:]), words) for d in ids],
-            doc_ids,
-            Path(tmp),
-            chunk_size=chunk,
-            poolings=[contract.pooling],
-            dim=info.hidden_size,
+            encoder, contract, chunks(), size, Path(tmp), poolings=[contract.pooling], dim=info.hidden_size
         )
         t1 = time.perf_counter()
-        # queries: a prefix of a random document's words; that document is the relevant one
-        rng = random.Random(99)
-        targets = [rng.randrange(size) for _ in range(queries)]
-        qtexts = [" ".join(doc_text(t, words).split()[:8]) for t in targets]
-        qids = [f"q{i}" for i in range(queries)]
+        qids, qtexts, targets = synthetic_queries(size, queries, words)
         qv = encoder.encode(contract.render_all("query", qtexts), poolings=[contract.pooling], ids=qids, role="query")[
             contract.pooling
         ]
@@ -105,9 +195,7 @@ def child(size: int, executor: str, queries: int, chunk: int, block: int, model_
         t4 = time.perf_counter()
     stats = encoder.stats_by_role["document"]
     return {
-        "size": size,
-        "executor": executor,
-        "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        "load_seconds": 0.0,
         "encode_seconds": round(t1 - t0, 2),
         "tokens": stats.tokens,
         "tokens_per_s": round(stats.tokens / (t1 - t0)),
@@ -175,6 +263,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100000,300000,1000000")
     ap.add_argument("--executors", default="in-process,ray")
+    ap.add_argument(
+        "--modes",
+        default="reader",
+        help="reader (a corpus file through the streaming dataset reader and pipeline.run), generated "
+        "(texts generated chunk by chunk, no reader), or both: reader,generated",
+    )
+    ap.add_argument("--gzip", action="store_true", help="reader mode: write corpus.jsonl.gz (read through a spool)")
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--chunk", type=int, default=65536)
     ap.add_argument("--block", type=int, default=262144)
@@ -185,11 +280,17 @@ def main() -> int:
         help="only compare block-wise search of random vectors "
         "with one in-memory IndexFlatIP (e.g. 1000000,384 with --queries 7000)",
     )
-    ap.add_argument("--child", nargs=2, metavar=("SIZE", "EXECUTOR"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=3, metavar=("MODE", "SIZE", "EXECUTOR"), help=argparse.SUPPRESS)
     ap.add_argument("--model-dir", help=argparse.SUPPRESS)
+    ap.add_argument("--dataset", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        out = child(int(args.child[0]), args.child[1], args.queries, args.chunk, args.block, Path(args.model_dir))
+        mode, size, executor = args.child[0], int(args.child[1]), args.child[2]
+        if mode == "reader":
+            out = child_reader(size, executor, args.chunk, args.block, Path(args.model_dir), Path(args.dataset))
+        else:
+            out = child_generated(size, executor, args.queries, args.chunk, args.block, Path(args.model_dir))
+        out = {"mode": mode, "size": size, "executor": executor, "peak_rss_gb": rss_gb(), **out}
         print(json.dumps(out))
         return 0
     if args.search_check:
@@ -198,63 +299,93 @@ def main() -> int:
         return 0
     from conftest import write_tiny_bert
 
-    model_dir = write_tiny_bert(Path(tempfile.mkdtemp(prefix="bench-tiny-")))
+    modes = args.modes.split(",")
+    if unknown := set(modes) - {"reader", "generated"}:
+        ap.error(f"--modes: unknown {sorted(unknown)}; choose reader, generated")
+    scratch = Path(tempfile.mkdtemp(prefix="bench-scale-data-"))
+    model_dir = write_tiny_bert(scratch / "tiny")
     rows: list[dict[str, Any]] = []
-    for executor in args.executors.split(","):
-        for size in (int(s) for s in args.sizes.split(",")):
-            t0 = time.perf_counter()
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--child",
-                    str(size),
-                    executor,
-                    "--queries",
-                    str(args.queries),
-                    "--chunk",
-                    str(args.chunk),
-                    "--block",
-                    str(args.block),
-                    "--model-dir",
-                    str(model_dir),
-                ],
-                capture_output=True,
-                text=True,
-            )
-            if proc.returncode != 0:
-                print(f"{executor} {size}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
-                continue
-            row = json.loads(proc.stdout.strip().splitlines()[-1])
-            row["wall_seconds"] = round(time.perf_counter() - t0, 2)
-            rows.append(row)
-            print(
-                f"{executor:>10} {size:>8} docs  peak RSS {row['peak_rss_gb']:.2f} GB  encode {row['encode_seconds']}s "
-                f"({row['tokens_per_s']} tok/s)  search {row['search_seconds']}s  score {row['score_seconds']}s  "
-                f"process {row['wall_seconds']}s  {row['metrics']}",
-                flush=True,
-            )
-    for executor in args.executors.split(","):
-        mine = sorted((r for r in rows if r["executor"] == executor), key=lambda r: r["size"])
-        if len(mine) >= 2:
-            a, b = mine[0], mine[-1]
-            per100k = (b["peak_rss_gb"] - a["peak_rss_gb"]) * 2**30 / ((b["size"] - a["size"]) / 1e5)
-            vec100k = b["vector_bytes"] / b["size"] * 1e5
-            print(
-                f"{executor}: RSS slope {per100k / 2**20:.1f} MB per 100k documents (vectors: {vec100k / 2**20:.1f} "
-                f"MB; target <= {TARGETS['slope_over_vectors']:.2f}x)"
-            )
-    by = {(r["executor"], r["size"]): r for r in rows}
-    for size in sorted({r["size"] for r in rows}):
-        if ("ray", size) in by and ("in-process", size) in by:
-            ratio = by[("ray", size)]["encode_seconds"] / by[("in-process", size)]["encode_seconds"]
-            print(
-                f"{size} docs: Ray encode / in-process encode = {ratio:.2f} (target <= "
-                f"{TARGETS['ray_over_in_process']})"
-            )
+    try:
+        for mode in modes:
+            for size in (int(s) for s in args.sizes.split(",")):
+                dataset = scratch / f"beir-{size}"
+                if mode == "reader" and not dataset.exists():
+                    t0 = time.perf_counter()
+                    write_dataset(dataset, size, args.queries, vocabulary(), args.gzip)
+                    print(f"wrote {dataset} ({size} documents) in {time.perf_counter() - t0:.1f}s", flush=True)
+                for executor in args.executors.split(","):
+                    row = run_child(args, mode, size, executor, model_dir, dataset)
+                    if row is not None:
+                        rows.append(row)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    summarize(rows, modes, args.executors.split(","))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     return 0
+
+
+def run_child(
+    args: argparse.Namespace, mode: str, size: int, executor: str, model_dir: Path, dataset: Path
+) -> dict[str, Any] | None:
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            mode,
+            str(size),
+            executor,
+            "--queries",
+            str(args.queries),
+            "--chunk",
+            str(args.chunk),
+            "--block",
+            str(args.block),
+            "--model-dir",
+            str(model_dir),
+            "--dataset",
+            str(dataset),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        print(f"{mode} {executor} {size}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
+        return None
+    row: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    row["wall_seconds"] = round(time.perf_counter() - t0, 2)
+    print(
+        f"{mode:>9} {executor:>10} {size:>8} docs  peak RSS {row['peak_rss_gb']:.2f} GB  "
+        f"read {row['load_seconds']}s  encode {row['encode_seconds']}s ({row['tokens_per_s']} tok/s)  "
+        f"search {row['search_seconds']}s  score {row['score_seconds']}s  process {row['wall_seconds']}s  "
+        f"{row['metrics']}",
+        flush=True,
+    )
+    return row
+
+
+def summarize(rows: list[dict[str, Any]], modes: list[str], executors: list[str]) -> None:
+    for mode in modes:
+        for executor in executors:
+            mine = sorted((r for r in rows if r["executor"] == executor and r["mode"] == mode), key=lambda r: r["size"])
+            if len(mine) >= 2:
+                a, b = mine[0], mine[-1]
+                per100k = (b["peak_rss_gb"] - a["peak_rss_gb"]) * 2**30 / ((b["size"] - a["size"]) / 1e5)
+                vec100k = b["vector_bytes"] / b["size"] * 1e5
+                print(
+                    f"{mode} {executor}: RSS slope {per100k / 2**20:.1f} MB per 100k documents from {a['size']} to "
+                    f"{b['size']} (vectors: {vec100k / 2**20:.1f} MB; target <= {TARGETS['slope_over_vectors']:.2f}x)"
+                )
+    by = {(r["mode"], r["executor"], r["size"]): r for r in rows}
+    for mode, _, size in sorted(k for k in by if k[1] == "ray"):
+        if (mode, "in-process", size) in by:
+            ratio = by[(mode, "ray", size)]["encode_seconds"] / by[(mode, "in-process", size)]["encode_seconds"]
+            print(
+                f"{mode} {size} docs: Ray encode / in-process encode = {ratio:.2f} (target <= "
+                f"{TARGETS['ray_over_in_process']})"
+            )
 
 
 if __name__ == "__main__":

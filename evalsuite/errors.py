@@ -57,3 +57,11 @@ class ExecutorError(EvalsuiteError):
 
 class StoreError(EvalsuiteError):
     """The on-disk vector store of a run cannot be created, written or read."""
+
+
+class DatasetChanged(DatasetError):
+    """A dataset file read on demand changed (or vanished) after it was indexed; the run must start again."""
+
+
+class SpoolError(StoreError):
+    """The decompressed copy of a compressed corpus (its spool file) cannot be created or written."""

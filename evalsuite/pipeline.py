@@ -137,9 +137,8 @@ def encode_dataset(
     q = encoder.encode(
         contract.render_all("query", [dataset.queries[i] for i in qids]), poolings=poolings, ids=qids, role="query"
     )
-    d = encoder.encode(
-        contract.render_all("document", [dataset.corpus[i] for i in dids]), poolings=poolings, ids=dids, role="document"
-    )
+    texts = [t for _, chunk in dataset.corpus_chunks(len(dids) or 1) for t in chunk]  # a corpus on disk: read in order
+    d = encoder.encode(contract.render_all("document", texts), poolings=poolings, ids=dids, role="document")
     return q, d
 
 
@@ -262,10 +261,9 @@ def run(
             stores = encode_to_store(
                 encoder,
                 c,
-                lambda ids: [ds.corpus[i] for i in ids],
-                ds.doc_ids,
+                ds.corpus_chunks(execution.chunk_size),  # a corpus on disk is read a chunk at a time
+                len(ds.corpus),
                 store_dir,
-                chunk_size=execution.chunk_size,
                 poolings=[c.pooling],
                 dim=int(getattr(encoder, "dim", None) or prepared.model.hidden_size),
             )

@@ -38,6 +38,8 @@ def prepare(spec: RunSpec) -> Prepared:
         spec.qrels,
         empty_docs=spec.empty_docs,
         empty_queries=spec.empty_queries,
+        on_disk=spec.chunk_size > 0,  # a chunked run reads the corpus texts from disk, chunk by chunk
+        spool_dir=spec.store_dir,
     )
     return Prepared(spec, info, contract, dataset)
 

@@ -13,7 +13,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import DatasetError, SpecError
-from .model import DEFAULT_EMPTY_DOCS, DEFAULT_EMPTY_QUERIES, EMPTY_POLICIES, Dataset, DatasetIdentity, EmptyPolicy
+from .model import (
+    DEFAULT_EMPTY_DOCS,
+    DEFAULT_EMPTY_QUERIES,
+    EMPTY_POLICIES,
+    Dataset,
+    DatasetIdentity,
+    EmptyPolicy,
+    LazyCorpus,
+)
 
 __all__ = [
     "DEFAULT_EMPTY_DOCS",
@@ -22,6 +30,7 @@ __all__ = [
     "Dataset",
     "DatasetIdentity",
     "EmptyPolicy",
+    "LazyCorpus",
     "empty_policy",
     "load_dataset",
 ]
@@ -42,11 +51,16 @@ def load_dataset(
     *,
     empty_docs: str = DEFAULT_EMPTY_DOCS,
     empty_queries: str = DEFAULT_EMPTY_QUERIES,
+    on_disk: bool = False,
+    spool_dir: str | Path | None = None,
 ) -> Dataset:
     """Load a dataset directory, recognising its layout.
 
     ``qrels`` optionally names a qrels file (BEIR TSV or TREC, possibly compressed) used instead of
     ``qrels/<split>.tsv``. ``empty_docs`` / ``empty_queries`` are ``keep``, ``skip`` or ``error``.
+    ``on_disk`` (a chunked run) leaves the corpus texts on disk and reads them on demand, in chunks
+    (:mod:`.ondisk`); a compressed corpus is decompressed once to a spool file in ``spool_dir`` (the
+    temporary directory when None). The dataset, its checks and its identity are the same either way.
     """
     docs_policy = empty_policy(empty_docs, "empty_docs")
     queries_policy = empty_policy(empty_queries, "empty_queries")
@@ -74,7 +88,15 @@ def load_dataset(
             )
         from .hf import load_hf
 
-        return load_hf(root, split, empty_docs=docs_policy, empty_queries=queries_policy)
+        return load_hf(root, split, empty_docs=docs_policy, empty_queries=queries_policy, on_disk=on_disk)
     from .beir import load_beir
 
-    return load_beir(root, split, Path(qrels) if qrels else None, empty_docs=docs_policy, empty_queries=queries_policy)
+    return load_beir(
+        root,
+        split,
+        Path(qrels) if qrels else None,
+        empty_docs=docs_policy,
+        empty_queries=queries_policy,
+        on_disk=on_disk,
+        spool_dir=Path(spool_dir) if spool_dir is not None else None,
+    )

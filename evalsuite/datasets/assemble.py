@@ -4,22 +4,24 @@ corpus and queries, explain any mismatch by side, and compute the dataset's iden
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from ..errors import DatasetError
 from .files import logical_name
-from .model import Dataset, DatasetIdentity, EmptyPolicy
+from .model import Dataset, DatasetIdentity, EmptyPolicy, LazyCorpus
 from .qrels import Judgement
 
 
 @dataclass(frozen=True)
 class Texts:
-    """Documents or queries by id in file order; ``empty`` maps each empty one to where it is."""
+    """Documents or queries by id in file order (a dict, or a corpus left on disk); ``empty`` maps each
+    empty one to where it is."""
 
     source: str
-    texts: dict[str, str]
+    texts: Mapping[str, str]
     empty: dict[str, str] = field(default_factory=dict)
     fields: dict[str, dict[str, str]] = field(default_factory=dict)  # id -> metadata (records without any absent)
 
@@ -35,7 +37,7 @@ def dataset_sha256(files: Mapping[str, str], variant: Mapping[str, str] | None =
 
 
 def _examples(ids: Iterable[str], n: int = 3) -> str:
-    return ", ".join(repr(i) for i in list(ids)[:n])
+    return ", ".join(repr(i) for i in islice(ids, n))
 
 
 def _unknown_report(side: str, misses: list[tuple[str, int]], total: int, known: Texts) -> str:
@@ -146,7 +148,7 @@ def assemble(
     )
 
 
-def _apply_policy(items: Texts, policy: EmptyPolicy, role: str, notes: list[str]) -> dict[str, str]:
+def _apply_policy(items: Texts, policy: EmptyPolicy, role: str, notes: list[str]) -> Mapping[str, str]:
     """The texts to evaluate under ``policy`` ('error' was enforced while reading), with a warning for empties."""
     n, total = len(items.empty), len(items.texts)
     if n and n == total:
@@ -156,7 +158,7 @@ def _apply_policy(items: Texts, policy: EmptyPolicy, role: str, notes: list[str]
             "one the file fills (BEIR: 'title' and 'text' for documents, 'text' for queries)",
         )
     if not n:
-        return dict(items.texts)
+        return _kept(items.texts, ())
     where = ", ".join(items.empty[i] for i in list(items.empty)[:3]) + (", ..." if n > 3 else "")
     flag = "--empty-docs" if role == "document" else "--empty-queries"
     if policy == "keep":
@@ -164,12 +166,19 @@ def _apply_policy(items: Texts, policy: EmptyPolicy, role: str, notes: list[str]
             f"{items.source}: {n} {role}(s) with empty text are encoded as the empty string, as BEIR and "
             f"MTEB do ({where}); {flag} skip drops them, {flag} error refuses them"
         )
-        return dict(items.texts)
+        return _kept(items.texts, ())
     notes.append(
         f"{items.source}: {n} {role}(s) with empty text were skipped with their judgements ({where}); "
         f"{flag} keep encodes them as the empty string"
     )
-    return {i: t for i, t in items.texts.items() if i not in items.empty}
+    return _kept(items.texts, items.empty.keys())
+
+
+def _kept(texts: Mapping[str, str], drop: Collection[str]) -> Mapping[str, str]:
+    """``texts`` less ``drop``: a copy of a dict, or a corpus on disk filtered without reading a text."""
+    if isinstance(texts, LazyCorpus):
+        return texts.without(drop) if drop else texts
+    return {i: t for i, t in texts.items() if i not in drop}
 
 
 def _why_nothing_left(

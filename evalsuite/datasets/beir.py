@@ -10,7 +10,7 @@ from .assemble import Texts, assemble
 from .files import TextFile, find_variant, logical_name
 from .model import Dataset, EmptyPolicy
 from .qrels import read_qrels
-from .records import check_text, id_field, join_title, metadata, records, text_field
+from .records import NO_DOCUMENTS, documents, duplicate_id, id_field, join_title, metadata, records, text_field
 
 QRELS_SUFFIXES = (".tsv", ".trec", ".qrels", ".txt")
 _LAYOUT = "a BEIR dataset directory holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv (each may be .gz)"
@@ -25,31 +25,20 @@ def read_corpus(source: TextFile, policy: EmptyPolicy = "keep") -> Texts:
     empty: dict[str, str] = {}
     first: dict[str, int] = {}
     fields: dict[str, dict[str, str]] = {}
-    for ln, obj in records(source):
-        did = id_field(path, ln, obj, "document")
-        if did in corpus:
-            raise DatasetError(
-                path, f"duplicate document id {did!r} (first on line {first[did]}); ids must be unique", ln
-            )
-        text = join_title(
-            check_text(path, ln, obj.get("title"), "field 'title'"), text_field(path, ln, obj, "text", "document")
-        )
+
+    def seen(did: str, ln: int) -> None:
+        if did in first:
+            raise duplicate_id(path, ln, did, first[did], "document")
+        first[did] = ln
+
+    for ln, did, text, meta in documents(source, policy, seen):
         if not text:
-            if policy == "error":
-                raise DatasetError(
-                    path,
-                    f"document {did!r} has empty title and text; remove it or give it text "
-                    "(--empty-docs keep encodes it as the empty string, skip drops it)",
-                    ln,
-                )
             empty[did] = f"line {ln} ({did!r})"
         corpus[did] = text
-        first[did] = ln
-        meta = metadata(obj) if len(obj) > 2 else None
         if meta:
             fields[did] = meta
     if not corpus:
-        raise DatasetError(path, "no documents; the file holds no JSON lines")
+        raise DatasetError(path, NO_DOCUMENTS)
     return Texts(str(path), corpus, empty, fields)
 
 
@@ -63,7 +52,7 @@ def read_queries(source: TextFile, policy: EmptyPolicy = "skip") -> Texts:
     for ln, obj in records(source):
         qid = id_field(path, ln, obj, "query")
         if qid in queries:
-            raise DatasetError(path, f"duplicate query id {qid!r} (first on line {first[qid]}); ids must be unique", ln)
+            raise duplicate_id(path, ln, qid, first[qid], "query")
         text = text_field(path, ln, obj, "text", "query").strip()
         if not text:
             if policy == "error":
@@ -147,13 +136,22 @@ def load_beir(
     *,
     empty_docs: EmptyPolicy = "keep",
     empty_queries: EmptyPolicy = "skip",
+    on_disk: bool = False,
+    spool_dir: Path | None = None,
 ) -> Dataset:
+    """``on_disk`` leaves the corpus texts on disk (:mod:`.ondisk`; a compressed corpus is decompressed
+    once to a spool file in ``spool_dir``); queries and qrels are read into memory either way."""
     warnings: list[str] = []
     corpus_path = _require(root, "corpus.jsonl", warnings)
     queries_path = _require(root, "queries.jsonl", warnings)
     qpath = qrels_file(qrels_path) if qrels_path is not None else find_qrels(root, split)
     sources = [TextFile(corpus_path), TextFile(queries_path), TextFile(qpath)]
-    corpus = read_corpus(sources[0], empty_docs)
+    if on_disk:
+        from .ondisk import read_corpus_on_disk
+
+        corpus = read_corpus_on_disk(sources[0], empty_docs, spool_dir)
+    else:
+        corpus = read_corpus(sources[0], empty_docs)
     queries = read_queries(sources[1], empty_queries)
     judgements = read_qrels(sources[2])
     files = {(str(s.path.relative_to(root)) if s.path.is_relative_to(root) else str(s.path)): s.sha256 for s in sources}

@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from ..errors import DatasetError
 
@@ -26,6 +26,7 @@ COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
 _MAGIC = {".gz": b"\x1f\x8b", ".bz2": b"BZh", ".xz": b"\xfd7zXZ\x00"}
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _BOM = "\ufeff"
+_BOM_BYTES = _BOM.encode()
 
 
 def logical_name(path: Path) -> str:
@@ -71,22 +72,34 @@ def _compression(path: Path, head: bytes) -> str | None:
     return detected
 
 
-def _open(path: Path) -> BinaryIO:
+def _open_raw(path: Path) -> tuple[BinaryIO, str | None]:
+    """The file opened as bytes, and its compression as its first bytes tell."""
     if not path.exists():
         raise DatasetError(path, "file not found")
     if path.is_dir():
         raise DatasetError(path, "is a directory, expected a file")
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - returned open; TextFile.lines closes it
+        fh = open(path, "rb")  # noqa: SIM115 - returned open; the caller closes it
     except OSError as exc:
         raise DatasetError(path, f"cannot be read ({exc.strerror or exc}); check its permissions") from None
     try:
         head = fh.read(8)
         fh.seek(0)
-        kind = _compression(path, head)
+        return fh, _compression(path, head)
     except BaseException:
         fh.close()
         raise
+
+
+def compression(path: Path) -> str | None:
+    """``.gz``, ``.bz2`` or ``.xz`` as the file's first bytes tell, or None for a plain file."""
+    fh, kind = _open_raw(path)
+    fh.close()
+    return kind
+
+
+def _open(path: Path) -> BinaryIO:
+    fh, kind = _open_raw(path)
     if kind == ".gz":
         return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
     if kind == ".bz2":
@@ -96,17 +109,28 @@ def _open(path: Path) -> BinaryIO:
     return fh
 
 
+class Sink(Protocol):
+    def write(self, data: bytes, /) -> object: ...
+
+
 @dataclass
 class TextFile:
-    """One dataset file read line by line; ``sha256`` is set once every line has been read."""
+    """One dataset file read line by line; ``sha256`` is set once every line has been read.
+
+    ``span`` is the ``(offset, length)`` in the decompressed bytes of the line last yielded, without its
+    line ending (and without the BOM of line 1): where to read that line again. ``tee``, when set,
+    receives every decompressed byte as it is read (a spool file that those offsets then index).
+    """
 
     path: Path
     sha256: str = ""
+    tee: Sink | None = None
+    span: tuple[int, int] = (0, 0)
 
     def lines(self) -> Iterator[tuple[int, str]]:
         """Yield ``(line number, text)`` for every line, without its line ending; a leading BOM is dropped."""
         h = hashlib.sha256()
-        ln = 0
+        ln = offset = 0
         fh = _open(self.path)
         try:
             while True:
@@ -123,7 +147,13 @@ class TextFile:
                     break
                 ln += 1
                 h.update(raw)
-                yield ln, self._decode(raw, ln)
+                if self.tee is not None:
+                    self.tee.write(raw)
+                text = self._decode(raw, ln)
+                bom = len(_BOM_BYTES) if ln == 1 and raw.startswith(_BOM_BYTES) else 0
+                self.span = (offset + bom, len(raw.rstrip(b"\r\n")) - bom)
+                offset += len(raw)
+                yield ln, text
         finally:
             fh.close()
         self.sha256 = h.hexdigest()

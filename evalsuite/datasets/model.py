@@ -1,15 +1,26 @@
-"""The in-memory labelled retrieval dataset and its identity."""
+"""The labelled retrieval dataset and its identity."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from itertools import islice
+from typing import Any, Literal, Protocol, runtime_checkable
 
 EmptyPolicy = Literal["keep", "skip", "error"]
 EMPTY_POLICIES: tuple[EmptyPolicy, ...] = ("keep", "skip", "error")
 DEFAULT_EMPTY_DOCS: EmptyPolicy = "keep"
 DEFAULT_EMPTY_QUERIES: EmptyPolicy = "skip"
+
+
+@runtime_checkable
+class LazyCorpus(Protocol):
+    """A corpus whose texts stay on disk (:class:`~evalsuite.datasets.ondisk.OnDiskCorpus`): read
+    sequentially a chunk at a time, or by id; filtered without reading a text."""
+
+    def iter_chunks(self, size: int) -> Iterator[tuple[list[str], list[str]]]: ...
+
+    def without(self, ids: Collection[str]) -> Mapping[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,9 @@ class Dataset:
     ``query_fields`` / ``doc_fields``: the metadata of a record beside its id and texts (e.g. a query's
     ``topic``), each value as a string (:func:`~evalsuite.datasets.records.metadata`); what slices group by.
 
+    ``corpus`` is a dict, or in a chunked run a :class:`LazyCorpus` that reads each text from disk when
+    asked: code that goes over every document uses :meth:`corpus_chunks`, never ``corpus.values()``.
+
     Only queries with at least one relevant (score > 0) judged document are kept. Empty documents and
     queries are kept (as the empty string), skipped or refused as ``identity.empty_docs`` /
     ``identity.empty_queries`` say; negative relevance reads as 0 (judged, not relevant).
@@ -99,6 +113,16 @@ class Dataset:
     @property
     def doc_ids(self) -> list[str]:
         return list(self.corpus)
+
+    def corpus_chunks(self, size: int) -> Iterator[tuple[list[str], list[str]]]:
+        """``(ids, texts)`` of ``size`` documents at a time in corpus order; a corpus on disk is read
+        sequentially, one chunk at a time, so only one chunk's texts are in memory."""
+        if isinstance(self.corpus, LazyCorpus):
+            yield from self.corpus.iter_chunks(size)
+            return
+        items = iter(self.corpus.items())
+        while chunk := list(islice(items, size)):
+            yield [i for i, _ in chunk], [t for _, t in chunk]
 
     @property
     def query_ids(self) -> list[str]:

@@ -9,11 +9,12 @@ a qrels file; a float id is refused because ``1.0`` and ``1`` would not match.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from ..errors import DatasetError
 from .files import TextFile
+from .model import EmptyPolicy
 
 _ID_HINT = "ids appear in TREC run lines, which trec_eval and ranx split on whitespace; rename the id"
 
@@ -88,7 +89,7 @@ def check_text(path: object, ln: int | None, value: object, what: str) -> str:
     return value
 
 
-def text_field(path: Path, ln: int, obj: Mapping[str, object], key: str, role: str) -> str:
+def text_field(path: Path, ln: int | None, obj: Mapping[str, object], key: str, role: str) -> str:
     """The required text field ``key`` of a record (present; its value may be empty or null)."""
     if key not in obj:
         keys = ", ".join(repr(k) for k in list(obj)[:8])
@@ -110,6 +111,40 @@ def id_field(path: Path, ln: int, obj: Mapping[str, object], role: str) -> str:
 
 
 TEXT_KEYS = ("_id", "title", "text")
+NO_DOCUMENTS = "no documents; the file holds no JSON lines"
+
+
+def duplicate_id(path: object, ln: int, ident: str, first: int, role: str, where: str = "line") -> DatasetError:
+    """The error for an id seen before (on line ``first``): ids must be unique."""
+    return DatasetError(path, f"duplicate {role} id {ident!r} (first on {where} {first}); ids must be unique", ln)
+
+
+def document_text(path: Path, ln: int | None, obj: Mapping[str, object]) -> str:
+    """A document record's text as the model sees it: its title and text joined (:func:`join_title`)."""
+    return join_title(
+        check_text(path, ln, obj.get("title"), "field 'title'"), text_field(path, ln, obj, "text", "document")
+    )
+
+
+def documents(
+    source: TextFile, policy: EmptyPolicy, seen: Callable[[str, int], None]
+) -> Iterator[tuple[int, str, str, dict[str, str] | None]]:
+    """``(line, id, text, metadata or None)`` for every document record of a corpus file, each checked:
+    ``seen(id, line)`` is called before the record's text is read (it refuses a duplicate id), and an
+    empty document (no title, no text) is refused here under ``policy='error'``."""
+    path = source.path
+    for ln, obj in records(source):
+        did = id_field(path, ln, obj, "document")
+        seen(did, ln)
+        text = document_text(path, ln, obj)
+        if not text and policy == "error":
+            raise DatasetError(
+                path,
+                f"document {did!r} has empty title and text; remove it or give it text "
+                "(--empty-docs keep encodes it as the empty string, skip drops it)",
+                ln,
+            )
+        yield ln, did, text, (metadata(obj) or None) if len(obj) > 2 else None
 
 
 def metadata(obj: Mapping[str, object], skip: tuple[str, ...] = TEXT_KEYS) -> dict[str, str]:

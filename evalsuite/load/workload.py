@@ -132,7 +132,7 @@ def dataset_workload(prepared: Prepared, roles: Sequence[str] = ("query", "docum
         if role == "query":
             texts += c.render_all("query", [ds.queries[i] for i in ds.query_ids])
         elif role == "document":
-            texts += c.render_all("document", [ds.corpus[i] for i in ds.doc_ids])
+            texts += c.render_all("document", [t for _, chunk in ds.corpus_chunks(65_536) for t in chunk])
         else:
             raise SpecError(f"load roles are 'query' and 'document', got {role!r}")
     return Workload(tuple(texts), tuple(token_counts(str(prepared.model.tokenizer_path), texts)), c.max_length)
