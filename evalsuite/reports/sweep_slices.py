@@ -63,8 +63,8 @@ def _slice_moves(result: SweepResult, index: SliceIndex, c: CellResult) -> list[
     from ..stats import CONFIDENCE, N_RESAMPLES, POWER
 
     fields = {
-        "reference": json_digest({m: base.get(m, {}) for m in metrics}),
-        "candidate": json_digest({m: cell.get(m, {}) for m in metrics}),
+        "reference": json_digest(base),
+        "candidate": json_digest(cell),
         "metrics": metrics,
         "slices": [[s.text, json_digest(index.members(s))] for s in index.reported()],
         "min_compared": MIN_COMPARED,

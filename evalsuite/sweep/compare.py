@@ -75,8 +75,8 @@ def cell_statistics(
     from ..stats import CONFIDENCE, N_RESAMPLES, POWER
 
     fields = {
-        "base": json_digest({m: base[m] for m in metrics}),
-        "cell": json_digest({m: cell[m] for m in metrics}),
+        "base": json_digest(base),
+        "cell": json_digest(cell),
         "metrics": list(metrics),
         "test": test,
         "alpha": alpha,
