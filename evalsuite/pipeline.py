@@ -161,7 +161,8 @@ def score(
     """Finalize vectors for ``contract`` (dim, normalize), search with FAISS, score with ranx.
 
     Document vectors in a :class:`VectorStore` are searched block by block (``block_rows`` at a time) and
-    never loaded whole; the ranking is the same as in memory.
+    never loaded whole; the ranking is the same as in memory. An exact in-memory search already done on exactly
+    these inputs is read back from the result cache (:mod:`evalsuite.resultcache`; ``timing.result_cache``).
     """
     ds = prepared.dataset
     qv = finalize(q_pooled, contract.dim, contract.normalize)
@@ -191,7 +192,7 @@ def score(
             normalized=contract.normalize,
         )
     else:
-        dv = finalize(d_pooled, contract.dim, contract.normalize)
+        dv = cache.doc_vectors if cache is not None else finalize(d_pooled, contract.dim, contract.normalize)
         ranking = search(
             qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics), similarity=contract.similarity
         )

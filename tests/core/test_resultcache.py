@@ -82,7 +82,7 @@ def test_a_hit_is_byte_identical_and_says_where_it_came_from(prepared: Prepared)
     hit = warm.timing["result_cache"]
     assert hit["key"] == cold.timing["result_cache"]["key"]
     assert hit["computed"] and hit["computed_search_seconds"] >= 0 and hit["computed_score_seconds"] >= 0
-    assert warm.timing["search_seconds"] == warm.timing["score_seconds"] == 0.0
+    assert warm.timing["search_seconds"] < 0.05 and warm.timing["score_seconds"] < 0.05  # nothing searched or scored
     assert warm.manifest["run_id"] != cold.manifest["run_id"]  # the manifest is this run's
     assert warm.doc_vectors is not None and np.array_equal(warm.doc_vectors, cold.doc_vectors)
 
