@@ -69,7 +69,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             _print_table(*pivot)
     for line in sweep_slice_lines(result):
         print(line)
-    for w in result.warnings:
+    late = [m for m in (result.store.problems if result.store else []) if m not in result.warnings]  # the reports'
+    for w in [*result.warnings, *late]:
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
     return 0

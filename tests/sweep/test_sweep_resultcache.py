@@ -85,6 +85,15 @@ def test_a_warm_sweep_reads_everything_back_and_imports_no_heavy_library(
     assert warm["execution"]["texts_encoded_by_role"] == {"query": 0, "document": 0}
     assert warm["execution"]["result_cache"]["contracts"] == {"hits": 6, "misses": 0}
 
+    # a damaged plot and slice entry: reported, drawn and compared again, the reports unchanged
+    for kind in ("plot", "slice-moves"):
+        entry = next((cache / resultcache.SUBDIR).rglob(f"v*/{kind}/*/*.bin"))
+        entry.write_bytes(entry.read_bytes()[:-1] + b"?")
+    capsys.readouterr()
+    assert main(sweep_args(tiny_model_dir, minibeir_dir, cache, tmp_path / "mended")) == 0
+    assert capsys.readouterr().err.count("is unusable (checksum mismatch); deleted and recomputed") == 2
+    assert comparable(tmp_path / "mended") == comparable(tmp_path / "cold")
+
     # the same child with the vectors cached but no results: it searches and scores, so the check above can fail
     heavy, printed = child(sweep_args(tiny_model_dir, minibeir_dir, embeddings_only, tmp_path / "again"), tmp_path)
     assert {"faiss", "ranx", "matplotlib"} <= set(heavy) and not {"torch", "transformers"} & set(heavy)
