@@ -50,6 +50,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"dataset  {ident.name} ({ident.n_documents} documents, {ident.n_queries} queries, "
         f"{ident.n_queries_dropped} dropped)"
     )
+    if result.timing.get("result_cache", {}).get("status") == "hit":
+        from .reports.run_reports import result_cache_text
+
+        print(f"scores   {result_cache_text(result.timing['result_cache'])}")
     _print_metrics(result.metrics)
     from .reports.slices import slice_lines
 

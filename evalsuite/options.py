@@ -166,7 +166,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("--cache-dir", "embedding cache directory (default: the user cache directory)"),
     Option(
         "--no-cache",
-        "do not read or write the embedding cache",
+        "do not read or write the embedding cache or the result cache (recompute everything)",
         {"action": "store_const", "const": False, "dest_name": "use_cache"},
     ),
     Option(

@@ -32,6 +32,7 @@ from .prepared import INDEX_IN_MEMORY, execution_of
 from .prepared import Prepared as Prepared  # re-exported: callers import it from here
 from .prepared import prepare as prepare  # re-exported: callers import it from here
 from .result import Result
+from .resultcache import ScoreCache
 from .run_record import (
     add_cached_counts,
     encode_timing,
@@ -159,14 +160,19 @@ def score(
     """Finalize vectors for ``contract`` (dim, normalize), search with FAISS, score with ranx.
 
     Document vectors in a :class:`VectorStore` are searched block by block (``block_rows`` at a time) and
-    never loaded whole; the ranking is the same as in memory.
+    never loaded whole; the ranking is the same as in memory. An exact in-memory search already done on exactly
+    these inputs is read back from the result cache (:mod:`evalsuite.resultcache`; ``timing.result_cache``).
     """
     ds = prepared.dataset
     qv = finalize(q_pooled, contract.dim, contract.normalize)
+    cache = ScoreCache.open(prepared.spec, ds, qv, d_pooled, contract, metrics)  # None: not cached
+    hit = cache.load() if cache is not None else None
     t0 = time.perf_counter()
     dv: np.ndarray | None = None
     doc_integrity: IntegrityReport | None = None  # of a stored corpus, checked block by block
-    if isinstance(d_pooled, VectorStore):
+    if cache is not None and hit is not None:  # searched and scored before, on exactly these inputs
+        dv, ranking = cache.doc_vectors, hit.ranking
+    elif isinstance(d_pooled, VectorStore):
         ranking = block_search(
             qv,
             d_pooled,
@@ -185,7 +191,7 @@ def score(
             normalized=contract.normalize,
         )
     else:
-        dv = finalize(d_pooled, contract.dim, contract.normalize)
+        dv = cache.doc_vectors if cache is not None else finalize(d_pooled, contract.dim, contract.normalize)
         ranking = search(
             qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics), similarity=contract.similarity
         )
@@ -208,9 +214,12 @@ def score(
         )
         ranking, index_entry = index_run.ranking, index_run.report.manifest_entry()
     t1 = time.perf_counter()
-    aggregate, per_query = score_metrics(ds.qrels, ranking, metrics)
+    aggregate, per_query = (
+        (hit.metrics, hit.per_query) if hit is not None else score_metrics(ds.qrels, ranking, metrics)
+    )
     t2 = time.perf_counter()
     timing = dict(timing, search_seconds=round(t1 - t0, 4), score_seconds=round(t2 - t1, 4))
+    timing["result_cache"] = cache.record(hit, ranking, aggregate, per_query, timing) if cache else {"status": "off"}
     man = manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12], encoder=encoder)
     if index_entry is not None:
         man["index"].update(index_entry)
@@ -224,7 +233,7 @@ def score(
         ranking=ranking,
         query_vectors=qv if keep_vectors or doc_integrity is not None else None,  # queries are few
         doc_vectors=dv if keep_vectors else None,
-        warnings=list(ds.warnings),
+        warnings=list(ds.warnings) + (cache.problems if cache is not None else []),
         doc_integrity=doc_integrity,
     )
 

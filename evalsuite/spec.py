@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,14 +174,20 @@ def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
 
 
 def library_versions() -> dict[str, str]:
-    """Versions of the libraries that shape a result, read without importing them."""
+    """Versions of the libraries that shape a result, read without importing them (once per process: every
+    manifest of a sweep records them)."""
+    return dict(_library_versions())
+
+
+@functools.cache
+def _library_versions() -> tuple[tuple[str, str], ...]:
     import platform
     from importlib import metadata
 
-    out = {"python": platform.python_version()}
+    out = [("python", platform.python_version())]
     for dist in ("evalsuite", "torch", "transformers", "tokenizers", "faiss-cpu", "ranx", "numpy", "datasets"):
         try:
-            out[dist] = metadata.version(dist)
+            out.append((dist, metadata.version(dist)))
         except metadata.PackageNotFoundError:
             continue
-    return out
+    return tuple(out)

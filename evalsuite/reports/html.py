@@ -11,11 +11,15 @@ import base64
 import html
 import io
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+
+    from ..resultcache import ResultStore
 
 Point = tuple[float, Mapping[str, float]]
 Interval = Mapping[str, tuple[float, float]]  # per metric (low, high): an error bar
@@ -51,12 +55,50 @@ def _figure(n_panels: int, title: str) -> tuple[Figure, list[Axes]]:
 
 def png_data_uri(fig: Figure) -> str:
     """The figure as a ``data:image/png;base64,...`` URI."""
+    return "data:image/png;base64," + base64.b64encode(png_bytes(fig)).decode("ascii")
+
+
+def png_bytes(fig: Figure) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return buf.getvalue()
+
+
+PLOT_LIBRARIES = ("evalsuite", "matplotlib", "pillow", "numpy")
+
+
+def chart_uri(store: ResultStore | None, chart: Callable[..., Figure | None], *args: Any, **kwargs: Any) -> str | None:
+    """``png_data_uri(chart(*args, **kwargs))`` (None when the chart draws nothing). With ``store`` (the result
+    cache), the PNG drawn before from the same chart function, arguments (plain data), library versions and
+    source is reused, and matplotlib is not imported."""
+    if store is None:
+        fig = chart(*args, **kwargs)
+        return None if fig is None else png_data_uri(fig)
+    from ..resultcache import code_digest, library_versions
+
+    fields = {
+        "chart": f"{chart.__module__}.{chart.__qualname__}",
+        "args": list(args),
+        "kwargs": kwargs,
+        "libraries": library_versions(PLOT_LIBRARIES),
+        "code": code_digest(tuple(dict.fromkeys((__name__, chart.__module__, "evalsuite.resultcache")))),
+    }
+
+    def draw() -> bytes:
+        fig = chart(*args, **kwargs)
+        return b"" if fig is None else png_bytes(fig)
+
+    png = store.memo(
+        "plot",
+        fields,
+        draw,
+        lambda data: ({}, {"png": np.frombuffer(data, dtype=np.uint8)}),
+        lambda entry: entry.arrays["png"].tobytes(),
+    )
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii") if png else None
 
 
 def _yerr(values: Sequence[float], bars: Sequence[Interval | None], m: str) -> list[list[float]] | None:

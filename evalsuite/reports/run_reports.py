@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from ..io import atomic_write_json, atomic_write_text
 from ..result import Result
@@ -45,6 +46,7 @@ def run_markdown(result: Result) -> str:
                     "embedding cache hits / misses",
                     f"{t['cache']['hits']} / {t['cache']['misses']}" if "cache" in t else "cache off",
                 ),
+                ("result cache", result_cache_text(t.get("result_cache"))),
                 ("device", m.get("device")),
             ],
         ),
@@ -52,6 +54,19 @@ def run_markdown(result: Result) -> str:
     if result.warnings:
         parts += ["\n## Warnings\n", "".join(f"- {w}\n" for w in result.warnings)]
     return "".join(parts)
+
+
+def result_cache_text(entry: dict[str, Any] | None) -> str:
+    """Where the ranking and scores came from: this run's search, or the result cache (and when it was filled)."""
+    if not entry or entry.get("status") == "off":
+        return "off: searched and scored in this run"
+    if entry.get("status") != "hit":
+        return "miss: searched and scored in this run, then stored"
+    return (
+        f"hit: ranking and scores read back, computed {entry.get('computed')} on identical inputs "
+        f"(search {entry.get('computed_search_seconds')} s, score {entry.get('computed_score_seconds')} s then); "
+        "--no-cache recomputes them"
+    )
 
 
 def default_run_dir(dataset_name: str, model_name: str) -> Path:

@@ -47,19 +47,36 @@ def slice_small_multiples(
 ) -> Figure | None:
     """One panel per slice (at most :data:`MAX_PANELS`), one bar per run (the first is the base, in red);
     None when there is nothing to draw."""
+    return draw_small_multiples(*small_multiples_data(index, runs, metric, title=title))
+
+
+def small_multiples_data(
+    index: SliceIndex,
+    runs: Sequence[tuple[str, Mapping[str, Mapping[str, float]]]],
+    metric: str,
+    *,
+    title: str | None = None,
+) -> tuple[list[tuple[str, int, list[float]]], list[str], str]:
+    """What :func:`draw_small_multiples` draws, as plain data: the panels' values, the run names and the title."""
+    values = slice_values(index, runs, metric)[:MAX_PANELS]
+    return values, [name for name, _ in runs], title or f"{metric} per slice (red: base)"
+
+
+def draw_small_multiples(
+    values: Sequence[tuple[str, int, Sequence[float]]], names: Sequence[str], title: str
+) -> Figure | None:
+    """The small multiples of :func:`slice_small_multiples` from plain data (None when there is nothing to draw)."""
     from matplotlib.figure import Figure
 
-    values = slice_values(index, runs, metric)[:MAX_PANELS]
-    if not values or len(runs) < 2:
+    if not values or len(names) < 2:
         return None
     cols = min(_COLS, len(values))
     rows = (len(values) + cols - 1) // cols
-    width = max(2.6, 0.35 * len(runs) + 1.2)
+    width = max(2.6, 0.35 * len(names) + 1.2)
     fig = Figure(figsize=(width * cols, 2.6 * rows), dpi=100, layout="constrained")
     grid = fig.subplots(rows, cols, squeeze=False, sharey=True)
     axes = [ax for row in grid for ax in row]
-    names = [name for name, _ in runs]
-    colors = [BASE_COLOR] + [CELL_COLOR] * (len(runs) - 1)
+    colors = [BASE_COLOR] + [CELL_COLOR] * (len(names) - 1)
     for ax, (name, n, ys) in zip(axes, values, strict=False):
         ax.bar(range(len(ys)), ys, color=colors)
         ax.axhline(ys[0], color=BASE_COLOR, linewidth=0.8, linestyle="--")
@@ -68,5 +85,5 @@ def slice_small_multiples(
         ax.set_ylim(0, 1.0 if max(max(v) for _, _, v in values) <= 1.0 else None)
     for ax in axes[len(values) :]:
         ax.set_visible(False)
-    fig.suptitle(title or f"{metric} per slice (red: base)")
+    fig.suptitle(title)
     return fig

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .index_reports import index_html
 from .markdown import contract_rows
@@ -45,13 +45,21 @@ def _bar(c: CellResult, base: dict[str, float]) -> dict[str, tuple[float, float]
     return {m: (base[m] + st.comparison.ci.low, base[m] + st.comparison.ci.high) for m, st in c.stats.items()}
 
 
+Chart = tuple[str, Callable[..., "Figure"], tuple[Any, ...], dict[str, Any]]  # caption, chart, args, kwargs
+
+
 def sweep_figures(result: SweepResult) -> list[tuple[str, Figure]]:
     """(caption, matplotlib Figure) per axis: a line chart for dim and max length, bars otherwise."""
+    return [(caption, chart(*args, **kwargs)) for caption, chart, args, kwargs in sweep_charts(result)]
+
+
+def sweep_charts(result: SweepResult) -> list[Chart]:
+    """Per axis, the caption and the chart call (function and plain-data arguments) that draws its figure."""
     from .html import bar_chart, line_chart
 
     base = result.base
     metrics = list(result.metrics)
-    figures = []
+    figures: list[Chart] = []
     for axis in result.axes:
         groups = _groups(result, axis.name)
         if axis.declaration.numeric:
@@ -65,12 +73,13 @@ def sweep_figures(result: SweepResult) -> list[tuple[str, Figure]]:
                 for g, cells in groups.items()
             }
             label = axis.declaration.label
-            fig = line_chart(f"metric vs {label}", label, metrics, series, (float(x0), base.metrics), errors=errors)
             figures.append(
                 (
                     f"Metrics vs {label}; the red star and dashed line are the base contract "
                     f"({axis.name}={x0}). {_ERROR_BARS}",
-                    fig,
+                    line_chart,
+                    (f"metric vs {label}", label, metrics, series, (float(x0), base.metrics)),
+                    {"errors": errors},
                 )
             )
         else:
@@ -80,13 +89,14 @@ def sweep_figures(result: SweepResult) -> list[tuple[str, Figure]]:
                 g: {c.cell.label(axis.name) or "": _bar(c, base.metrics) for c in cells} for g, cells in groups.items()
             }
             base_bar = _base_bar(groups, axis.name)
-            fig = bar_chart(f"metrics per {axis.name}", metrics, cats, bars, base.metrics, base_bar, errors=bar_errors)
             figures.append(
                 (
                     f"Metrics per {axis.name} value; the dashed red line is the base contract"
                     + (f", the hatched bar the cell equal to it ({base_bar[1]})." if base_bar else ".")
                     + f" {_ERROR_BARS}",
-                    fig,
+                    bar_chart,
+                    (f"metrics per {axis.name}", metrics, cats, bars, base.metrics, base_bar),
+                    {"errors": bar_errors},
                 )
             )
     return figures
@@ -126,8 +136,10 @@ def sweep_html(result: SweepResult) -> str:
         h.table(headers, rows, row_classes=row_classes, cell_classes=cell_classes),
         h.heading("Plots"),
     ]
-    for caption, fig in sweep_figures(result):
-        parts.append(h.figure_html(h.png_data_uri(fig), caption))
+    for caption, chart, args, kwargs in sweep_charts(result):
+        uri = h.chart_uri(result.store, chart, *args, **kwargs)
+        if uri is not None:
+            parts.append(h.figure_html(uri, caption))
     ph, pr = _p_rows(result)
     parts += [
         h.heading("Uncertainty (95% CI of Δ vs base)"),

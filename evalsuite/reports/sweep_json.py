@@ -67,6 +67,8 @@ def _cell_dict(result: SweepResult, c: CellResult) -> dict[str, Any]:
         out["storage"] = storage(r.contract)
     if c.index is not None:
         out["index"] = c.index.to_dict()
+    if "result_cache" in r.timing:
+        out["result_cache"] = r.timing["result_cache"]
     slices = cell_slices(result, c)
     if slices is not None:
         out["slices"] = slices

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .index_reports import index_markdown
 from .markdown import contract_rows, table
@@ -100,7 +100,22 @@ def _execution_lines(result: SweepResult) -> list[str]:
             f"embedding cache: {st.cache['hits']} hits, {st.cache['misses']} misses, "
             f"{st.cache['corrupt']} corrupt segment(s) recomputed"
         )
+    lines.append(result_cache_line(st.result_cache))
     return lines
+
+
+def result_cache_line(summary: dict[str, Any] | None) -> str:
+    """Which contracts' search and scores, and which cells' statistics, were read back from the result cache."""
+    if summary is None:
+        return "result cache: off (--no-cache): every contract searched and scored in this run"
+    c, s = summary["contracts"], summary["statistics"]
+    reused = (
+        f"{c['hits']} of {c['hits'] + c['misses']} contracts' rankings and scores"
+        f" and {s['hits']} of {s['hits'] + s['misses']} cells' statistics reused"
+    )
+    if c["hits"]:
+        reused += " (computed by an earlier run on identical inputs; --no-cache recomputes them)"
+    return f"result cache: {reused}"
 
 
 def sweep_markdown(result: SweepResult) -> str:

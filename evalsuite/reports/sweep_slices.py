@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .markdown import table
-from .slice_plots import slice_cells_dict, slice_small_multiples
+from .slice_plots import draw_small_multiples, slice_cells_dict, small_multiples_data
 from .slices import moved_cells
 
 if TYPE_CHECKING:
+    from ..resultcache import Entry
+    from ..slicing import SliceIndex
     from ..slicing.compare import SliceMove
     from ..sweep.results import CellResult, SweepResult
 
@@ -33,16 +35,75 @@ def base_slices(result: SweepResult) -> list[dict[str, Any]] | None:
 
 
 def cell_moves(result: SweepResult, c: CellResult) -> list[SliceMove]:
-    """Every slice's paired delta of the cell against the base, with its CI, largest first."""
-    from ..slicing.compare import slice_moves
-
+    """Every slice's paired delta of the cell against the base, with its CI, largest first (computed once per
+    sweep, and read back from the result cache when the per-query scores and slices are unchanged)."""
     index = result.base.slices
     if index is None or c.cell.same_as_base:
         return []
+    key = ("slice-moves", c.cell.name)
+    if key not in result.derived:
+        moves = _slice_moves(result, index, c)
+        result.derived[key] = [m for m in moves if m.comparison.ci.delta != 0]
+    found: list[SliceMove] = result.derived[key]
+    return found
+
+
+def _slice_moves(result: SweepResult, index: SliceIndex, c: CellResult) -> list[SliceMove]:
+    from ..slicing.compare import MIN_COMPARED, slice_moves
+
+    metrics = list(result.metrics)
+    base, cell = result.base.per_query, c.result.per_query
+
+    def compute() -> list[SliceMove]:
+        return slice_moves(index, cell, base, metrics)
+
+    if result.store is None:
+        return compute()
+    from ..resultcache import code_digest, json_digest, library_versions
+    from ..stats import CONFIDENCE, N_RESAMPLES, POWER
+
+    fields = {
+        "reference": json_digest(base),
+        "candidate": json_digest(cell),
+        "metrics": metrics,
+        "slices": [[s.text, json_digest(index.members(s))] for s in index.reported()],
+        "min_compared": MIN_COMPARED,
+        "bootstrap": [N_RESAMPLES, 0, CONFIDENCE, POWER],
+        "libraries": library_versions(("evalsuite", "numpy")),
+        "code": code_digest(("evalsuite.stats", "evalsuite.slicing.compare", "evalsuite.resultcache")),
+    }
+    return result.store.memo("slice-moves", fields, compute, _dump_moves, _undump_moves)
+
+
+def _dump_moves(moves: list[SliceMove]) -> tuple[Any, dict[str, Any]]:
+    rows = [
+        {
+            "slice": m.slice,
+            "metric": m.metric,
+            "n_queries": m.n_queries,
+            "candidate": m.candidate,
+            "reference": m.reference,
+            "comparison": m.comparison.to_dict(),
+        }
+        for m in moves
+    ]
+    return rows, {}
+
+
+def _undump_moves(entry: Entry) -> list[SliceMove]:
+    from ..slicing.compare import SliceMove
+    from ..sweep.compare import comparison_from_dict
+
     return [
-        m
-        for m in slice_moves(index, c.result.per_query, result.base.per_query, list(result.metrics))
-        if m.comparison.ci.delta != 0
+        SliceMove(
+            str(r["slice"]),
+            str(r["metric"]),
+            int(r["n_queries"]),
+            float(r["candidate"]),
+            float(r["reference"]),
+            comparison_from_dict(r["comparison"]),
+        )
+        for r in entry.payload
     ]
 
 
@@ -101,11 +162,11 @@ def sweep_slices_html(result: SweepResult) -> list[str]:
     metric = result.metrics[0]
     runs = [("base", result.base.per_query)] + [(c.cell.name, c.result.per_query) for c in result.cells]
     parts = [h.heading(f"Slices ({metric})")]
-    fig = slice_small_multiples(result.base.slices, runs, metric)
-    if fig is not None:
+    uri = h.chart_uri(result.store, draw_small_multiples, *small_multiples_data(result.base.slices, runs, metric))
+    if uri is not None:
         parts.append(
             h.figure_html(
-                h.png_data_uri(fig),
+                uri,
                 f"{metric} per slice: one panel per slice, one bar per "
                 "cell (red: base, dashed: the base's value); membership of the base contract",
             )

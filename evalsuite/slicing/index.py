@@ -62,9 +62,16 @@ class SliceIndex:
     max_length: int
     profiles: Mapping[str, QueryProfile]
     slice_by: tuple[str, ...] = ()  # the metadata fields reported (query fields, or doc.FIELD)
+    _members: dict[Selector, tuple[str, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def members(self, selector: Selector) -> tuple[str, ...]:
-        """The ids of the queries in the slice, in dataset order."""
+        """The ids of the queries in the slice, in dataset order (found once per selector: reports ask often)."""
+        found = self._members.get(selector)
+        if found is None:
+            found = self._members[selector] = self._find(selector)
+        return found
+
+    def _find(self, selector: Selector) -> tuple[str, ...]:
         if selector.is_length:
             attr = selector.dimension
             return tuple(q for q, p in self.profiles.items() if selector.holds(getattr(p, attr), self.max_length))

@@ -8,8 +8,10 @@ full length before the contract's max_length cuts it, so ``count > max_length`` 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import ModelError
 
@@ -24,10 +26,22 @@ def count_tokens(tokenizer_dir: Path, texts: Sequence[str]) -> list[int]:
     path = Path(tokenizer_dir) / TOKENIZER_FILE
     if not path.is_file():
         return _count_with_transformers(Path(tokenizer_dir), texts)
+    stat = path.stat()
+    tok = _load(str(path), stat.st_mtime_ns, stat.st_size)
+    out: list[int] = []
+    for start in range(0, len(texts), _BATCH):
+        out += [len(e.ids) for e in tok.encode_batch(list(texts[start : start + _BATCH]))]
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str, mtime_ns: int, size: int) -> Any:
+    """The fast tokenizer in ``path``, without truncation or padding; loaded once per file version (a run counts
+    queries and documents with it)."""
     from tokenizers import Tokenizer
 
     try:
-        tok = Tokenizer.from_file(str(path))
+        tok = Tokenizer.from_file(path)
     except Exception as exc:  # a bad tokenizer file is a model problem, said once
         raise ModelError(
             f"{path}: cannot be read as a fast tokenizer ({type(exc).__name__}: {str(exc)[:160]}); "
@@ -35,10 +49,7 @@ def count_tokens(tokenizer_dir: Path, texts: Sequence[str]) -> list[int]:
         ) from None
     tok.no_truncation()
     tok.no_padding()
-    out: list[int] = []
-    for start in range(0, len(texts), _BATCH):
-        out += [len(e.ids) for e in tok.encode_batch(list(texts[start : start + _BATCH]))]
-    return out
+    return tok
 
 
 def _count_with_transformers(tokenizer_dir: Path, texts: Sequence[str]) -> list[int]:

@@ -29,6 +29,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ..pipeline import prepare
     from ..reports.index_reports import index_table_rows, matryoshka_rows
     from ..reports.run_reports import default_run_dir
+    from ..reports.sweep_markdown import result_cache_line
     from ..reports.sweep_reports import sweep_table_rows, write_sweep_reports
     from ..reports.sweep_slices import sweep_slice_lines
     from ..slicing.attach import slice_index
@@ -57,6 +58,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         f"{sum(st.texts_encoded_by_role.values())}"
         + (f"; cache hits {st.cache['hits']}, misses {st.cache['misses']}" if st.cache else "")
     )
+    print(result_cache_line(st.result_cache))
     _print_table(*sweep_table_rows(result))
     index_headers, index_rows = index_table_rows(result)
     if index_rows:
@@ -67,7 +69,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             _print_table(*pivot)
     for line in sweep_slice_lines(result):
         print(line)
-    for w in result.warnings:
+    late = [m for m in (result.store.problems if result.store else []) if m not in result.warnings]  # the reports'
+    for w in [*result.warnings, *late]:
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
     return 0

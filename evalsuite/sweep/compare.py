@@ -2,16 +2,18 @@
 CI, the sign-flip p-value, the minimum detectable effect, and the ranx test's p-value adjusted for the
 false discovery rate across every cell and metric of the sweep (Benjamini-Hochberg): the ``*`` marks.
 
-Pure over per-query scores; ``run_sweep`` calls :func:`compare_cells` once with every cell.
+Pure over per-query scores: ``run_sweep`` computes each cell's :func:`cell_statistics` (through the result cache
+when it is on) and calls :func:`compare_cells` once with every cell.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..resultcache import Entry, ResultStore
     from ..stats import Comparison
 
 CORRECTION = "Benjamini-Hochberg"
@@ -42,26 +44,90 @@ class CellStats:
         }
 
 
-def compare_cells(
+def cell_statistics(
     base: Mapping[str, Mapping[str, float]],
-    cells: Mapping[str, Mapping[str, Mapping[str, float]]],
+    cell: Mapping[str, Mapping[str, float]],
+    metrics: Sequence[str],
+    *,
+    test: str,
+    alpha: float,
+    same_as_base: bool = False,
+    store: ResultStore | None = None,
+) -> tuple[dict[str, float], dict[str, Comparison]]:
+    """One cell against the base, per metric: the ranx test's p-value (1 for a cell equal to the base: it is
+    not a test) and the paired comparison (delta with its bootstrap CI, sign-flip p, MDE). With ``store``,
+    read back when the per-query scores and every setting are the same as when it was stored."""
+
+    def compute() -> tuple[dict[str, float], dict[str, Comparison]]:
+        from ..metrics import paired_test
+        from ..stats import compare, paired_scores
+
+        if same_as_base:
+            p_values = dict.fromkeys(metrics, 1.0)
+        else:
+            p_values = {m: paired_test(base[m], cell[m], test=test, alpha=alpha) for m in metrics}
+        _, a, b = paired_scores(cell, base, list(metrics))
+        return p_values, dict(zip(metrics, compare(a, b), strict=True))
+
+    if store is None:
+        return compute()
+    from ..resultcache import code_digest, json_digest, library_versions
+    from ..stats import CONFIDENCE, N_RESAMPLES, POWER
+
+    fields = {
+        "base": json_digest(base),
+        "cell": json_digest(cell),
+        "metrics": list(metrics),
+        "test": test,
+        "alpha": alpha,
+        "same_as_base": same_as_base,
+        "bootstrap": [N_RESAMPLES, 0, CONFIDENCE, POWER],  # resamples, seed, confidence, power of stats.compare
+        "libraries": library_versions(STAT_LIBRARIES),
+        "code": code_digest(STAT_MODULES),
+    }
+    return store.memo("cell-stats", fields, compute, _dump_statistics, _undump_statistics)
+
+
+STAT_LIBRARIES = ("evalsuite", "numpy", "ranx", "scipy", "numba")
+STAT_MODULES = ("evalsuite.stats", "evalsuite.metrics", "evalsuite.sweep.compare", "evalsuite.resultcache")
+
+
+def _dump_statistics(value: tuple[dict[str, float], dict[str, Comparison]]) -> tuple[Any, dict[str, Any]]:
+    p_values, comparisons = value
+    return {"p_values": p_values, "comparisons": {m: c.to_dict() for m, c in comparisons.items()}}, {}
+
+
+def _undump_statistics(entry: Entry) -> tuple[dict[str, float], dict[str, Comparison]]:
+    payload = entry.payload
+    p_values = {str(m): float(v) for m, v in payload["p_values"].items()}
+    return p_values, {str(m): comparison_from_dict(c) for m, c in payload["comparisons"].items()}
+
+
+def comparison_from_dict(d: Mapping[str, Any]) -> Comparison:
+    """The inverse of ``Comparison.to_dict`` (exact: JSON keeps every float)."""
+    from ..stats import Comparison, DeltaCI
+
+    return Comparison(DeltaCI(**d["ci"]), float(d["p_value"]), float(d["mde"]))
+
+
+def compare_cells(
+    comparisons: Mapping[str, Mapping[str, Comparison]],
     p_values: Mapping[str, Mapping[str, float]],
     metrics: Sequence[str],
     *,
     same_as_base: Sequence[str] = (),
 ) -> dict[str, dict[str, CellStats]]:
-    """``base`` and each cell: per-query scores ``{metric: {qid: score}}``; ``p_values``: the sweep's test per
-    cell and metric. A cell whose contract equals the base is compared too (delta 0) but stays out of
-    the correction's family (it is not a test)."""
+    """Each cell's comparisons and test p-values (from :func:`cell_statistics`) with their q-values: a cell whose
+    contract equals the base is compared too (delta 0) but stays out of the correction's family (it is not a
+    test)."""
     import numpy as np
 
-    from ..stats import benjamini_hochberg, compare, paired_scores
+    from ..stats import benjamini_hochberg
 
-    comparisons = {}
-    for name, per_query in cells.items():
-        _, a, b = paired_scores(per_query, base, list(metrics))
-        comparisons[name] = dict(zip(metrics, compare(a, b), strict=True))
-    family = [(n, m) for n in cells if n not in same_as_base for m in metrics]
+    family = [(n, m) for n in comparisons if n not in same_as_base for m in metrics]
     q = benjamini_hochberg([p_values[n][m] for n, m in family]) if family else np.zeros(0)
     q_of = {key: float(v) for key, v in zip(family, q, strict=True)}
-    return {n: {m: CellStats(comparisons[n][m], p_values[n][m], q_of.get((n, m), 1.0)) for m in metrics} for n in cells}
+    return {
+        n: {m: CellStats(comparisons[n][m], p_values[n][m], q_of.get((n, m), 1.0)) for m in metrics}
+        for n in comparisons
+    }

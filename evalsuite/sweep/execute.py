@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,12 +20,12 @@ import numpy as np
 
 from ..contract import Contract
 from ..encode.base import Encoder
-from ..metrics import paired_test
 from ..pipeline import Prepared, make_encoder, score
 from ..result import Result
+from ..resultcache import ResultStore, store_for
 from ..run_record import role_stats_since, stats_snapshot
 from .axes import Axis
-from .compare import compare_cells
+from .compare import cell_statistics, compare_cells
 from .index_cells import IndexCell, compare_with_flat, score_index
 from .plan import Cell, ForwardPass, base_cell, plan_passes, validate_cells
 from .results import CellResult, PassRecord, SweepResult, SweepStats
@@ -173,22 +173,26 @@ def run_sweep(
     score_seconds = time.perf_counter() - t1
 
     base_result = scored[base]
+    store = store_for(prepared.spec)  # the result cache, for the statistics of each cell against the base
     out = []
+    comparisons = {}
     for cell in cells:
         r = scored[cell.contract]
         delta = {m: r.metrics[m] - base_result.metrics[m] for m in metrics}
-        if cell.contract == base:
-            p_values = {m: 1.0 for m in metrics}
-        else:
-            p_values = {
-                m: paired_test(base_result.per_query[m], r.per_query[m], test=test, alpha=alpha) for m in metrics
-            }
+        p_values, comparisons[cell.name] = cell_statistics(
+            base_result.per_query,
+            r.per_query,
+            metrics,
+            test=test,
+            alpha=alpha,
+            same_as_base=cell.contract == base,
+            store=store,
+        )
         measured = cell.label("index") is not None or cell.contract.index != "flat"
         index = reports.get(cell.contract) if measured else None
         out.append(CellResult(cell, r, delta, p_values, index=index))
     compared = compare_cells(
-        base_result.per_query,
-        {c.cell.name: c.result.per_query for c in out},
+        comparisons,
         {c.cell.name: c.p_values for c in out},
         metrics,
         same_as_base=[c.cell.name for c in out if c.cell.contract == base],
@@ -201,8 +205,10 @@ def run_sweep(
         encode_seconds=encode_seconds,
         score_seconds=score_seconds,
         contracts_scored=len(scored),
+        result_cache=_result_cache_summary(scored.values(), store),
     )
-    problems = list(base_result.warnings) + enc.cache_problems
+    problems = list(dict.fromkeys([w for r in scored.values() for w in r.warnings] + enc.cache_problems))
+    problems += store.problems if store is not None else []
     return SweepResult(
         base=base_result,
         cells=out,
@@ -213,7 +219,20 @@ def run_sweep(
         test=test,
         alpha=alpha,
         warnings=problems,
+        store=store,
     )
+
+
+def _result_cache_summary(results: Iterable[Result], store: ResultStore | None) -> dict[str, Any] | None:
+    """Contracts whose search and scores came from the result cache, and cells whose statistics did."""
+    if store is None:
+        return None
+    status = [r.timing.get("result_cache", {}).get("status") for r in results]
+    stats = store.summary().get("cell-stats", {"hits": 0, "misses": 0})
+    return {
+        "contracts": {"hits": status.count("hit"), "misses": status.count("miss")},
+        "statistics": stats,
+    }
 
 
 def _role_timing(records: Sequence[PassRecord], passes: Sequence[ForwardPass], key: tuple[str, ...]) -> dict[str, Any]:

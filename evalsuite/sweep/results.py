@@ -9,6 +9,7 @@ from .compare import CORRECTION
 
 if TYPE_CHECKING:
     from ..result import Result
+    from ..resultcache import ResultStore
     from .axes import Axis
     from .compare import CellStats
     from .index_cells import IndexCell
@@ -51,6 +52,7 @@ class SweepStats:
     encode_seconds: float
     score_seconds: float
     contracts_scored: int
+    result_cache: dict[str, Any] | None = None  # contracts and cell statistics reused from it (None: --no-cache)
 
     @property
     def passes_by_role(self) -> dict[str, int]:
@@ -77,6 +79,7 @@ class SweepStats:
             "encode_seconds": round(self.encode_seconds, 4),
             "score_seconds": round(self.score_seconds, 4),
             "contracts_scored": self.contracts_scored,
+            "result_cache": self.result_cache,
             "passes": [p.to_dict() for p in self.passes],
         }
 
@@ -113,6 +116,8 @@ class SweepResult:
     alpha: float = 0.05
     warnings: list[str] = field(default_factory=list)
     correction: str = CORRECTION  # of the ``*`` marks, across every cell and metric
+    store: ResultStore | None = field(default=None, repr=False, compare=False)  # the result cache, for the reports
+    derived: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)  # what reports computed once
 
     def cell(self, name: str) -> CellResult:
         for c in self.cells:

@@ -369,3 +369,16 @@ sweep = {{pooling = ["cls"], dim = [16]}}
     result.assert_outcomes(passed=2 + 2)
     out = result.stdout.str()
     assert "sweep[pooling=cls]" in out and "sweep[dim=16]" in out
+
+
+def test_a_rerun_session_reads_its_results_back(pytester, tiny, small_beir, tmp_path):
+    model, rev = tiny
+    args = [*BASE, "--model", model, "--model-rev", rev, "--dataset", str(small_beir), "--device", "cpu"]
+    args += ["--cache-dir", str(tmp_path / "cache"), "--gate", "ndcg@10>=0.0"]
+    path = pytester.path / "reports" / "evalsuite" / "small" / "results.json"
+    reports = []
+    for _ in range(2):
+        pytester.runpytest(*args).assert_outcomes(passed=3)
+        reports.append(json.loads(path.read_text()))
+    assert [r["timing"]["result_cache"]["status"] for r in reports] == ["miss", "hit"]
+    assert reports[0]["metrics"] == reports[1]["metrics"] and reports[0]["per_query"] == reports[1]["per_query"]
