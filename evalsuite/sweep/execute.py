@@ -50,7 +50,10 @@ def _encode_passes(prepared: Prepared, passes: Sequence[ForwardPass], factory: E
     ds = prepared.dataset
     texts = {
         "query": ([ds.queries[i] for i in ds.query_ids], ds.query_ids),
-        "document": ([ds.corpus[i] for i in ds.doc_ids], ds.doc_ids),
+        "document": (
+            [t for _, chunk in ds.corpus_chunks(65536) for t in chunk],
+            ds.doc_ids,
+        ),  # one read of a disk corpus
     }
     done = _Encoded({}, [], 0, None, [], "cpu")
     used: list[Encoder] = []
