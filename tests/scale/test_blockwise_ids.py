@@ -4,6 +4,7 @@ prefixes of each other, ranked from the ids' bytes, with only the retrieved ids 
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,7 @@ def in_tie_order(ranking: Any) -> None:
     """Independent of search(): scores descending, equal scores by document id descending (code points)."""
     for q in ranking:
         items = list(ranking[q].items())
-        for (a, sa), (b, sb) in zip(items, items[1:], strict=False):
+        for (a, sa), (b, sb) in pairwise(items):
             assert sa > sb or (sa == sb and a > b), (q, a, sa, b, sb)
 
 
