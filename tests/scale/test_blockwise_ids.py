@@ -4,6 +4,7 @@ prefixes of each other, ranked from the ids' bytes, with only the retrieved ids 
 from __future__ import annotations
 
 import json
+import random
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -19,32 +20,10 @@ from evalsuite.pipeline import prepare
 from evalsuite.search import search
 from evalsuite.spec import RunSpec
 
-IDS = [
-    "d1",
-    "d10",
-    "d1é",
-    "d1\U0001f600",
-    "d2",
-    "D1",
-    "é",
-    "e",
-    "d100",
-    "d1éa",
-    "abcdefgh",
-    "abcdefghi",
-    "abcdefgha",
-    "abcdefghé",
-    "\uffff",
-    "\U00010000",
-    "\ue000",
-    "z",
-    "{",
-    "d",
-    "dé",
-    "d\U0001f600",
-    "ab",
-    "a",
-]
+# ids that are prefixes of each other (d, d1, d10, ...), longer than one 8-byte word with the same first
+# word, non-ASCII (2-, 3- and 4-byte UTF-8), upper before lower case; shuffled out of code-point order
+IDS = [p + s for p in ("d", "d1", "D", "abcdefgh", "é") for s in ("", "0", "é", "\U0001f600", "a", "\uffff")]
+random.Random(1).shuffle(IDS)
 FILE_IDS = [i for i in IDS if i.isprintable()]  # what a dataset file may hold (no U+FFFF, no private use)
 
 
@@ -86,7 +65,7 @@ def test_ties_across_blocks_with_adversarial_ids(tmp_path: Path, block_rows: int
     rng = np.random.default_rng(2)
     base = rng.normal(size=(3, 8)).astype(np.float32)
     n = len(IDS)
-    docs = base[np.arange(n) % 3]  # three vectors: every score is shared by eight documents
+    docs = base[np.arange(n) % 3]  # three vectors: every score is shared by ten documents
     queries = rng.normal(size=(4, 8)).astype(np.float32)
     qids = [f"q{i}" for i in range(4)]
     store = VectorStore.create(tmp_path / "v.npy", n, 8)
@@ -142,4 +121,4 @@ def test_a_streamed_run_with_adversarial_ids_writes_the_in_memory_run_trec(
     # spells tied scores apart by an ulp each so that trec_eval keeps that order
     group = FILE_IDS[0::3]
     rows = [line.split() for line in memory_trec.splitlines() if line.startswith("q0 ")]
-    assert len(group) == 8 and [r[2] for r in rows[:8]] == sorted(group, reverse=True)
+    assert len(group) > 5 and [r[2] for r in rows[: len(group)]] == sorted(group, reverse=True)
