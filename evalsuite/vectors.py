@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +34,7 @@ class IntegrityReport:
     def ok(self) -> bool:
         return not (self.non_finite or self.zero or self.bad_norm or self.wrong_dim)
 
-    def problems(self, ids: list[str] | None = None) -> list[str]:
+    def problems(self, ids: Sequence[str] | None = None) -> list[str]:
         name = (lambda i: ids[i]) if ids else (lambda i: f"#{i}")
         out = []
         if self.wrong_dim:

@@ -6,14 +6,22 @@ id sorted once (8 bytes) and each hash's position in file order (4 bytes under 2
 bytes per id beside its own bytes. A lookup hashes the id, finds the hash by binary search and
 compares the stored bytes (so a hash collision can never return the wrong document). The hash is
 BLAKE2b, not Python's ``hash()``: an index pickled to another process finds the same ids there.
+
+The index is itself a sized, indexable sequence of the ids in file order (``ids[pos]`` decodes one id
+on demand), so a chunked run passes it where a list of ids was passed, without ever holding the ids
+as Python strings; :func:`code_point_ranks` orders the ids from the blob with numpy (UTF-8 byte order
+is code-point order), without a Python string per id.
 """
 
 from __future__ import annotations
 
 import hashlib
+import operator
+import sys
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, overload
 
 import numpy as np
 
@@ -56,8 +64,11 @@ class IdBuilder:
 
 
 @dataclass(frozen=True, eq=False)
-class IdIndex:
-    """Ids in file order (``blob`` cut at ``ends``), with ``hashes`` sorted and ``order`` their positions."""
+class IdIndex(Sequence[str]):
+    """Ids in file order (``blob`` cut at ``ends``), with ``hashes`` sorted and ``order`` their positions.
+
+    A read-only sequence of the ids: ``index[pos]`` decodes one id, a slice decodes a list; ``in`` and
+    :meth:`index` find an id by hash, never by scanning."""
 
     blob: bytes
     ends: np.ndarray
@@ -72,6 +83,35 @@ class IdIndex:
 
     def id_at(self, pos: int) -> str:
         return self._bytes(pos).decode("utf-8")
+
+    @overload
+    def __getitem__(self, pos: int) -> str: ...
+
+    @overload
+    def __getitem__(self, pos: slice) -> list[str]: ...
+
+    def __getitem__(self, pos: int | slice) -> str | list[str]:
+        n = len(self)
+        if isinstance(pos, slice):
+            start, stop, step = pos.indices(n)
+            return self.ids(start, stop) if step == 1 else [self.id_at(i) for i in range(start, stop, step)]
+        i = operator.index(pos)
+        if not -n <= i < n:
+            raise IndexError(f"id position {i} out of range for {n} ids")
+        return self.id_at(i + n if i < 0 else i)
+
+    def __contains__(self, ident: object) -> bool:
+        return isinstance(ident, str) and self.find(ident) >= 0
+
+    def index(self, ident: Any, start: int = 0, stop: int = sys.maxsize) -> int:
+        pos = self.find(ident) if isinstance(ident, str) else -1
+        if pos < 0 or not start <= pos < stop:
+            raise ValueError(f"{ident!r} is not among the ids")
+        return pos
+
+    def code_point_ranks(self) -> np.ndarray:
+        """Each id's place among all the ids in ascending code-point order (see :func:`code_point_ranks`)."""
+        return _byte_ranks(np.frombuffer(self.blob, np.uint8), self.ends)
 
     def ids(self, start: int = 0, stop: int | None = None) -> list[str]:
         """The ids at positions ``start .. stop`` (file order)."""
@@ -135,3 +175,59 @@ class IdIndex:
         position = np.cumsum(keep, dtype=np.int64) - 1
         chosen = keep[self.order]
         return IdIndex(blob, ends, self.hashes[chosen], position[self.order[chosen]].astype(self.order.dtype))
+
+
+def code_point_ranks(ids: Sequence[str]) -> np.ndarray:
+    """``rank[pos]``: the place of ``ids[pos]`` among all ``ids`` in ascending code-point order (the order
+    of ``sorted(ids)``; 0 is the smallest), int32 under 2**31 ids. An :class:`IdIndex` is ranked from its
+    blob, without a Python string per id; other sequences are encoded first. Ids must be distinct
+    (equal ids get distinct ranks in position order)."""
+    if isinstance(ids, IdIndex):
+        return ids.code_point_ranks()
+    data = [str(i).encode("utf-8", "surrogatepass") for i in ids]
+    ends = np.cumsum(np.fromiter((len(d) for d in data), dtype=np.int64, count=len(data)), dtype=np.int64)
+    return _byte_ranks(np.frombuffer(b"".join(data), np.uint8), ends)
+
+
+_WORD = 8  # bytes of an id compared per pass, as one big-endian uint64
+
+
+def _byte_ranks(blob: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Ranks of the byte strings ``blob`` cut at ``ends`` in ascending byte order (a prefix first).
+
+    UTF-8 (also with surrogates passed through) orders byte strings as their code points, so this is
+    the order of the decoded strings. Each pass compares the next 8 bytes of every id still tied with
+    another (zero past its end) and refines the tied groups; an id of its own group is done. Equal
+    padded bytes then order by length, which puts a prefix (``d1`` before ``d1\x00``) first."""
+    n = len(ends)
+    small: np.dtype[Any] = np.dtype(np.int32 if n < 2**31 else np.int64)
+    starts = np.empty(n, np.int64)
+    starts[:1] = 0
+    starts[1:] = ends[:-1]
+    lengths = (ends - starts).astype(small)
+    group = np.zeros(n, small)  # dense rank of the bytes compared so far; equal = still tied
+    offset = 0
+    while n:
+        tied = np.bincount(group, minlength=1)[group] > 1
+        active = np.flatnonzero(tied & (lengths > offset))
+        if not active.size:
+            break
+        word = np.zeros(n, np.uint64)
+        acc = np.zeros(active.size, np.uint64)
+        first, size = starts[active] + offset, lengths[active] - offset
+        for b in range(_WORD):
+            inside = size > b
+            byte = blob[np.where(inside, first + b, 0)].astype(np.uint64) * inside
+            acc = (acc << np.uint64(8)) | byte
+        word[active] = acc
+        order = np.lexsort((word, group))
+        g, w = group[order], word[order]
+        step = np.empty(n, small)
+        step[0] = 0
+        step[1:] = np.cumsum((g[1:] != g[:-1]) | (w[1:] != w[:-1]), dtype=small)
+        group[order] = step
+        del word, order, g, w, step
+        offset += _WORD
+    rank = np.empty(n, small)
+    rank[np.lexsort((lengths, group))] = np.arange(n, dtype=small)
+    return rank

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -21,6 +21,15 @@ class LazyCorpus(Protocol):
     def iter_chunks(self, size: int) -> Iterator[tuple[list[str], list[str]]]: ...
 
     def without(self, ids: Collection[str]) -> Mapping[str, str]: ...
+
+
+@runtime_checkable
+class IndexedIds(Protocol):
+    """A corpus that holds its ids compactly (:class:`~evalsuite.datasets.ondisk.IndexedCorpus`): a sized,
+    indexable sequence of them in corpus order, each decoded when asked for."""
+
+    @property
+    def id_sequence(self) -> Sequence[str]: ...
 
 
 @dataclass(frozen=True)
@@ -111,7 +120,12 @@ class Dataset:
     doc_fields: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # docid -> {field: value}
 
     @property
-    def doc_ids(self) -> list[str]:
+    def doc_ids(self) -> Sequence[str]:
+        """The document ids in corpus order: a new list, or for a corpus on disk its compact id index
+        (:class:`~evalsuite.datasets.idindex.IdIndex`; ``doc_ids[i]`` decodes one id), never a list of
+        all of them: what a chunked run searches and reports with."""
+        if isinstance(self.corpus, IndexedIds):
+            return self.corpus.id_sequence
         return list(self.corpus)
 
     def corpus_chunks(self, size: int) -> Iterator[tuple[list[str], list[str]]]:

@@ -147,6 +147,11 @@ class IndexedCorpus(Mapping[str, str]):
     def __len__(self) -> int:
         return len(self._ids)
 
+    @property
+    def id_sequence(self) -> IdIndex:
+        """The ids in file order as a compact sequence (:attr:`Dataset.doc_ids <..model.Dataset.doc_ids>`)."""
+        return self._ids
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)
 

@@ -15,7 +15,7 @@ import pytest
 
 from evalsuite.datasets import LazyCorpus, load_dataset, ondisk
 from evalsuite.datasets import idindex as idindex_module
-from evalsuite.datasets.idindex import IdBuilder
+from evalsuite.datasets.idindex import IdBuilder, IdIndex
 from evalsuite.errors import DatasetChanged, DatasetError, SpoolError
 
 SUFFIXES = ["", ".gz", ".bz2", ".xz"]
@@ -53,6 +53,10 @@ def assert_same(eager, lazy) -> None:
     assert isinstance(lazy.corpus, LazyCorpus) and not isinstance(eager.corpus, LazyCorpus)
     assert lazy.identity == eager.identity  # sha256, files, counts and policies
     assert list(lazy.corpus) == list(eager.corpus) and len(lazy.corpus) == len(eager.corpus)
+    # the ids of a corpus on disk stay its compact index: the same ids, never a list of them
+    assert isinstance(eager.doc_ids, list) and isinstance(lazy.doc_ids, IdIndex)
+    assert lazy.doc_ids is lazy.corpus.id_sequence and list(lazy.doc_ids) == eager.doc_ids
+    assert [lazy.doc_ids[i] for i in range(len(eager.doc_ids))] == eager.doc_ids
     assert dict(lazy.corpus.items()) == dict(eager.corpus)
     assert lazy.queries == eager.queries and lazy.qrels == eager.qrels
     assert lazy.doc_fields == eager.doc_fields and lazy.query_fields == eager.query_fields
