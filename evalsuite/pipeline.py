@@ -32,7 +32,6 @@ from .prepared import INDEX_IN_MEMORY, execution_of
 from .prepared import Prepared as Prepared  # re-exported: callers import it from here
 from .prepared import prepare as prepare  # re-exported: callers import it from here
 from .result import Result
-from .resultcache import ScoreCache
 from .run_record import (
     add_cached_counts,
     encode_timing,
@@ -41,6 +40,7 @@ from .run_record import (
     role_stats_since,
     stats_snapshot,
 )
+from .scoring_cache import ScoringCache
 from .search import search
 from .spec import RunSpec
 from .vectors import IntegrityReport, check_vector_blocks, finalize
@@ -165,7 +165,7 @@ def score(
     """
     ds = prepared.dataset
     qv = finalize(q_pooled, contract.dim, contract.normalize)
-    cache = ScoreCache.open(prepared.spec, ds, qv, d_pooled, contract, metrics)  # None: not cached
+    cache = ScoringCache.open(prepared.spec, ds, qv, d_pooled, contract, metrics)  # None: not cached
     hit = cache.load() if cache is not None else None
     t0 = time.perf_counter()
     dv: np.ndarray | None = None

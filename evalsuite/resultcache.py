@@ -5,7 +5,7 @@ ranx scoring and the statistics over per-query scores, all deterministic functio
 module stores them under a key made of *every* input, so that a re-run with the same inputs reads them
 back (importing neither faiss nor ranx, numba, scipy or matplotlib) and any change recomputes:
 
-* ``score`` (:class:`ScoreCache`): one contract's ranking, aggregate metrics and per-query scores, keyed by
+* ``score`` (:class:`~evalsuite.scoring_cache.ScoringCache`): one contract's ranking, aggregate metrics and per-query scores, keyed by
   the exact bytes of the finalized query and document vectors that would be searched (so the model
   identity, every rendered input text, pooling, dtype, max length, dimension and normalization are all in
   it: any of them changes a vector), the query and document ids in order, the qrels, the search depth, the
@@ -31,8 +31,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
@@ -45,9 +44,6 @@ from .errors import ContractError
 from .io import atomic_write_bytes
 
 if TYPE_CHECKING:
-    from .contract import Contract
-    from .datasets import Dataset
-    from .search import Ranking
     from .spec import RunSpec
 
 FORMAT = 1
@@ -59,7 +55,7 @@ T = TypeVar("T")
 
 # What a score entry depends on besides its inputs: the libraries and the source that compute it.
 SCORE_LIBRARIES = ("evalsuite", "numpy", "faiss-cpu", "faiss-gpu", "faiss", "ranx", "numba")
-SCORE_MODULES = ("evalsuite.search", "evalsuite.metrics", "evalsuite.resultcache")
+SCORE_MODULES = ("evalsuite.search", "evalsuite.metrics", "evalsuite.resultcache", "evalsuite.scoring_cache")
 
 
 @cache
@@ -281,158 +277,3 @@ def decode_entry(data: bytes, *, kind: str, key: str, fields: str) -> Entry:
     except (KeyError, TypeError) as exc:
         raise EntryError(f"array layout does not decode: {exc!r}") from exc
     return Entry(header.get("payload"), arrays, str(header.get("created", "")))
-
-
-# -- one scored contract --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Scored:
-    """A contract's ranking and scores as the cache holds them."""
-
-    ranking: Ranking
-    metrics: dict[str, float]
-    per_query: dict[str, dict[str, float]]
-    created: str  # when the run that computed them stored them
-    seconds: dict[str, float]  # what search and scoring cost that run
-
-
-def score_fields(
-    dataset: Dataset,
-    query_vectors: np.ndarray,
-    doc_vectors: np.ndarray,
-    *,
-    k: int,
-    similarity: str,
-    index: str,
-    metrics: Sequence[str],
-) -> dict[str, Any]:
-    """Every input of one search + scoring, as the key's fields (digests of the large ones)."""
-    return {
-        "query_vectors": array_digest(query_vectors),
-        "doc_vectors": array_digest(doc_vectors),
-        "query_ids": strings_digest(dataset.query_ids),
-        "doc_ids": strings_digest(dataset.doc_ids),
-        "qrels": json_digest(dataset.qrels),
-        "k": k,
-        "similarity": similarity,
-        "index": index,
-        "metrics": list(metrics),
-        "libraries": library_versions(SCORE_LIBRARIES),
-        "code": code_digest(SCORE_MODULES),
-    }
-
-
-class ScoreCache:
-    """One contract's search and scoring in the result cache: :meth:`load` before searching, :meth:`record`
-    after scoring (it stores what a miss computed and returns ``timing.result_cache``)."""
-
-    def __init__(self, store: ResultStore, fields: dict[str, Any], doc_ids: Sequence[str], doc_vectors: np.ndarray):
-        self.store = store
-        self.fields = fields
-        self.key = store.key("score", fields)[0]
-        self.doc_ids = doc_ids
-        self.doc_vectors = doc_vectors  # finalized, as the key has them: the search needs no second copy
-        self._t0 = time.perf_counter()
-
-    @classmethod
-    def open(
-        cls,
-        spec: RunSpec,
-        dataset: Dataset,
-        query_vectors: np.ndarray,
-        doc_pooled: Any,
-        contract: Contract,
-        metrics: Sequence[str],
-    ) -> ScoreCache | None:
-        """The entry of this contract's inputs; None when not cached: ``--no-cache``, documents in a block-wise
-        store (never loaded whole), or an index other than exact flat search (its latency is measured)."""
-        from .metrics import search_depth
-        from .vectors import finalize
-
-        store = store_for(spec)
-        if store is None or contract.index != "flat" or not isinstance(doc_pooled, np.ndarray):
-            return None
-        dv = finalize(doc_pooled, contract.dim, contract.normalize)
-        fields = score_fields(
-            dataset,
-            query_vectors,
-            dv,
-            k=search_depth(metrics),
-            similarity=contract.similarity,
-            index=contract.index,
-            metrics=metrics,
-        )
-        return cls(store, fields, dataset.doc_ids, dv)
-
-    def load(self) -> Scored | None:
-        return self.store.load("score", self.fields, lambda entry: _undump_scored(entry, self.doc_ids))
-
-    def record(
-        self,
-        hit: Scored | None,
-        ranking: Ranking,
-        metrics: Mapping[str, float],
-        per_query: Mapping[str, Mapping[str, float]],
-        timing: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        """``timing.result_cache`` of this contract; on a miss the fresh result is stored first."""
-        if hit is not None:
-            return {
-                "status": "hit",
-                "key": self.key[:16],
-                "computed": hit.created,
-                **{f"computed_{k}": v for k, v in hit.seconds.items()},
-                "seconds": round(time.perf_counter() - self._t0, 4),
-            }
-        seconds = {k: float(timing[k]) for k in ("search_seconds", "score_seconds") if k in timing}
-        payload, arrays = _dump_scored(ranking, metrics, per_query, seconds, self.doc_ids)
-        self.store.save("score", self.fields, payload, arrays)
-        return {"status": "miss", "key": self.key[:16]}
-
-    @property
-    def problems(self) -> list[str]:
-        return self.store.problems
-
-
-def _dump_scored(
-    ranking: Ranking,
-    aggregate: Mapping[str, float],
-    per_query: Mapping[str, Mapping[str, float]],
-    seconds: Mapping[str, float],
-    doc_ids: Sequence[str],
-) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    position = {d: i for i, d in enumerate(doc_ids)}
-    qids = list(ranking)
-    lengths = np.array([len(ranking.doc_ids[q]) for q in qids], dtype=np.int64)
-    index = np.fromiter((position[d] for q in qids for d in ranking.doc_ids[q]), dtype=np.int64, count=lengths.sum())
-    scores = np.fromiter((s for q in qids for s in ranking.scores[q]), dtype=np.float64, count=lengths.sum())
-    payload = {
-        "query_ids": qids,
-        "depth": ranking.depth,
-        "corpus_size": ranking.corpus_size,
-        "metrics": dict(aggregate),
-        "per_query": {m: dict(v) for m, v in per_query.items()},
-        "seconds": dict(seconds),
-    }
-    return payload, {"lengths": lengths, "doc_index": index, "scores": scores}
-
-
-def _undump_scored(entry: Entry, doc_ids: Sequence[str]) -> Scored:
-    from .search import Ranking
-
-    p, a = entry.payload, entry.arrays
-    lengths, index, scores = a["lengths"], a["doc_index"], a["scores"]
-    qids = [str(q) for q in p["query_ids"]]
-    if len(lengths) != len(qids) or int(lengths.sum()) != len(index) or len(index) != len(scores):
-        raise ValueError("ranking arrays do not match the stored queries")
-    if len(index) and (index.min() < 0 or index.max() >= len(doc_ids)):
-        raise ValueError("ranking refers to a document the corpus does not hold")
-    ids = np.asarray(doc_ids, dtype=object)[index]
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    docs = {q: tuple(ids[s:e].tolist()) for q, s, e in zip(qids, starts, ends, strict=True)}
-    values = {q: tuple(scores[s:e].tolist()) for q, s, e in zip(qids, starts, ends, strict=True)}
-    ranking = Ranking(docs, values, depth=p["depth"], corpus_size=p["corpus_size"])
-    aggregate = {str(m): float(v) for m, v in p["metrics"].items()}
-    per_query = {str(m): {str(q): float(s) for q, s in v.items()} for m, v in p["per_query"].items()}
-    seconds = {str(k): float(v) for k, v in p["seconds"].items()}
-    return Scored(ranking, aggregate, per_query, entry.created, seconds)

@@ -22,7 +22,8 @@ from evalsuite.pipeline import Prepared, prepare, run, score
 from evalsuite.reports import write_run_reports
 from evalsuite.reports.trec import trec_run
 from evalsuite.result import Result
-from evalsuite.resultcache import ResultStore, score_fields
+from evalsuite.resultcache import ResultStore
+from evalsuite.scoring_cache import score_fields
 from evalsuite.spec import RunSpec
 
 METRICS = ("ndcg@10", "recall@10", "mrr@10")
