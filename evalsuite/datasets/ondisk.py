@@ -19,112 +19,31 @@ offsets no longer hold and the read fails with :class:`~evalsuite.errors.Dataset
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 import weakref
 from array import array
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from ..errors import DatasetChanged, DatasetError, SpoolError
+from ..errors import DatasetChanged, DatasetError
 from .assemble import Texts
 from .files import TextFile, compression
 from .idindex import IdBuilder, IdIndex
 from .model import EmptyPolicy
 from .records import NO_DOCUMENTS, document_text, documents, duplicate_id
+from .spool import Spool
 
 _READ_BYTES = 16 << 20  # the most bytes one read of consecutive records takes
-_SPOOL_BUFFER = 1 << 20
 
 
 def file_signature(path: Path) -> tuple[int, int]:
     """A file's size and modification time: what must not change while its byte offsets are used."""
     st = os.stat(path)
     return st.st_size, st.st_mtime_ns
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-
-
-class _Writer(Protocol):
-    def write(self, data: bytes, /) -> object: ...
-
-    def close(self) -> None: ...
-
-
-def _open_spool(fd: int) -> _Writer:
-    return os.fdopen(fd, "wb", buffering=_SPOOL_BUFFER)
-
-
-class _Spool:
-    """The decompressed copy of a compressed corpus, written while it is indexed; the file is deleted
-    when the last corpus using it is collected (or at exit). A copy unpickled in another process
-    only borrows the file: it never deletes it."""
-
-    def __init__(self, path: Path, source: Path, fh: _Writer | None, owner: bool) -> None:
-        self.path = path
-        self.source = source
-        self._fh = fh
-        self._cleanup = weakref.finalize(self, _remove, str(path)) if owner else None
-
-    @classmethod
-    def create(cls, spool_dir: Path | None, source: Path) -> _Spool:
-        where = Path(spool_dir) if spool_dir is not None else Path(tempfile.gettempdir())
-        try:
-            where.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(prefix="corpus-", suffix=".jsonl", dir=where)
-        except OSError as exc:
-            raise SpoolError(
-                f"cannot create the decompressed copy of {source} in {where} ({exc.strerror or exc}); make "
-                "the directory writable or pass --store-dir on a writable disk with room for the "
-                "decompressed corpus (or decompress the file yourself)"
-            ) from None
-        return cls(Path(name), source, _open_spool(fd), owner=True)
-
-    def _error(self, exc: OSError) -> SpoolError:
-        self.discard()
-        return SpoolError(
-            f"cannot write the decompressed copy of {self.source} to {self.path} ({exc.strerror or exc}); free "
-            f"disk space in {self.path.parent} or pass --store-dir on a disk with room for the decompressed "
-            "corpus (or decompress the file yourself)"
-        )
-
-    def write(self, data: bytes) -> None:
-        if self._fh is None:
-            raise SpoolError(f"the decompressed copy {self.path} of {self.source} was already closed")
-        try:
-            self._fh.write(data)
-        except OSError as exc:
-            raise self._error(exc) from None
-
-    def close(self) -> None:
-        """Flush and close the file (it stays until the corpus is collected)."""
-        if self._fh is not None:
-            try:
-                self._fh.close()
-            except OSError as exc:
-                self._fh = None
-                raise self._error(exc) from None
-            self._fh = None
-
-    def discard(self) -> None:
-        """Close and delete the file now (a failed read)."""
-        if self._fh is not None:
-            with contextlib.suppress(OSError):
-                self._fh.close()
-            self._fh = None
-        if self._cleanup is not None:
-            self._cleanup()
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_Spool, (self.path, self.source, None, False))
 
 
 class IndexedCorpus(Mapping[str, str]):
@@ -202,7 +121,7 @@ class OnDiskCorpus(IndexedCorpus):
         starts: np.ndarray,
         lengths: np.ndarray,
         signature: tuple[int, int],
-        spool: _Spool | None = None,
+        spool: Spool | None = None,
     ) -> None:
         super().__init__(ids)
         self.source = source  # the corpus file as named (messages name it)
@@ -307,7 +226,7 @@ def read_corpus_on_disk(source: TextFile, policy: EmptyPolicy = "keep", spool_di
     (the first one in the file, as the in-memory reader raises it), empty documents, metadata fields and
     sha256, with an :class:`OnDiskCorpus` as the texts. A compressed file is spooled to ``spool_dir``."""
     path = source.path
-    spool = _Spool.create(spool_dir, path) if compression(path) else None
+    spool = Spool.create(spool_dir, path) if compression(path) else None
     try:
         return _index(source, policy, spool)
     except BaseException:
@@ -347,7 +266,7 @@ def collect(
     return check(ids.build()), empty, fields
 
 
-def _index(source: TextFile, policy: EmptyPolicy, spool: _Spool | None) -> Texts:
+def _index(source: TextFile, policy: EmptyPolicy, spool: Spool | None) -> Texts:
     path = source.path
     before = None if spool is not None else file_signature(path)
     ids = IdBuilder()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.datasets import LazyCorpus, load_dataset, ondisk
+from evalsuite.datasets import LazyCorpus, load_dataset, ondisk, spool
 from evalsuite.datasets import idindex as idindex_module
 from evalsuite.datasets.idindex import IdBuilder, IdIndex
 from evalsuite.errors import DatasetChanged, DatasetError, SpoolError
@@ -240,7 +240,7 @@ def test_a_read_only_spool_directory_is_a_typed_error(tmp_path, files, monkeypat
     def read_only(**kw):
         raise OSError(errno.EROFS, os.strerror(errno.EROFS))
 
-    monkeypatch.setattr(ondisk.tempfile, "mkstemp", read_only)
+    monkeypatch.setattr(spool.tempfile, "mkstemp", read_only)
     with pytest.raises(SpoolError, match=rf"in {tmp_path / 'x'} \(Read-only file system\)"):
         load_dataset(root, on_disk=True, spool_dir=tmp_path / "x")
 
@@ -263,7 +263,7 @@ def test_a_full_disk_while_spooling_is_a_typed_error_and_leaves_no_partial_copy(
         def close(self) -> None:
             self.fh.close()
 
-    monkeypatch.setattr(ondisk, "_open_spool", Full)
+    monkeypatch.setattr(spool, "_open_spool", Full)
     with pytest.raises(
         SpoolError,
         match=r"cannot write the decompressed copy of .*corpus.jsonl.gz to .*corpus-.*\.jsonl \(No space left on device\); free disk space",
