@@ -1,29 +1,18 @@
-"""What gates read from a two-stage result: either stage's scores, and a verdict on the gain.
+"""What gates read from a two-stage result: the stage names, and a verdict on the gain.
 
-Plain values only (no import of :mod:`evalsuite.gating`, which sits above this package): a gating
-kind wraps :func:`stage_scores` in its ``Scores`` and calls :func:`judge_gain` for a minimum gain.
+Plain values only (no import of :mod:`evalsuite.gating`, which sits above this package): the gating
+``min_gain`` kind calls :func:`judge_gain`; ``gating/stages.py`` picks a stage's scores.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from ..errors import SpecError
 from .gain import StageDelta
-from .twostage import TwoStageResult
 
 Stage = Literal["first", "reranked"]
 Decision = Literal["pass", "fail", "inconclusive"]
 STAGES: tuple[str, ...] = ("first", "reranked")
-
-
-def stage_scores(result: TwoStageResult, stage: str) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """(aggregate, per-query) metrics of one stage: what a floor or drop gate compares."""
-    if stage not in STAGES:
-        raise SpecError(f"stage {stage!r} is not valid; choose first or reranked")
-    if stage == "first":
-        return dict(result.first.metrics), {m: dict(v) for m, v in result.first.per_query.items()}
-    return dict(result.metrics), {m: dict(v) for m, v in result.per_query.items()}
 
 
 def judge_gain(delta: StageDelta, min_gain: float) -> Decision:

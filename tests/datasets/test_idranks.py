@@ -35,6 +35,8 @@ ADVERSARIAL = [
     "z",
     "\x7f",
     "\x80",
+    "d\ud800",  # a lone surrogate: JSON's "\ud800" escape reads as one (bug caught: a strict UTF-8 encode)
+    "\udfff",
 ]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from evalsuite.errors import SpecError
 from evalsuite.rerank.gain import StageDelta, stage_deltas
 from evalsuite.rerank.gates import explain_gain, judge_gain
 
@@ -21,6 +20,12 @@ def delta(d, low=None, high=None, lower=None):
         (delta(-0.03, -0.06, 0.005, -0.055), "fail"),  # the whole interval below 0.01
         (delta(0.02), "pass"),
         (delta(0.0), "fail"),  # no interval: the point gain decides
+        # the boundaries (bugs caught: > for >=, <= for <, `and` for `or` in the no-interval test)
+        (delta(0.03, 0.005, 0.06, 0.01), "pass"),  # lower bound exactly the required gain
+        (delta(-0.02, -0.05, 0.01, -0.045), "inconclusive"),  # upper bound exactly the required gain
+        (delta(0.01), "pass"),  # point gain exactly the required gain
+        (delta(0.0, high=0.5), "fail"),  # half an interval is no interval: the point gain decides
+        (delta(0.5, lower=-0.5), "pass"),
     ],
 )
 def test_judge_gain(d, expected):
@@ -36,10 +41,3 @@ def test_stage_deltas_point_values_are_reranked_minus_first():
     assert d.delta == pytest.approx(1 / 6)
     if d.low is not None:  # evalsuite.stats present: the interval contains the point delta
         assert d.low <= d.delta <= d.high
-
-
-def test_stage_scores_refuses_an_unknown_stage():
-    from evalsuite.rerank.gates import stage_scores
-
-    with pytest.raises(SpecError, match="first or reranked"):
-        stage_scores(None, "second")  # type: ignore[arg-type]
