@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..model import ModelInfo
 
 
 @dataclass
@@ -59,6 +62,36 @@ def gather(parts: Iterable[EncodedRows], n: int, dim: int, poolings: Sequence[st
         for p in poolings:
             out[p][part.rows] = part.vectors[p]
     return out
+
+
+class StreamingEncoder:
+    """An encoder that computes its rows batch by batch (:meth:`encode_stream`, in any order);
+    :meth:`encode` gathers them back in input order. The local reference and the Ray encoder."""
+
+    info: ModelInfo
+
+    def encode_stream(
+        self,
+        texts: Sequence[str],
+        *,
+        poolings: Sequence[str] = ("mean",),
+        ids: Sequence[str] | None = None,
+        role: str = "document",
+    ) -> Iterator[EncodedRows]:
+        raise NotImplementedError
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        poolings: Sequence[str] = ("mean",),
+        ids: Sequence[str] | None = None,
+        role: str = "document",
+    ) -> dict[str, np.ndarray]:
+        """Pooled full-dimension float32 vectors (not normalized) per pooling, rows in input order."""
+        poolings = list(dict.fromkeys(poolings))
+        parts = self.encode_stream(texts, poolings=poolings, ids=ids, role=role)
+        return gather(parts, len(texts), self.info.hidden_size, poolings)
 
 
 class Encoder(Protocol):

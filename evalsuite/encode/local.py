@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import ModelError, SpecError, TruncationError
 from ..model import ModelInfo
-from .base import EncodedRows, EncodeStats, gather
+from .base import EncodedRows, EncodeStats, StreamingEncoder
 
 _TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
@@ -38,7 +38,7 @@ def progress_enabled() -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI")
 
 
-class LocalEncoder:
+class LocalEncoder(StreamingEncoder):
     """Reference encoder for one (model revision, dtype, max length, truncation policy)."""
 
     def __init__(
@@ -158,19 +158,6 @@ class LocalEncoder:
         return batches
 
     # -- encoding -----------------------------------------------------------------------------
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        poolings: Sequence[str] = ("mean",),
-        ids: Sequence[str] | None = None,
-        role: str = "document",
-    ) -> dict[str, np.ndarray]:
-        """Pooled full-dimension float32 vectors (not normalized) per pooling, rows in input order."""
-        poolings = list(dict.fromkeys(poolings))
-        parts = self.encode_stream(texts, poolings=poolings, ids=ids, role=role)
-        return gather(parts, len(texts), self.info.hidden_size, poolings)
-
     def encode_stream(
         self,
         texts: Sequence[str],

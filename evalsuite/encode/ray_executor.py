@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import ExecutorError
 from ..model import ModelInfo
-from .base import EncodedRows, EncodeStats, gather
+from .base import EncodedRows, EncodeStats, StreamingEncoder
 
 _STATS = ("texts", "tokens", "padded_tokens", "truncated", "batches")
 
@@ -123,7 +123,7 @@ def ensure_ray(address: str | None, timeout: float = 5.0) -> None:
         raise ExecutorError(f"cannot connect to Ray at {address or 'a new local instance'}: {exc}") from exc
 
 
-class RayEncoder:
+class RayEncoder(StreamingEncoder):
     """An :class:`~evalsuite.encode.base.Encoder` that runs the reference model on a Ray actor pool."""
 
     def __init__(
@@ -159,18 +159,6 @@ class RayEncoder:
             )
         self.device = f"ray:{'cuda' if self.use_gpu else 'cpu'}x{actors}"
         self.stats_by_role: dict[str, EncodeStats] = {}
-
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        poolings: Sequence[str] = ("mean",),
-        ids: Sequence[str] | None = None,
-        role: str = "document",
-    ) -> dict[str, np.ndarray]:
-        poolings = list(dict.fromkeys(poolings))
-        parts = self.encode_stream(texts, poolings=poolings, ids=ids, role=role)
-        return gather(parts, len(texts), self.info.hidden_size, poolings)
 
     def encode_stream(
         self,
