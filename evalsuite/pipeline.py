@@ -8,7 +8,7 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -72,17 +72,26 @@ def make_encoder(
 
     if not spec.use_cache:
         return build()
+    return behind_cache(prepared, build, dtype=dtype, max_length=max_length, device=spec.device)
+
+
+def behind_cache(
+    prepared: Prepared, factory: Callable[[], Encoder], *, dtype: str, max_length: int, device: str, **served: Any
+) -> Encoder:
+    """``factory``'s encoder behind the embedding cache, keyed by the run's model and contract (``served``:
+    the source, dim and manifest entry of a served deployment, which key it instead)."""
     from .encode.cache import EmbeddingCache
     from .encode.cached import CachedEncoder
 
     return CachedEncoder(
-        EmbeddingCache(spec.cache_dir),
+        EmbeddingCache(prepared.spec.cache_dir),
         prepared.model,
         dtype=dtype,
         max_length=max_length,
-        truncation=c.truncation,
-        device=spec.device,
-        factory=build,
+        truncation=prepared.contract.truncation,
+        device=device,
+        factory=factory,
+        **served,
     )
 
 
@@ -113,17 +122,12 @@ def make_fleet_encoder(prepared: Prepared, *, dtype: str, max_length: int) -> En
     fleet = FleetEncoder.connect(fleet_config(spec, c), hidden_size=prepared.model.hidden_size, normalize=c.normalize)
     if not spec.use_cache:
         return fleet
-    from .encode.cache import EmbeddingCache
-    from .encode.cached import CachedEncoder
-
-    return CachedEncoder(
-        EmbeddingCache(spec.cache_dir),
-        prepared.model,
+    return behind_cache(
+        prepared,
+        lambda: fleet,
         dtype=dtype,
         max_length=max_length,
-        truncation=c.truncation,
         device="endpoint",
-        factory=lambda: fleet,
         source=fleet.source,
         dim=fleet.dim,
         describe=fleet.manifest_entry,
