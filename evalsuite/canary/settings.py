@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -198,15 +197,8 @@ class CanarySettings:
         """The key from the environment variable named by ``api_key_env`` (None when not configured)."""
         from ..encode.endpoint import Secret
 
-        if not self.api_key_env:
-            return None
-        value = os.environ.get(self.api_key_env, "")
-        if not value.strip():
-            raise SpecError(
-                f"--api-key-env names ${self.api_key_env}, but that environment variable is not set "
-                "or empty; export it (from your secret store) before running the canary"
-            )
-        return Secret.validated(value, self.api_key_env)  # SpecError naming the variable, never the value
+        # SpecError naming the variable, never the value
+        return Secret.from_env(self.api_key_env, "empty; export it (from your secret store) before running the canary")
 
     def to_dict(self) -> dict[str, object]:
         """For reports: the variable's name only, never its value."""

@@ -10,7 +10,6 @@ no failover, since a fleet short of a member is not the deployment under test.
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 import time
@@ -57,14 +56,7 @@ class FleetConfig:
         """The key from ``$api_key_env`` (None when not configured); SpecError naming the variable, never a value."""
         from .secret import Secret
 
-        if not self.api_key_env:
-            return None
-        value = os.environ.get(self.api_key_env, "")
-        if not value.strip():
-            raise SpecError(
-                f"--api-key-env names ${self.api_key_env}, but that environment variable is not set or is empty"
-            )
-        return Secret.validated(value, self.api_key_env)
+        return Secret.from_env(self.api_key_env, "is empty")
 
     def endpoint_config(self, url: str, *, model: str | None, api_key: Secret | None) -> EndpointConfig:
         default = EndpointConfig(url)

@@ -10,6 +10,7 @@ errors redact their message when they are built (see :class:`RedactedError`).
 from __future__ import annotations
 
 import base64
+import os
 import re
 import threading
 
@@ -49,6 +50,19 @@ class Secret:
                 f"without spaces: re-export ${env_name} with the key alone"
             )
         return cls(key, source=env_name)
+
+    @classmethod
+    def from_env(cls, env_name: str | None, what_to_do: str = "") -> Secret | None:
+        """The key in ``$env_name`` (None when no variable is configured); SpecError naming the variable, never
+        a value, when it is unset, empty or not sendable. ``what_to_do`` ends the message of an unset one."""
+        if not env_name:
+            return None
+        value = os.environ.get(env_name, "")
+        if not value.strip():
+            raise SpecError(
+                f"--api-key-env names ${env_name}, but that environment variable is not set or {what_to_do}"
+            )
+        return cls.validated(value, env_name)
 
     def check(self) -> None:
         """SpecError when the key cannot be sent in a header (called before any request)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass
 
 from ...encode.endpoint import EndpointConfig, Secret
@@ -43,15 +42,7 @@ class RerankCanarySettings:
                 raise SpecError(f"rerank canary {name} must be within [-1, 1], got {getattr(self, name)!r}")
 
     def api_key(self) -> Secret | None:
-        if not self.api_key_env:
-            return None
-        value = os.environ.get(self.api_key_env, "")
-        if not value.strip():
-            raise SpecError(
-                f"--api-key-env names ${self.api_key_env}, but that environment variable is not set "
-                "or empty; export it before running the canary"
-            )
-        return Secret.validated(value, self.api_key_env)
+        return Secret.from_env(self.api_key_env, "empty; export it before running the canary")
 
     def endpoint_config(self) -> EndpointConfig:
         return EndpointConfig(
