@@ -60,6 +60,7 @@ def _warm(device: str) -> None:
 
 def time_st(prepared: Prepared, device: str) -> tuple[float, int | None]:
     """One sentence-transformers encode of the queries and documents (model load included): seconds, peak."""
+    import torch
     from sentence_transformers import SentenceTransformer
 
     c, ds = prepared.contract, prepared.dataset
@@ -67,7 +68,8 @@ def time_st(prepared: Prepared, device: str) -> tuple[float, int | None]:
     docs = c.render_all("document", [ds.corpus[i] for i in ds.doc_ids])
     start = _peak_start(device)
     t0 = time.perf_counter()
-    model = SentenceTransformer(str(prepared.model.path), device=device)
+    # float32 weights as evalsuite's float32 reference loads them (transformers 5 would keep a float16 file's dtype)
+    model = SentenceTransformer(str(prepared.model.path), device=device, model_kwargs={"dtype": torch.float32})
     model.max_seq_length = c.max_length
     for texts in (queries, docs):
         model.encode(texts, batch_size=prepared.spec.batch_size, normalize_embeddings=True, convert_to_numpy=True)
