@@ -248,6 +248,8 @@ def _preflight(sections: Sequence[str]) -> dict[str, str]:
 
 
 def check(args: argparse.Namespace, workdir: Path, installed: Installed | None, command: list[str]) -> int:
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TQDM_DISABLE"):
+        os.environ.setdefault(var, "1")  # before transformers is imported: it reads them once
     import torch
 
     skip = _preflight(args.sections) if installed is not None else None
@@ -264,8 +266,6 @@ def check(args: argparse.Namespace, workdir: Path, installed: Installed | None, 
             file=sys.stderr,
         )
         return 2
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TQDM_DISABLE"):
-        os.environ.setdefault(var, "1")
     if skip is None:
         skip = _preflight(args.sections)
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gpu_bundle import MODEL_NOTE, BundleError, half_model, install, read_manifest, run_line, stored_wheel
-from gpu_check import REQUIRES, unimportable
+from gpu_check import REQUIRES, run_sections, unimportable
+from gpu_sections import Context
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -222,3 +223,37 @@ def test_the_bundle_is_self_sufficient_on_an_image_like_python(tmp_path):
     assert said[1].startswith("gpu_check: imported what vectors, run, sweep, faiss_gpu use(s)"), said
     assert said[2].startswith("gpu_check: ray will be skipped: needs ray, which does not import here"), said
     assert {"faiss", "ranx", "ir_datasets", "sentence_transformers", "platformdirs", "matplotlib"} <= imported
+
+
+def test_skipped_sections_do_not_run_and_a_bad_bundle_exits_2(tmp_path, capsys):
+    import gpu_check
+    from gpu_report import Section
+
+    def boom(ctx: Context) -> Section:
+        raise AssertionError("a skipped section ran")
+
+    out = run_sections(["a"], Context(workdir=tmp_path, device="cpu"), sections={"a": boom}, skip={"a": "needs x"})
+    assert [(s.name, s.status, s.summary) for s in out] == [("a", "skipped", "skipped: needs x")]
+    assert gpu_check.main(["--bundle", str(tmp_path), "--out", str(tmp_path / "gpu.json")]) == 2
+    assert "lacks manifest.json, wheels.tar.xz or model/" in capsys.readouterr().err
+    assert not (tmp_path / "gpu.json").exists()
+
+
+def test_main_checks_the_model_given_with_model(tmp_path, tiny_model_dir, monkeypatch):
+    import gpu_check
+    import torch
+    from gpu_report import equals, finish
+
+    seen = []
+    stand_in = {"probe": lambda ctx: seen.append(ctx.model) or finish("probe", [equals("x", 1, 1)], "ok")}
+    monkeypatch.setattr(gpu_check, "SECTIONS", stand_in)
+    monkeypatch.setattr(gpu_check, "environment", lambda device: {"gpu": "Stand-in GPU", "torch": "t", "cuda": "c"})
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TQDM_DISABLE"):
+        monkeypatch.setenv(var, "1")
+    out = tmp_path / "gpu.json"
+    assert gpu_check.main(["--out", str(out), "--sections", "probe", "--model", str(tiny_model_dir)]) == 0
+    assert seen == [str(tiny_model_dir)]
+    assert json.loads(out.read_text())["environment"]["model"] == str(tiny_model_dir)
+    with pytest.raises(SystemExit):
+        gpu_check.build_parser().parse_args(["--model", str(tmp_path / "missing")])
