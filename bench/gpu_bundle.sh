@@ -39,7 +39,11 @@ for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manyl
 done
 "$PY" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
   --python-version "$VERSION" --implementation cp "${PLATFORMS[@]}" -d "$STAGE/wheels" "${PINS[@]}"
-"$PY" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w "$STAGE/wheels" "$ROOT" \
+# evalsuite's wheel from a clean copy of its sources (a build/ folder left in the checkout could add stale modules)
+mkdir -p "$STAGE/src"
+cp pyproject.toml README.md "$STAGE/src/"
+tar -C "$ROOT" --exclude=__pycache__ -cf - evalsuite | tar -C "$STAGE/src" -xf -
+"$PY" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w "$STAGE/wheels" "$STAGE/src" \
   >/dev/null
 "$PY" bench/gpu_bundle.py pack --stage "$STAGE" --out "$OUT" --model "$MODEL" --python "$VERSION" \
   --xz-preset "$PRESET"
