@@ -43,7 +43,7 @@ done
 mkdir -p "$STAGE/src"
 cp pyproject.toml README.md "$STAGE/src/"
 tar -C "$ROOT" --exclude=__pycache__ -cf - evalsuite | tar -C "$STAGE/src" -xf -
-"$PY" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w "$STAGE/wheels" "$STAGE/src" \
+"$PY" -m pip wheel -q --disable-pip-version-check --no-deps -w "$STAGE/wheels" "$STAGE/src" \
   >/dev/null
 "$PY" bench/gpu_bundle.py pack --stage "$STAGE" --out "$OUT" --model "$MODEL" --python "$VERSION" \
   --xz-preset "$PRESET"
