@@ -3,7 +3,8 @@
 Builds the sdist and the wheel from a clean copy of the source (offline: the build backend is the
 test environment's setuptools), checks the wheel built from the sdist is the same, installs the wheel
 into a fresh virtualenv and runs evalsuite there from directories outside the repository: `evalsuite
-run` with no arguments, and `pytest --model-rev REV` in a copy of `examples/release_gate`.
+run` and `evalsuite sweep` with no dataset, and `pytest --model-rev REV` in a copy of
+`examples/release_gate`.
 
 The fresh venv gets no evalsuite but the wheel: its dependencies (torch, transformers, faiss, ...) come
 from this environment's site-packages through a `.pth` line, so nothing is downloaded (a bare `pip
@@ -127,13 +128,18 @@ def test_an_editable_install_finds_the_dataset_in_the_source(built: Built, tmp_p
     assert found.resolve() == (built.source / "fixtures" / "minibeir").resolve()
 
 
-def test_run_from_an_empty_directory(installed: Path, tmp_path: Path, user_env):
+def test_run_and_sweep_from_an_empty_directory(installed: Path, tmp_path: Path, user_env):
     out = _ok([installed / "evalsuite", "--version"], cwd=tmp_path, env=user_env)
     assert re.match(rf"evalsuite \d+\.\d+\.\d+\S* from {re.escape(str(installed.parent))}/lib/\S+/evalsuite ", out)
     out = _ok([installed / "evalsuite", "run", "--device", "cpu"], cwd=tmp_path, env=user_env)
     assert re.search(r"^dataset  minibeir \(458 documents, 190 queries", out, re.M), out
     assert re.search(r"^\s+ndcg@10\s+0\.7635$", out, re.M), out
     assert (tmp_path / "reports" / "minibeir" / "all-MiniLM-L6-v2" / "results.json").is_file()
+    out = _ok(
+        [installed / "evalsuite", "sweep", "--device", "cpu", "--vary", "pooling=cls,mean"], cwd=tmp_path, env=user_env
+    )
+    assert re.search(r"^\s+base\s+0\.7635\s", out, re.M), out
+    assert re.search(r"^\s+pooling=cls\s+0\.6712\s+-0\.0923\*", out, re.M), out
 
 
 def test_a_users_project_gates_a_release_with_the_installed_plugin(installed: Path, tmp_path: Path, user_env):
