@@ -78,6 +78,9 @@ def cmd_model_rev(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="evalsuite", description="Retrieval-quality gates for embedding models.")
+    from .about import VersionAction
+
+    parser.add_argument("--version", action=VersionAction, help="print the installed version and location, and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p_run = sub.add_parser("run", help="evaluate one contract on one dataset and write reports")

@@ -65,3 +65,7 @@ class DatasetChanged(DatasetError):
 
 class SpoolError(StoreError):
     """The decompressed copy of a compressed corpus (its spool file) cannot be created or written."""
+
+
+class MissingExtra(SpecError):
+    """A setting needs an optional dependency that is not installed; the message names the extra to install."""

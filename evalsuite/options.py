@@ -103,7 +103,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("--model", "local model directory or hub id from the local HF cache (default: bundled all-MiniLM-L6-v2)"),
     Option("--model-rev", "pinned model revision: 40-hex hub commit, or the digest `evalsuite model-rev DIR` prints"),
     Option("--tokenizer-rev", "pinned tokenizer revision (same forms as --model-rev)"),
-    Option("--dataset", "dataset directory: BEIR layout or a saved Hugging Face dataset (default: bundled fixtures)"),
+    Option("--dataset", "dataset directory: BEIR layout or a saved Hugging Face dataset (default: `bundled`)"),
     run_option("--split", "qrels split"),
     Option("--qrels", "qrels file to use instead of qrels/<split>.tsv (BEIR TSV or TREC 'qid 0 docid rel')"),
     run_option(

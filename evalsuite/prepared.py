@@ -11,7 +11,8 @@ from .datasets import Dataset, load_dataset
 from .encode.executors import Execution
 from .errors import SpecError
 from .model import ModelInfo, resolve_model
-from .spec import RunSpec, build_contract, check_endpoint_settings, default_dataset_dir
+from .resources import dataset_dir
+from .spec import RunSpec, build_contract, check_endpoint_settings
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ def prepare(spec: RunSpec) -> Prepared:
     if contract.index != "flat" and spec.chunk_size:
         raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
     dataset = load_dataset(
-        spec.dataset or default_dataset_dir(),
+        dataset_dir(spec.dataset),
         spec.split,
         spec.qrels,
         empty_docs=spec.empty_docs,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .contract import Contract
@@ -114,15 +113,6 @@ def check_endpoint_settings(spec: RunSpec) -> None:
             f"{', '.join(given)} set(s) how to call a served model, but no --endpoint URL is given: "
             "add --endpoint URL, or drop the option"
         )
-
-
-def default_dataset_dir() -> Path:
-    """The bundled fixture dataset, found beside the package (source checkout) or in the cwd."""
-    here = Path(__file__).resolve().parent.parent / "fixtures" / "minibeir"
-    for candidate in (here, Path.cwd() / "fixtures" / "minibeir"):
-        if (candidate / "corpus.jsonl").is_file():
-            return candidate
-    raise SpecError("no --dataset given and the bundled fixtures/minibeir was not found; pass --dataset DIR")
 
 
 def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import SpecError
+from ..extras import require
 
 if TYPE_CHECKING:
     from ..model import ModelInfo
@@ -37,6 +38,8 @@ class Execution:
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:
             raise SpecError(f"executor {self.executor!r} is not valid; choose one of {', '.join(EXECUTORS)}")
+        if self.executor == "ray":
+            require("ray", "--executor ray")
         if self.ray_address is not None and self.executor != "ray":
             raise SpecError("--ray-address is only used with --executor ray")
         if self.ray_actors < 1 or self.chunk_size < 0 or self.block_rows < 1:

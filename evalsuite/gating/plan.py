@@ -11,7 +11,7 @@
 
     [[datasets]]
     name = "minibeir"
-    path = "../../fixtures/minibeir"   # relative to this file
+    path = "bundled"                   # the dataset in the package; or a directory relative to this file
     baseline = "baselines/minibeir.json"
     gates = ["ndcg@10>=0.5", "mrr@10:no_significant_drop", "ndcg@10[topic=finance]:max_drop=0.02"]
     slice_by = ["topic"]               # metadata fields reported per slice (default: topic or domain if present)
@@ -34,7 +34,8 @@ from typing import Any
 
 from ..errors import SpecError
 from ..rerank.run import RerankSpec, first_stage_spec
-from ..spec import RunSpec, default_dataset_dir
+from ..resources import BUNDLED, bundled_dataset_dir
+from ..spec import RunSpec
 from ..sweep.axes import Axis, axes_from_spec, parse_vary
 from .gates import Gate
 from .kinds import parse_gates
@@ -124,6 +125,11 @@ def _path(base: Path, value: Any, where: str) -> Path:
     return p if p.is_absolute() else (base / p)
 
 
+def _dataset_path(base: Path, value: Any, where: str) -> Path:
+    """A dataset entry's path: ``bundled`` is the dataset inside the package, anything else a path."""
+    return bundled_dataset_dir() if value == BUNDLED else _path(base, value, where)
+
+
 def _list(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
@@ -181,7 +187,7 @@ def build_plan(
     if "model" in raw and isinstance(raw["model"], str) and (base_dir / raw["model"]).exists():
         raw["model"] = str(base_dir / raw["model"])
     if "dataset" in raw:
-        raw["dataset"] = str(_path(base_dir, raw["dataset"], f"{src}: dataset"))
+        raw["dataset"] = str(_dataset_path(base_dir, raw["dataset"], f"{src}: dataset"))
     if "qrels" in raw:
         raw["qrels"] = str(_path(base_dir, raw["qrels"], f"{src}: qrels"))
     base = RunSpec.from_mapping({**raw, **{k: v for k, v in run_flags.items() if k != "dataset"}}, source=src)
@@ -197,13 +203,13 @@ def build_plan(
     # each dataset entry with the directory its relative paths are resolved against
     entries: list[tuple[Any, Path]]
     if run_flags.get("dataset"):
-        entries = [({"path": str(_path(cwd, run_flags["dataset"], "--dataset"))}, cwd)]
+        entries = [({"path": str(_dataset_path(cwd, run_flags["dataset"], "--dataset"))}, cwd)]
     elif datasets_raw is not None:
         if not isinstance(datasets_raw, list) or not datasets_raw:
             raise SpecError(f"{src}: 'datasets' must be a non-empty array of tables ([[datasets]])")
         entries = [(entry, base_dir) for entry in datasets_raw]
     else:
-        entries = [({"path": base.dataset or str(default_dataset_dir())}, base_dir)]
+        entries = [({"path": base.dataset or BUNDLED}, base_dir)]
 
     plans = []
     for i, (entry, entry_dir) in enumerate(entries):
@@ -215,7 +221,7 @@ def build_plan(
             raise SpecError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {', '.join(DATASET_KEYS)}")
         if "path" not in entry:
             raise SpecError(f"{where}: needs 'path'")
-        path = str(_path(entry_dir, entry["path"], f"{where}.path"))
+        path = str(_dataset_path(entry_dir, entry["path"], f"{where}.path"))
         changes: dict[str, Any] = {"dataset": path}
         if "split" in entry:
             changes["split"] = entry["split"]

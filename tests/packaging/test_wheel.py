@@ -1,0 +1,161 @@
+"""Installed, not cloned: the wheel a release pipeline installs carries everything it needs.
+
+Builds the sdist and the wheel from a clean copy of the source (offline: the build backend is the
+test environment's setuptools), checks the wheel built from the sdist is the same, installs the wheel
+into a fresh virtualenv and runs evalsuite there from directories outside the repository: `evalsuite
+run` and `evalsuite sweep` with no dataset, and `pytest --model-rev REV` in a copy of
+`examples/release_gate`.
+
+The fresh venv gets no evalsuite but the wheel: its dependencies (torch, transformers, faiss, ...) come
+from this environment's site-packages through a `.pth` line, so nothing is downloaded (a bare `pip
+install` would fetch a multi-GB torch); `.pth` files there (this environment's editable evalsuite) are
+not processed, so `import evalsuite` can only find the wheel's copy.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.xdist_group("wheel")]
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCE = ("pyproject.toml", "README.md", "evalsuite", "fixtures/minibeir")  # what the build reads
+
+
+def _sh(argv: list[str | Path], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def _ok(argv: list[str | Path], cwd: Path, env: dict[str, str] | None = None) -> str:
+    proc = _sh(argv, cwd, env)
+    assert proc.returncode == 0, f"{argv} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def _pip(*args: str | Path) -> list[str | Path]:
+    return [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", *args]
+
+
+def _fresh_venv(root: Path) -> Path:
+    """A virtualenv with no evalsuite; this environment's site-packages provide the dependencies."""
+    _ok([sys.executable, "-m", "venv", "--without-pip", root], cwd=root.parent)
+    python = root / "bin" / "python"
+    site = _ok([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root).strip()
+    (Path(site) / "shared_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+@dataclass(frozen=True)
+class Built:
+    wheel: Path
+    wheel_from_sdist: Path
+    sdist: Path
+    source: Path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    base = tmp_path_factory.mktemp("wheel")
+    src = base / "src"
+    for rel in SOURCE:  # a clean copy: no build/ or egg-info of the checkout, symbolic links kept
+        target = src / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / rel).is_dir():
+            shutil.copytree(REPO / rel, target, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(REPO / rel, target)
+    assert (src / "evalsuite" / "bundled" / "minibeir").is_symlink()
+    build = [
+        sys.executable,
+        "-c",
+        "import sys; from setuptools import build_meta as b; print(b.build_sdist(sys.argv[1]))",
+    ]
+    sdist = base / "sdist" / _ok([*build, base / "sdist"], cwd=src).strip().splitlines()[-1]
+    offline = ("wheel", "--no-deps", "--no-build-isolation", "--no-index", "--quiet")
+    _ok(_pip(*offline, "-w", base / "direct", src), cwd=base)
+    _ok(_pip(*offline, "-w", base / "from_sdist", sdist), cwd=base)
+    (wheel,) = (base / "direct").glob("evalsuite-*.whl")
+    (from_sdist,) = (base / "from_sdist").glob("evalsuite-*.whl")
+    return Built(wheel, from_sdist, sdist, src)
+
+
+@pytest.fixture(scope="module")
+def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bin/ directory of a fresh venv with the wheel installed."""
+    python = _fresh_venv(tmp_path_factory.mktemp("venv") / "venv")
+    _ok(_pip("--python", python, "install", "--no-deps", "--no-index", "--quiet", built.wheel), cwd=python.parent)
+    return python.parent
+
+
+@pytest.fixture(scope="module")
+def user_env() -> dict[str, str]:
+    """A user's shell: no PYTHONPATH into the checkout; the test session's embedding cache kept."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTEST_ADDOPTS")}
+
+
+def test_the_sdist_builds_the_same_wheel_and_both_carry_the_dataset(built: Built):
+    names = sorted(zipfile.ZipFile(built.wheel).namelist())
+    assert names == sorted(zipfile.ZipFile(built.wheel_from_sdist).namelist())
+    data = REPO / "fixtures" / "minibeir"
+    expected = {f"evalsuite/bundled/minibeir/{p.relative_to(data).as_posix()}" for p in data.rglob("*") if p.is_file()}
+    assert {n for n in names if n.startswith("evalsuite/bundled/")} == expected
+    assert "evalsuite/py.typed" in names and "evalsuite/__main__.py" in names
+    assert not [n for n in names if n.startswith(("tests/", "fixtures/", "examples/"))]
+    with zipfile.ZipFile(built.wheel) as zf:  # the long description a user reads carries the torch note
+        (meta,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        text = zf.read(meta).decode()
+    assert "--index-url https://download.pytorch.org/whl/cpu" in text
+
+
+def test_an_editable_install_finds_the_dataset_in_the_source(built: Built, tmp_path: Path, user_env):
+    python = _fresh_venv(tmp_path / "venv")
+    offline = ("--no-deps", "--no-build-isolation", "--no-index", "--quiet")
+    _ok(_pip("--python", python, "install", *offline, "-e", built.source), cwd=tmp_path)
+    (tmp_path / "empty").mkdir()
+    code = "from evalsuite.resources import bundled_dataset_dir as d; print(d())"
+    found = Path(_ok([python, "-c", code], cwd=tmp_path / "empty", env=user_env).strip())
+    assert found == built.source / "evalsuite" / "bundled" / "minibeir"
+    assert found.resolve() == (built.source / "fixtures" / "minibeir").resolve()
+
+
+def test_run_and_sweep_from_an_empty_directory(installed: Path, tmp_path: Path, user_env):
+    out = _ok([installed / "evalsuite", "--version"], cwd=tmp_path, env=user_env)
+    assert re.match(rf"evalsuite \d+\.\d+\.\d+\S* from {re.escape(str(installed.parent))}/lib/\S+/evalsuite ", out)
+    out = _ok([installed / "evalsuite", "run", "--device", "cpu"], cwd=tmp_path, env=user_env)
+    assert re.search(r"^dataset  minibeir \(458 documents, 190 queries", out, re.M), out
+    assert re.search(r"^\s+ndcg@10\s+0\.7635$", out, re.M), out
+    assert (tmp_path / "reports" / "minibeir" / "all-MiniLM-L6-v2" / "results.json").is_file()
+    out = _ok(
+        [installed / "evalsuite", "sweep", "--device", "cpu", "--vary", "pooling=cls,mean"], cwd=tmp_path, env=user_env
+    )
+    assert re.search(r"^\s+base\s+0\.7635\s", out, re.M), out
+    assert re.search(r"^\s+pooling=cls\s+0\.6712\s+-0\.0923\*", out, re.M), out
+
+
+def test_a_users_project_gates_a_release_with_the_installed_plugin(installed: Path, tmp_path: Path, user_env):
+    project = tmp_path / "project"  # examples/release_gate copied out of the repository
+    shutil.copytree(REPO / "examples" / "release_gate", project, ignore=shutil.ignore_patterns("reports"))
+    rev = _ok([installed / "evalsuite", "model-rev"], cwd=project, env=user_env).strip()
+    code = "import evalsuite.pytest_plugin as p; print(p.__file__)"
+    assert _ok([installed / "python", "-c", code], cwd=project, env=user_env).startswith(str(installed.parent))
+
+    pytest_argv = [installed / "python", "-m", "pytest", "-p", "no:randomly", "-p", "no:xdist", "--model-rev", rev]
+    passed = _sh(pytest_argv, project, user_env)
+    assert passed.returncode == 0, passed.stdout[-4000:] + passed.stderr[-2000:]
+    assert re.search(r"^plugins: .*\bevalsuite-\d", passed.stdout, re.M), passed.stdout[:2000]  # the entry point
+    assert re.search(r"^\s+PASS\s+ndcg@10:max_drop=0\.01: delta \+0\.0000", passed.stdout, re.M), passed.stdout[-4000:]
+    assert (project / "reports").is_dir()
+
+    regressed = _sh([*pytest_argv, "--pooling", "cls"], project, user_env)
+    assert regressed.returncode == 1, regressed.stdout[-4000:] + regressed.stderr[-2000:]
+    assert re.search(r"^\s+FAIL\s+ndcg@10:max_drop=0\.01: delta -", regressed.stdout, re.M), regressed.stdout[-4000:]
