@@ -1,5 +1,5 @@
-"""`evalsuite rerank`, `rerank-sweep` and `late`: thin shells over these packages (`rerank-canary` is the
-canary's: :mod:`evalsuite.canary.rerank_cli`).
+"""`evalsuite rerank` and `rerank-sweep`: thin shells over these packages (`rerank-canary` is the canary's,
+:mod:`evalsuite.canary.rerank_cli`; `late` registers itself from :mod:`evalsuite.cli`).
 
 Exit codes: 0 done, 2 a usage or input error.
 """
@@ -29,10 +29,6 @@ def register(subparsers: Any) -> None:
     from .sweep_options import register_sweep
 
     register_sweep(subparsers)
-
-    from ..late.cli import register as register_late
-
-    register_late(subparsers)
 
 
 def rerank_spec(args: argparse.Namespace) -> Any:
