@@ -44,18 +44,21 @@ def cmd_rerank_canary(args: argparse.Namespace) -> int:
     return request.run(Path(args.out) if args.out else None)
 
 
-def reranker_spec(values: Any, prefix: str = "") -> RerankSpec:
+NEEDS_RERANKER = (
+    "the reranker canary needs --reranker DIR: the local reference (a cross-encoder directory or a "
+    "cached hub id) of what --reranker-endpoint serves"
+)
+
+
+def reranker_spec(values: Any) -> RerankSpec:
     """The ``--reranker*`` flags as a RerankSpec; a usage error (SpecError) without ``--reranker DIR``."""
     from ..errors import SpecError
     from ..rerank.options import rerank_settings
     from ..rerank.run import RerankSpec
 
-    rspec = RerankSpec.from_mapping(rerank_settings(values, prefix), source="command line")
+    rspec = RerankSpec.from_mapping(rerank_settings(values), source="command line")
     if not rspec.reranker:
-        raise SpecError(
-            "the reranker canary needs --reranker DIR: the local reference (a cross-encoder directory or a "
-            "cached hub id) of what --reranker-endpoint serves"
-        )
+        raise SpecError(NEEDS_RERANKER)
     return rspec
 
 

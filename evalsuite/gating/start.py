@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import SpecError
 from ..options import RUN_OPTIONS, Option, collect
 from .options import GATE_OPTIONS
 
@@ -58,7 +59,7 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
     gate_endpoint = bool(session_flags.pop("gate_endpoint", False))
     canary_flags = collect(values, CANARY_OPTIONS, PREFIX)
     reranker = rerank_flags(values)
-    rerank_canary = rerank_canary_settings(values, reranker)
+    rerank_canary = rerank_canary_settings(values)
     if not run_flags and not session_flags and not canary_flags and not reranker and found is None:
         return None
     plan = build_plan(
@@ -69,6 +70,10 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
         cwd=cwd,
         rerank_flags=reranker,
     )
+    if rerank_canary is not None and plan.rerank is None:  # neither --reranker DIR nor a [rerank] table
+        from ..canary.rerank_cli import NEEDS_RERANKER
+
+        raise SpecError(NEEDS_RERANKER)
     canary = None
     if canary_flags.keys() - {"api_key_env"} or (canary_flags and rerank_canary is None):  # the key: both canaries
         from ..canary.settings import CanarySettings
@@ -85,22 +90,14 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
     )
 
 
-def rerank_canary_settings(values: Any, reranker: dict[str, Any]) -> RerankCanarySettings | None:
-    """``--reranker-endpoint`` and its options (None without it); a usage error without ``--reranker DIR``
-    or with an unset key variable, before anything is loaded."""
+def rerank_canary_settings(values: Any) -> RerankCanarySettings | None:
+    """``--reranker-endpoint`` and its options (None without it); a usage error for an unset key variable."""
     from ..canary.rerank_options import READ_OPTIONS
     from ..canary.rerank_settings import RerankCanarySettings
-    from ..errors import SpecError
 
     settings = RerankCanarySettings.from_values(collect(values, READ_OPTIONS, PREFIX))
-    if settings is None:
-        return None
-    if not reranker.get("reranker"):
-        raise SpecError(
-            "--reranker-endpoint needs --reranker DIR: the local reference (a cross-encoder directory or a "
-            "cached hub id) of what it serves"
-        )
-    settings.api_key()
+    if settings is not None:
+        settings.api_key()
     return settings
 
 

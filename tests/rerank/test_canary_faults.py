@@ -170,3 +170,31 @@ def test_ranking_agreement_needs_both_tau_and_overlap(server, first_stage, cross
     assert ranking.passed is False, ranking.message
     assert failing in ranking.message
     assert ranking.details["tau_min"] == pytest.approx(13 / 15) and ranking.details["overlap_min"] == 0.8
+
+
+def test_one_error_policy_a_spent_deadline_fails_every_check_naming_it(server, first_stage, cross_encoder_dir):
+    """The reranker checks run under the embedding canary's policy (:func:`judge`): a check that starts after
+    the deadline is a failed verdict naming it, never a traceback, and the outcome still reports."""
+    verdicts, outcome = canary(server, first_stage, cross_encoder_dir, deadline=1e-9)
+    assert list(verdicts) == [c.name for c in RERANK_CHECKS] and outcome.exit_status == 1
+    for v in verdicts.values():
+        assert v.passed is False and v.details["error"] == "EndpointDeadlineExceeded", v.message
+        assert "not run: the reranker canary's deadline (1e-09s) ran out" in v.message
+
+
+def test_a_bug_in_a_reranker_check_is_a_failed_verdict_not_a_traceback(server, first_stage, cross_encoder_dir):
+    from evalsuite.canary.checks import judge
+    from evalsuite.canary.checks.base import CanaryCheck
+
+    def broken(ctx):
+        return {}["missing"]
+
+    spec, first = first_stage
+    settings = RerankCanarySettings(endpoint=server.url, depth=6, timeout=10)
+    ctx = make_rerank_context(settings, spec, RerankSpec(reranker=str(cross_encoder_dir)), first=first)
+    try:
+        v = judge(CanaryCheck("broken", "broken", "a bug", "broken: ...", broken), ctx)
+    finally:
+        ctx.close()
+    assert v.passed is False and v.details == {"error": "KeyError", "internal": True}
+    assert v.message.startswith("broken: internal error in the check (KeyError")

@@ -49,4 +49,4 @@ def test_a_partial_fault_fails_its_item_only(pytester, model_stack_loaded, serve
 def test_without_a_reranker_it_is_a_usage_error(pytester, server, args):
     result = pytester.runpytest(*args("--reranker-endpoint", server.url, reranker=False))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--reranker-endpoint needs --reranker DIR" in result.stderr.str()
+    assert "the reranker canary needs --reranker DIR" in result.stderr.str()

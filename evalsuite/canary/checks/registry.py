@@ -121,7 +121,7 @@ def judge(check: CanaryCheck[C], ctx: C) -> Verdict:
             name,
             False,
             f"{check.label}: not run: {ctx.deadline.describe()} ran out before this check "
-            "started; raise --canary-deadline if the server is just slow",
+            "started; raise it if the server is just slow",
             {"error": "EndpointDeadlineExceeded"},
         )
     try:
