@@ -25,13 +25,13 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
-from typing import Literal
 
 import numpy as np
 
 from .errors import ContractError, SpecError
+from .verdict import Verdict
 
-Decision = Literal["pass", "fail", "inconclusive"]
+Decision = Verdict  # the one verdict type (evalsuite.verdict)
 Margin = float | Sequence[float] | np.ndarray  # one for all metric columns, or one per column
 CONFIDENCE = 0.95
 N_RESAMPLES = 10_000

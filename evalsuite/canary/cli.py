@@ -1,9 +1,10 @@
 """`evalsuite canary --endpoint URL [run options] [canary options] [--out DIR]`, and with
-`--reranker-endpoint URL --reranker DIR` the reranker canary (:mod:`evalsuite.rerank.canary`) too.
+`--reranker-endpoint URL --reranker DIR` the reranker checks (:mod:`.rerank_cli`) too; `rerank-canary` is
+its alias for the reranker alone.
 
-Prints each verdict as it comes, writes canary.json and report.md (the reranker's rerank_canary.json and
+Prints each verdict as it comes, writes canary.json and report.md (the reranker's canary.json and
 report.md in ``<out>/reranker`` when both run); exit 0 when every check passes, 1 when one fails (of
-either canary), 2 on a usage or input error (raised as EvalsuiteError, see evalsuite.cli).
+either family), 2 on a usage or input error (raised as EvalsuiteError, see evalsuite.cli).
 """
 
 from __future__ import annotations
@@ -11,17 +12,22 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import preflight
 from ..options import OUT_OPTION, add_options, collect
 from .options import CANARY_OPTIONS
 
+if TYPE_CHECKING:
+    from .runner import CanaryOutcome
+
 OUT = OUT_OPTION.with_default("reports/canary/<host-port>")
 
 
 def register(subparsers: Any) -> None:
-    from ..rerank.canary.cli import add_canary_options
+    from ..rerank.options import RERANK_OPTIONS
+    from .rerank_cli import register_alias
+    from .rerank_options import RERANK_CANARY_OPTIONS
 
     p = subparsers.add_parser(
         "canary",
@@ -30,8 +36,9 @@ def register(subparsers: Any) -> None:
     )
     add_options(p.add_argument)
     add_options(p.add_argument, (*CANARY_OPTIONS, OUT))
-    add_canary_options(p.add_argument)
+    add_options(p.add_argument, (*RERANK_OPTIONS, *RERANK_CANARY_OPTIONS))  # --api-key-env: one, for both
     p.set_defaults(func=cmd_canary)
+    register_alias(subparsers)
 
 
 def _default_out(endpoint: str) -> Path:
@@ -41,7 +48,7 @@ def _default_out(endpoint: str) -> Path:
 
 def cmd_canary(args: argparse.Namespace) -> int:
     """The embedding canary, the reranker canary, or both (the worse exit status of the two)."""
-    from ..rerank.canary.cli import RerankCanaryRequest
+    from .rerank_cli import RerankCanaryRequest
 
     reranker = RerankCanaryRequest.from_args(args)  # its usage errors come before either canary runs
     if reranker is None:
@@ -57,7 +64,6 @@ def embedding_canary(args: argparse.Namespace) -> int:
     from ..spec import RunSpec
     from .checks import Verdict
     from .checks.matryoshka import validate_dimensions
-    from .report import write_canary_reports
     from .runner import local_context, run_canary
     from .settings import CanarySettings
 
@@ -77,13 +83,20 @@ def embedding_canary(args: argparse.Namespace) -> int:
         say(f"{v.status}  {v.message}")
 
     outcome = run_canary(local_context(settings, prepared), on_verdict=show)
+    return finish(outcome, out)
+
+
+def finish(outcome: CanaryOutcome, out: Path) -> int:
+    """Write canary.json and report.md, print the summary line; the exit status (1 when a check failed)."""
+    from .report import write_canary_reports
+
     paths = write_canary_reports(outcome, out)
-    failed = [v.check for v in outcome.verdicts if v.passed is False]
+    failed = outcome.failed
     say(
         f"{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}; "
         f"wrote {', '.join(str(p) for p in paths.values())}"
     )
-    return 1 if failed else 0
+    return outcome.exit_status
 
 
 def say(line: str) -> None:

@@ -1,21 +1,26 @@
-"""`canary.json` and `report.md`, written atomically and redacted. Settings carry the key's variable name only.
+"""`canary.json` and `report.md` of either family, written atomically and redacted. Settings carry the key's
+variable name only.
 
 Per-check text comes from the check declarations (:mod:`evalsuite.canary.checks.registry`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import contract_rows, table
 from .checks import registry
-from .checks.base import redacted
+from .checks.base import CanaryCheck, redacted
+from .rerank_settings import RerankCanarySettings
 from .runner import CanaryOutcome
 
 
-def checks_table() -> str:
-    """Every canary check: name, label, threshold settings, when it runs, what it compares (for report.md and docs)."""
+def checks_table(checks: Sequence[CanaryCheck[Any]] = registry.CHECKS) -> str:
+    """Every check of a family (the embedding canary's by default): name, label, threshold settings, when it
+    runs, what it compares (for report.md and docs)."""
     from .settings import CanarySettings
 
     def when(requires: str | None, per_dataset: bool) -> str:
@@ -26,38 +31,41 @@ def checks_table() -> str:
         ["check", "label", "thresholds", "runs", "what it compares"],
         [
             (c.name, c.label, ", ".join(c.thresholds) or "-", when(c.requires, c.per_dataset), c.explanation)
-            for c in registry.CHECKS
+            for c in checks
         ],
     )
 
 
 def render_markdown(outcome: CanaryOutcome) -> str:
     s = outcome.settings
+    reranker = outcome.family == "reranker"
+    served = f"({s.api} API)" if isinstance(s, RerankCanarySettings) else f"served model `{outcome.served_model}`,"
     lines = [
-        f"# Canary: {'PASS' if outcome.passed else 'FAIL'}",
+        f"# {'Reranker canary' if reranker else 'Canary'}: {'PASS' if outcome.passed else 'FAIL'}",
         "",
         (
-            f"Endpoint `{s.endpoint}`, served model `{outcome.served_model}`, against the local reference "
+            f"Endpoint `{s.endpoint}` {served} against the local reference "
             f"`{outcome.contract['model']}` @ `{outcome.contract['model_revision'][:16]}` "
             f"on `{outcome.dataset['name']}`."
         ),
         "",
         table(["check", "verdict", "message"], [(v.check, v.status, v.message) for v in outcome.verdicts]),
     ]
+    find = registry.get_rerank_check if reranker else registry.get_check
     for v in outcome.verdicts:
-        check = registry.get_check(v.check)
+        check = find(v.check)
         if check.report is not None:
             lines += check.report(v)
     lines += [
         "## Settings",
         "",
         table(["setting", "value"], [(k, str(val)) for k, val in s.to_dict().items()]),
-        "## Contract",
+        "## Reranker contract" if reranker else "## Contract",
         "",
         table(["field", "value"], contract_rows(outcome.contract)),
         "## The checks",
         "",
-        checks_table(),
+        checks_table(registry.RERANK_CHECKS if reranker else registry.CHECKS),
     ]
     return "\n".join(lines)
 

@@ -1,40 +1,59 @@
-"""Run every applicable check against one endpoint and collect the verdicts (used by the CLI)."""
+"""Run every applicable check of a family against one endpoint and collect the verdicts (used by the CLI):
+the embedding checks (:func:`run_canary`) or the reranker's (:func:`run_rerank_canary`), one outcome shape."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..encode.secret import cut
-from .checks import CanaryContext, Verdict, check_names, run_check
+from ..verdict import exit_status
+from .checks import RERANK_CHECKS, CanaryCheck, CanaryContext, Verdict, check_names, get_check, judge
+from .checks.base import C
 from .settings import CanarySettings
 
 if TYPE_CHECKING:
     from ..encode.base import Encoder
     from ..pipeline import Prepared
+    from .rerank_context import RerankCanaryContext
+    from .rerank_settings import RerankCanarySettings
 
 SCHEMA_VERSION = 1
+Family = Literal["embedding", "reranker"]
 
 
 @dataclass(frozen=True)
 class CanaryOutcome:
-    settings: CanarySettings
+    """One canary's verdicts; ``family`` says which checks ran (the contract is the reranker's for ``reranker``)."""
+
+    settings: CanarySettings | RerankCanarySettings
     contract: dict[str, Any]
     dataset: dict[str, Any]
     served_model: str | None
     verdicts: tuple[Verdict, ...]
+    family: Family = "embedding"
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     @property
     def passed(self) -> bool:
         return all(v.passed is not False for v in self.verdicts)
 
+    @property
+    def failed(self) -> list[str]:
+        return [v.check for v in self.verdicts if v.passed is False]
+
+    @property
+    def exit_status(self) -> int:
+        """1 when a check failed, else 0."""
+        return exit_status(v.verdict for v in self.verdicts if v.verdict is not None)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
+            "family": self.family,
             "created": self.created,
             "passed": self.passed,
             "endpoint": self.settings.endpoint,
@@ -63,21 +82,42 @@ def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext
     )
 
 
-def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None = None) -> CanaryOutcome:
+def run_checks(
+    checks: Iterable[CanaryCheck[C]], ctx: C, on_verdict: Callable[[Verdict], None] | None = None
+) -> tuple[Verdict, ...]:
+    """Every check in order under the one error policy (:func:`~.checks.registry.judge`); the context is closed."""
     verdicts: list[Verdict] = []
     try:
-        for name in check_names(ctx.settings):
-            verdict = run_check(name, ctx)
+        for check in checks:
+            verdict = judge(check, ctx)
             verdicts.append(verdict)
             if on_verdict is not None:
                 on_verdict(verdict)
     finally:
         ctx.close()
+    return tuple(verdicts)
+
+
+def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None = None) -> CanaryOutcome:
+    verdicts = run_checks([get_check(name) for name in check_names(ctx.settings)], ctx, on_verdict)
     served = ctx.known_served_model()
     return CanaryOutcome(
         settings=ctx.settings,
         contract=ctx.contract.to_dict(),
         dataset=ctx.prepared.dataset.identity.to_dict(),
         served_model=None if served is None else cut(served),
-        verdicts=tuple(verdicts),
+        verdicts=verdicts,
+    )
+
+
+def run_rerank_canary(ctx: RerankCanaryContext, on_verdict: Callable[[Verdict], None] | None = None) -> CanaryOutcome:
+    """The reranker checks (:data:`~.checks.registry.RERANK_CHECKS`) against the served reranker."""
+    verdicts = run_checks(RERANK_CHECKS, ctx, on_verdict)
+    return CanaryOutcome(
+        settings=ctx.settings,
+        contract=ctx.contract.to_dict(),
+        dataset=ctx.first.dataset.identity.to_dict(),
+        served_model=ctx.settings.served_model,
+        verdicts=verdicts,
+        family="reranker",
     )

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, TypeVar
 from ..errors import SpecError
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
     from ..encode.endpoint import EndpointConfig, Secret
 
 # option name (as evalsuite.options.collect returns it) -> EndpointConfig field
@@ -46,6 +48,21 @@ def _setting(
 ) -> T:
     """A canary field: its default, the option that sets it, and the bounds of a threshold."""
     return field(default=default, metadata={"option": option, "low": low, "high": high, "low_open": low_open})
+
+
+def check_bounds(settings: DataclassInstance, what: str) -> None:
+    """Every field declared with bounds (``_setting(..., low=, high=)``) holds a number within them;
+    SpecError naming ``what`` (``canary``, ``reranker canary``), the field and the bounds otherwise."""
+    for f in dataclasses.fields(settings):
+        low, high = f.metadata.get("low"), f.metadata.get("high")
+        if low is None:
+            continue
+        value = getattr(settings, f.name)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+        too_low = number and (value <= low if f.metadata["low_open"] else value < low)
+        if not number or too_low or (high is not None and value > high):
+            bounds = f"{'(' if f.metadata['low_open'] else '['}{low:g}, {'inf)' if high is None else f'{high:g}]'}"
+            raise SpecError(f"{what} {f.name} must be in {bounds}, got {value!r}")
 
 
 def _endpoint_keywords() -> dict[str, str]:
@@ -107,16 +124,7 @@ class CanarySettings:
         self._validate()
 
     def _validate(self) -> None:
-        for f in dataclasses.fields(self):
-            low, high = f.metadata.get("low"), f.metadata.get("high")
-            if low is None:
-                continue
-            value = getattr(self, f.name)
-            number = isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
-            too_low = number and (value <= low if f.metadata["low_open"] else value < low)
-            if not number or too_low or (high is not None and value > high):
-                bounds = f"{'(' if f.metadata['low_open'] else '['}{low:g}, {'inf)' if high is None else f'{high:g}]'}"
-                raise SpecError(f"canary {f.name} must be in {bounds}, got {value!r}")
+        check_bounds(self, "canary")
         if any(not isinstance(d, int) or d < 1 for d in self.dimensions):
             raise SpecError(f"canary dimensions must be positive integers, got {list(self.dimensions)}")
 

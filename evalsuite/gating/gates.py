@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from ..errors import SpecError
 from ..rerank.gates import Stage
+from ..verdict import Verdict
 
 if TYPE_CHECKING:
     from ..slicing import SliceIndex
     from ..stats import Comparison
 
-GateVerdict = Literal["pass", "fail", "inconclusive"]
-VERDICTS: tuple[GateVerdict, ...] = ("pass", "fail", "inconclusive")
+GateVerdict = Verdict  # the one verdict type (evalsuite.verdict)
 # what a kind pairs the candidate with: the baseline or reference run (same stage), the candidate's own first
 # stage (the reranker's gain), or nothing (a floor)
 Against = Literal["reference", "first stage"] | None

@@ -200,19 +200,25 @@ class SweepCellItem(EvalsuiteItem):
 
 
 class CanaryItem(EvalsuiteItem):
-    """One check of a served endpoint against the local reference of the same pinned revision."""
+    """One check of a served endpoint (an embedding check, or a reranker check with ``reranker``) against the
+    local reference of the same pinned revision."""
 
-    def __init__(self, *, check: str, **kwargs: Any) -> None:
+    def __init__(self, *, check: str, reranker: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.check = check
+        self.reranker = reranker
 
     def runtest(self) -> None:
         __tracebackhide__ = True
-        from ..canary.checks import run_check
+        from ..canary.checks import run_check, run_rerank_check
 
-        verdict = run_check(self.check, self.state.canary_context(self.dataset))
+        if self.reranker:
+            verdict = run_rerank_check(self.check, self.state.rerank_canary_context(self.dataset))
+        else:
+            verdict = run_check(self.check, self.state.canary_context(self.dataset))
         self.state.record_verdict(self.dataset, verdict)
-        self.user_properties.append((f"canary:{self.check}", verdict.status))
+        prefix = "rerank-canary" if self.reranker else "canary"
+        self.user_properties.append((f"{prefix}:{self.check}", verdict.status))
         if verdict.passed is None:
             pytest.skip(verdict.message)
         if not verdict.passed:
@@ -243,6 +249,12 @@ def collect_items(state: GateSession, parent: pytest.Session, anchor: Path) -> l
         new += [
             CanaryItem.from_parent(node, name=f"canary[{check}]", state=state, dataset=dp.name, check=check)
             for check in state.canary_checks(dp.name)
+        ]
+        new += [
+            CanaryItem.from_parent(
+                node, name=f"rerank-canary[{check}]", state=state, dataset=dp.name, check=check, reranker=True
+            )
+            for check in state.rerank_canary_checks(dp.name)
         ]
         for item in new:
             item.add_marker("evalsuite")

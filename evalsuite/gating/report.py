@@ -15,6 +15,7 @@ from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import table
 from ..reports.run_reports import run_markdown
 from ..reports.slices import moved_lines, moved_markdown
+from ..verdict import worst
 from .gates import Gate, GateVerdict, Outcome, bracket, signed
 from .kinds import kind_of
 from .ledger import (
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from .stages import RerankedStage
 
 SUMMARY_HEADERS = ("metric", "{side}", "candidate", "delta", "95% CI", "MDE", "verdict")
-_SEVERITY: dict[GateVerdict, int] = {"pass": 0, "inconclusive": 1, "fail": 2}
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def summary_rows(
         if g.outcome.comparison is not None and gate.needs_reference:  # not the gain's: it pairs another side
             comparisons.setdefault(gate.metric, g.outcome.comparison)
     return [
-        SummaryRow(bracket(m, stage, None), ref.get(m), cand.get(m), _worst(verdicts.get(m, [])), comparisons.get(m))
+        SummaryRow(bracket(m, stage, None), ref.get(m), cand.get(m), worst(verdicts.get(m, [])), comparisons.get(m))
         for m in dict.fromkeys(list(cand) + list(ref))
     ]
 
@@ -99,14 +99,6 @@ def summary_rows(
 def stage_text(gate: Gate) -> str:
     """The stage column of a gate: ``first``, ``reranked``, or ``reranked − first`` for the reranker's gain."""
     return f"{gate.stage} − first" if kind_of(gate).against == "first stage" else gate.stage
-
-
-def _worst(verdicts: Sequence[GateVerdict]) -> GateVerdict | None:
-    """fail over inconclusive over pass; None without a gate."""
-    if not verdicts:
-        return None
-    worst: GateVerdict = max(verdicts, key=lambda v: _SEVERITY[v])
-    return worst
 
 
 def gate_line(outcome: Outcome) -> str:

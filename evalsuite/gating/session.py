@@ -48,6 +48,8 @@ from .verdicts import GateRequest, judge_all, significance_count
 if TYPE_CHECKING:
     from ..canary.checks import Verdict
     from ..canary.context import CanaryContext
+    from ..canary.rerank_context import RerankCanaryContext
+    from ..canary.rerank_settings import RerankCanarySettings
     from ..canary.settings import CanarySettings
     from ..sweep.plan import Cell
     from ..sweep.results import SweepResult
@@ -63,6 +65,7 @@ class GateSession:
         shared: ComputeOnce | None = None,
         *,
         canary: CanarySettings | None = None,
+        rerank_canary: RerankCanarySettings | None = None,
         worker: str = "main",
         gate_endpoint: bool = False,
     ) -> None:
@@ -70,6 +73,7 @@ class GateSession:
             raise SpecError("--gate-endpoint gates the model as served at --endpoint URL; give --endpoint")
         self.plan = plan
         self.canary = canary
+        self.rerank_canary = rerank_canary  # --reranker-endpoint: the reranker checks, with the plan's reranker
         self.gate_endpoint = gate_endpoint  # the candidate result comes from the served endpoint
         self.worker = worker
         self.shared = shared or ComputeOnce()
@@ -80,6 +84,7 @@ class GateSession:
         self.policy = SessionPolicy(())
         self._encoders: dict[EncoderKey, Encoder] = {}
         self._canary_contexts: dict[str, CanaryContext] = {}
+        self._rerank_contexts: dict[str, RerankCanaryContext] = {}
         self._seen: set[tuple[str, str]] = set()
         self.slices: dict[str, SliceIndex] = {}
         self.reranker: SessionReranker | None = None  # the second stage, when the plan has a reranker
@@ -382,6 +387,27 @@ class GateSession:
             )
         return self._canary_contexts[name]
 
+    def rerank_canary_checks(self, name: str) -> list[str]:
+        """The reranker checks (--reranker-endpoint), once: on the first dataset."""
+        if self.rerank_canary is None or name != self.datasets[0].name:
+            return []
+        from ..canary.checks import RERANK_CHECKS
+
+        return [c.name for c in RERANK_CHECKS]
+
+    def rerank_canary_context(self, name: str) -> RerankCanaryContext:
+        """The served reranker against the plan's reranker, over the local first stage of dataset ``name``."""
+        if self.rerank_canary is None or self.reranker is None:
+            raise RuntimeError("rerank_canary_context called in a session without --reranker-endpoint")
+        if name not in self._rerank_contexts:
+            from ..canary.rerank_context import make_rerank_context
+
+            spec = self.prepared[name].spec
+            self._rerank_contexts[name] = make_rerank_context(
+                self.rerank_canary, spec, self.reranker.spec, first=self.local_result(name)
+            )
+        return self._rerank_contexts[name]
+
     def record_verdict(self, name: str, verdict: Verdict) -> None:
         self.ledger.add(CanaryRecord(name, verdict))
 
@@ -433,6 +459,7 @@ class GateSession:
         return Reference.from_result(computed) if isinstance(computed, Result) else None
 
     def close(self) -> None:
-        for ctx in self._canary_contexts.values():
-            ctx.close()
-        self._canary_contexts.clear()
+        for contexts in (self._canary_contexts, self._rerank_contexts):
+            for ctx in contexts.values():
+                ctx.close()
+            contexts.clear()

@@ -7,10 +7,12 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import SpecError
 from ..options import RUN_OPTIONS, Option, collect
 from .options import GATE_OPTIONS
 
 if TYPE_CHECKING:
+    from ..canary.rerank_settings import RerankCanarySettings
     from ..canary.settings import CanarySettings
     from .plan import SessionPlan
     from .session import GateSession
@@ -34,12 +36,14 @@ def rerank_flags(values: Any) -> dict[str, Any]:
 def plugin_options() -> tuple[tuple[tuple[Option, ...], str], ...]:
     """Every option the plugin adds with the prefix of its destination, in the order `pytest --help` shows them."""
     from ..canary.options import CANARY_OPTIONS
+    from ..canary.rerank_options import RERANK_CANARY_OPTIONS
     from ..sweep.options import SWEEP_OPTIONS
 
     return (
         ((*RUN_OPTIONS, *GATE_OPTIONS, *SWEEP_OPTIONS), PREFIX),
         (rerank_options(), PREFIX),
         (CANARY_OPTIONS, PREFIX),
+        (RERANK_CANARY_OPTIONS, PREFIX),
     )
 
 
@@ -55,6 +59,7 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
     gate_endpoint = bool(session_flags.pop("gate_endpoint", False))
     canary_flags = collect(values, CANARY_OPTIONS, PREFIX)
     reranker = rerank_flags(values)
+    rerank_canary = rerank_canary_settings(values)
     if not run_flags and not session_flags and not canary_flags and not reranker and found is None:
         return None
     plan = build_plan(
@@ -65,13 +70,35 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
         cwd=cwd,
         rerank_flags=reranker,
     )
+    if rerank_canary is not None and plan.rerank is None:  # neither --reranker DIR nor a [rerank] table
+        from ..canary.rerank_cli import NEEDS_RERANKER
+
+        raise SpecError(NEEDS_RERANKER)
     canary = None
-    if canary_flags:
+    if canary_flags.keys() - {"api_key_env"} or (canary_flags and rerank_canary is None):  # the key: both canaries
         from ..canary.settings import CanarySettings
 
         canary = CanarySettings.from_values(canary_flags)
         canary.api_key()  # a configured but unset key variable is an error now, not mid-session
-    return prepared_session(plan, shared_dir=shared_dir, worker=worker, canary=canary, gate_endpoint=gate_endpoint)
+    return prepared_session(
+        plan,
+        shared_dir=shared_dir,
+        worker=worker,
+        canary=canary,
+        rerank_canary=rerank_canary,
+        gate_endpoint=gate_endpoint,
+    )
+
+
+def rerank_canary_settings(values: Any) -> RerankCanarySettings | None:
+    """``--reranker-endpoint`` and its options (None without it); a usage error for an unset key variable."""
+    from ..canary.rerank_options import READ_OPTIONS
+    from ..canary.rerank_settings import RerankCanarySettings
+
+    settings = RerankCanarySettings.from_values(collect(values, READ_OPTIONS, PREFIX))
+    if settings is not None:
+        settings.api_key()
+    return settings
 
 
 def default_session(cwd: Path) -> GateSession:
@@ -88,6 +115,7 @@ def prepared_session(
     shared_dir: Path | None,
     worker: str,
     canary: CanarySettings | None = None,
+    rerank_canary: RerankCanarySettings | None = None,
     gate_endpoint: bool = False,
 ) -> GateSession:
     from .. import preflight
@@ -95,7 +123,14 @@ def prepared_session(
     from .shared import ComputeOnce
 
     preflight.session_plan(plan)  # paths it writes, gates vs metrics: before loading anything
-    session = GateSession(plan, ComputeOnce(shared_dir), canary=canary, worker=worker, gate_endpoint=gate_endpoint)
+    session = GateSession(
+        plan,
+        ComputeOnce(shared_dir),
+        canary=canary,
+        rerank_canary=rerank_canary,
+        worker=worker,
+        gate_endpoint=gate_endpoint,
+    )
     session.prepare_all()
     for name, baseline in session.baselines.items():
         gates = session.dataset_policy(name).gates

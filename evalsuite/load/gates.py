@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SpecError
+from ..verdict import Verdict, label, of, worst
 from .runner import LoadProfile
 
 HIGHER_BETTER = ("throughput", "inputs_per_s", "requests_per_s", "tokens_per_s")
@@ -84,12 +85,17 @@ def parse_capacity_gate(text: str) -> CapacityGate:
 @dataclass(frozen=True)
 class GateOutcome:
     gate: CapacityGate
-    passed: bool | None
+    verdict: Verdict
     levels: tuple[dict[str, Any], ...]
 
     @property
+    def passed(self) -> bool | None:
+        """True, False, or None when inconclusive (as cutover.json has always written it)."""
+        return None if self.verdict == "inconclusive" else self.verdict == "pass"
+
+    @property
     def status(self) -> str:
-        return {True: "PASS", False: "FAIL", None: "INCONCLUSIVE"}[self.passed]
+        return label(self.verdict)
 
     def message(self) -> str:
         bad = [lv for lv in self.levels if lv["passed"] is False] or [lv for lv in self.levels if lv["passed"] is None]
@@ -130,11 +136,12 @@ def evaluate_gates(gates: tuple[CapacityGate, ...], profile: LoadProfile, old: s
     breaks at one, and is inconclusive otherwise."""
     out = []
     for g in gates:
-        rows = []
+        rows, verdicts = [], []
         for lv_old in profile.of(old):
             lv_new = profile.level(new, lv_old.batch_size, lv_old.concurrency)
             a, b = lv_old.figures.value(g.metric), lv_new.figures.value(g.metric)
             passed, change = g.check(a, b)
+            verdicts.append(of(passed))
             rows.append(
                 {
                     "batch_size": lv_old.batch_size,
@@ -145,7 +152,5 @@ def evaluate_gates(gates: tuple[CapacityGate, ...], profile: LoadProfile, old: s
                     "passed": passed,
                 }
             )
-        verdicts = [r["passed"] for r in rows]
-        passed = False if False in verdicts else (None if None in verdicts or not rows else True)
-        out.append(GateOutcome(g, passed, tuple(rows)))
+        out.append(GateOutcome(g, worst(verdicts) or "inconclusive", tuple(rows)))
     return out

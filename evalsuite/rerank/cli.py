@@ -1,6 +1,7 @@
-"""`evalsuite rerank`, `rerank-sweep`, `rerank-canary` and `late`: thin shells over these packages.
+"""`evalsuite rerank` and `rerank-sweep`: thin shells over these packages (`rerank-canary` is the canary's,
+:mod:`evalsuite.canary.rerank_cli`; `late` registers itself from :mod:`evalsuite.cli`).
 
-Exit codes: 0 done (every canary check passed), 1 a canary check failed, 2 a usage or input error.
+Exit codes: 0 done, 2 a usage or input error.
 """
 
 from __future__ import annotations
@@ -28,14 +29,6 @@ def register(subparsers: Any) -> None:
     from .sweep_options import register_sweep
 
     register_sweep(subparsers)
-
-    from .canary.cli import register as register_canary
-
-    register_canary(subparsers)
-
-    from ..late.cli import register as register_late
-
-    register_late(subparsers)
 
 
 def rerank_spec(args: argparse.Namespace) -> Any:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Literal
 
+from ..verdict import Verdict
 from .gain import StageDelta
 
 Stage = Literal["first", "reranked"]
-Decision = Literal["pass", "fail", "inconclusive"]
 STAGES: tuple[str, ...] = ("first", "reranked")
 
 
-def judge_gain(delta: StageDelta, min_gain: float) -> Decision:
+def judge_gain(delta: StageDelta, min_gain: float) -> Verdict:
     """The reranker must add at least ``min_gain`` (reranked minus first stage, mean over queries).
 
     pass: the one-sided 95% lower bound of the gain is >= ``min_gain``; fail: the two-sided interval lies

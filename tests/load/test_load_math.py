@@ -180,3 +180,15 @@ def test_gates_fail_when_one_level_breaks():
     assert [o.passed for o in bad] == [False, False]
     assert "1 of 2 level(s) fail" in bad[0].message() and "x 4" in bad[0].message()
     assert bad[0].to_dict()["levels"][1]["change"] == pytest.approx(200 / 300 - 1)
+
+
+def test_a_gate_is_inconclusive_on_a_level_without_values_unless_another_level_fails():
+    """One verdict type: fail over inconclusive over pass across levels (a level where the old side served
+    nothing decides nothing); the JSON keeps ``passed`` (None when inconclusive) beside ``status``."""
+    gate = (parse_capacity_gate("throughput:max_rel_drop=10%"),)
+    old = {1: (100, 10), 4: (0, 20)}
+    (undecided,) = evaluate_gates(gate, _profile(old, {1: (100, 10), 4: (300, 20)}), "old", "new")
+    assert undecided.verdict == "inconclusive" and undecided.passed is None and undecided.status == "INCONCLUSIVE"
+    assert undecided.to_dict()["passed"] is None
+    (failed,) = evaluate_gates(gate, _profile(old, {1: (50, 10), 4: (300, 20)}), "old", "new")
+    assert failed.verdict == "fail" and failed.to_dict()["status"] == "FAIL"

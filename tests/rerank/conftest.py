@@ -122,6 +122,11 @@ class RerankFaultServer:
         scores = self.reference.score([(body["query"], d) for d in docs]).tolist()
         if self.fault == "no_activation":
             scores = [math.log(s / (1 - s)) for s in scores]
+        elif self.fault == "one_off":  # a partial fault: one document's score per query is 0.05 off
+            scores[0] += 0.05 if scores[0] < 0.5 else -0.05
+        elif self.fault == "swap_tail" and len(scores) > 1:  # the two lowest-scoring documents trade scores
+            low, second = sorted(range(len(scores)), key=lambda i: scores[i])[:2]
+            scores[low], scores[second] = scores[second], scores[low]
         results = sorted(
             ({"index": i, "relevance_score": s} for i, s in enumerate(scores)), key=lambda r: -r["relevance_score"]
         )

@@ -25,15 +25,15 @@ def test_canary_with_a_reranker_endpoint_runs_the_reranker_canary(server, canary
     assert canary(endpoint=server.url) == 0
     out = capsys.readouterr().out
     assert "rerank canary  " + server.url in out and "all checks passed" in out
-    assert json.loads((tmp_path / "rerank_canary.json").read_text())["passed"] is True
+    assert json.loads((tmp_path / "canary.json").read_text())["passed"] is True
     assert (tmp_path / "report.md").read_text().startswith("# Reranker canary: PASS")
-    assert not (tmp_path / "canary.json").exists()  # no embedding canary without --endpoint
+    assert json.loads((tmp_path / "canary.json").read_text())["family"] == "reranker"  # no embedding canary
 
     server.fault = "no_activation"
     assert canary(endpoint=server.url) == 1
     out = capsys.readouterr().out
     assert "FAIL  score agreement" in out and "FAILED: score_agreement" in out
-    assert json.loads((tmp_path / "rerank_canary.json").read_text())["passed"] is False
+    assert json.loads((tmp_path / "canary.json").read_text())["passed"] is False
 
 
 @pytest.mark.parametrize(("embedding", "fault", "expected"), [(1, "none", 1), (0, "shuffled", 1), (0, "none", 0)])
@@ -52,7 +52,7 @@ def test_with_both_endpoints_both_canaries_run_and_the_worse_status_wins(
     server.fault = fault
     assert canary("--endpoint", "http://127.0.0.1:9/v1", endpoint=server.url) == expected
     assert ran == [("http://127.0.0.1:9/v1", str(tmp_path))]
-    report = json.loads((tmp_path / "reranker" / "rerank_canary.json").read_text())  # beside the embedding canary's
+    report = json.loads((tmp_path / "reranker" / "canary.json").read_text())  # beside the embedding canary's
     assert report["passed"] is (fault == "none")
 
 
@@ -72,7 +72,7 @@ def test_usage_errors_come_before_either_canary_runs(canary, monkeypatch, capsys
 
 def test_rerank_canary_stays_an_alias(server, canary, tmp_path):
     assert canary(endpoint=server.url, command="rerank-canary") == 0
-    assert json.loads((tmp_path / "rerank_canary.json").read_text())["passed"] is True
+    assert json.loads((tmp_path / "canary.json").read_text())["passed"] is True
     assert canary(command="rerank-canary") == 2  # without --reranker-endpoint
 
 

@@ -8,9 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from evalsuite.rerank.canary.checks import CHECKS
-from evalsuite.rerank.canary.runner import make_context, run_checks
-from evalsuite.rerank.canary.settings import RerankCanarySettings
+from evalsuite.canary.checks import RERANK_CHECKS
+from evalsuite.canary.rerank_context import make_rerank_context
+from evalsuite.canary.rerank_settings import RerankCanarySettings
+from evalsuite.canary.runner import SCHEMA_VERSION, run_rerank_canary
 from evalsuite.rerank.run import RerankSpec
 
 
@@ -30,16 +31,16 @@ def first_stage(tiny_model_dir, tmp_path_factory, make_beir, small_beir_records)
 def canary(server, first_stage, cross_encoder_dir, **settings):
     spec, first = first_stage
     s = RerankCanarySettings(endpoint=server.url, depth=6, timeout=10, **settings)
-    ctx = make_context(s, spec, RerankSpec(reranker=str(cross_encoder_dir)), first=first)
-    outcome = run_checks(ctx)
+    ctx = make_rerank_context(s, spec, RerankSpec(reranker=str(cross_encoder_dir)), first=first)
+    outcome = run_rerank_canary(ctx)
     return {v.check: v for v in outcome.verdicts}, outcome
 
 
 def test_faithful_server_passes_every_check(server, first_stage, cross_encoder_dir, tmp_path):
-    from evalsuite.rerank.canary.runner import write_reports
+    from evalsuite.canary.report import write_canary_reports
 
     verdicts, outcome = canary(server, first_stage, cross_encoder_dir)
-    assert list(verdicts) == [c.name for c in CHECKS]
+    assert list(verdicts) == [c.name for c in RERANK_CHECKS]
     assert all(v.passed for v in verdicts.values()), [v.message for v in verdicts.values()]
     assert verdicts["score_agreement"].details["max_abs_diff"] < 1e-6
     assert "empty documents list -> HTTP 422" in verdicts["bad_input"].message
@@ -47,8 +48,10 @@ def test_faithful_server_passes_every_check(server, first_stage, cross_encoder_d
     assert (
         verdicts["index_mapping"].details["top_n"]["returned"] == verdicts["index_mapping"].details["top_n"]["expected"]
     )
-    paths = write_reports(outcome, tmp_path)
-    assert json.loads(paths["json"].read_text())["passed"] is True
+    paths = write_canary_reports(outcome, tmp_path)
+    written = json.loads(paths["json"].read_text())
+    assert written["passed"] is True and written["schema_version"] == SCHEMA_VERSION
+    assert written["family"] == "reranker" and written["contract"]["activation"] == "sigmoid"
     assert paths["markdown"].read_text().startswith("# Reranker canary: PASS")
 
 
@@ -86,7 +89,7 @@ def test_a_refused_over_long_pair_is_accepted_and_reported(server, first_stage, 
 
 
 def test_parser_scores_in_request_order_and_top_n():
-    from evalsuite.rerank.canary.shapes import APIS, parse_scores
+    from evalsuite.rerank.shapes import APIS, parse_scores
 
     payload = {
         "results": [
@@ -119,7 +122,7 @@ def test_parser_scores_in_request_order_and_top_n():
 )
 def test_parser_refuses_broken_answers(payload, error):
     from evalsuite.encode.response import ResponseError
-    from evalsuite.rerank.canary.shapes import APIS, parse_scores
+    from evalsuite.rerank.shapes import APIS, parse_scores
 
     api = APIS["score"] if "data" in payload else APIS["rerank"]
     n = len(payload.get("results", payload.get("data", [])))
@@ -130,7 +133,7 @@ def test_parser_refuses_broken_answers(payload, error):
 def test_kendall_tau_matches_scipy():
     from scipy.stats import kendalltau
 
-    from evalsuite.rerank.canary.checks import kendall_tau
+    from evalsuite.canary.checks.rerank_agreement import kendall_tau
 
     rng = np.random.default_rng(3)
     for _ in range(20):
@@ -138,3 +141,60 @@ def test_kendall_tau_matches_scipy():
         b = a + rng.normal(scale=1.5, size=12)
         assert kendall_tau(a, b) == pytest.approx(kendalltau(a, b).statistic, abs=1e-12)
     assert kendall_tau(np.arange(5.0), -np.arange(5.0)) == pytest.approx(-1.0)
+
+
+def test_one_score_per_query_off_fails_score_agreement(server, first_stage, cross_encoder_dir):
+    """A partial fault: every other document is scored exactly, one per query is 0.05 off. The check judges
+    the worst document (a check on the best, or on the mean of one query, would pass it)."""
+    server.fault = "one_off"
+    verdicts, outcome = canary(server, first_stage, cross_encoder_dir)
+    score = verdicts["score_agreement"]
+    assert score.passed is False and outcome.exit_status == 1, score.message
+    assert score.details["max_abs_diff"] == pytest.approx(0.05, abs=1e-6)
+    assert "max |served - reference| 0.05 > 0.01" in score.message
+
+
+@pytest.mark.parametrize(
+    "settings, failing",
+    [
+        ({}, "worst Kendall tau 0.867"),  # tau fails (one discordant pair of 15), top-5 overlap 0.80 holds
+        ({"tau_min": 0.8, "overlap_min": 1.0}, "worst top-5 overlap 0.80"),  # tau holds, overlap fails
+    ],
+)
+def test_ranking_agreement_needs_both_tau_and_overlap(server, first_stage, cross_encoder_dir, settings, failing):
+    """The two lowest-scoring documents of every query trade scores: one condition breaks, the other holds,
+    and the check fails either way."""
+    server.fault = "swap_tail"
+    verdicts, _ = canary(server, first_stage, cross_encoder_dir, **settings)
+    ranking = verdicts["ranking_agreement"]
+    assert ranking.passed is False, ranking.message
+    assert failing in ranking.message
+    assert ranking.details["tau_min"] == pytest.approx(13 / 15) and ranking.details["overlap_min"] == 0.8
+
+
+def test_one_error_policy_a_spent_deadline_fails_every_check_naming_it(server, first_stage, cross_encoder_dir):
+    """The reranker checks run under the embedding canary's policy (:func:`judge`): a check that starts after
+    the deadline is a failed verdict naming it, never a traceback, and the outcome still reports."""
+    verdicts, outcome = canary(server, first_stage, cross_encoder_dir, deadline=1e-9)
+    assert list(verdicts) == [c.name for c in RERANK_CHECKS] and outcome.exit_status == 1
+    for v in verdicts.values():
+        assert v.passed is False and v.details["error"] == "EndpointDeadlineExceeded", v.message
+        assert "not run: the reranker canary's deadline (1e-09s) ran out" in v.message
+
+
+def test_a_bug_in_a_reranker_check_is_a_failed_verdict_not_a_traceback(server, first_stage, cross_encoder_dir):
+    from evalsuite.canary.checks import judge
+    from evalsuite.canary.checks.base import CanaryCheck
+
+    def broken(ctx):
+        return {}["missing"]
+
+    spec, first = first_stage
+    settings = RerankCanarySettings(endpoint=server.url, depth=6, timeout=10)
+    ctx = make_rerank_context(settings, spec, RerankSpec(reranker=str(cross_encoder_dir)), first=first)
+    try:
+        v = judge(CanaryCheck("broken", "broken", "a bug", "broken: ...", broken), ctx)
+    finally:
+        ctx.close()
+    assert v.passed is False and v.details == {"error": "KeyError", "internal": True}
+    assert v.message.startswith("broken: internal error in the check (KeyError")

@@ -33,7 +33,7 @@ def canary(argv, url, out, *extra, command="rerank-canary"):
 
     args = build_parser().parse_args(argv(command, url, out, *extra))
     rc = args.func(args)
-    return rc, {v["check"]: v for v in json.loads((out / "rerank_canary.json").read_text())["verdicts"]}
+    return rc, {v["check"]: v for v in json.loads((out / "canary.json").read_text())["verdicts"]}
 
 
 def test_rerank_canary_against_infinity(infinity_reranker, canary_argv, tmp_path, capsys):

@@ -12,11 +12,23 @@ from __future__ import annotations
 from ..context import CanaryContext
 from ..settings import CanarySettings
 from .base import CanaryCheck, Verdict
-from .registry import CHECKS, LABELS, check_names, checks_for_dataset, get_check, run_check
+from .registry import (
+    CHECKS,
+    LABELS,
+    RERANK_CHECKS,
+    check_names,
+    checks_for_dataset,
+    get_check,
+    get_rerank_check,
+    judge,
+    run_check,
+    run_rerank_check,
+)
 
 __all__ = [
     "CHECKS",
     "LABELS",
+    "RERANK_CHECKS",
     "CanaryCheck",
     "CanaryContext",
     "CanarySettings",
@@ -24,5 +36,8 @@ __all__ = [
     "check_names",
     "checks_for_dataset",
     "get_check",
+    "get_rerank_check",
+    "judge",
     "run_check",
+    "run_rerank_check",
 ]

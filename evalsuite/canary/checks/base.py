@@ -1,14 +1,37 @@
-"""What a canary check is (:class:`CanaryCheck`, one declaration each) and what it answers (:class:`Verdict`)."""
+"""What a canary check is (:class:`CanaryCheck`, one declaration each) and what it answers (:class:`Verdict`).
+
+A check runs on the context of its family: a :class:`~..context.CanaryContext` for the embedding
+checks, a :class:`~..rerank_context.RerankCanaryContext` for the reranker's; both are a
+:class:`CheckContext`, which is all the one runner (:func:`.registry.judge`) needs.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from ... import verdict as verdicts
 
 if TYPE_CHECKING:
-    from ..context import CanaryContext
-    from ..settings import CanarySettings
+    from ...encode.http import Deadline
+
+
+class CheckContext(Protocol):
+    """What the runner asks of a family's context: its settings, the canary's deadline, closing it."""
+
+    @property
+    def settings(self) -> Any: ...
+
+    @property
+    def deadline(self) -> Deadline: ...
+
+    def deadline_passed(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=CheckContext)
 
 
 def redacted(value: Any) -> Any:
@@ -33,7 +56,7 @@ class Verdict:
     """
 
     check: str
-    passed: bool | None
+    passed: bool | None  # None: the check does not apply
     message: str
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -42,13 +65,19 @@ class Verdict:
         object.__setattr__(self, "details", redacted(self.details))
 
     @property
+    def verdict(self) -> verdicts.Verdict | None:
+        """The one verdict type (pass or fail); None when the check did not apply."""
+        return None if self.passed is None else verdicts.of(self.passed)
+
+    @property
     def status(self) -> str:
-        return {True: "PASS", False: "FAIL", None: "SKIP"}[self.passed]
+        return "SKIP" if self.verdict is None else verdicts.label(self.verdict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "check": self.check,
             "status": self.status,
+            "verdict": self.verdict,
             "passed": self.passed,
             "message": self.message,
             "details": self.details,
@@ -56,11 +85,12 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class CanaryCheck:
+class CanaryCheck(Generic[C]):
     """One canary check, declared once; the registry, the CLI, the plugin and the reports read it.
 
     ``run`` returns a Verdict named ``name`` whose message starts with ``label + ":"``;
-    ``thresholds`` are the CanarySettings fields it compares against; ``requires`` is the
+    ``thresholds`` are the settings fields it compares against (CanarySettings, or
+    RerankCanarySettings for a reranker check); ``requires`` is the
     CanarySettings field that must be set for it to apply (None: always applies);
     ``per_dataset`` checks run for every dataset of a session, the others once;
     ``report`` adds a Markdown section to report.md from its verdict's details.
@@ -70,17 +100,17 @@ class CanaryCheck:
     label: str
     explanation: str
     example: str
-    run: Callable[[CanaryContext], Verdict]
+    run: Callable[[C], Verdict]
     thresholds: tuple[str, ...] = ()
     requires: str | None = None
     per_dataset: bool = False
     report: Callable[[Verdict], list[str]] | None = None
 
-    def applies(self, settings: CanarySettings) -> bool:
+    def applies(self, settings: object) -> bool:
         return self.requires is None or bool(getattr(settings, self.requires))
 
     def skipped(self) -> Verdict:
-        """The verdict when the settings do not ask for this check."""
+        """The verdict when the settings do not ask for this check (only embedding checks have ``requires``)."""
         from ..settings import CanarySettings
 
         option = CanarySettings.option_of(self.requires or "")

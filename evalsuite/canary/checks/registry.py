@@ -14,7 +14,12 @@ Adding a check::
     #    (tests/canary/test_settings.py fails while the two disagree);
     # 4. its test (tests/canary/): a faithful server passes it, the fault it names fails it.
 
-Labels, the list of checks a session runs, skip verdicts and the report sections follow from here.
+A reranker check is the same: a ``CanaryCheck[RerankCanaryContext]`` in a ``rerank_*`` group module, one
+entry in ``RERANK_CHECKS``, its threshold a ``RerankCanarySettings`` field (+ its Option in
+``canary/rerank_options.py``), its test in ``tests/rerank/test_canary_faults.py`` (the loopback fault server).
+
+Labels, the list of checks a session runs, skip verdicts and the report sections follow from here;
+:func:`judge` runs a check of either family under the one error policy.
 """
 
 from __future__ import annotations
@@ -25,16 +30,24 @@ from ...encode.secret import cut
 from ...errors import EndpointError, EvalsuiteError, SpecError
 from .agreement import BATCH_INVARIANCE, NORM_AGREEMENT, VECTOR_AGREEMENT
 from .bad_input import BAD_INPUT
-from .base import CanaryCheck, Verdict
+from .base import C, CanaryCheck, Verdict
 from .identity import AUTH, IDENTITY
 from .matryoshka import MATRYOSHKA
+from .rerank_agreement import (
+    RERANK_INDEX_MAPPING,
+    RERANK_RANKING_AGREEMENT,
+    RERANK_RERANKED_METRICS,
+    RERANK_SCORE_AGREEMENT,
+)
+from .rerank_bad_input import RERANK_BAD_INPUT
 from .retrieval import RETRIEVAL_AGREEMENT
 
 if TYPE_CHECKING:
     from ..context import CanaryContext
+    from ..rerank_context import RerankCanaryContext
     from ..settings import CanarySettings
 
-CHECKS: tuple[CanaryCheck, ...] = (
+CHECKS: tuple[CanaryCheck[CanaryContext], ...] = (
     IDENTITY,
     VECTOR_AGREEMENT,
     NORM_AGREEMENT,
@@ -44,15 +57,32 @@ CHECKS: tuple[CanaryCheck, ...] = (
     MATRYOSHKA,
     AUTH,
 )
+# the reranker canary's checks (a served /rerank or /score against the local cross-encoder), in run order
+RERANK_CHECKS: tuple[CanaryCheck[RerankCanaryContext], ...] = (
+    RERANK_INDEX_MAPPING,
+    RERANK_SCORE_AGREEMENT,
+    RERANK_RANKING_AGREEMENT,
+    RERANK_BAD_INPUT,
+    RERANK_RERANKED_METRICS,
+)
 LABELS: dict[str, str] = {c.name: c.label for c in CHECKS}
 
 
-def get_check(name: str) -> CanaryCheck:
-    """The declaration of check ``name``; SpecError listing the known ones otherwise."""
-    for check in CHECKS:
+def _find(name: str, checks: tuple[CanaryCheck[C], ...], what: str) -> CanaryCheck[C]:
+    for check in checks:
         if check.name == name:
             return check
-    raise SpecError(f"unknown canary check {name!r}; known: {', '.join(c.name for c in CHECKS)}")
+    raise SpecError(f"unknown {what} check {name!r}; known: {', '.join(c.name for c in checks)}")
+
+
+def get_check(name: str) -> CanaryCheck[CanaryContext]:
+    """The declaration of check ``name``; SpecError listing the known ones otherwise."""
+    return _find(name, CHECKS, "canary")
+
+
+def get_rerank_check(name: str) -> CanaryCheck[RerankCanaryContext]:
+    """The declaration of reranker check ``name``; SpecError listing the known ones otherwise."""
+    return _find(name, RERANK_CHECKS, "reranker canary")
 
 
 def check_names(settings: CanarySettings) -> list[str]:
@@ -67,13 +97,23 @@ def checks_for_dataset(settings: CanarySettings, *, first: bool) -> list[str]:
 
 
 def run_check(name: str, ctx: CanaryContext) -> Verdict:
-    """Run one check. A check the settings do not ask for is skipped (``passed`` None); an endpoint
-    that breaks the contract gives a failed verdict naming what broke, and so does a check that starts
+    """Run embedding check ``name`` (see :func:`judge`)."""
+    return judge(get_check(name), ctx)
+
+
+def run_rerank_check(name: str, ctx: RerankCanaryContext) -> Verdict:
+    """Run reranker check ``name`` (see :func:`judge`)."""
+    return judge(get_rerank_check(name), ctx)
+
+
+def judge(check: CanaryCheck[C], ctx: C) -> Verdict:
+    """Run one check of either family under the one error policy. A check the settings do not ask for is
+    skipped (``passed`` None); an endpoint that breaks the contract gives a failed verdict naming what broke, and so does a check that starts
     after the canary's overall deadline; a usage or input error (SpecError, ContractError, ...) propagates.
 
     Any other exception is a bug in the check, not in the server: it still ends as a failed verdict
     (so the canary always reports), named as an internal error with its type."""
-    check = get_check(name)
+    name = check.name
     if not check.applies(ctx.settings):
         return check.skipped()
     if ctx.deadline_passed():
@@ -81,7 +121,7 @@ def run_check(name: str, ctx: CanaryContext) -> Verdict:
             name,
             False,
             f"{check.label}: not run: {ctx.deadline.describe()} ran out before this check "
-            "started; raise --canary-deadline if the server is just slow",
+            "started; raise it if the server is just slow",
             {"error": "EndpointDeadlineExceeded"},
         )
     try:

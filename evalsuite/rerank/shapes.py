@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ...encode.response import CountMismatch, IndexMismatch, ResponseError, ResponseFormatError, describe
+from ..encode.response import CountMismatch, IndexMismatch, ResponseError, ResponseFormatError, describe
 
 
 class NonFiniteScore(ResponseError):

@@ -1,60 +1,49 @@
-"""The reranker canary's checks, one declaration each, in run order (:data:`CHECKS`).
+"""The reranker canary's agreement checks: a served reranker's answers against the local reference.
 
-Each takes the shared :class:`~.context.RerankCanaryContext` and returns a :class:`RerankVerdict` whose
-message starts with the check's label; a check never raises for what the server does (a typed
-endpoint error becomes a failed verdict naming it).
+Each is one :class:`CanaryCheck` on the shared :class:`~..rerank_context.RerankCanaryContext`, listed in
+run order in :data:`.registry.RERANK_CHECKS`; a check never raises for what the server does (a typed
+endpoint error becomes a failed verdict naming it). Every agreement is judged on the worst pair or query.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...canary.checks.base import Verdict
 from ...errors import EvalsuiteError
-from .context import RerankCanaryContext
+from .base import CanaryCheck, Verdict
 
-# The embedding canary's verdict: the same statuses, JSON shape and redaction of every API key.
-RerankVerdict = Verdict
-
-
-@dataclass(frozen=True)
-class RerankCheck:
-    name: str
-    label: str
-    explanation: str
-    run: Callable[[RerankCanaryContext], RerankVerdict]
+if TYPE_CHECKING:
+    from ..rerank_context import RerankCanaryContext
 
 
-def _served_or_fail(ctx: RerankCanaryContext, name: str, label: str) -> dict[str, np.ndarray] | RerankVerdict:
+def served_or_fail(ctx: RerankCanaryContext, name: str, label: str) -> dict[str, np.ndarray] | Verdict:
     served = ctx.served_scores()
     if ctx.served_errors:
         q, err = next(iter(ctx.served_errors.items()))
-        return RerankVerdict(
+        return Verdict(
             name,
             False,
             f"{label}: no sound answer for {len(ctx.served_errors)} query(ies); query {q}: {err}",
             {"errors": dict(ctx.served_errors)},
         )
     if not served:
-        return RerankVerdict(name, None, f"{label}: no query has candidates to score")
+        return Verdict(name, None, f"{label}: no query has candidates to score")
     return served
 
 
-def index_mapping(ctx: RerankCanaryContext) -> RerankVerdict:
+def index_mapping(ctx: RerankCanaryContext) -> Verdict:
     """Every answer maps back to the request: each index once, in range, the count, the promised order; and
     a ``top_n`` answer returns exactly the best ``top_n`` of the full answer, in that order."""
     label = "index mapping"
-    served = _served_or_fail(ctx, "index_mapping", label)
-    if isinstance(served, RerankVerdict):
+    served = served_or_fail(ctx, "index_mapping", label)
+    if isinstance(served, Verdict):
         return served
     details: dict[str, Any] = {"queries": len(served), "pairs": int(sum(len(v) for v in served.values()))}
     if ctx.client.api.name != "rerank":
-        return RerankVerdict(
+        return Verdict(
             "index_mapping",
             True,
             f"{label}: {details['pairs']} pairs over {len(served)} queries, every index once, in the promised order",
@@ -67,17 +56,17 @@ def index_mapping(ctx: RerankCanaryContext) -> RerankVerdict:
     try:
         _, order = ctx.client.score(query, docs, top_n=k, what=f"query {q}, top_n={k}")
     except EvalsuiteError as exc:
-        return RerankVerdict("index_mapping", False, f"{label}: top_n={k} for query {q}: {exc}", details)
+        return Verdict("index_mapping", False, f"{label}: top_n={k} for query {q}: {exc}", details)
     expected = [int(i) for i in sorted(range(len(full)), key=lambda i: (-full[i], i))[:k]]
     details["top_n"] = {"query": q, "k": k, "returned": order, "expected": expected}
     if set(order) != set(expected) and not np.allclose(sorted(full[order]), sorted(full[expected]), atol=1e-6):
-        return RerankVerdict(
+        return Verdict(
             "index_mapping",
             False,
             f"{label}: top_n={k} for query {q} returned indices {order}, but the full answer's best {k} are {expected}",
             details,
         )
-    return RerankVerdict(
+    return Verdict(
         "index_mapping",
         True,
         f"{label}: {details['pairs']} pairs over {len(served)} queries, every "
@@ -86,10 +75,10 @@ def index_mapping(ctx: RerankCanaryContext) -> RerankVerdict:
     )
 
 
-def score_agreement(ctx: RerankCanaryContext) -> RerankVerdict:
+def score_agreement(ctx: RerankCanaryContext) -> Verdict:
     label = "score agreement"
-    served = _served_or_fail(ctx, "score_agreement", label)
-    if isinstance(served, RerankVerdict):
+    served = served_or_fail(ctx, "score_agreement", label)
+    if isinstance(served, Verdict):
         return served
     ref = ctx.reference_scores()
     worst, where = 0.0, ""
@@ -104,7 +93,7 @@ def score_agreement(ctx: RerankCanaryContext) -> RerankVerdict:
     tol = ctx.settings.score_tol
     details = {"max_abs_diff": worst, "tolerance": tol, "activation": ctx.compare_activation, "worst": where}
     if worst > tol:
-        return RerankVerdict(
+        return Verdict(
             "score_agreement",
             False,
             f"{label}: max |served - reference| {worst:.4g} > {tol:g} after "
@@ -112,7 +101,7 @@ def score_agreement(ctx: RerankCanaryContext) -> RerankVerdict:
             "template, max length and revision",
             details,
         )
-    return RerankVerdict(
+    return Verdict(
         "score_agreement",
         True,
         f"{label}: max |served - reference| {worst:.3g} <= {tol:g} (activation {ctx.compare_activation!r})",
@@ -138,10 +127,10 @@ def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
     return float((sx * sy).sum() / math.sqrt(n_x * n_y))
 
 
-def ranking_agreement(ctx: RerankCanaryContext) -> RerankVerdict:
+def ranking_agreement(ctx: RerankCanaryContext) -> Verdict:
     label = "ranking agreement"
-    served = _served_or_fail(ctx, "ranking_agreement", label)
-    if isinstance(served, RerankVerdict):
+    served = served_or_fail(ctx, "ranking_agreement", label)
+    if isinstance(served, Verdict):
         return served
     ref = ctx.reference_scores()
     k = ctx.settings.overlap_k
@@ -167,17 +156,17 @@ def ranking_agreement(ctx: RerankCanaryContext) -> RerankVerdict:
         f"{label}: worst Kendall tau {taus[wq]:.3f} (query {wq}, need >= {ctx.settings.tau_min:g}), worst top-{k} "
         f"overlap {overlaps[oq]:.2f} (query {oq}, need >= {ctx.settings.overlap_min:g})"
     )
-    return RerankVerdict("ranking_agreement", ok, msg, details)
+    return Verdict("ranking_agreement", ok, msg, details)
 
 
-def reranked_metrics(ctx: RerankCanaryContext) -> RerankVerdict:
+def reranked_metrics(ctx: RerankCanaryContext) -> Verdict:
     """The first stage reranked by the served scores vs by the reference scores, metric by metric."""
     from ...metrics import evaluate
-    from ..twostage import rerank
+    from ...rerank.twostage import rerank
 
     label = "reranked metrics"
-    served = _served_or_fail(ctx, "reranked_metrics", label)
-    if isinstance(served, RerankVerdict):
+    served = served_or_fail(ctx, "reranked_metrics", label)
+    if isinstance(served, Verdict):
         return served
     ref = ctx.reference_scores()
     qids = list(served)
@@ -199,7 +188,7 @@ def reranked_metrics(ctx: RerankCanaryContext) -> RerankVerdict:
         "tolerance": ctx.settings.metric_tol,
     }
     ok = abs(deltas[worst]) <= ctx.settings.metric_tol
-    return RerankVerdict(
+    return Verdict(
         "reranked_metrics",
         ok,
         f"{label}: largest |served - reference| is {worst} "
@@ -209,74 +198,36 @@ def reranked_metrics(ctx: RerankCanaryContext) -> RerankVerdict:
     )
 
 
-def bad_input(ctx: RerankCanaryContext) -> RerankVerdict:
-    """An empty documents list must be refused (4xx) or answered with no results; an over-long pair must be
-    refused (4xx) or scored like the reference truncates it. A 5xx, a dropped connection or a broken answer fails."""
-    from ..twostage import top_ids
-
-    label = "bad input"
-    notes: list[str] = []
-    failures: list[str] = []
-    q = next(iter(ctx.candidates))
-    query = ctx.first.dataset.queries[q]
-    try:
-        resp = ctx.client.post(query, [], what="empty documents list")
-        if 400 <= resp.status_code < 500:
-            notes.append(f"empty documents list -> HTTP {resp.status_code}")
-        elif resp.status_code == 200:
-            from .shapes import parse_scores
-
-            parse_scores(resp.json(), 0, ctx.client.api, where=resp.what)
-            notes.append("empty documents list -> HTTP 200 with no results")
-        else:
-            failures.append(f"empty documents list -> HTTP {resp.status_code} (a server error; expected a 4xx)")
-    except EvalsuiteError as exc:
-        failures.append(f"empty documents list -> {exc}")
-    doc_id = top_ids(ctx.first.ranking, q, 1)[0]
-    long_doc = (ctx.first.dataset.corpus[doc_id] + " ") * (ctx.contract.max_length // 2 + 8)
-    try:
-        resp = ctx.client.post(query, [long_doc], what="over-long pair")
-        if 400 <= resp.status_code < 500:
-            notes.append(f"over-long pair -> HTTP {resp.status_code} (refused)")
-        elif resp.status_code == 200:
-            from ..contract import activate
-            from .shapes import parse_scores
-
-            got, _ = parse_scores(resp.json(), 1, ctx.client.api, where=resp.what)
-            ref = float(activate(ctx.reference.logits([(query, long_doc)]), ctx.compare_activation)[0])
-            if abs(float(got[0]) - ref) <= ctx.settings.score_tol:
-                notes.append(f"over-long pair -> truncated like the reference ({ctx.contract.max_length} tokens)")
-            else:
-                failures.append(
-                    f"over-long pair -> score {got[0]:.6g}, the reference truncated to "
-                    f"{ctx.contract.max_length} tokens gives {ref:.6g}"
-                )
-        else:
-            failures.append(f"over-long pair -> HTTP {resp.status_code} (a server error; expected truncation or a 4xx)")
-    except EvalsuiteError as exc:
-        failures.append(f"over-long pair -> {exc}")
-    details = {"accepted": notes, "failures": failures}
-    if failures:
-        return RerankVerdict("bad_input", False, f"{label}: " + "; ".join(failures), details)
-    return RerankVerdict("bad_input", True, f"{label}: " + "; ".join(notes), details)
-
-
-CHECKS: tuple[RerankCheck, ...] = (
-    RerankCheck(
-        "index_mapping",
-        "index mapping",
-        "every result's index once, in range; the count; the order the API promises; top_n returns the best top_n",
-        index_mapping,
-    ),
-    RerankCheck(
-        "score_agreement",
-        "score agreement",
-        "per-pair |served - reference| after the declared activation",
-        score_agreement,
-    ),
-    RerankCheck("ranking_agreement", "ranking agreement", "per-query Kendall tau and top-k overlap", ranking_agreement),
-    RerankCheck("bad_input", "bad input", "empty documents list, over-long pair", bad_input),
-    RerankCheck(
-        "reranked_metrics", "reranked metrics", "first stage reranked by served vs reference scores", reranked_metrics
-    ),
+RERANK_INDEX_MAPPING: CanaryCheck[RerankCanaryContext] = CanaryCheck(
+    name="index_mapping",
+    label="index mapping",
+    explanation="every result's index once, in range; the count; the order the API promises; top_n returns the best "
+    "top_n",
+    example="index mapping: ... results[3] has index 6, out of range for 6 document(s)",
+    run=index_mapping,
+    thresholds=("top_n",),
+)
+RERANK_SCORE_AGREEMENT: CanaryCheck[RerankCanaryContext] = CanaryCheck(
+    name="score_agreement",
+    label="score agreement",
+    explanation="per-pair |served - reference| after the declared activation, the worst pair of all queries",
+    example="score agreement: max |served - reference| 0.2 > 0.01 after activation 'sigmoid' (query q1 document d3 ...)",
+    run=score_agreement,
+    thresholds=("score_tol",),
+)
+RERANK_RANKING_AGREEMENT: CanaryCheck[RerankCanaryContext] = CanaryCheck(
+    name="ranking_agreement",
+    label="ranking agreement",
+    explanation="per-query Kendall tau and top-k overlap, both on the worst query",
+    example="ranking agreement: worst Kendall tau 0.867 (query q2, need >= 0.9), worst top-5 overlap 0.80 ...",
+    run=ranking_agreement,
+    thresholds=("tau_min", "overlap_k", "overlap_min"),
+)
+RERANK_RERANKED_METRICS: CanaryCheck[RerankCanaryContext] = CanaryCheck(
+    name="reranked_metrics",
+    label="reranked metrics",
+    explanation="first stage reranked by served vs reference scores, the metric that moves most",
+    example="reranked metrics: largest |served - reference| is ndcg@10 -0.0420 (> 0.01) over 50 queries",
+    run=reranked_metrics,
+    thresholds=("metric_tol",),
 )

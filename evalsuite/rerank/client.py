@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...encode.endpoint import Deadline, EndpointConfig, EndpointEncoder, EndpointResponse
-from ...encode.response import Expectation
+from ..encode.endpoint import Deadline, EndpointConfig, EndpointEncoder, EndpointResponse
+from ..encode.response import Expectation
 from .shapes import APIS, RerankAPI, parse_scores
 
 DEFAULT_RESPONSE_CAP = 16 << 20  # a rerank answer is small: scores, indices, perhaps the documents

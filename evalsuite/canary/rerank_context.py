@@ -1,4 +1,5 @@
-"""What the reranker canary's checks share: the candidate pairs, the reference scores, the served scores.
+"""What the reranker canary's checks share: the candidate pairs, the reference scores, the served scores
+(the reranker family's :class:`~.checks.base.CheckContext`).
 
 The candidates are the first stage's top ``depth`` documents of up to ``max_queries`` queries; both
 sides score exactly these pairs. Served scores are fetched once; a query whose answer breaks the API
@@ -12,15 +13,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...errors import EvalsuiteError
-from ..twostage import top_ids
+from ..errors import EvalsuiteError
+from ..rerank.twostage import top_ids
 
 if TYPE_CHECKING:
-    from ...result import Result
-    from ..contract import RerankerContract
-    from ..local import LocalReranker
-    from .client import RerankClient
-    from .settings import RerankCanarySettings
+    from ..encode.http import Deadline
+    from ..rerank.client import RerankClient
+    from ..rerank.contract import RerankerContract
+    from ..rerank.local import LocalReranker
+    from ..rerank.run import RerankSpec
+    from ..result import Result
+    from ..spec import RunSpec
+    from .rerank_settings import RerankCanarySettings
+
+DEADLINE_WHAT = "the reranker canary's deadline"
 
 
 @dataclass
@@ -30,6 +36,7 @@ class RerankCanaryContext:
     reference: LocalReranker
     contract: RerankerContract
     first: Result
+    deadline: Deadline  # the whole canary's (``settings.deadline``), shared with every request of the client
     candidates: dict[str, list[str]] = field(default_factory=dict)
     _reference: dict[str, np.ndarray] | None = None
     _served: dict[str, np.ndarray] | None = None
@@ -39,6 +46,9 @@ class RerankCanaryContext:
     def __post_init__(self) -> None:
         qids = self.first.dataset.query_ids[: self.settings.max_queries]
         self.candidates = {q: top_ids(self.first.ranking, q, self.settings.depth) for q in qids}
+
+    def deadline_passed(self) -> bool:
+        return self.deadline.expired()
 
     @property
     def compare_activation(self) -> str:
@@ -56,7 +66,7 @@ class RerankCanaryContext:
             logits = self.reference.logits(
                 [(ds.queries[q], ds.corpus[d]) for q, d in keys], [f"{q}/{d}" for q, d in keys]
             )
-            from ..contract import activate
+            from ..rerank.contract import activate
 
             flat = activate(logits, self.compare_activation)
             out, at = {}, 0
@@ -85,3 +95,24 @@ class RerankCanaryContext:
 
     def close(self) -> None:
         self.client.close()
+
+
+def make_rerank_context(
+    settings: RerankCanarySettings,
+    spec: RunSpec,
+    rspec: RerankSpec,
+    first: Result | None = None,
+) -> RerankCanaryContext:
+    """The reranker pinned, the served reranker's client, the local reference and the first stage (``first``,
+    or run from ``spec`` deep enough for ``settings.depth``)."""
+    from ..encode.http import Deadline
+    from ..rerank.client import RerankClient
+    from ..rerank.run import make_reranker, resolve_reranker, run_first_stage
+
+    info, contract = resolve_reranker(rspec)
+    config = settings.endpoint_config()  # a missing key variable is a usage error, before any work
+    if first is None:
+        _, first = run_first_stage(spec, [settings.depth])
+    deadline = Deadline.after(settings.deadline, DEADLINE_WHAT)
+    client = RerankClient(config, settings.api, raw_scores=settings.raw_scores, deadline=deadline)
+    return RerankCanaryContext(settings, client, make_reranker(info, contract, spec, rspec), contract, first, deadline)
