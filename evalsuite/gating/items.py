@@ -18,6 +18,16 @@ if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr
 
 
+# A contract change is either the fault (a deployment drifted) or a deliberate change: the advice names both, and
+# updating the baseline comes last, after the gates' deltas were judged, never as the fix for a regression.
+CONTRACT_REMEDY = (
+    "the gates below still compare the two runs, across this difference. Not intended: that is the fault; set each "
+    "field above back to the reference's value. Intended (a new revision or contract): judge it by the gate items' "
+    "deltas first; only if they are acceptable, record the new contract with --update-baseline and review and commit "
+    "the baseline file"
+)
+
+
 class EvalsuiteFailure(AssertionError):
     """A gate or check failed; the message is the whole report (no traceback is shown)."""
 
@@ -68,7 +78,8 @@ class ContractItem(EvalsuiteItem):
             raise EvalsuiteFailure(
                 f"contract differs from the {ref.label if ref else 'reference'}{where}:\n  "
                 + "\n  ".join(problems)
-                + "\nresults are not comparable; re-run with --update-baseline if the change is intended"
+                + "\n"
+                + CONTRACT_REMEDY
             )
 
 

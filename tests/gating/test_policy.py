@@ -144,3 +144,27 @@ def test_flags_win_over_the_file(tmp_path):
     p = plan(tmp_path, file=file, gates=["mrr@10>=0.2"], vary=["dim=16"])
     ds = p.datasets[0]
     assert exprs(ds.gates) == ["mrr@10>=0.2"] and ds.sweep == tuple(parse_vary(["dim=16"]))
+
+
+def test_gate_flags_replace_the_spec_files_gates_and_say_which(tmp_path):
+    """--gate replaces (never merges with) the spec file's gates; the gates it dropped are named in the notes."""
+    (tmp_path / "d").mkdir()
+    file = {
+        "gates": ["ndcg@10>=0.5"],
+        "datasets": [
+            {"name": "a", "path": "d", "baseline": "a.json", "gates": ["ndcg@10>=0.7", "mrr@10:max_drop=0.01"]},
+            {"name": "b", "path": "d", "baseline": "b.json"},
+        ],
+    }
+    p = plan(tmp_path, file=file, gates=["mrr@10:max_drop=0.01"])
+    policy = session_policy(p, {"a": ("ndcg@10", "mrr@10"), "b": ("ndcg@10", "mrr@10")})
+    assert exprs(policy.dataset("a").gates) == ["mrr@10:max_drop=0.01"]
+    assert policy.dataset("a").notes == (
+        "a: --gate replaces the spec file's gates; not judged: ndcg@10>=0.7 (repeat them with --gate to keep them)",
+    )
+    assert policy.dataset("b").notes == (
+        "b: --gate replaces the spec file's gates; not judged: ndcg@10>=0.5 (repeat them with --gate to keep them)",
+    )
+    # without --gate the spec's gates stand and nothing is said
+    same = session_policy(plan(tmp_path, file=file), {"a": ("ndcg@10",), "b": ("ndcg@10",)})
+    assert exprs(same.dataset("a").gates) == ["ndcg@10>=0.7", "mrr@10:max_drop=0.01"] and same.notes == ()

@@ -111,7 +111,7 @@ def test_update_baseline_then_mismatch_and_drop(run_evalsuite, pytester, tiny, s
     )
     out = cls.stdout.str()
     assert "pooling: baseline 'mean', candidate 'cls'" in out
-    assert "--update-baseline if the change is intended" in out
+    assert "Not intended: that is the fault" in out and "deltas first; only if they are acceptable" in out
     cls.assert_outcomes(passed=2, failed=1)
 
 
