@@ -54,6 +54,11 @@ def dataset_policy(plan: SessionPlan, dp: DatasetPlan, baseline_metrics: Sequenc
     update = plan.update_baseline
     notes: list[str] = []
     gates = dp.gates
+    if gates and dp.spec.model_rev is None and not update:
+        notes.append(
+            f"{dp.name}: the model revision is not pinned (--model-rev): the gates judge whatever "
+            f"{dp.spec.model or 'the bundled model'} holds now; 'evalsuite model-rev' prints the revision to pin"
+        )
     if dp.replaced_gates:
         notes.append(
             f"{dp.name}: --gate replaces the spec file's gates; not judged: "
