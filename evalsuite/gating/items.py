@@ -4,7 +4,7 @@ one per canary check; and :func:`collect_items`, which builds them from the sess
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -26,6 +26,11 @@ CONTRACT_REMEDY = (
     "deltas first; only if they are acceptable, record the new contract with --update-baseline and review and commit "
     "the baseline file"
 )
+
+
+def skip(item: pytest.Item, reason: str) -> NoReturn:
+    """Skip the running item, reported at the item with its name (``-rs``), not inside pytest's runner."""
+    raise pytest.skip.Exception(f"{item.name}: {reason}", _use_item_location=True)
 
 
 class EvalsuiteFailure(AssertionError):
@@ -51,7 +56,8 @@ class EvalsuiteItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"evalsuite {self.dataset}: {self.name}"
+        # line 0: the spec file (or the root) is where an item comes from; a skip is reported there, by item name
+        return self.path, 0, f"evalsuite {self.dataset}: {self.name}"
 
 
 class ContractItem(EvalsuiteItem):
@@ -147,7 +153,7 @@ class GateItem(EvalsuiteItem):
     def runtest(self) -> None:
         __tracebackhide__ = True
         if self.state.plan.update_baseline:
-            pytest.skip("baseline updated in this session; gates are skipped, not passed")
+            skip(self, "baseline updated in this session; gates are skipped, not passed")
         result = self.state.result(self.dataset)
         ref = self.state.reference(self.dataset) if self.gate.needs_reference else None
         if self.gate.needs_reference and ref is None:
@@ -168,7 +174,7 @@ class GateItem(EvalsuiteItem):
             on = self.state.plan.verdicts.inconclusive
             text = f"INCONCLUSIVE ({on}: --inconclusive {on}): {message}"
             if on == "skip":
-                pytest.skip(text)
+                skip(self, text)
             if on == "xfail":
                 pytest.xfail(text)
             raise EvalsuiteFailure(text)
@@ -207,7 +213,7 @@ class SweepCellItem(EvalsuiteItem):
             )
         if inconclusive:
             text = f"sweep cell {self.cell} (--inconclusive {on}): " + "\n".join(inconclusive)
-            pytest.skip(text) if on == "skip" else pytest.xfail(text)
+            skip(self, text) if on == "skip" else pytest.xfail(text)
 
 
 class CanaryItem(EvalsuiteItem):
