@@ -35,6 +35,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = RunSpec.from_mapping(collect(args, (*RUN_OPTIONS, *RUN_ENDPOINT_OPTIONS)), source="command line")
     preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
     prepared = prepare(spec)
+    for note in prepared.notes:
+        print(f"evalsuite: {note}", file=sys.stderr)
     out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name, prepared.model.name)
     preflight.out_dir(out)
     slices = slice_index(prepared)  # an unknown --slice-by field is an error before encoding

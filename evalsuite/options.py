@@ -19,7 +19,7 @@ from .encode.executors import EXECUTORS
 from .errors import SpecError
 from .index.spec import canonical as canonical_index
 from .metrics import parse_metrics
-from .spec import RunSpec
+from .spec import AUTO_CHUNK_BYTES, AUTO_CHUNK_SIZE, RunSpec
 
 T = TypeVar("T")
 _NO_DEFAULT = object()
@@ -158,7 +158,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     run_option(
         "--chunk-size",
         "encode N documents at a time into an on-disk vector store and search it block by "
-        "block (bounded memory); 0 keeps the vectors in memory",
+        "block (bounded memory); 0 keeps the vectors in memory; default: in memory, chunks of "
+        f"{AUTO_CHUNK_SIZE:,} when the corpus file is {AUTO_CHUNK_BYTES // 2**20} MiB or more",
         {"type": int_at_least(0)},
     ),
     run_option("--block-rows", "stored vectors per search block", {"type": int_at_least(1)}),

@@ -252,7 +252,7 @@ def run(
     """Evaluate one contract on one dataset (on ``execution``'s executor; chunked and block-wise from a
     memory-mapped store when its ``chunk_size`` is set)."""
     prepared = prepared or prepare(spec)
-    execution = execution or execution_of(spec)
+    execution = execution or execution_of(prepared.spec)  # the prepared spec: its chunk size decided
     encoder = encoder or make_encoder(prepared, execution=execution)
     c, ds = prepared.contract, prepared.dataset
     before = stats_snapshot(encoder)

@@ -89,7 +89,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from .gating.items import collect_items
 
     anchor = Path(state.plan.source) if state.plan.source != "command line" else config.rootpath
-    items.extend(collect_items(state, session, anchor))
+    new = collect_items(state, session, anchor)
+    items.extend(new)
+    # made after collection proper: report them as collected, so "collected N items" counts them too
+    config.hook.pytest_collectreport(
+        report=pytest.CollectReport("evalsuite", "passed", None, list[pytest.Item | pytest.Collector](new))
+    )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -118,7 +123,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     if report is None:
         return
     terminalreporter.write_sep("=", "evalsuite")
-    for line in report.lines:
+    for line in report.terminal_lines(verbose=config.option.verbose > 0):
         terminalreporter.write_line(line)
     if WRITE_ERROR in config.stash:
         terminalreporter.write_line(config.stash[WRITE_ERROR], red=True)

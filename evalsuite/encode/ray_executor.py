@@ -16,6 +16,7 @@ import socket
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -201,7 +202,9 @@ class RayEncoder(StreamingEncoder):
                     batch_size=self.rows_per_batch,
                     batch_format="numpy",
                     num_gpus=1 if self.use_gpu else 0,
-                    max_restarts=0,
+                    # actor options through the function Ray Data asks per actor (the **ray_remote_args form is
+                    # deprecated): no restart, so a dead actor fails the wave instead of re-loading the model
+                    ray_remote_args_fn=_no_restart,
                 )
                 for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
                     for name in _STATS:
@@ -221,3 +224,7 @@ class RayEncoder(StreamingEncoder):
             ) from exc
         finally:
             stats.seconds += time.perf_counter() - t0
+
+
+def _no_restart() -> dict[str, Any]:
+    return {"max_restarts": 0}

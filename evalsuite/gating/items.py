@@ -4,7 +4,7 @@ one per canary check; and :func:`collect_items`, which builds them from the sess
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -16,6 +16,21 @@ from .session import GateSession
 
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr
+
+
+# A contract change is either the fault (a deployment drifted) or a deliberate change: the advice names both, and
+# updating the baseline comes last, after the gates' deltas were judged, never as the fix for a regression.
+CONTRACT_REMEDY = (
+    "the gates below still compare the two runs, across this difference. Not intended: that is the fault; set each "
+    "field above back to the reference's value. Intended (a new revision or contract): judge it by the gate items' "
+    "deltas first; only if they are acceptable, record the new contract with --update-baseline and review and commit "
+    "the baseline file"
+)
+
+
+def skip(item: pytest.Item, reason: str) -> NoReturn:
+    """Skip the running item, reported at the item with its name (``-rs``), not inside pytest's runner."""
+    raise pytest.skip.Exception(f"{item.name}: {reason}", _use_item_location=True)
 
 
 class EvalsuiteFailure(AssertionError):
@@ -41,7 +56,8 @@ class EvalsuiteItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"evalsuite {self.dataset}: {self.name}"
+        # line 0: the spec file (or the root) is where an item comes from; a skip is reported there, by item name
+        return self.path, 0, f"evalsuite {self.dataset}: {self.name}"
 
 
 class ContractItem(EvalsuiteItem):
@@ -68,7 +84,8 @@ class ContractItem(EvalsuiteItem):
             raise EvalsuiteFailure(
                 f"contract differs from the {ref.label if ref else 'reference'}{where}:\n  "
                 + "\n  ".join(problems)
-                + "\nresults are not comparable; re-run with --update-baseline if the change is intended"
+                + "\n"
+                + CONTRACT_REMEDY
             )
 
 
@@ -136,7 +153,7 @@ class GateItem(EvalsuiteItem):
     def runtest(self) -> None:
         __tracebackhide__ = True
         if self.state.plan.update_baseline:
-            pytest.skip("baseline updated in this session; gates are skipped, not passed")
+            skip(self, "baseline updated in this session; gates are skipped, not passed")
         result = self.state.result(self.dataset)
         ref = self.state.reference(self.dataset) if self.gate.needs_reference else None
         if self.gate.needs_reference and ref is None:
@@ -157,7 +174,7 @@ class GateItem(EvalsuiteItem):
             on = self.state.plan.verdicts.inconclusive
             text = f"INCONCLUSIVE ({on}: --inconclusive {on}): {message}"
             if on == "skip":
-                pytest.skip(text)
+                skip(self, text)
             if on == "xfail":
                 pytest.xfail(text)
             raise EvalsuiteFailure(text)
@@ -196,7 +213,7 @@ class SweepCellItem(EvalsuiteItem):
             )
         if inconclusive:
             text = f"sweep cell {self.cell} (--inconclusive {on}): " + "\n".join(inconclusive)
-            pytest.skip(text) if on == "skip" else pytest.xfail(text)
+            skip(self, text) if on == "skip" else pytest.xfail(text)
 
 
 class CanaryItem(EvalsuiteItem):

@@ -66,6 +66,7 @@ class DatasetPlan:
     gates: tuple[Gate, ...]
     sweep: tuple[Axis, ...] = ()
     grid: bool = False
+    replaced_gates: tuple[Gate, ...] = ()  # the spec file's gates for this dataset that --gate replaced
 
 
 @dataclass(frozen=True)
@@ -234,11 +235,8 @@ def build_plan(
         for key in ("split", "qrels"):  # flags win over the spec file, as everywhere else
             if run_flags.get(key):
                 changes[key] = run_flags[key]
-        gates = (
-            flag_gates
-            if flag_gates is not None
-            else (parse_gates(_list(entry["gates"], f"{where}.gates")) if "gates" in entry else top_gates)
-        )
+        spec_gates = parse_gates(_list(entry["gates"], f"{where}.gates")) if "gates" in entry else top_gates
+        gates = flag_gates if flag_gates is not None else spec_gates  # --gate replaces, never merges (said in notes)
         baseline: Path | None = None
         if session_flags.get("baseline"):
             if len(entries) > 1:
@@ -262,7 +260,12 @@ def build_plan(
         spec = base.replace(**changes)
         if rerank is not None:  # the first stage retrieves at least as deep as the reranker reads
             spec = first_stage_spec(spec, [rerank.depth])
-        plans.append(DatasetPlan(name=name, spec=spec, baseline=baseline, gates=gates, sweep=sweep, grid=grid))
+        replaced = tuple(g for g in spec_gates if g not in gates) if flag_gates is not None else ()
+        plans.append(
+            DatasetPlan(
+                name=name, spec=spec, baseline=baseline, gates=gates, sweep=sweep, grid=grid, replaced_gates=replaced
+            )
+        )
     names = [p.name for p in plans]
     if len(set(names)) != len(names):
         raise SpecError(f"{src}: dataset names must be unique, got {names}")

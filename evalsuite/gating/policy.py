@@ -54,6 +54,17 @@ def dataset_policy(plan: SessionPlan, dp: DatasetPlan, baseline_metrics: Sequenc
     update = plan.update_baseline
     notes: list[str] = []
     gates = dp.gates
+    if gates and dp.spec.model_rev is None and not update:
+        notes.append(
+            f"{dp.name}: the model revision is not pinned (--model-rev): the gates judge whatever "
+            f"{dp.spec.model or 'the bundled model'} holds now; 'evalsuite model-rev' prints the revision to pin"
+        )
+    if dp.replaced_gates:
+        notes.append(
+            f"{dp.name}: --gate replaces the spec file's gates; not judged: "
+            + ", ".join(g.expr for g in dp.replaced_gates)
+            + " (repeat them with --gate to keep them)"
+        )
     if not gates and side is not None and not update:
         known = list(baseline_metrics) if side == "baseline" and baseline_metrics is not None else list(dp.spec.metrics)
         gates = default_gates([m for m in known if m in dp.spec.metrics] or list(dp.spec.metrics))

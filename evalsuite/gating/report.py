@@ -283,14 +283,13 @@ class SessionReport:
     def dataset(self, name: str) -> DatasetReport:
         return next(d for d in self.datasets if d.name == name)
 
-    @property
-    def lines(self) -> list[str]:
-        """The terminal summary, below its ``evalsuite`` separator."""
+    def terminal_lines(self, *, verbose: bool) -> list[str]:
+        """The terminal summary; which worker computed what only with ``-v`` (it is bookkeeping, not a result)."""
         out = list(self.notes)
         if self.statement:
             out.append(self.statement)
         out += [f"canary {c.dataset}: {c.verdict.status} {c.verdict.message.splitlines()[0]}" for c in self.canary]
-        out += [f"computed {c}" for c in self.computations]
+        out += [f"computed {c}" for c in self.computations] if verbose else []
         out += [f"baseline written: {b.dataset}: {b.path} (gates skipped)" for b in self.baselines_written]
         for d in self.datasets:
             if not d.rows or all(r.candidate is None for r in d.rows):

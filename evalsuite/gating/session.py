@@ -43,7 +43,7 @@ from .reranker import SessionReranker
 from .shared import ComputeOnce
 from .slices import check_gate_slices
 from .stages import RerankedStage, Stages, gate_sides, side_labels
-from .verdicts import GateRequest, judge_all, significance_count
+from .verdicts import GateRequest, applied_statement, judge_all
 
 if TYPE_CHECKING:
     from ..canary.checks import Verdict
@@ -416,8 +416,9 @@ class GateSession:
         """The report of the whole session (on the controller, after the workers' ledgers are merged)."""
         from ..sweep.results import SweepResult
 
-        gates = [g for d in self.policy.datasets for g in d.gates]
-        statement = self.plan.verdicts.statement(significance_count(gates)) if gates else None
+        statement = applied_statement(
+            self.plan.verdicts, {dp.name: self.ledger.outcomes(dp.name) for dp in self.datasets}
+        )
         datasets = []
         for dp in self.datasets:
             sweep, result = self.shared.peek(f"sweep-{dp.name}"), self.shared.peek(f"candidate-{dp.name}")

@@ -8,7 +8,7 @@ same corrected verdicts whichever worker runs it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Literal, get_args
 
@@ -16,6 +16,7 @@ from ..errors import EvalsuiteError, SpecError
 from .gates import Gate, Outcome, Scores
 from .judge import gather_evidence, judge_gate
 from .kinds import kind_of
+from .ledger import GateRecord, SweepCellRecord
 
 Multiplicity = Literal["holm", "none"]
 OnInconclusive = Literal["fail", "xfail", "skip"]
@@ -41,16 +42,23 @@ class VerdictPolicy:
     def default(name: str) -> str:
         return str(next(f.default for f in fields(VerdictPolicy) if f.name == name))
 
-    def statement(self, n_significance: int) -> str:
-        """One line for the terminal summary and report.md: what this policy does."""
-        corr = (
-            "Holm-Bonferroni across the session's "
-            if self.multiplicity == "holm"
-            else "no correction of the session's "
-        )
+    def statement(self, families: Sequence[tuple[str, int]]) -> str:
+        """One line for the terminal summary and report.md: what this policy did.
+
+        ``families``: each family of p-values corrected together (its name, how many p-values it held), as
+        judged; an empty family is left out, and a session with no significance-tested gate says so."""
+        tested = [(name, n) for name, n in families if n > 0]
+        if not tested:
+            corr = "no significance-tested gate, so no multiplicity correction"
+        else:
+            total = sum(n for _, n in tested)
+            parts = "; ".join(f"{n} in {name}" for name, n in tested)
+            how = "Holm-Bonferroni" if self.multiplicity == "holm" else "no correction"
+            alone = ", each family corrected on its own" if len(tested) > 1 and self.multiplicity == "holm" else ""
+            other = "none" if self.multiplicity == "holm" else "holm"
+            corr = f"{how} over {total} significance test p-value(s) ({parts}{alone}; --multiplicity {other} to change)"
         return (
-            f"verdicts: {corr}{n_significance} significance-based gate(s) (--multiplicity "
-            f"{'none' if self.multiplicity == 'holm' else 'holm'} to change); an inconclusive gate "
+            f"verdicts: {corr}; an inconclusive gate "
             f"{_DOES[self.inconclusive]} (--inconclusive {'|'.join(ON_INCONCLUSIVE)})"
         )
 
@@ -103,5 +111,23 @@ def judge_all(requests: Sequence[GateRequest], multiplicity: Multiplicity) -> di
     return out
 
 
-def significance_count(gates: Sequence[Gate]) -> int:
-    return sum(1 for g in gates if kind_of(g).tests_significance)
+def significance_tested(outcome: Outcome) -> bool:
+    """Whether this outcome's p-value was one of its family's corrected p-values."""
+    return kind_of(outcome.gate).tests_significance and outcome.p_value is not None
+
+
+def applied_statement(
+    policy: VerdictPolicy, outcomes: Mapping[str, Sequence[GateRecord | SweepCellRecord]]
+) -> str | None:
+    """The verdict policy as it was applied, from the recorded outcomes per dataset: the session's gate items
+    are one family of p-values corrected together, each dataset's sweep cells another. None: nothing was gated."""
+    if not any(outcomes.values()):
+        return None
+    items = sum(
+        1 for rs in outcomes.values() for r in rs if isinstance(r, GateRecord) and significance_tested(r.outcome)
+    )
+    families = [("the gate items", items)]
+    for name, rs in outcomes.items():
+        cells = sum(1 for r in rs if isinstance(r, SweepCellRecord) and significance_tested(r.outcome))
+        families.append((f"the sweep cells of {name}", cells))
+    return policy.statement(families)

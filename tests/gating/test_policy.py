@@ -11,8 +11,10 @@ from evalsuite.metrics import DEFAULT_METRICS
 from evalsuite.sweep.axes import parse_vary
 
 
-def plan(tmp_path: Path, *, file: dict | None = None, **session_flags):
+def plan(tmp_path: Path, *, file: dict | None = None, pinned: bool = True, **session_flags):
     run_flags = {} if file and ("datasets" in file or "dataset" in file) else {"dataset": "data/small"}
+    if pinned:
+        run_flags["model_rev"] = "0123abc"
     return build_plan(
         file_settings=file,
         file_path=tmp_path / "evalsuite.toml" if file else None,
@@ -144,3 +146,39 @@ def test_flags_win_over_the_file(tmp_path):
     p = plan(tmp_path, file=file, gates=["mrr@10>=0.2"], vary=["dim=16"])
     ds = p.datasets[0]
     assert exprs(ds.gates) == ["mrr@10>=0.2"] and ds.sweep == tuple(parse_vary(["dim=16"]))
+
+
+def test_gate_flags_replace_the_spec_files_gates_and_say_which(tmp_path):
+    """--gate replaces (never merges with) the spec file's gates; the gates it dropped are named in the notes."""
+    (tmp_path / "d").mkdir()
+    file = {
+        "gates": ["ndcg@10>=0.5"],
+        "datasets": [
+            {"name": "a", "path": "d", "baseline": "a.json", "gates": ["ndcg@10>=0.7", "mrr@10:max_drop=0.01"]},
+            {"name": "b", "path": "d", "baseline": "b.json"},
+        ],
+    }
+    p = plan(tmp_path, file=file, gates=["mrr@10:max_drop=0.01"])
+    policy = session_policy(p, {"a": ("ndcg@10", "mrr@10"), "b": ("ndcg@10", "mrr@10")})
+    assert exprs(policy.dataset("a").gates) == ["mrr@10:max_drop=0.01"]
+    assert policy.dataset("a").notes == (
+        "a: --gate replaces the spec file's gates; not judged: ndcg@10>=0.7 (repeat them with --gate to keep them)",
+    )
+    assert policy.dataset("b").notes == (
+        "b: --gate replaces the spec file's gates; not judged: ndcg@10>=0.5 (repeat them with --gate to keep them)",
+    )
+    # without --gate the spec's gates stand and nothing is said
+    same = session_policy(plan(tmp_path, file=file), {"a": ("ndcg@10",), "b": ("ndcg@10",)})
+    assert exprs(same.dataset("a").gates) == ["ndcg@10>=0.7", "mrr@10:max_drop=0.01"] and same.notes == ()
+
+
+def test_unpinned_gates_say_so_and_pinned_ones_do_not(tmp_path):
+    """A gate with no --model-rev judges whatever the model directory holds now: the session says so."""
+    unpinned = session_policy(plan(tmp_path, pinned=False, gates=["ndcg@10>=0.3"]), {}).dataset("small")
+    assert unpinned.notes == (
+        "small: the model revision is not pinned (--model-rev): the gates judge whatever the bundled model holds "
+        "now; 'evalsuite model-rev' prints the revision to pin",
+    )
+    assert session_policy(plan(tmp_path, gates=["ndcg@10>=0.3"]), {}).dataset("small").notes == ()
+    # nothing gated (no gates, no baseline): nothing to say
+    assert session_policy(plan(tmp_path, pinned=False), {}).dataset("small").notes == ()

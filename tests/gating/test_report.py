@@ -46,7 +46,8 @@ def test_terminal_lines():
         datasets=(dataset_report("d", Path("r/d"), None, None, CandidateSeen("d", {"ndcg@10": 0.5}), None, [], ()),),
         reports_dir=Path("r"),
     )
-    lines = report.lines
+    lines = report.terminal_lines(verbose=True)
+    assert [x for x in report.terminal_lines(verbose=False) if x.startswith("computed ")] == []
     assert lines[0] == "d: a note" and lines[-1] == "reports: r"
     assert "computed candidate-d in gw0" in lines and "d:" in lines
     assert any(line.split() == ["ndcg@10", "-", "0.5000", "-", "-", "-", "-"] for line in lines)

@@ -147,4 +147,38 @@ def test_verdict_policy_values_and_statement():
     assert VerdictPolicy() == VerdictPolicy("fail", "holm")
     with pytest.raises(SpecError, match="choose fail, xfail, skip"):
         VerdictPolicy(inconclusive="warn")  # type: ignore[arg-type]
-    assert "no correction of the session's 2 significance-based" in VerdictPolicy("skip", "none").statement(2)
+    line = VerdictPolicy("skip", "none").statement([("the gate items", 2)])
+    assert "no correction over 2 significance test p-value(s) (2 in the gate items;" in line
+    assert "--multiplicity holm to change" in line and "is skipped" in line
+
+
+def test_statement_counts_the_p_values_each_family_corrected():
+    line = VerdictPolicy().statement([("the gate items", 1), ("the sweep cells of d", 5), ("the sweep cells of e", 0)])
+    assert "Holm-Bonferroni over 6 significance test p-value(s) (1 in the gate items; 5 in the sweep cells of d" in line
+    assert "each family corrected on its own" in line and "sweep cells of e" not in line
+    assert "no significance-tested gate, so no multiplicity correction" in VerdictPolicy().statement([("x", 0)])
+
+
+def test_applied_statement_counts_only_significance_tested_outcomes():
+    """A floor or a max_drop gate has no p-value to correct; a sweep cell's test is its dataset's family."""
+    from evalsuite.gating.ledger import GateRecord, SweepCellRecord
+    from evalsuite.gating.verdicts import applied_statement
+
+    ref = _scores("baseline", [0.5, 0.6, 0.7, 0.8])
+    cand = _scores("candidate", [0.4, 0.6, 0.6, 0.8])
+    sig, floor, drop = (parse_gate(e) for e in ("ndcg@10:no_significant_drop", "ndcg@10>=0.1", "ndcg@10:max_drop=0.5"))
+    out = {k: judge_all([GateRequest(k, g, cand, ref)], "holm")[k] for k, g in (("s", sig), ("f", floor), ("m", drop))}
+    records = {
+        "d": [GateRecord("d", "gate[s]", out["s"]), GateRecord("d", "gate[f]", out["f"])],
+        "e": [
+            GateRecord("e", "gate[m]", out["m"]),
+            SweepCellRecord("e", "sweep[a]", "a", out["s"]),
+            SweepCellRecord("e", "sweep[b]", "b", out["s"]),
+            SweepCellRecord("e", "sweep[c]", "c", out["f"]),
+        ],
+    }
+    line = applied_statement(VerdictPolicy(), records)
+    assert "over 3 significance test p-value(s) (1 in the gate items; 2 in the sweep cells of e" in line, line
+    assert applied_statement(VerdictPolicy(), {"d": []}) is None
+    floor_only = applied_statement(VerdictPolicy(), {"d": [GateRecord("d", "gate[f]", out["f"])]})
+    assert floor_only is not None and "no significance-tested gate" in floor_only

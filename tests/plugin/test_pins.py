@@ -55,7 +55,7 @@ def test_the_contract_item_fails_on_a_baseline_from_elsewhere(
     run.assert_outcomes(failed=1)
     out = run.stdout.str()
     assert "contract differs from the baseline" in out and message in out, out
-    assert "--update-baseline if the change is intended" in out
+    assert "Not intended: that is the fault" in out and "deltas first; only if they are acceptable" in out
 
 
 def _broken_copy(tiny_model_dir, dest, how):

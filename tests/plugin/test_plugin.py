@@ -67,6 +67,8 @@ def test_floor_gate_pass_and_fail(pytester, tiny, small_beir):
 def test_items_selectable_with_k(pytester, tiny, small_beir):
     result = pytester.runpytest(*_args(tiny, small_beir, "--gate", "ndcg@10>=0.0", "-k", "contract"))
     result.assert_outcomes(passed=1, deselected=2)
+    # the plugin's items are counted as collected: 3 collected, 2 deselected, 1 run
+    result.stdout.fnmatch_lines(["collected 3 items / 2 deselected / 1 selected"])
 
 
 def test_wrong_revision_stops_before_encoding(run_evalsuite, pytester, tiny, small_beir, tiny_model_dir):
@@ -92,9 +94,16 @@ def test_update_baseline_then_mismatch_and_drop(run_evalsuite, pytester, tiny, s
 
     baseline = pytester.path / "b.json"
     first = run_evalsuite(
-        *_args(tiny, small_beir, "--update-baseline", "--baseline", str(baseline), "--gate", "ndcg@10:max_drop=0.0")
+        *_args(
+            tiny, small_beir, "--update-baseline", "--baseline", str(baseline), "--gate", "ndcg@10:max_drop=0.0", "-rs"
+        )
     )
     first.result.assert_outcomes(passed=2, skipped=1)
+    # the skip is reported at the item, not inside pytest's runner
+    first.result.stdout.fnmatch_lines(
+        ["SKIPPED [[]1[]] *:1: gate[[]ndcg@10:max_drop=0.0[]]: baseline updated in this*"]
+    )
+    assert "_pytest" not in first.result.stdout.str()
     assert first.report.baselines_written == (BaselineWritten("small", baseline),)
     data = json.loads(baseline.read_text())
     assert data["manifest"]["contract"]["pooling"] == "mean" and "per_query" in data
@@ -111,7 +120,7 @@ def test_update_baseline_then_mismatch_and_drop(run_evalsuite, pytester, tiny, s
     )
     out = cls.stdout.str()
     assert "pooling: baseline 'mean', candidate 'cls'" in out
-    assert "--update-baseline if the change is intended" in out
+    assert "Not intended: that is the fault" in out and "deltas first; only if they are acceptable" in out
     cls.assert_outcomes(passed=2, failed=1)
 
 

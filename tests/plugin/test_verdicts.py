@@ -230,7 +230,7 @@ def test_xdist_workers_judge_with_the_same_corrected_p_values(run_evalsuite, pyt
     expected = holm([o["p_value"] for o in rows])
     assert [o["p_adjusted"] for o in rows] == pytest.approx(list(expected))
     assert all(o["correction"] == "holm" for o in rows)
-    assert "Holm-Bonferroni across the session's 3 significance-based gate(s)" in run.result.stdout.str()
+    assert "Holm-Bonferroni over 3 significance test p-value(s) (3 in the gate items;" in run.result.stdout.str()
 
 
 def test_sweep_cell_gates_are_corrected_together(run_evalsuite, tiny_model_dir, coded):
@@ -258,6 +258,10 @@ def test_sweep_cell_gates_are_corrected_together(run_evalsuite, tiny_model_dir, 
     verdicts = {o["item"]: o["verdict"] for o in rows if o["kind"] == "non_inferior"}
     assert verdicts["sweep[dim=16]"] == "pass" and verdicts["sweep[max_length=24]"] == "fail"
     assert all(o["ci"] is not None and o["mde"] is not None for o in rows)
+    # the summary counts the p-values the family corrected: the 4 cells (no baseline: no gate item was tested)
+    assert "Holm-Bonferroni over 4 significance test p-value(s) (4 in the sweep cells of coded;" in (
+        run.result.stdout.str()
+    )
 
 
 @pytest.mark.integration
