@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_rev.set_defaults(func=cmd_model_rev)
 
     from .canary.cli import register as register_canary
+    from .late.cli import register as register_late
     from .load.cli import register as register_load
     from .rerank.cli import register as register_rerank
     from .sweep.cli import register as register_sweep
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_canary(sub)
     register_load(sub)
     register_rerank(sub)
+    register_late(sub)
     return parser
 
 

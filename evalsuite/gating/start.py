@@ -90,7 +90,7 @@ def prepared_session(
     canary: CanarySettings | None = None,
     gate_endpoint: bool = False,
 ) -> GateSession:
-    from .. import preflight
+    from . import preflight
     from .session import GateSession
     from .shared import ComputeOnce
 

@@ -1,4 +1,4 @@
-"""`evalsuite rerank`, `rerank-sweep`, `rerank-canary` and `late`: thin shells over these packages.
+"""`evalsuite rerank` and `rerank-canary`: thin shells over these packages.
 
 Exit codes: 0 done (every canary check passed), 1 a canary check failed, 2 a usage or input error.
 """
@@ -25,17 +25,9 @@ def register(subparsers: Any) -> None:
     )
     p.set_defaults(func=cmd_rerank)
 
-    from .sweep_options import register_sweep
-
-    register_sweep(subparsers)
-
     from .canary.cli import register as register_canary
 
     register_canary(subparsers)
-
-    from ..late.cli import register as register_late
-
-    register_late(subparsers)
 
 
 def rerank_spec(args: argparse.Namespace) -> Any:
