@@ -11,7 +11,7 @@ How to add a kind (e.g. ``pq``):
 2. Add its test in ``tests/index/`` (parsing, and its measured bytes against FAISS's serialized size).
 
 Nothing else changes: ``--index``, the ``index`` sweep axis, its help and the reports read the registry.
-faiss is imported inside the methods that need it, never at import time.
+faiss and numpy are imported inside the methods that need them, never at import time.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
-
 from ..errors import SpecError
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .spec import IndexSpec
 
 TRAINING_POINTS_PER_CENTROID = 39  # below this FAISS's k-means warns that it has too few points
@@ -139,6 +139,8 @@ class SQ8(IndexKind):
 
 def binary_codes(vectors: np.ndarray) -> np.ndarray:
     """Sign bits packed 8 per byte (a dimension > 0 is a 1); the last byte is zero-padded."""
+    import numpy as np
+
     return np.packbits(np.asarray(vectors) > 0, axis=1)
 
 
@@ -156,6 +158,8 @@ class Binary(IndexKind):
         return binary_codes(vectors)
 
     def scores(self, raw: np.ndarray, similarity: str) -> np.ndarray:
+        import numpy as np
+
         return -raw.astype(np.float32)  # the negated Hamming distance
 
     def serialize(self, index: Any) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import SpecError
-from .axis_kinds import FIRST_STAGE, AxisDeclaration, AxisValue, Setting, Stage
+from .axis_kinds import FIRST_STAGE, STAGE_NAMES, AxisDeclaration, AxisValue, Setting, Stage
 from .registry import AXES, DECLARATIONS, FIRST_STAGE_AXES, PAIR_KEYWORDS, declaration
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ def parse_vary(items: Iterable[str], stages: Sequence[Stage] = FIRST_STAGE) -> l
         axis = parse_axis(item)
         if axis.declaration.stage not in stages:
             raise SpecError(
-                f"--vary {item!r}: {axis.name} varies the {axis.declaration.stage.replace('_', ' ')}; vary it with "
+                f"--vary {item!r}: {axis.name} varies {STAGE_NAMES[axis.declaration.stage]}; vary it with "
                 f"`evalsuite rerank-sweep` (axes here: {', '.join(FIRST_STAGE_AXES)})"
             )
         seen = merged.setdefault(axis.name, Axis(axis.declaration, ()))

@@ -37,6 +37,11 @@ FALSE_WORDS = ("false", "no", "off", "0")
 Stage = Literal["first_stage", "reranker", "depth"]
 FIRST_STAGE: tuple[Stage, ...] = ("first_stage",)
 ALL_STAGES: tuple[Stage, ...] = ("first_stage", "reranker", "depth")
+STAGE_NAMES: dict[Stage, str] = {
+    "first_stage": "the first stage",
+    "reranker": "the reranker",
+    "depth": "the rerank depth",
+}
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,7 @@ class AxisDeclaration(ABC):
     def require(self, stage: Stage) -> None:
         """Raises :class:`SpecError` unless this axis varies ``stage``."""
         if self.stage != stage:
-            raise self.error(f"varies the {self.stage.replace('_', ' ')}, not the {stage.replace('_', ' ')}")
+            raise self.error(f"varies {STAGE_NAMES[self.stage]}, not {STAGE_NAMES[stage]}")
 
     def needs_forward_pass(self, base: Contract, value: Setting) -> bool:
         """Whether ``value`` changes what a forward pass computes for ``base`` (in either role);

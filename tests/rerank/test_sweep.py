@@ -44,7 +44,7 @@ def test_reranker_axes_parse_with_the_one_vary_parser_and_plan():
 
 
 def test_an_embedding_sweep_refuses_the_reranker_axes():
-    for item, stage in (("depth=10", "depth"), ("rerank_dtype=bfloat16", "reranker")):
+    for item, stage in (("depth=10", "rerank depth"), ("rerank_dtype=bfloat16", "reranker")):
         with pytest.raises(SpecError, match=f"varies the {stage}; vary it with `evalsuite rerank-sweep`"):
             parse_vary([item])
 
