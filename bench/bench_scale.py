@@ -6,7 +6,7 @@
 
 For each mode, corpus size and executor, one child process (so its peak RSS is its own) evaluates a
 synthetic corpus (deterministic word sequences from the tiny model's vocabulary) with the tiny random
-BERT of ``conftest.py``: chunk by chunk into a memory-mapped vector store, searched block by block
+BERT of ``evalsuite/tiny_bert.py``: chunk by chunk into a memory-mapped vector store, searched block by block
 (FAISS per block, per-query top-k merge), scored with ranx against synthetic qrels (each query is a
 prefix of one document, the relevant one).
 
@@ -76,9 +76,9 @@ def synthetic_queries(size: int, queries: int, words: list[str]) -> tuple[list[s
 
 
 def vocabulary() -> list[str]:
-    from conftest import _WORDS
+    from evalsuite.tiny_bert import WORDS
 
-    return list(dict.fromkeys(_WORDS))
+    return list(dict.fromkeys(WORDS))
 
 
 def rss_gb() -> float:
@@ -297,7 +297,7 @@ def main() -> int:
         size, dim = (int(x) for x in args.search_check.split(","))
         print(json.dumps(search_check(size, dim, args.queries, args.block)))
         return 0
-    from conftest import write_tiny_bert
+    from evalsuite.tiny_bert import write_tiny_bert
 
     modes = args.modes.split(",")
     if unknown := set(modes) - {"reader", "generated"}:

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .contract import Contract
 from .datasets import Dataset
+from .errors import SpecError
 from .search import Ranking
 from .slicing import SliceIndex, SliceRow
 from .vectors import IntegrityReport
 
-SCHEMA_VERSION = 1
+# The version of results.json. 2: a two-stage run writes both stages here (the first stage at the top, as every
+# run, and ``reranked``: one entry per rerank depth); version 1 files came with rerank.json and
+# first_stage/results.json beside them.
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -46,3 +52,29 @@ class Result:
             "warnings": list(self.warnings),
             **({"slices": self.slices.to_dict(self.per_query)} if self.slices is not None else {}),
         }
+
+
+def read_results(path: str | Path) -> dict[str, Any]:
+    """A ``results.json`` as written by this version; a file of another ``schema_version`` (or not results.json)
+    is a :class:`SpecError` naming the file and what to do."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{p}:{exc.lineno}: results.json is not valid JSON ({exc.msg}); rerun to rewrite it") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{p}: results.json cannot be read ({exc})") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{p}: results.json holds {type(data).__name__}, not an object; rerun to rewrite it")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        older = (
+            " (an older evalsuite; its two-stage runs wrote rerank.json and first_stage/results.json instead)"
+            if isinstance(version, int) and version < SCHEMA_VERSION
+            else ""
+        )
+        raise SpecError(
+            f"{p}: results.json schema_version {version!r}, expected {SCHEMA_VERSION}{older}; rerun the command "
+            "with this evalsuite to rewrite it"
+        )
+    return data

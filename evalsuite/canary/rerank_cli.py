@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..options import OUT_OPTION, RUN_OPTIONS, add_options, collect
 from ..rerank.options import RERANK_OPTIONS
 from .rerank_options import READ_OPTIONS
-from .rerank_settings import RerankCanarySettings
+from .rerank_settings import NEEDS_RERANKER, RerankCanarySettings
 
 if TYPE_CHECKING:
     from ..rerank.run import RerankSpec
@@ -42,12 +42,6 @@ def cmd_rerank_canary(args: argparse.Namespace) -> int:
 
         raise SpecError("rerank-canary needs --reranker-endpoint URL (the served reranker's base URL)")
     return request.run(Path(args.out) if args.out else None)
-
-
-NEEDS_RERANKER = (
-    "the reranker canary needs --reranker DIR: the local reference (a cross-encoder directory or a "
-    "cached hub id) of what --reranker-endpoint serves"
-)
 
 
 def reranker_spec(values: Any) -> RerankSpec:

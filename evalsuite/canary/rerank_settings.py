@@ -91,3 +91,9 @@ class RerankCanarySettings:
     def to_dict(self) -> dict[str, object]:
         """For reports: the key's variable name only."""
         return dataclasses.asdict(self)
+
+
+NEEDS_RERANKER = (
+    "the reranker canary needs --reranker DIR: the local reference (a cross-encoder directory or a "
+    "cached hub id) of what --reranker-endpoint serves"
+)

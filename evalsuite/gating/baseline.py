@@ -11,9 +11,11 @@ from typing import Any
 from ..contract import Contract
 from ..errors import ContractError
 from ..io import atomic_write_json
-from ..result import SCHEMA_VERSION, Result
+from ..result import Result
 from .gates import Scores
 from .stages import RerankedStage
+
+SCHEMA_VERSION = 1  # a baseline file's own version (results.json has its own, `result.SCHEMA_VERSION`)
 
 REVISION_FIELDS = ("model", "model_revision", "tokenizer_revision")
 
@@ -33,7 +35,8 @@ class Baseline:
 
 
 def write_baseline(result: Result, path: str | Path, reranked: RerankedStage | None = None) -> Path:
-    data = {"schema_version": SCHEMA_VERSION, "kind": "evalsuite-baseline", **result.to_dict()}
+    run = {k: v for k, v in result.to_dict().items() if k != "schema_version"}
+    data = {"schema_version": SCHEMA_VERSION, "kind": "evalsuite-baseline", **run}
     data.pop("timing", None)
     if reranked is not None:
         data["reranked"] = reranked.to_dict()

@@ -138,7 +138,7 @@ class DatasetReport:
     def write(self) -> list[Path]:
         paths = []
         if self.sweep is not None:
-            from ..reports.sweep_reports import write_sweep_reports
+            from ..sweep.reports import write_sweep_reports
 
             paths += list(write_sweep_reports(self.sweep, self.directory / "sweep").values())
         if self.results is not None and self.markdown is not None:
@@ -204,7 +204,7 @@ def dataset_report(
             if reranked_reference is not None:
                 results["reference"]["reranked"] = {"metrics": reranked_reference.metrics}
         if reranked is not None:
-            results["reranked"] = reranked.report()
+            results["reranked"] = [reranked.report()]  # one depth; a two-stage run lists each depth
         if comparisons:
             results["comparison"] = {m: c.to_dict() for m, c in comparisons.items()}
         if moves:

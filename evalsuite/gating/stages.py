@@ -89,7 +89,8 @@ class RerankedStage:
         }
 
     def report(self) -> dict[str, Any]:
-        """What results.json holds under ``reranked``: the file's fields and the gain over the first stage."""
+        """This depth's entry under ``reranked`` in results.json: the file's fields and the gain over the first stage
+        (the keys of ``TwoStageResult.reranked_dict`` but its timing)."""
         return {**self.to_dict(), "gain": [d.to_dict() for d in self.gain]}
 
     @classmethod

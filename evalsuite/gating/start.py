@@ -71,7 +71,7 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
         rerank_flags=reranker,
     )
     if rerank_canary is not None and plan.rerank is None:  # neither --reranker DIR nor a [rerank] table
-        from ..canary.rerank_cli import NEEDS_RERANKER
+        from ..canary.rerank_settings import NEEDS_RERANKER
 
         raise SpecError(NEEDS_RERANKER)
     canary = None
@@ -118,7 +118,7 @@ def prepared_session(
     rerank_canary: RerankCanarySettings | None = None,
     gate_endpoint: bool = False,
 ) -> GateSession:
-    from .. import preflight
+    from . import preflight
     from .session import GateSession
     from .shared import ComputeOnce
 

@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
+from .kinds import binary_codes, index_kind
 from .spec import IndexSpec
 
-GPU_KINDS = ("flat", "ivf", "ivfpq")  # kinds FAISS can move to a GPU as built here (IVF-PQ with 8-bit codes)
+__all__ = ["SIMILARITIES", "BuiltIndex", "binary_codes", "build", "serialized_bytes"]
+
 SIMILARITIES = ("cosine", "dot", "l2")
 _GATHER_FLOATS = 16 * 1024 * 1024  # candidate vector floats gathered at once for exact re-scoring (64 MB)
 
@@ -27,40 +29,6 @@ def _metric(similarity: str) -> int:
     if similarity not in SIMILARITIES:
         raise SpecError(f"similarity {similarity!r} is not valid; choose one of {', '.join(SIMILARITIES)}")
     return int(faiss.METRIC_L2 if similarity == "l2" else faiss.METRIC_INNER_PRODUCT)
-
-
-def binary_codes(vectors: np.ndarray) -> np.ndarray:
-    """Sign bits packed 8 per byte (a dimension > 0 is a 1); the last byte is zero-padded."""
-    return np.packbits(np.asarray(vectors) > 0, axis=1)
-
-
-def _new_index(spec: IndexSpec, d: int, metric: int) -> Any:
-    import faiss
-
-    if spec.kind == "flat":
-        return faiss.IndexFlat(d, metric)
-    index: Any
-    if spec.kind == "hnsw":
-        index = faiss.IndexHNSWFlat(d, spec.get("M"), metric)
-        index.hnsw.efConstruction = spec.get("efc")
-        index.hnsw.efSearch = spec.get("ef")
-        return index
-    if spec.kind == "sq8":
-        return faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_8bit, metric)
-    quantizer = faiss.IndexFlat(d, metric)
-    if spec.kind == "ivf":
-        index = faiss.IndexIVFFlat(quantizer, d, spec.get("nlist"), metric)
-    elif spec.kind == "ivfpq":
-        index = faiss.IndexIVFPQ(quantizer, d, spec.get("nlist"), spec.get("m"), spec.get("nbits"), metric)
-    else:
-        raise SpecError(f"index kind {spec.kind!r} has no float index")
-    index.nprobe = spec.get("nprobe")
-    index.__dict__["_evalsuite_quantizer"] = quantizer  # the Python side owns the quantizer: keep it alive
-    return index
-
-
-def _gpu_eligible(spec: IndexSpec) -> bool:
-    return spec.kind in GPU_KINDS and not (spec.kind == "ivfpq" and spec.get("nbits") != 8)
 
 
 @dataclass
@@ -84,13 +52,9 @@ class BuiltIndex:
         q = np.ascontiguousarray(queries, dtype=np.float32)
         k = min(k, self.n)
         fetch = min(max(self.spec.rescore, k), self.n) if self.spec.rescore else k
-        if self.spec.kind == "binary":
-            dist, ids = self.index.search(binary_codes(q), fetch)
-            scores = -dist.astype(np.float32)
-        else:
-            scores, ids = self.index.search(q, fetch)
-            if self.similarity == "l2":
-                scores = -scores
+        declared = index_kind(self.spec.kind)
+        raw, ids = self.index.search(declared.codes(q), fetch)
+        scores = declared.scores(raw, self.similarity)
         if self.spec.rescore:
             scores, ids = self._rescore(q, ids, k)
         return scores, ids
@@ -127,19 +91,17 @@ def build(spec: IndexSpec, vectors: np.ndarray, similarity: str, *, use_gpu: boo
     resources = None
     device = "cpu"
     index: Any
+    declared = index_kind(spec.kind)
     t0 = time.perf_counter()
-    if spec.kind == "binary":
-        index = faiss.IndexBinaryFlat(8 * ((d + 7) // 8))
-        index.add(binary_codes(x))
-    else:
-        index = _new_index(spec, d, metric)
-        if use_gpu and _gpu_eligible(spec) and faiss.get_num_gpus() > 0:  # pragma: no cover - needs faiss-gpu
-            resources = faiss.StandardGpuResources()
-            index = faiss.index_cpu_to_gpu(resources, 0, index)
-            device = "gpu"
-        if not index.is_trained:
-            index.train(x)
-        index.add(x)
+    index = declared.make(spec, d, metric)
+    if use_gpu and declared.gpu_eligible(spec) and faiss.get_num_gpus() > 0:  # pragma: no cover - needs faiss-gpu
+        resources = faiss.StandardGpuResources()
+        index = faiss.index_cpu_to_gpu(resources, 0, index)
+        device = "gpu"
+    codes = declared.codes(x)
+    if not index.is_trained:
+        index.train(codes)
+    index.add(codes)
     seconds = time.perf_counter() - t0
     return BuiltIndex(
         spec=spec,
@@ -156,7 +118,5 @@ def serialized_bytes(built: BuiltIndex) -> int:
     """The size of the index as FAISS writes it (on CPU)."""
     import faiss
 
-    if built.spec.kind == "binary":
-        return int(faiss.serialize_index_binary(built.index).size)
     index = faiss.index_gpu_to_cpu(built.index) if built.device == "gpu" else built.index
-    return int(faiss.serialize_index(index).size)
+    return index_kind(built.spec.kind).serialize(index)

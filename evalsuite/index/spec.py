@@ -13,34 +13,18 @@ equal; IVF-PQ's ``m`` defaults to the dimension / 8 and is then resolved per dim
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..errors import SpecError
+from .kinds import DECLARATIONS, MAXIMUM, MINIMUM, TRAINING_POINTS_PER_CENTROID, index_kind
 
-TRAINING_POINTS_PER_CENTROID = 39  # below this FAISS's k-means warns that it has too few points
+__all__ = ["DEFAULTS", "EXPLANATIONS", "KINDS", "TRAINING_POINTS_PER_CENTROID", "IndexSpec", "parse_index", "resolve"]
 
 # kind -> (canonical parameter names in order, defaults); a missing default is resolved per dimension
-DEFAULTS: dict[str, dict[str, int | None]] = {
-    "flat": {},
-    "hnsw": {"M": 32, "efc": 40, "ef": 64},
-    "ivf": {"nlist": 256, "nprobe": 16},
-    "ivfpq": {"nlist": 256, "nprobe": 16, "m": None, "nbits": 8},
-    "sq8": {},
-    "binary": {},
-}
+DEFAULTS: dict[str, dict[str, int | None]] = {k.name: dict(k.defaults) for k in DECLARATIONS}
 KINDS: tuple[str, ...] = tuple(DEFAULTS)
-EXPLANATIONS = {
-    "flat": "exact search over float32 vectors (the ground truth)",
-    "hnsw": "graph (M links per node, efc at build, ef at search)",
-    "ivf": "inverted lists over float32 vectors (nlist lists, nprobe searched)",
-    "ivfpq": "inverted lists with product-quantized codes (m sub-vectors of nbits bits)",
-    "sq8": "scalar quantization, 8 bits per dimension",
-    "binary": "sign bits, Hamming distance",
-}
+EXPLANATIONS = {k.name: k.explanation for k in DECLARATIONS}
 _ALIASES = {"efsearch": "ef", "ef_search": "ef", "efconstruction": "efc", "ef_construction": "efc"}
-_MINIMUM = {"M": 2, "efc": 1, "ef": 1, "nlist": 1, "nprobe": 1, "m": 1, "nbits": 1}
-_MAXIMUM = {"nbits": 16}
 EXAMPLE = "hnsw:M=32,ef=128, ivf:nlist=256,nprobe=16, ivfpq:nlist=256,m=48,nbits=8, sq8, binary+rescore=100"
 
 
@@ -61,7 +45,7 @@ class IndexSpec:
 
     @property
     def exact(self) -> bool:
-        return self.kind == "flat"
+        return index_kind(self.kind).exact
 
     @property
     def text(self) -> str:
@@ -104,9 +88,10 @@ def parse_index(text: str) -> IndexSpec:
     kind = kind.strip().lower()
     if kind not in DEFAULTS:
         raise _error(text, f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
-    if kind == "flat" and rescore:
-        raise _error(text, "flat is exact already; rescore applies to the approximate kinds")
+    if rescore and index_kind(kind).exact:
+        raise _error(text, f"{kind} is exact already; rescore applies to the approximate kinds")
     defaults = DEFAULTS[kind]
+    by_lower = {n.lower(): n for n in defaults}  # names are case-insensitive (hnsw's M, ivfpq's m)
     values: dict[str, int | None] = dict(defaults)
     if colon:
         if not rest.strip():
@@ -115,16 +100,16 @@ def parse_index(text: str) -> IndexSpec:
             name, eq, raw = item.partition("=")
             key = name.strip()
             key = _ALIASES.get(key.lower(), key)
-            key = "M" if kind == "hnsw" and key.lower() == "m" else key if key in defaults else key.lower()
+            key = key if key in defaults else by_lower.get(key.lower(), key.lower())
             if not eq or key not in defaults:
                 known = ", ".join(defaults) or "none"
                 raise _error(text, f"{kind} has no parameter {name.strip()!r} (parameters: {known})")
             value = _int(text, key, raw)
-            if value < _MINIMUM[key] or value > _MAXIMUM.get(key, value):
+            if value < MINIMUM[key] or value > MAXIMUM.get(key, value):
                 raise _error(
                     text,
-                    f"{key}={value} is out of range (>= {_MINIMUM[key]}"
-                    + (f", <= {_MAXIMUM[key]}" if key in _MAXIMUM else "")
+                    f"{key}={value} is out of range (>= {MINIMUM[key]}"
+                    + (f", <= {MAXIMUM[key]}" if key in MAXIMUM else "")
                     + ")",
                 )
             values[key] = value
@@ -136,36 +121,8 @@ def canonical(text: str) -> str:
     return parse_index(text).text
 
 
-def _largest_divisor_at_most(d: int, limit: int) -> int:
-    return max(m for m in range(1, max(1, min(limit, d)) + 1) if d % m == 0)
-
-
 def resolve(spec: IndexSpec, n: int, d: int) -> tuple[IndexSpec, tuple[str, ...]]:
-    """The spec as built for ``n`` vectors of ``d`` dimensions, and a note per changed parameter:
-    nlist at most n/39 (FAISS's training points per centroid), nprobe at most nlist, IVF-PQ's m a
-    divisor of d (default d/8), and 2**nbits at most n/39 (each sub-quantizer is trained on n points)."""
-    if spec.kind not in ("ivf", "ivfpq"):
-        return spec, ()
-    notes: list[str] = []
-    enough = max(1, n // TRAINING_POINTS_PER_CENTROID)
-    nlist = min(spec.get("nlist"), enough)
-    if nlist != spec.get("nlist"):
-        notes.append(
-            f"nlist {spec.get('nlist')} -> {nlist}: {n} vectors train at most {enough} lists "
-            f"({TRAINING_POINTS_PER_CENTROID} points each)"
-        )
-    nprobe = min(spec.get("nprobe"), nlist)
-    if nprobe != spec.get("nprobe"):
-        notes.append(f"nprobe {spec.get('nprobe')} -> {nprobe}: at most nlist")
-    if spec.kind == "ivf":
-        return spec.with_params(nlist=nlist, nprobe=nprobe), tuple(notes)
-    asked_m = dict(spec.params)["m"]
-    m = _largest_divisor_at_most(d, asked_m if asked_m is not None else max(1, d // 8))
-    if asked_m is not None and m != asked_m:
-        notes.append(f"m {asked_m} -> {m}: the largest divisor of dim {d} not above it")
-    nbits = min(spec.get("nbits"), max(1, math.floor(math.log2(max(enough, 2)))))
-    if nbits != spec.get("nbits"):
-        notes.append(
-            f"nbits {spec.get('nbits')} -> {nbits}: {n} vectors train at most {enough} centroids per sub-quantizer"
-        )
-    return spec.with_params(nlist=nlist, nprobe=nprobe, m=m, nbits=nbits), tuple(notes)
+    """The spec as built for ``n`` vectors of ``d`` dimensions, and a note per changed parameter (each kind's
+    :meth:`~evalsuite.index.kinds.IndexKind.resolve`: IVF's nlist at most n/39, FAISS's training points per
+    centroid, nprobe at most nlist; IVF-PQ's m a divisor of d (default d/8) and 2**nbits at most n/39)."""
+    return index_kind(spec.kind).resolve(spec, n, d)

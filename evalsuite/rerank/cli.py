@@ -1,5 +1,5 @@
-"""`evalsuite rerank` and `rerank-sweep`: thin shells over these packages (`rerank-canary` is the canary's,
-:mod:`evalsuite.canary.rerank_cli`; `late` registers itself from :mod:`evalsuite.cli`).
+"""`evalsuite rerank`: a thin shell over these packages (`rerank-sweep` is the sweep's, :mod:`evalsuite.sweep.cli`;
+`rerank-canary` is the canary's, :mod:`evalsuite.canary.rerank_cli`; `late` registers itself from :mod:`evalsuite.cli`).
 
 Exit codes: 0 done, 2 a usage or input error.
 """
@@ -25,10 +25,6 @@ def register(subparsers: Any) -> None:
         (*RUN_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, OUT_OPTION.with_default("reports/<dataset>/<model>+rerank")),
     )
     p.set_defaults(func=cmd_rerank)
-
-    from .sweep_options import register_sweep
-
-    register_sweep(subparsers)
 
 
 def rerank_spec(args: argparse.Namespace) -> Any:

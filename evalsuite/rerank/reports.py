@@ -1,4 +1,5 @@
-"""The files of a two-stage run: rerank.json (both stages, the gain with its uncertainty), report.md, report.html
+"""The files of a two-stage run: results.json (the first stage at the top, as every run writes it, and the reranked
+stage with its gain and uncertainty per depth under ``reranked``), manifest.json, report.md, report.html
 (self-contained: both stages side by side and the gain with its 95% CI per depth, as tables and plots), run.trec."""
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import contract_rows, table
 from ..reports.trec import trec_run
 from .twostage import TwoStageResult
-
-SCHEMA_VERSION = 1
 
 
 def _ci(d: Any) -> str:
@@ -142,27 +141,22 @@ def _gain_classes(d: Any) -> tuple[str, ...]:
 
 
 def two_stage_dict(results: Sequence[TwoStageResult]) -> dict[str, Any]:
-    r0 = results[0]
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "manifest": r0.first.manifest,
-        "dataset": r0.first.dataset.identity.to_dict(),
-        "depths": [r.to_dict() for r in results],
-    }
+    """results.json of a two-stage run: the first stage as any run's results.json (one first stage serves every
+    depth), and ``reranked``: per depth, the reranked stage, its gain over the first stage with the CI, timing."""
+    firsts = {id(r.first) for r in results}
+    if len(firsts) != 1:
+        raise ValueError("a two-stage run's depths share one first stage")
+    return {**results[0].first.to_dict(), "reranked": [r.reranked_dict() for r in results]}
 
 
 def write_two_stage_reports(results: Sequence[TwoStageResult], out_dir: str | Path) -> dict[str, Path]:
-    """``rerank.json`` (every depth), ``report.md``, ``report.html``, ``run.trec`` (deepest depth),
-    ``first_stage.trec``, and the first stage's own run files (results.json, manifest.json, report.md,
-    run.trec) under ``first_stage/``."""
-    from ..reports.run_reports import write_run_reports
-
+    """``results.json`` (both stages, every depth), ``manifest.json``, ``report.md``, ``report.html``,
+    ``run.trec`` (the deepest depth's reranked ranking) and ``first_stage.trec``."""
     out = Path(out_dir)
     deepest = max(results, key=lambda r: r.depth)
-    first_files = {f"first_stage/{k}": v for k, v in write_run_reports(deepest.first, out / "first_stage").items()}
     return {
-        **first_files,
-        "rerank.json": atomic_write_json(out / "rerank.json", two_stage_dict(results)),
+        "results.json": atomic_write_json(out / "results.json", two_stage_dict(results)),
+        "manifest.json": atomic_write_json(out / "manifest.json", deepest.first.manifest),
         "report.md": atomic_write_text(out / "report.md", two_stage_markdown(results)),
         "report.html": atomic_write_text(out / "report.html", two_stage_html(results)),
         "run.trec": atomic_write_text(out / "run.trec", trec_run(deepest.ranking)),

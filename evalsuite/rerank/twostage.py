@@ -114,6 +114,18 @@ class TwoStageResult:
                 return d
         raise SpecError(f"metric {metric!r} was not computed; computed: {', '.join(d.metric for d in self.deltas)}")
 
+    def reranked_dict(self) -> dict[str, Any]:
+        """This depth's entry under ``reranked`` in results.json (the first stage is the file's top level): the
+        fields a gated session writes there too, and the timing."""
+        return {
+            "depth": self.depth,
+            "reranker": self.contract.to_dict(),
+            "metrics": {k: round(v, 6) for k, v in self.metrics.items()},
+            "per_query": _rounded(self.per_query),
+            "gain": [d.to_dict() for d in self.deltas],
+            "timing": self.timing,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "depth": self.depth,
@@ -173,3 +185,21 @@ def evaluate_depths(
         }
         out.append(TwoStageResult(first, contract, depth, ranking, scores, aggregate, per_query, deltas, timing))
     return out
+
+
+class MemoScorer:
+    """A pair scorer that scores each distinct (query, document) text pair once; counts what it scored."""
+
+    def __init__(self, score: PairScorer) -> None:
+        self._score = score
+        self.memo: dict[tuple[str, str], float] = {}
+        self.scored = 0
+
+    def __call__(self, pairs: Sequence[tuple[str, str]], labels: Sequence[str]) -> np.ndarray:
+        todo = [i for i, p in enumerate(pairs) if p not in self.memo]
+        if todo:
+            fresh = self._score([pairs[i] for i in todo], [labels[i] for i in todo])
+            self.scored += len(todo)
+            for i, s in zip(todo, fresh.tolist(), strict=True):
+                self.memo[pairs[i]] = float(s)
+        return np.array([self.memo[p] for p in pairs], dtype=np.float64)

@@ -8,7 +8,7 @@ from .index import SliceIndex, build_slice_index
 
 if TYPE_CHECKING:
     from ..contract import Contract
-    from ..pipeline import Prepared
+    from ..prepared import Prepared
 
 
 def slice_index(prepared: Prepared, contract: Contract | None = None) -> SliceIndex:

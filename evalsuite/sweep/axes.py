@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import SpecError
-from .axis_kinds import AxisDeclaration, AxisValue, Setting
-from .registry import AXES, DECLARATIONS, PAIR_KEYWORDS, declaration
+from .axis_kinds import FIRST_STAGE, STAGE_NAMES, AxisDeclaration, AxisValue, Setting, Stage
+from .registry import AXES, DECLARATIONS, FIRST_STAGE_AXES, PAIR_KEYWORDS, declaration
 
 if TYPE_CHECKING:
     from ..contract import Contract
@@ -97,11 +97,17 @@ def parse_axis(item: str) -> Axis:
     return Axis(decl, tuple(dict((v.label, v) for v in values).values()))
 
 
-def parse_vary(items: Iterable[str]) -> list[Axis]:
-    """Parse ``--vary`` items; repeated axes are merged in order (duplicate values dropped)."""
+def parse_vary(items: Iterable[str], stages: Sequence[Stage] = FIRST_STAGE) -> list[Axis]:
+    """Parse ``--vary`` items; repeated axes are merged in order (duplicate values dropped). Only
+    axes of ``stages`` are allowed (``evalsuite sweep``: the first stage's; ``rerank-sweep``: all)."""
     merged: dict[str, Axis] = {}
     for item in items:
         axis = parse_axis(item)
+        if axis.declaration.stage not in stages:
+            raise SpecError(
+                f"--vary {item!r}: {axis.name} varies {STAGE_NAMES[axis.declaration.stage]}; vary it with "
+                f"`evalsuite rerank-sweep` (axes here: {', '.join(FIRST_STAGE_AXES)})"
+            )
         seen = merged.setdefault(axis.name, Axis(axis.declaration, ()))
         labels = set(seen.labels)
         merged[axis.name] = Axis(axis.declaration, seen.values + tuple(v for v in axis.values if v.label not in labels))
@@ -156,7 +162,8 @@ def conflicts(axes: Sequence[Axis]) -> list[tuple[str, str, str]]:
     out = []
     for i, a in enumerate(axes):
         for b in axes[i + 1 :]:
-            shared = [f for f in a.declaration.sets if f in b.declaration.sets]
+            same_stage = a.declaration.stage == b.declaration.stage
+            shared = [f for f in a.declaration.sets if same_stage and f in b.declaration.sets]
             if shared:
                 out.append((a.name, b.name, shared[0]))
     return out
@@ -169,5 +176,6 @@ def axis_table(base: Contract) -> tuple[list[str], list[list[str]]]:
     for d in DECLARATIONS:
         values = [v for example in d.examples for v in parse_axis(example).values]
         forward = any(d.needs_forward_pass(base, v.value) for v in values)
-        rows.append([d.name, d.label, d.example_text, d.explanation, "yes" if forward else "no"])
-    return ["axis", "label", "example", "what it changes", "own forward pass"], rows
+        stage = d.stage.replace("_", " ")
+        rows.append([d.name, d.label, stage, d.example_text, d.explanation, "yes" if forward else "no"])
+    return ["axis", "label", "stage", "example", "what it changes", "own forward pass"], rows

@@ -5,6 +5,10 @@ grammar; an axis is one declaration of a kind in :mod:`evalsuite.sweep.registry`
 values need more than ``contract.replace(name=value)`` subclasses :class:`AxisDeclaration` and
 overrides :meth:`~AxisDeclaration.apply` and :attr:`~AxisDeclaration.sets`.
 
+An axis varies one stage (:data:`Stage`): the first stage's :class:`Contract` (``evalsuite sweep``,
+``pytest --vary`` and the first stage under ``evalsuite rerank-sweep``), the reranker's contract or
+the rerank depth (``evalsuite rerank-sweep`` only).
+
 Declarations are frozen dataclasses of module-level classes (no lambdas), so parsed axes pickle
 across pytest-xdist workers with the sweep results that hold them.
 """
@@ -14,10 +18,13 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from ..contract import ROLES, Contract
 from ..errors import SpecError
+
+if TYPE_CHECKING:
+    from ..rerank.contract import RerankerContract
 
 # What a parsed value applies: a choice or a text, a number, a flag, a (query, document) pair,
 # or None for "keep the base contract's value".
@@ -25,6 +32,16 @@ Setting = str | int | bool | tuple[str, str] | None
 
 TRUE_WORDS = ("true", "yes", "on", "1")
 FALSE_WORDS = ("false", "no", "off", "0")
+
+# What an axis varies: the first stage's contract, the reranker's contract, or the rerank depth.
+Stage = Literal["first_stage", "reranker", "depth"]
+FIRST_STAGE: tuple[Stage, ...] = ("first_stage",)
+ALL_STAGES: tuple[Stage, ...] = ("first_stage", "reranker", "depth")
+STAGE_NAMES: dict[Stage, str] = {
+    "first_stage": "the first stage",
+    "reranker": "the reranker",
+    "depth": "the rerank depth",
+}
 
 
 @dataclass(frozen=True)
@@ -42,7 +59,9 @@ class AxisDeclaration(ABC):
     ``explanation`` says what it changes, ``examples`` are complete ``--vary`` items (each parses).
     ``shows_storage``: the sweep reports add a storage table when a cell varies this axis.
     ``crosses``: axes this one is crossed with even one variable at a time (the index axis is
-    measured at every dimension a sweep varies: the Matryoshka x quantization table)."""
+    measured at every dimension a sweep varies: the Matryoshka x quantization table).
+    ``stage``: what a value sets (:data:`Stage`); ``field``: the field it sets when that is not
+    ``name`` (``rerank_dtype`` sets the reranker contract's ``dtype``)."""
 
     name: str
     label: str
@@ -50,6 +69,8 @@ class AxisDeclaration(ABC):
     examples: tuple[str, ...]
     shows_storage: bool = False
     crosses: tuple[str, ...] = ()
+    stage: Stage = "first_stage"
+    field: str = ""
 
     numeric: ClassVar[bool] = False  # values are numbers: plotted as a line over x, bars otherwise
     keeps_spaces: ClassVar[bool] = False  # comma-split values are not stripped ("query: ")
@@ -66,15 +87,30 @@ class AxisDeclaration(ABC):
 
     @property
     def sets(self) -> tuple[str, ...]:
-        """The contract fields a value may change (two axes that share one cannot be crossed)."""
-        return (self.name,)
+        """The fields of its stage's contract a value may change (two axes of one stage that share
+        one cannot be crossed)."""
+        return (self.field or self.name,)
 
     def apply(self, contract: Contract, value: Setting) -> Contract:
         """``contract`` with this axis set to ``value`` (as :meth:`parse` made it)."""
-        return contract.replace(**{self.name: value})
+        self.require("first_stage")
+        return contract.replace(**{self.sets[0]: value})
+
+    def apply_reranker(self, contract: RerankerContract, value: Setting) -> RerankerContract:
+        """The reranker's ``contract`` with this (reranker) axis set to ``value``."""
+        self.require("reranker")
+        return contract.replace(**{self.sets[0]: value})
+
+    def require(self, stage: Stage) -> None:
+        """Raises :class:`SpecError` unless this axis varies ``stage``."""
+        if self.stage != stage:
+            raise self.error(f"varies {STAGE_NAMES[self.stage]}, not {STAGE_NAMES[stage]}")
 
     def needs_forward_pass(self, base: Contract, value: Setting) -> bool:
-        """Whether ``value`` changes what a forward pass computes for ``base`` (in either role)."""
+        """Whether ``value`` changes what a forward pass computes for ``base`` (in either role);
+        never for an axis of the reranker or the depth (the first stage is shared)."""
+        if self.stage != "first_stage":
+            return False
         changed = self.apply(base, value)
         return any(changed.forward_key(role) != base.forward_key(role) for role in ROLES)
 

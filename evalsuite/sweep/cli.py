@@ -1,4 +1,5 @@
-"""`evalsuite sweep`: the options of `evalsuite run`, plus --vary / --grid / --out."""
+"""`evalsuite sweep`: the options of `evalsuite run`, plus --vary / --grid / --out; and `evalsuite rerank-sweep`:
+the reranker's options too, the axes of every stage (one registry), one variable at a time."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from .. import preflight
 from ..options import OUT_OPTION, RUN_OPTIONS, add_options, collect
-from .options import SWEEP_OPTIONS
+from .options import SWEEP_OPTIONS, VARY_OPTION
 
 OUT = OUT_OPTION.with_default("reports/<dataset>/<model>/sweep")
 
@@ -23,18 +24,62 @@ def register(subparsers: Any) -> None:
     add_options(p.add_argument, RUN_OPTIONS)
     add_options(p.add_argument, (*SWEEP_OPTIONS, OUT))
     p.set_defaults(func=cmd_sweep)
+    register_rerank_sweep(subparsers)
+
+
+def register_rerank_sweep(subparsers: Any) -> None:
+    from ..rerank.options import DEPTH_OPTION, RERANK_OPTIONS
+    from .registry import RERANKER_AXES
+
+    p = subparsers.add_parser(
+        "rerank-sweep",
+        help=f"reranker experiments, one variable at a time ({', '.join(RERANKER_AXES)} and the first stage's "
+        "axes); --rerank-depth: the base depth (several: the deepest is the base, the others are depth cells)",
+    )
+    out = OUT_OPTION.with_default("reports/<dataset>/<model>+rerank-sweep")
+    add_options(p.add_argument, (*RUN_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, VARY_OPTION, out))
+    p.set_defaults(func=cmd_rerank_sweep)
+
+
+def cmd_rerank_sweep(args: argparse.Namespace) -> int:
+    from ..reports.run_reports import default_run_dir
+    from ..rerank.options import rerank_settings
+    from ..rerank.run import RerankSpec
+    from ..spec import RunSpec
+    from .reports.rerank import write_rerank_sweep_reports
+    from .rerank_cells import parse_rerank_vary, run_rerank_sweep
+
+    depths = tuple(args.depths or ())
+    extra = [f"depth={','.join(map(str, depths))}"] if len(depths) > 1 else []  # the others are depth cells
+    axes = parse_rerank_vary([*(args.vary or []), *extra])
+    spec = RunSpec.from_mapping(collect(args, RUN_OPTIONS), source="command line")
+    settings = {**rerank_settings(args), **({"depth": max(depths)} if depths else {})}
+    rspec = RerankSpec.from_mapping(settings, source="command line")
+    rows = run_rerank_sweep(spec, rspec, axes)
+    first = rows[0].result.first
+    out = (
+        Path(args.out)
+        if args.out
+        else Path(str(default_run_dir(first.dataset.identity.name, first.contract.model)) + "+rerank-sweep")
+    )
+    paths = write_rerank_sweep_reports(rows, out)
+    for row in rows:
+        gains = ", ".join(f"{d.metric} {d.reranked:.4f} ({d.delta:+.4f} vs base)" for d in row.vs_base)
+        print(f"{row.cell.name:<28} {gains}")
+    print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    return 0
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from ..pipeline import prepare
-    from ..reports.index_reports import index_table_rows, matryoshka_rows
     from ..reports.run_reports import default_run_dir
-    from ..reports.sweep_markdown import result_cache_line
-    from ..reports.sweep_reports import sweep_table_rows, write_sweep_reports
-    from ..reports.sweep_slices import sweep_slice_lines
     from ..slicing.attach import slice_index
     from ..spec import RunSpec
     from . import parse_vary, plan_cells, run_sweep
+    from .reports import sweep_table_rows, write_sweep_reports
+    from .reports.index import index_table_rows, matryoshka_rows
+    from .reports.markdown import result_cache_line
+    from .reports.slices import sweep_slice_lines
 
     spec = RunSpec.from_mapping(collect(args, RUN_OPTIONS), source="command line")
     axes = parse_vary(args.vary or [])

@@ -7,7 +7,8 @@ makes each cell an item gated against the base.
 from __future__ import annotations
 
 from ..options import Option, spec_type
-from .axes import AXES, parse_axis
+from .axes import parse_axis
+from .registry import FIRST_STAGE_AXES, RERANKER_AXES
 
 
 def _vary_item(text: str) -> str:
@@ -15,15 +16,17 @@ def _vary_item(text: str) -> str:
     return text
 
 
+VARY_OPTION = Option(
+    "--vary",
+    f"AXIS=V1,V2,... one sweep axis (repeatable); axes: {', '.join(FIRST_STAGE_AXES)} "
+    f"(and, under `evalsuite rerank-sweep`, {', '.join(RERANKER_AXES)}); e.g. "
+    "pooling=cls,mean,last, dim=384,256,128, index=flat,hnsw,ivfpq,sq8,binary+rescore=100 (crossed with dim), "
+    'prefixes=base,none,swapped, query_prefix=["q: ", ""]; '
+    "under pytest each cell is an item gated against the base",
+    {"action": "append", "type": spec_type(_vary_item, "axis")},
+)
 SWEEP_OPTIONS: tuple[Option, ...] = (
-    Option(
-        "--vary",
-        f"AXIS=V1,V2,... one sweep axis (repeatable); axes: {', '.join(AXES)}; e.g. "
-        "pooling=cls,mean,last, dim=384,256,128, index=flat,hnsw,ivfpq,sq8,binary+rescore=100 (crossed with dim), "
-        'prefixes=base,none,swapped, query_prefix=["q: ", ""]; '
-        "under pytest each cell is an item gated against the base",
-        {"action": "append", "type": spec_type(_vary_item, "axis")},
-    ),
+    VARY_OPTION,
     Option(
         "--grid",
         "cross every axis (full product) instead of one variable at a time",

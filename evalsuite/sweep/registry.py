@@ -8,6 +8,8 @@ How to add an axis (e.g. ``index=flat,hnsw``):
    field it sets, with a ``label`` (plots, tables), an ``explanation`` and ``examples`` (complete
    ``--vary`` items; each must parse). When a value needs more than ``contract.replace(name=value)``,
    declare a small subclass here overriding ``apply`` and ``sets`` (as :class:`NormalizeAxis`).
+   An axis of the reranker (``evalsuite rerank-sweep``) says ``stage="reranker"`` and the
+   :class:`RerankerContract` ``field`` it sets (``rerank_dtype`` sets ``dtype``).
 2. Add its test beside ``tests/sweep/test_sweep_registry.py`` (parse, apply, forward-pass need).
 
 Nothing else changes: :data:`AXES`, ``--vary``'s help, the grid-conflict check (axes sharing a
@@ -166,9 +168,39 @@ DECLARATIONS: tuple[AxisDeclaration, ...] = (
         explanation=f"the FAISS index searched ({', '.join(KINDS)}); flat is exact, the others are measured "
         "against it; crossed with dim; shares the forward pass",
     ),
+    # The reranker's axes (``evalsuite rerank-sweep``): every cell shares the base first stage.
+    IntAxis(
+        name="depth",
+        stage="depth",
+        label="rerank depth",
+        minimum=1,
+        examples=("depth=10,50,100",),
+        explanation="documents per query the reranker reorders; every depth shares one first stage and "
+        "one scoring of the deepest depth's pairs",
+    ),
+    IntAxis(
+        name="rerank_max_length",
+        stage="reranker",
+        field="max_length",
+        label="reranker max length (tokens)",
+        minimum=4,
+        examples=("rerank_max_length=128,256,512",),
+        explanation="max tokens per (query, document) pair the reranker reads",
+    ),
+    ChoiceAxis(
+        name="rerank_dtype",
+        stage="reranker",
+        field="dtype",
+        label="reranker dtype",
+        choices=DTYPES,
+        examples=("rerank_dtype=float32,bfloat16",),
+        explanation="the reranker's forward-pass precision",
+    ),
 )
 
 AXES: tuple[str, ...] = tuple(d.name for d in DECLARATIONS)
+FIRST_STAGE_AXES: tuple[str, ...] = tuple(d.name for d in DECLARATIONS if d.stage == "first_stage")
+RERANKER_AXES: tuple[str, ...] = tuple(d.name for d in DECLARATIONS if d.stage != "first_stage")
 _BY_NAME = {d.name: d for d in DECLARATIONS}
 
 

@@ -70,7 +70,7 @@ def test_run_writes_reports(tiny_model_dir, small_beir, tmp_path, capsys):
     assert rc == 0, capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "report.md", "results.json", "run.trec"]
     res = json.loads((out / "results.json").read_text())
-    assert res["schema_version"] == 1
+    assert res["schema_version"] == 2 and "reranked" not in res
     assert set(res["metrics"]) == {"ndcg@10", "recall@5", "mrr@10"}
     assert set(res["per_query"]["ndcg@10"]) == {"q1", "q2", "q3"}
     assert res["dataset"]["counts"]["queries_dropped_no_relevant"] == 1

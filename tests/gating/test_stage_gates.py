@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalsuite import preflight
 from evalsuite.errors import ContractError, SpecError
+from evalsuite.gating import preflight
 from evalsuite.gating.baseline import Baseline
 from evalsuite.gating.gates import Gate, Outcome, Scores
 from evalsuite.gating.judge import evaluate_gate, explain

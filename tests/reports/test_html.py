@@ -7,10 +7,10 @@ import pytest
 
 from evalsuite.pipeline import prepare
 from evalsuite.reports.html import bar_chart, line_chart, png_data_uri
-from evalsuite.reports.sweep_html import sweep_html
-from evalsuite.reports.sweep_reports import write_sweep_reports
 from evalsuite.spec import RunSpec
 from evalsuite.sweep import parse_vary, plan_cells, run_sweep
+from evalsuite.sweep.reports import write_sweep_reports
+from evalsuite.sweep.reports.html import sweep_html
 
 PNG = b"\x89PNG\r\n\x1a\n"
 IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')

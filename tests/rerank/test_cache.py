@@ -17,6 +17,7 @@ from evalsuite.encode.cache import CacheCorruptionWarning
 from evalsuite.rerank.cache import CachedReranker, ScoreCache, ScoreKey, pair_hash
 from evalsuite.rerank.contract import RerankerContract
 from evalsuite.rerank.local import RerankStats, ScoredPairs
+from evalsuite.result import read_results
 
 BASE = RerankerContract(
     model="ce",
@@ -249,8 +250,9 @@ def test_warm_cli_run_imports_neither_torch_nor_transformers(tiny_model_dir, cro
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    cold, warm = (json.loads((tmp_path / d / "rerank.json").read_text()) for d in ("cold", "warm"))
-    assert [d["reranked"] for d in warm["depths"]] == [d["reranked"] for d in cold["depths"]]
+    cold, warm = (read_results(tmp_path / d / "results.json") for d in ("cold", "warm"))
+    assert [d["metrics"] for d in warm["reranked"]] == [d["metrics"] for d in cold["reranked"]]
+    assert [d["per_query"] for d in warm["reranked"]] == [d["per_query"] for d in cold["reranked"]]
     assert (tmp_path / "warm" / "run.trec").read_text() == (tmp_path / "cold" / "run.trec").read_text()
-    timing = warm["depths"][0]["timing"]["reranker"]
+    timing = warm["reranked"][0]["timing"]["reranker"]
     assert timing["model_loaded"] is False and timing["cache"]["misses"] == 0

@@ -1,4 +1,5 @@
-"""A two-stage run's report.html: written beside the JSON and Markdown, self-contained, every metric and depth named,
+"""A two-stage run's files: results.json with both stages (the first stage where every run puts it, each depth under
+``reranked``), and report.html: written beside the JSON and Markdown, self-contained, every metric and depth named,
 the gain's CI drawn as error bars, hostile names escaped."""
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def test_report_html_is_written_self_contained_and_escaped(results, tmp_path):
 
     paths = write_two_stage_reports(results, tmp_path)
     assert paths["report.html"] == tmp_path / "report.html"
-    assert {"rerank.json", "report.md"} <= set(paths)
+    assert {"results.json", "report.md"} <= set(paths)
     html = paths["report.html"].read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
     assert "<script" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;&amp;co" in html
@@ -90,3 +91,56 @@ def test_the_stages_plot_centres_the_gain_ci_on_the_first_stage(results):
             low, high = _bands(r, around="first")[d.metric]
             assert (low, high) == pytest.approx((d.first + d.low, d.first + d.high))
             assert _bands(r, around="zero")[d.metric] == pytest.approx((d.low, d.high))
+
+
+def test_results_json_holds_the_first_stage_at_the_top_and_every_depth_reranked(results, tmp_path):
+    """Bugs caught: the first stage under its own key or directory (not where a one-stage run puts it), a depth
+    missing, a depth's entry holding the first stage's metrics, the gain not reranked - first."""
+    import json
+
+    from evalsuite.rerank.reports import write_two_stage_reports
+    from evalsuite.result import SCHEMA_VERSION, read_results
+
+    paths = write_two_stage_reports(results, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "first_stage.trec",
+        "manifest.json",
+        "report.html",
+        "report.md",
+        "results.json",
+        "run.trec",
+    ]
+    data = read_results(paths["results.json"])
+    first = results[0].first
+    one_stage = json.loads(json.dumps(first.to_dict()))
+    assert {k: v for k, v in data.items() if k != "reranked"} == one_stage  # the first stage: a run's results.json
+    assert data["schema_version"] == SCHEMA_VERSION == 2
+    assert [d["depth"] for d in data["reranked"]] == [2, 6]
+    for entry, r in zip(data["reranked"], results, strict=True):
+        assert entry["reranker"] == r.contract.to_dict()
+        assert entry["metrics"] == {m: round(v, 6) for m, v in r.metrics.items()}
+        assert entry["metrics"] != data["metrics"]
+        for g in entry["gain"]:
+            assert g["delta"] == pytest.approx(entry["metrics"][g["metric"]] - data["metrics"][g["metric"]], abs=2e-6)
+            assert g["low"] <= g["delta"] <= g["high"]
+
+
+def test_an_old_results_json_is_a_clear_error(tmp_path):
+    """A version-1 file (a two-stage run then wrote rerank.json beside it) is named with what to do."""
+    from evalsuite.errors import SpecError
+    from evalsuite.result import read_results
+
+    old = tmp_path / "results.json"
+    old.write_text('{"schema_version": 1, "metrics": {}}')
+    with pytest.raises(
+        SpecError,
+        match=r"results.json schema_version 1, expected 2 \(an older evalsuite; its "
+        r"two-stage runs wrote rerank.json .*rerun the command",
+    ):
+        read_results(old)
+    old.write_text('{"schema_version": 3}')
+    with pytest.raises(SpecError, match=r"schema_version 3, expected 2; rerun"):
+        read_results(old)
+    old.write_text("{")
+    with pytest.raises(SpecError, match=r"results.json:1: results.json is not valid JSON"):
+        read_results(old)

@@ -1,32 +1,65 @@
-"""Reranker sweeps: axis parsing, planning, one first stage and one scoring for every depth, reranker cells."""
+"""Reranker sweeps: the reranker's axes in the one registry, planning, one first stage and one scoring for every
+depth, reranker cells, first-stage cells through the embedding sweep."""
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import numpy as np
 import pytest
 
 from evalsuite.errors import SpecError
-from evalsuite.rerank.run import RerankSpec
-from evalsuite.rerank.sweep import MemoScorer, parse_vary, plan
-from evalsuite.spec import RunSpec
+from evalsuite.rerank.twostage import MemoScorer
+from evalsuite.sweep import parse_vary
+from evalsuite.sweep.registry import declaration
+from evalsuite.sweep.rerank_cells import parse_rerank_vary, plan
 
 
-def test_parse_vary_and_plan():
-    vary = parse_vary(["depth=2,4,6", "rerank_dtype=float32,bfloat16", "pooling=cls"])
-    assert vary == {"depth": (2, 4, 6), "rerank_dtype": ("float32", "bfloat16"), "pooling": ("cls",)}
-    cells = plan(vary, RunSpec(pooling="mean"), RerankSpec(depth=6))
-    assert [c.name for c in cells] == ["base", "depth=2", "depth=4", "rerank_dtype=bfloat16", "pooling=cls"]
+def test_reranker_axes_parse_with_the_one_vary_parser_and_plan():
+    axes = parse_rerank_vary(["depth=2,4,6", "rerank_dtype=float32,bfloat16", "pooling=cls", "depth=4,8"])
+    assert [(a.name, [v.value for v in a.values]) for a in axes] == [
+        ("depth", [2, 4, 6, 8]),  # repeated axes merge, as in every sweep
+        ("rerank_dtype", ["float32", "bfloat16"]),
+        ("pooling", ["cls"]),
+    ]
+    cells = plan(axes, base_depth=6)
+    assert [c.name for c in cells] == [
+        "base",
+        "depth=2",
+        "depth=4",
+        "depth=8",
+        "rerank_dtype=float32",
+        "rerank_dtype=bfloat16",
+        "pooling=cls",
+    ]
     for bad, msg in (
-        (["depth=0"], "must be >= 1"),
-        (["size=1"], "AXIS one of"),
-        (["rerank_dtype=int8"], "not one of"),
-        (["depth=2", "depth=3"], "given twice"),
+        (["depth=0"], "--vary depth: 0 is too small; it must be >= 1"),
+        (["size=1"], "unknown axis 'size'"),
+        (["rerank_dtype=int8"], "--vary rerank_dtype: 'int8' is not valid; choose from"),
+        (["rerank_max_length=3"], "must be >= 4"),
+        ([], "needs at least one --vary"),
     ):
         with pytest.raises(SpecError, match=msg):
-            parse_vary(bad)
+            parse_rerank_vary(bad)
+
+
+def test_an_embedding_sweep_refuses_the_reranker_axes():
+    for item, stage in (("depth=10", "rerank depth"), ("rerank_dtype=bfloat16", "reranker")):
+        with pytest.raises(SpecError, match=f"varies the {stage}; vary it with `evalsuite rerank-sweep`"):
+            parse_vary([item])
+
+
+def test_a_reranker_axis_sets_the_reranker_contract_field_it_declares(cross_encoder_dir):
+    from evalsuite.model import resolve_model
+    from evalsuite.rerank.contract import build_reranker_contract
+
+    contract = build_reranker_contract(resolve_model(str(cross_encoder_dir)))
+    assert declaration("rerank_dtype").apply_reranker(contract, "bfloat16") == contract.replace(dtype="bfloat16")
+    assert declaration("rerank-max-length").apply_reranker(contract, 16) == contract.replace(max_length=16)
+    with pytest.raises(SpecError, match="--vary rerank_dtype: varies the reranker, not the first stage"):
+        declaration("rerank_dtype").apply(None, "bfloat16")
+    with pytest.raises(SpecError, match="--vary pooling: varies the first stage, not the reranker"):
+        declaration("pooling").apply_reranker(contract, "cls")
 
 
 def test_memo_scorer_scores_each_pair_once():
@@ -43,17 +76,18 @@ def test_memo_scorer_scores_each_pair_once():
 
 
 def test_rerank_sweep_cli(tiny_model_dir, cross_encoder_dir, small_beir, tmp_path, monkeypatch, capsys):
+    from evalsuite import pipeline
+    from evalsuite.cli import build_parser
     from evalsuite.rerank import run as run_module
-    from evalsuite.rerank.cli import register
 
-    first_stages = []
-    real = run_module.run_first_stage
+    prepared_specs = []
+    real = pipeline.prepare
 
-    def counting(spec, depths):
-        first_stages.append(spec.pooling)
-        return real(spec, depths)
+    def counting(spec):
+        prepared_specs.append(spec.pooling)
+        return real(spec)
 
-    monkeypatch.setattr(run_module, "run_first_stage", counting)
+    monkeypatch.setattr(pipeline, "prepare", counting)
     rerankers = []
     real_make = run_module.make_reranker
 
@@ -62,9 +96,7 @@ def test_rerank_sweep_cli(tiny_model_dir, cross_encoder_dir, small_beir, tmp_pat
         return rerankers[-1]
 
     monkeypatch.setattr(run_module, "make_reranker", make)
-    parser = argparse.ArgumentParser(prog="evalsuite")
-    register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(
+    args = build_parser().parse_args(
         [
             "rerank-sweep",
             "--model",
@@ -77,9 +109,9 @@ def test_rerank_sweep_cli(tiny_model_dir, cross_encoder_dir, small_beir, tmp_pat
             "--reranker",
             str(cross_encoder_dir),
             "--rerank-depth",
-            "6",
+            "4,6",  # the deepest is the base, the others are depth cells
             "--vary",
-            "depth=2,4",
+            "depth=2",
             "--vary",
             "rerank_max_length=16",
             "--vary",
@@ -89,7 +121,7 @@ def test_rerank_sweep_cli(tiny_model_dir, cross_encoder_dir, small_beir, tmp_pat
         ]
     )
     assert args.func(args) == 0
-    assert first_stages == [None, "cls"]  # one first stage for the base and every depth; one for pooling=cls
+    assert prepared_specs == [None]  # one first stage, and pooling=cls through the same sweep's forward passes
     cells = {c["cell"]: c for c in json.loads((tmp_path / "rerank_sweep.json").read_text())["cells"]}
     assert list(cells) == ["base", "depth=2", "depth=4", "rerank_max_length=16", "pooling=cls"]
     assert cells["depth=2"]["depth"] == 2 and cells["rerank_max_length=16"]["reranker_contract"]["max_length"] == 16

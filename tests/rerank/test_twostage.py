@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ from evalsuite.errors import SpecError
 from evalsuite.metrics import evaluate
 from evalsuite.rerank.contract import RerankerContract
 from evalsuite.rerank.twostage import evaluate_depths, rerank, top_ids
+from evalsuite.result import read_results
 
 CONTRACT = RerankerContract(
     model="oracle", model_revision="r", tokenizer_revision="t", activation="none", template="pair", max_length=64
@@ -132,17 +132,16 @@ def test_rerank_cli_writes_both_stages(tiny_model_dir, cross_encoder_dir, small_
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "depth 3" in out and "depth 6" in out and "ndcg@10:" in out
-    report = json.loads((tmp_path / "rerank.json").read_text())
-    assert [d["depth"] for d in report["depths"]] == [3, 6]
-    d6 = report["depths"][1]
-    assert d6["reranker"]["contract"]["activation"] == "none"
-    assert set(d6["first_stage"]["metrics"]) == set(d6["reranked"]["metrics"])
+    report = read_results(tmp_path / "results.json")
+    assert [d["depth"] for d in report["reranked"]] == [3, 6]
+    d6 = report["reranked"][1]
+    assert d6["reranker"]["activation"] == "none"
+    assert set(report["metrics"]) == set(d6["metrics"])
     gain = {g["metric"]: g for g in d6["gain"]}
-    for m, v in d6["reranked"]["metrics"].items():
-        assert gain[m]["delta"] == pytest.approx(v - d6["first_stage"]["metrics"][m], abs=2e-6)
+    for m, v in d6["metrics"].items():
+        assert gain[m]["delta"] == pytest.approx(v - report["metrics"][m], abs=2e-6)
     assert (tmp_path / "report.md").read_text().startswith("# evalsuite two-stage run")
-    first_results = json.loads((tmp_path / "first_stage" / "results.json").read_text())
-    assert first_results["metrics"] == d6["first_stage"]["metrics"]
+    assert not (tmp_path / "first_stage").exists() and not (tmp_path / "rerank.json").exists()
     pairs = [tuple(line.split()[:3:2]) for line in (tmp_path / "run.trec").read_text().splitlines()]
     first = [tuple(line.split()[:3:2]) for line in (tmp_path / "first_stage.trec").read_text().splitlines()]
     assert len(pairs) == len(first) > 0 and set(pairs) == set(first)  # reranking reorders, never drops
@@ -170,6 +169,6 @@ def test_run_with_a_reranker_is_the_two_stage_run(tiny_model_dir, cross_encoder_
         ]
     )
     assert code == 0
-    report = json.loads((tmp_path / "rerank.json").read_text())
-    assert [d["depth"] for d in report["depths"]] == [5]
-    assert set(report["depths"][0]["reranked"]["metrics"]) == set(report["depths"][0]["first_stage"]["metrics"])
+    report = read_results(tmp_path / "results.json")  # where every run writes it, both stages
+    assert [d["depth"] for d in report["reranked"]] == [5]
+    assert set(report["reranked"][0]["metrics"]) == set(report["metrics"])

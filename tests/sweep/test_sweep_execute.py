@@ -5,9 +5,9 @@ import json
 import pytest
 
 from evalsuite.pipeline import prepare, run
-from evalsuite.reports.sweep_reports import write_sweep_reports
 from evalsuite.spec import RunSpec
 from evalsuite.sweep import parse_vary, plan_cells, run_sweep
+from evalsuite.sweep.reports import write_sweep_reports
 
 METRICS = ("ndcg@10", "recall@100")
 

@@ -9,10 +9,10 @@ from evalsuite.cli import main
 from evalsuite.contract import Contract
 from evalsuite.errors import SpecError
 from evalsuite.pipeline import prepare
-from evalsuite.reports.index_reports import pareto_front
-from evalsuite.reports.sweep_reports import write_sweep_reports
 from evalsuite.spec import RunSpec
 from evalsuite.sweep import parse_axis, parse_vary, plan_cells, plan_passes, run_sweep
+from evalsuite.sweep.reports import write_sweep_reports
+from evalsuite.sweep.reports.index import pareto_front
 
 METRICS = ("ndcg@10", "recall@100")
 INDEXES = "index=flat,hnsw,ivfpq,sq8,binary,binary+rescore=100"

@@ -67,7 +67,7 @@ def test_grid_warm_rerun_and_corruption(spec, tmp_path):
 
 def test_index_by_dimension_on_the_bundled_model(spec, tmp_path):
     """The issue's command: every index at every Matryoshka dimension, one forward pass per role."""
-    from evalsuite.reports.sweep_reports import write_sweep_reports
+    from evalsuite.sweep.reports import write_sweep_reports
 
     prepared = prepare(spec)
     axes = parse_vary(["index=flat,hnsw,ivfpq,sq8,binary,binary+rescore=100", "dim=384,256,128"])

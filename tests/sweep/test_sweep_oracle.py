@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from evalsuite.pipeline import prepare
-from evalsuite.reports.sweep_html import sweep_html
-from evalsuite.reports.sweep_json import sweep_to_dict
-from evalsuite.reports.sweep_markdown import sweep_markdown
 from evalsuite.spec import RunSpec
 from evalsuite.sweep import parse_vary, plan_cells, run_sweep
+from evalsuite.sweep.reports.data import sweep_to_dict
+from evalsuite.sweep.reports.html import sweep_html
+from evalsuite.sweep.reports.markdown import sweep_markdown
 
 METRICS = ("ndcg@10", "recall@100")
 LENGTHS = [n for n in range(1, 41)] + [5, 17, 29, 33]

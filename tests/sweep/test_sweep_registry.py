@@ -10,7 +10,7 @@ from evalsuite.contract import TRUNCATIONS, Contract
 from evalsuite.errors import SpecError
 from evalsuite.sweep import AXES, DECLARATIONS, axis_table, declaration, parse_axis, parse_vary, plan_cells, plan_passes
 from evalsuite.sweep.axes import conflicts
-from evalsuite.sweep.axis_kinds import ChoiceAxis
+from evalsuite.sweep.axis_kinds import ALL_STAGES, ChoiceAxis
 
 BASE = Contract(
     model="m",
@@ -25,7 +25,19 @@ BASE = Contract(
     truncation="truncate",
     dim=384,
 )
-FIELDS = {f.name for f in dataclasses.fields(Contract)}
+
+
+def _fields(cls):
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+def _stage_fields():
+    from evalsuite.rerank.contract import RerankerContract
+
+    return {"first_stage": _fields(Contract), "reranker": _fields(RerankerContract), "depth": {"depth"}}
+
+
+FIRST_STAGE = [d for d in DECLARATIONS if d.stage == "first_stage"]
 # Which axes can need a forward pass of their own (written out independently of the declarations).
 OWN_FORWARD_PASS = {
     "pooling": False,
@@ -37,6 +49,9 @@ OWN_FORWARD_PASS = {
     "dim": False,
     "normalize": False,
     "index": False,
+    "depth": False,
+    "rerank_max_length": False,
+    "rerank_dtype": False,
 }
 
 
@@ -54,6 +69,9 @@ def test_axes_are_the_declared_names_unique_and_in_order():
         "dim",
         "normalize",
         "index",
+        "depth",
+        "rerank_max_length",
+        "rerank_dtype",
     )
     assert declaration("max-length") is declaration("max_length") is not None
     assert declaration("colour") is None
@@ -66,10 +84,10 @@ def test_every_axis_has_a_label_explanation_and_examples_that_parse(decl):
         axis = parse_axis(example)
         assert axis.name == decl.name and axis.declaration == decl and axis.values
         assert all(v.label for v in axis.values)
-    assert set(decl.sets) <= FIELDS
+    assert set(decl.sets) <= _stage_fields()[decl.stage]
 
 
-@pytest.mark.parametrize("decl", DECLARATIONS, ids=lambda d: d.name)
+@pytest.mark.parametrize("decl", FIRST_STAGE, ids=lambda d: d.name)
 def test_applying_an_example_changes_only_the_fields_the_axis_sets(decl):
     changed = set()
     for example in decl.examples:
@@ -78,7 +96,7 @@ def test_applying_an_example_changes_only_the_fields_the_axis_sets(decl):
     assert changed and changed <= set(decl.sets)
 
 
-@pytest.mark.parametrize("decl", DECLARATIONS, ids=lambda d: d.name)
+@pytest.mark.parametrize("decl", FIRST_STAGE, ids=lambda d: d.name)
 def test_needs_forward_pass_agrees_with_the_planner(decl):
     """A value needs a pass of its own exactly when planning its one cell adds a pass to the base's two."""
     for example in decl.examples:
@@ -93,7 +111,8 @@ def test_axis_table_lists_every_axis_and_its_forward_pass_need():
     headers, rows = axis_table(BASE)
     assert headers[0] == "axis" and headers[-1] == "own forward pass"
     assert {r[0]: r[-1] == "yes" for r in rows} == OWN_FORWARD_PASS
-    assert {r[0]: r[2] for r in rows}["query_prefix"] == 'query_prefix=none,base or query_prefix=["query: ", ""]'
+    assert {r[0]: r[2] for r in rows}["rerank_dtype"] == "reranker"
+    assert {r[0]: r[3] for r in rows}["query_prefix"] == 'query_prefix=none,base or query_prefix=["query: ", ""]'
 
 
 def test_grid_conflicts_come_from_shared_contract_fields():
@@ -105,13 +124,13 @@ def test_grid_conflicts_come_from_shared_contract_fields():
 
 
 def test_only_integer_axes_are_plotted_as_lines():
-    assert {d.name for d in DECLARATIONS if d.numeric} == {"dim", "max_length"}
+    assert {d.name for d in DECLARATIONS if d.numeric} == {"dim", "max_length", "depth", "rerank_max_length"}
     assert {d.name for d in DECLARATIONS if d.shows_storage} == {"dim"}
     assert declaration("dim").label == "dimension" and declaration("max_length").label == "max length (tokens)"
 
 
 def test_parsed_axes_pickle_across_workers():
-    axes = parse_vary([d.examples[-1] for d in DECLARATIONS])
+    axes = parse_vary([d.examples[-1] for d in DECLARATIONS], ALL_STAGES)
     assert pickle.loads(pickle.dumps(axes)) == axes
 
 

@@ -19,13 +19,13 @@ import pytest
 from evalsuite import resultcache
 from evalsuite.cli import main
 from evalsuite.pipeline import prepare
-from evalsuite.reports import sweep_slices
 from evalsuite.reports.html import chart_uri
 from evalsuite.resultcache import ResultStore
 from evalsuite.slicing.attach import slice_index
 from evalsuite.spec import RunSpec
 from evalsuite.sweep import parse_vary, plan_cells, run_sweep
 from evalsuite.sweep.compare import cell_statistics
+from evalsuite.sweep.reports import slices as sweep_slices
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "transformers", "sentence_transformers", "faiss", "ranx", "numba", "scipy", "matplotlib")

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..index.footprint import human_bytes
-from .markdown import table
+from ...index.footprint import human_bytes
+from ...reports.markdown import table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..sweep.index_cells import IndexCell
-    from ..sweep.results import CellResult, SweepResult
+    from ..index_cells import IndexCell
+    from ..results import CellResult, SweepResult
 
 
 def index_cells(result: SweepResult) -> list[CellResult]:
@@ -111,7 +111,7 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
 def index_figures(result: SweepResult) -> list[tuple[str, Figure]]:
     """Pareto plots: quality (the first metric, and recall@10 against exact) against bytes per
     vector and against the median single-query latency; one point per index cell."""
-    from .html import pareto_chart
+    from ...reports.html import pareto_chart
 
     cells = [c for c in index_cells(result) if c.index is not None]
     if not cells:
@@ -178,7 +178,7 @@ def index_markdown(result: SweepResult) -> list[str]:
 
 def index_html(result: SweepResult) -> list[str]:
     """The index sections of report.html: tables and the Pareto plots."""
-    from . import html as h
+    from ...reports import html as h
 
     if not index_cells(result):
         return []

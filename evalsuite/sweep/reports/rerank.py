@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..io import atomic_write_json, atomic_write_text
-from ..reports.markdown import table
-from .gain import StageDelta
-from .sweep import RerankSweepRow
+from ...io import atomic_write_json, atomic_write_text
+from ...reports.markdown import table
+from ...rerank.gain import StageDelta
+from ..rerank_cells import RerankSweepRow
 
 
-def sweep_markdown(rows: Sequence[RerankSweepRow]) -> str:
+def rerank_sweep_markdown(rows: Sequence[RerankSweepRow]) -> str:
     metrics = [d.metric for d in rows[0].vs_base]
     head = (
         ["cell", "depth"]
@@ -38,11 +38,11 @@ def sweep_markdown(rows: Sequence[RerankSweepRow]) -> str:
     )
 
 
-def write_sweep_reports(rows: Sequence[RerankSweepRow], out_dir: str | Path) -> dict[str, Path]:
+def write_rerank_sweep_reports(rows: Sequence[RerankSweepRow], out_dir: str | Path) -> dict[str, Path]:
     out = Path(out_dir)
     return {
         "rerank_sweep.json": atomic_write_json(
-            out / "rerank_sweep.json", {"schema_version": 1, "cells": [r.to_dict() for r in rows]}
+            out / "rerank_sweep.json", {"schema_version": 2, "cells": [r.to_dict() for r in rows]}
         ),
-        "report.md": atomic_write_text(out / "report.md", sweep_markdown(rows)),
+        "report.md": atomic_write_text(out / "report.md", rerank_sweep_markdown(rows)),
     }

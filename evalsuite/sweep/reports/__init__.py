@@ -1,20 +1,20 @@
 """The files of one `evalsuite sweep`: sweep.json, report.md and a self-contained report.html
-(written by `sweep_json.py`, `sweep_markdown.py` and `sweep_html.py`)."""
+(written by `data.py`, `markdown.py` and `html.py`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..io import atomic_write_json, atomic_write_text
+from ...io import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
-    from ..sweep.results import SweepResult
+    from ..results import SweepResult
 
-from .sweep_html import sweep_html
-from .sweep_json import sweep_to_dict
-from .sweep_markdown import sweep_markdown
-from .sweep_markdown import sweep_table_rows as sweep_table_rows  # re-exported for the sweep CLI
+from .data import sweep_to_dict
+from .html import sweep_html
+from .markdown import sweep_markdown
+from .markdown import sweep_table_rows as sweep_table_rows  # re-exported for the sweep CLI
 
 
 def write_sweep_reports(result: SweepResult, out_dir: str | Path) -> dict[str, Path]:

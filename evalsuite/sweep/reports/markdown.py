@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .index_reports import index_markdown
-from .markdown import contract_rows, table
-from .sweep_json import shows_storage, storage
-from .sweep_slices import sweep_slices_markdown
+from ...reports.markdown import contract_rows, table
+from .data import shows_storage, storage
+from .index import index_markdown
+from .slices import sweep_slices_markdown
 
 if TYPE_CHECKING:
-    from ..sweep.results import CellResult, SweepResult
+    from ..results import CellResult, SweepResult
 
 
 def _delta_text(c: CellResult, m: str, alpha: float) -> str:

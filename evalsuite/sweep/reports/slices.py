@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .markdown import table
-from .slice_plots import draw_small_multiples, slice_cells_dict, small_multiples_data
-from .slices import moved_cells
+from ...reports.markdown import table
+from ...reports.slice_plots import draw_small_multiples, slice_cells_dict, small_multiples_data
+from ...reports.slices import moved_cells
 
 if TYPE_CHECKING:
-    from ..resultcache import Entry
-    from ..slicing import SliceIndex
-    from ..slicing.compare import SliceMove
-    from ..sweep.results import CellResult, SweepResult
+    from ...resultcache import Entry
+    from ...slicing import SliceIndex
+    from ...slicing.compare import SliceMove
+    from ..results import CellResult, SweepResult
 
 MOVED_PER_CELL = 3
 
@@ -49,7 +49,7 @@ def cell_moves(result: SweepResult, c: CellResult) -> list[SliceMove]:
 
 
 def _slice_moves(result: SweepResult, index: SliceIndex, c: CellResult) -> list[SliceMove]:
-    from ..slicing.compare import MIN_COMPARED, slice_moves
+    from ...slicing.compare import MIN_COMPARED, slice_moves
 
     metrics = list(result.metrics)
     base, cell = result.base.per_query, c.result.per_query
@@ -59,8 +59,8 @@ def _slice_moves(result: SweepResult, index: SliceIndex, c: CellResult) -> list[
 
     if result.store is None:
         return compute()
-    from ..resultcache import code_digest, json_digest, library_versions
-    from ..stats import CONFIDENCE, N_RESAMPLES, POWER
+    from ...resultcache import code_digest, json_digest, library_versions
+    from ...stats import CONFIDENCE, N_RESAMPLES, POWER
 
     fields = {
         "reference": json_digest(base),
@@ -91,8 +91,8 @@ def _dump_moves(moves: list[SliceMove]) -> tuple[Any, dict[str, Any]]:
 
 
 def _undump_moves(entry: Entry) -> list[SliceMove]:
-    from ..slicing.compare import SliceMove
-    from ..sweep.compare import comparison_from_dict
+    from ...slicing.compare import SliceMove
+    from ..compare import comparison_from_dict
 
     return [
         SliceMove(
@@ -126,7 +126,7 @@ def sweep_slice_lines(result: SweepResult) -> list[str]:
 
 
 def _slice_table(result: SweepResult, metric: str) -> tuple[list[str], list[list[str]]]:
-    from .slice_plots import slice_values
+    from ...reports.slice_plots import slice_values
 
     assert result.base.slices is not None
     runs = [("base", result.base.per_query)] + [(c.cell.name, c.result.per_query) for c in result.cells]
@@ -157,7 +157,7 @@ def sweep_slices_html(result: SweepResult) -> list[str]:
     """The slices section of report.html: small multiples (one panel per slice, one bar per cell) and the table."""
     if result.base.slices is None or not result.metrics:
         return []
-    from . import html as h
+    from ...reports import html as h
 
     metric = result.metrics[0]
     runs = [("base", result.base.per_query)] + [(c.cell.name, c.result.per_query) for c in result.cells]

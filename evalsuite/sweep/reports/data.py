@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..result import SCHEMA_VERSION
-from ..sweep.registry import declaration
-from .sweep_slices import base_slices, cell_slices
+from ...result import SCHEMA_VERSION
+from ..registry import declaration
+from .slices import base_slices, cell_slices
 
 if TYPE_CHECKING:
-    from ..contract import Contract
-    from ..sweep.results import CellResult, SweepResult
+    from ...contract import Contract
+    from ..results import CellResult, SweepResult
 
 BYTES_PER_FLOAT32 = 4
 ONE_MILLION = 1_000_000

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .index_reports import index_html
-from .markdown import contract_rows
-from .sweep_json import shows_storage
-from .sweep_markdown import _ci_rows, _execution_lines, _marks_text, _p_rows, _storage_rows, sweep_table_rows
-from .sweep_slices import sweep_slices_html
+from ...reports.markdown import contract_rows
+from .data import shows_storage
+from .index import index_html
+from .markdown import _ci_rows, _execution_lines, _marks_text, _p_rows, _storage_rows, sweep_table_rows
+from .slices import sweep_slices_html
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..sweep.results import CellResult, SweepResult
+    from ..results import CellResult, SweepResult
 
 
 def _base_bar(groups: dict[str, list[CellResult]], axis: str) -> tuple[str, str] | None:
@@ -55,7 +55,7 @@ def sweep_figures(result: SweepResult) -> list[tuple[str, Figure]]:
 
 def sweep_charts(result: SweepResult) -> list[Chart]:
     """Per axis, the caption and the chart call (function and plain-data arguments) that draws its figure."""
-    from .html import bar_chart, line_chart
+    from ...reports.html import bar_chart, line_chart
 
     base = result.base
     metrics = list(result.metrics)
@@ -103,7 +103,7 @@ def sweep_charts(result: SweepResult) -> list[Chart]:
 
 
 def sweep_html(result: SweepResult) -> str:
-    from . import html as h
+    from ...reports import html as h
 
     base = result.base
     ident = base.dataset.identity

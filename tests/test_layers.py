@@ -1,0 +1,171 @@
+"""The layers of docs/ARCHITECTURE.md, enforced: no module under evalsuite/ imports a group on its own layer or
+above (lazy, function-level and type-only imports included), and every package and top-level module is in
+the table. The table is read from the document, so the document and the check cannot drift apart."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "evalsuite"
+DOC = REPO / "docs" / "ARCHITECTURE.md"
+CLI = "*.cli"  # every cli.py (and *_cli.py, e.g. canary/rerank_cli.py): the thin shells
+
+
+@dataclass(frozen=True)
+class Edge:
+    module: str  # dotted, without the leading "evalsuite."
+    line: int
+    target: str
+    source_group: str
+    target_group: str
+    source_layer: int
+    target_layer: int
+
+    def __str__(self) -> str:
+        return (
+            f"evalsuite/{self.module.replace('.', '/')}.py:{self.line}: {self.module} (group {self.source_group}, "
+            f"layer {self.source_layer}) imports {self.target} (group {self.target_group}, layer {self.target_layer})"
+        )
+
+
+def read_layers(text: str) -> dict[str, int]:
+    """{group: layer} from the table under '## Layers': rows ``| N | `a`, `b` | ... |``."""
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    layers: dict[str, int] = {}
+    for row in re.finditer(r"^\|\s*(\d+)\s*\|([^|]*)\|", section, re.M):
+        for group in re.findall(r"`([^`]+)`", row.group(2)):
+            assert group not in layers, f"{DOC}: group {group} is in two rows"
+            layers[group] = int(row.group(1))
+    return layers
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def group_of(module: str, layers: dict[str, int]) -> str | None:
+    """The row a module belongs to: ``*.cli`` for a package's cli module, else the longest listed dotted
+    prefix."""
+    if "." in module and module.split(".")[-1].endswith("cli") and CLI in layers:
+        return CLI
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in layers:
+            return ".".join(parts[:n])
+    return None
+
+
+def _exists(module: str) -> bool:
+    base = PACKAGE.joinpath(*module.split(".")) if module else PACKAGE
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def imported(path: Path) -> list[tuple[int, str]]:
+    """(line, module) for every import of evalsuite in the file, anywhere in it; a name imported from a
+    package that is itself a module counts as that module (``from . import preflight``)."""
+    module = module_name(path)
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    package = [p for p in package if p]
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+                stem = ".".join(["evalsuite", *base, *([node.module] if node.module else [])])
+            else:
+                stem = node.module or ""
+            names = [f"{stem}.{a.name}" for a in node.names] + [stem]
+        for name in names:
+            if name != "evalsuite" and not name.startswith("evalsuite."):
+                continue
+            parts = name.split(".")[1:]
+            while parts and not _exists(".".join(parts)):
+                parts.pop()
+            if parts:
+                out.append((node.lineno, ".".join(parts)))
+                if isinstance(node, ast.ImportFrom):
+                    break  # the most specific module this import names
+    return out
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def upward_edges(layers: dict[str, int]) -> list[Edge]:
+    edges = []
+    for path in modules():
+        module = module_name(path)
+        source = group_of(module, layers)
+        if not module or source is None:
+            continue
+        for line, target in imported(path):
+            group = group_of(target, layers)
+            if group is None or group == source:
+                continue
+            if layers[group] >= layers[source]:
+                edges.append(Edge(module, line, target, source, group, layers[source], layers[group]))
+    return edges
+
+
+LAYERS = read_layers(DOC.read_text(encoding="utf-8"))
+
+
+def test_every_package_and_top_level_module_is_in_a_layer():
+    tops = {module_name(p).split(".")[0] for p in modules()} - {""}
+    missing = sorted(t for t in tops if group_of(t, LAYERS) is None)
+    assert not missing, (
+        f"evalsuite/{missing[0]} is in no layer: add it to one row of the Layers table in docs/ARCHITECTURE.md "
+        f"(the lowest layer above everything it imports); unlisted: {', '.join(missing)}"
+    )
+    unmatched = [m for m in (module_name(p) for p in modules()) if m and group_of(m, LAYERS) is None]
+    assert not unmatched, f"modules in no layer: {unmatched}"
+
+
+def test_every_group_in_the_table_exists():
+    """A row naming a package that is gone (moved or deleted) is stale."""
+    stale = [g for g in LAYERS if g != CLI and not _exists(g)]
+    assert not stale, f"docs/ARCHITECTURE.md Layers names {stale}, which are not under evalsuite/; remove them"
+
+
+def test_no_import_runs_up_the_layers():
+    edges = upward_edges(LAYERS)
+    assert not edges, "imports running up the layers (docs/ARCHITECTURE.md, Layers):\n" + "\n".join(map(str, edges))
+
+
+def test_the_check_sees_lazy_type_only_and_relative_imports(tmp_path, monkeypatch):
+    """Bugs caught: only module-level imports read, TYPE_CHECKING blocks skipped, relative imports resolved
+    against the wrong package, a same-layer import let through, a cli module not on the top layer."""
+    fake = tmp_path / "evalsuite"
+    (fake / "low").mkdir(parents=True)
+    (fake / "high").mkdir()
+    (fake / "__init__.py").write_text("")
+    (fake / "low" / "__init__.py").write_text("")
+    (fake / "high" / "__init__.py").write_text("")
+    (fake / "high" / "cli.py").write_text("from ..low import thing\n")
+    (fake / "low" / "thing.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..high import x\n\n"
+        "def f():\n    from evalsuite.high import y\n    from . import peer\n    from ..side import z\n"
+    )
+    (fake / "low" / "peer.py").write_text("")
+    (fake / "high" / "x.py").write_text("")
+    (fake / "high" / "y.py").write_text("")
+    (fake / "side.py").write_text("z = 1\n")
+    monkeypatch.setitem(globals(), "PACKAGE", fake)
+    layers = {"low": 1, "side": 1, "high": 2, CLI: 3}
+    found = {(e.module, e.line, e.target) for e in upward_edges(layers)}
+    assert found == {("low.thing", 3, "high.x"), ("low.thing", 6, "high.y"), ("low.thing", 8, "side")}
+    assert group_of("high.cli", layers) == CLI and group_of("low.peer", layers) == "low"
+    assert group_of("other", layers) is None
+    with pytest.raises(AssertionError, match="is in two rows"):
+        read_layers("\n## Layers\n\n| 1 | `a` | x |\n| 2 | `a` | y |\n")
