@@ -14,8 +14,10 @@
 #   .ci/infinity.sh serve VENV_DIR MODEL_DIR PORT [extra infinity_emb v2 args...]
 #       exec the server in the foreground on 127.0.0.1:PORT, routes under /v1
 #       (/health and /metrics stay at the root). Offline, CPU only.
-#       Useful extra args: --served-model-name NAME, --api-key KEY,
-#       --pooling-method cls|mean (see docs/engines.md).
+#       Useful extra args: --served-model-name NAME; an API key through the
+#       environment (INFINITY_API_KEY=..., not --api-key: argv is visible in ps).
+#       --pooling-method has no effect with the torch engine: to serve a broken
+#       deployment, serve a copy made by scripts/model_variant.py (docs/engines.md).
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
