@@ -15,7 +15,7 @@ from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import table
 from ..reports.run_reports import run_markdown
 from ..reports.slices import moved_lines, moved_markdown
-from ..verdict import worst
+from ..verdict import VERDICTS, label, worst
 from .gates import Gate, GateVerdict, Outcome, bracket, signed
 from .kinds import kind_of
 from .ledger import (
@@ -111,6 +111,20 @@ def gate_line(outcome: Outcome) -> str:
     if outcome.queries_needed is not None and outcome.verdict == "inconclusive":
         text += f"; about {outcome.queries_needed} queries would decide it"
     return text
+
+
+def verdict_markdown(name: str, outcomes: Sequence[GateRecord | SweepCellRecord]) -> str:
+    """The top of a gated report.md: the dataset's verdict, how many items gave which, every item that did not
+    pass with its figures (the run, its metrics and all tables follow)."""
+    verdicts = [r.outcome.verdict for r in outcomes]
+    overall = worst(verdicts)
+    if overall is None:
+        return f"# evalsuite gates on {name}: nothing gated\n\n"
+    counts = ", ".join(f"{verdicts.count(v)} {label(v)}" for v in VERDICTS if verdicts.count(v))
+    lines = [f"- `{r.item}`: {gate_line(r.outcome)}" for r in outcomes if r.outcome.verdict != "pass"]
+    return f"# evalsuite gates on {name}: {label(overall)}\n\n{len(verdicts)} gate outcome(s): {counts}.\n\n" + (
+        "\n".join(lines) + "\n\n" if lines else ""
+    )
 
 
 def format_rows(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -210,7 +224,8 @@ def dataset_report(
         if moves:
             results["slice_comparison"] = [m.to_dict() for m in moves]
         headers = tuple(h.format(side=side) for h in SUMMARY_HEADERS)
-        markdown = run_markdown(result) + "\n## Gates\n\n" + table(headers, [r.cells() for r in rows])
+        markdown = verdict_markdown(name, outcomes) + run_markdown(result).replace("# evalsuite run", "## Run", 1)
+        markdown += "\n## Gates\n\n" + table(headers, [r.cells() for r in rows])
         if outcomes:
             markdown += "\n" + table(
                 (

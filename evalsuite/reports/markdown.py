@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,4 +19,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def contract_rows(contract: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(k, repr(v) if isinstance(v, str) else str(v)) for k, v in contract.items() if v is not None]
+    """Each set field; a text in JSON quotes in a code span, so an empty or space-ended prefix shows (`""`)."""
+    return [
+        (k, f"`{json.dumps(v, ensure_ascii=False)}`" if isinstance(v, str) else str(v))
+        for k, v in contract.items()
+        if v is not None
+    ]

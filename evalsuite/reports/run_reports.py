@@ -47,13 +47,18 @@ def run_markdown(result: Result) -> str:
                     f"{t['cache']['hits']} / {t['cache']['misses']}" if "cache" in t else "cache off",
                 ),
                 ("result cache", result_cache_text(t.get("result_cache"))),
-                ("device", m.get("device")),
+                ("device", device_text(m.get("device"))),
             ],
         ),
     ]
     if result.warnings:
         parts += ["\n## Warnings\n", "".join(f"- {w}\n" for w in result.warnings)]
     return "".join(parts)
+
+
+def device_text(device: object) -> str:
+    """Where the vectors were computed; a warm run loaded no model: it says so instead of naming a device."""
+    return "none: every vector came from the embedding cache (no model loaded)" if device == "cache" else str(device)
 
 
 def result_cache_text(entry: dict[str, Any] | None) -> str:

@@ -51,3 +51,16 @@ def test_terminal_lines():
     assert lines[0] == "d: a note" and lines[-1] == "reports: r"
     assert "computed candidate-d in gw0" in lines and "d:" in lines
     assert any(line.split() == ["ndcg@10", "-", "0.5000", "-", "-", "-", "-"] for line in lines)
+
+
+def test_report_md_leads_with_the_verdict_and_what_did_not_pass():
+    from evalsuite.gating.report import verdict_markdown
+
+    ok = GateRecord("d", "gate[b]", _outcome("mrr@10:max_drop=0.01", "mrr@10", True, 0.6))
+    bad = GateRecord("d", "gate[a]", _outcome("ndcg@10:max_drop=0.01", "ndcg@10", False, 0.48))
+    cell = SweepCellRecord("d", "sweep[dim=16]", "dim=16", _outcome("ndcg@10:max_drop=0.01", "ndcg@10", False, 0.1))
+    text = verdict_markdown("d", [ok, bad, cell])
+    assert text.startswith("# evalsuite gates on d: FAIL\n\n3 gate outcome(s): 1 PASS, 2 FAIL.\n")
+    assert "- `gate[a]`: FAIL" in text and "- `sweep[dim=16]`: FAIL" in text and "gate[b]" not in text
+    assert verdict_markdown("d", [ok]).startswith("# evalsuite gates on d: PASS\n\n1 gate outcome(s): 1 PASS.\n")
+    assert verdict_markdown("d", []) == "# evalsuite gates on d: nothing gated\n\n"
