@@ -114,7 +114,9 @@ CANARY_OPTIONS: tuple[Option, ...] = (
         "canary: seconds to wait for each HTTP answer",
         {"type": _float_in(0.0, None, low_open=True), "metavar": "SECONDS"},
     ),
-    _setting("--endpoint-concurrency", "canary: max requests in flight", {"type": int_at_least(1), "metavar": "N"}),
+    _setting(
+        "--endpoint-concurrency", "canary: max requests in flight per URL", {"type": int_at_least(1), "metavar": "N"}
+    ),
     _setting("--endpoint-batch-size", "canary: max texts per request", {"type": int_at_least(1), "metavar": "N"}),
     _setting(
         "--encoding-format", "canary: response encoding", {"choices": ENCODING_FORMATS, "metavar": "float|base64"}
@@ -140,10 +142,7 @@ CLIENT_FLAGS = (
 
 
 def _for_run(opt: Option) -> Option:
-    help = opt.help.removeprefix("canary: ")
-    if opt.flag == "--endpoint-concurrency":
-        help += " per URL"
-    return dataclasses.replace(opt, help="with --endpoint: " + help)
+    return dataclasses.replace(opt, help="with --endpoint: " + opt.help.removeprefix("canary: "))
 
 
 RUN_ENDPOINT_OPTIONS: tuple[Option, ...] = (

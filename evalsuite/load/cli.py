@@ -156,7 +156,7 @@ def register(subparsers: Any) -> None:
     add_options(p.add_argument)
     add_options(p.add_argument, ENDPOINT_OPTIONS)
     add_options(p.add_argument, LOAD_OPTIONS)
-    p.add_argument("--out", help="report directory (default: reports/load/<host-port>)")
+    p.add_argument("--out", metavar="DIR", help="report directory (default: reports/load/<host-port>)")
     p.set_defaults(func=cmd_load)
 
 

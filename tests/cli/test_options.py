@@ -71,3 +71,14 @@ def test_a_spec_error_becomes_a_parse_error(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["sweep", "--vary", "colour=red"])
     assert "colour" in capsys.readouterr().err
+
+
+def test_the_endpoint_client_options_say_the_same_under_pytest_and_the_cli():
+    """One option, one meaning: the canary's help (pytest, `evalsuite canary`) and `run --endpoint`'s agree."""
+    from evalsuite.canary.options import CANARY_OPTIONS, RUN_ENDPOINT_OPTIONS
+
+    canary = {o.flag: o.help.removeprefix("canary: ") for o in CANARY_OPTIONS}
+    run = {o.flag: o.help.removeprefix("with --endpoint: ") for o in RUN_ENDPOINT_OPTIONS}
+    shared = (canary.keys() & run.keys()) - {"--endpoint"}  # the URL: the canary's subject, or run's encoder
+    assert "--endpoint-concurrency" in shared and canary["--endpoint-concurrency"].endswith("per URL")
+    assert all(canary[f] == run[f] for f in shared), {f: (canary[f], run[f]) for f in shared if canary[f] != run[f]}
