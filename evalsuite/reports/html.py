@@ -190,9 +190,8 @@ def bar_chart(
         ax.axhline(base_metrics[m], color=BASE_COLOR, linestyle="--", linewidth=1, label=base_label)
         ax.set_xticks(list(positions))
         ax.set_xticklabels([_short(c) for c in categories], rotation=20 if len(categories) > 3 else 0, fontsize=8)
-        lo, hi = min(values), max(values)
-        pad = max(0.1 * (hi - lo), 0.01)
-        ax.set_ylim(max(0.0, lo - 2 * pad), hi + pad)
+        hi = max(values)
+        ax.set_ylim(min(0.0, min(values)), hi + max(0.05 * hi, 0.01))  # bars start at zero: no exaggerated gap
         ax.set_title(m)
         ax.set_ylabel(m)
         ax.grid(axis="y", alpha=0.3)

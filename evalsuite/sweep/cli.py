@@ -78,7 +78,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from . import parse_vary, plan_cells, run_sweep
     from .reports import sweep_table_rows, write_sweep_reports
     from .reports.index import index_table_rows, matryoshka_rows
-    from .reports.markdown import result_cache_line
+    from .reports.markdown import marks_legend, result_cache_line
     from .reports.slices import sweep_slice_lines
 
     spec = RunSpec.from_mapping(collect(args, RUN_OPTIONS), source="command line")
@@ -105,6 +105,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
     print(result_cache_line(st.result_cache))
     _print_table(*sweep_table_rows(result))
+    print(marks_legend(result).replace("`", ""))
     index_headers, index_rows = index_table_rows(result)
     if index_rows:
         print("index cost (recall against exact flat search; Δ against flat over the same vectors)")

@@ -108,3 +108,14 @@ def test_charts_draw_the_intervals_as_error_bars():
     assert [(round(s[0][1], 6), round(s[1][1], 6)) for s in err] == [(0.05, 0.2), (0.3, 0.3)]  # none for 'mean'
     plain = line_chart("t", "dimension", ["ndcg@10"], {"": [(8, {"ndcg@10": 0.2})]}, None)
     assert not [c for c in plain.axes[0].containers if isinstance(c, ErrorbarContainer)]
+
+
+def test_bar_charts_start_at_zero_so_a_small_gap_is_not_drawn_as_a_large_one():
+    from evalsuite.reports.html import bar_chart
+
+    fig = bar_chart(
+        "pooling", ["ndcg@10"], ["cls", "mean"], {"": {"cls": {"ndcg@10": 0.67}, "mean": {"ndcg@10": 0.76}}},
+        {"ndcg@10": 0.76}, ("", "mean"),
+    )  # fmt: skip
+    low, high = fig.axes[0].get_ylim()
+    assert low == 0.0 and 0.76 < high <= 0.8

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ...reports.markdown import contract_rows
 from .data import shows_storage
 from .index import index_html
-from .markdown import _ci_rows, _execution_lines, _marks_text, _p_rows, _storage_rows, sweep_table_rows
+from .markdown import _ci_rows, _execution_lines, _p_rows, _storage_rows, marks_legend, sweep_table_rows
 from .slices import sweep_slices_html
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ def sweep_html(result: SweepResult) -> str:
             "Axes: "
             + "; ".join(f"{a.name} = {', '.join(a.labels)}" for a in result.axes)
             + f" ({'grid' if result.grid else 'one variable at a time'}). "
-            + _marks_text(result).replace("`", ""),
+            + marks_legend(result).replace("`", ""),
             "meta",
         ),
         h.heading("Results"),

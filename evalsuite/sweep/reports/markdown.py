@@ -19,7 +19,7 @@ def _delta_text(c: CellResult, m: str, alpha: float) -> str:
     return f"{c.delta[m]:+.4f}{'*' if c.significant(alpha)[m] else ''}"
 
 
-def _marks_text(result: SweepResult) -> str:
+def marks_legend(result: SweepResult) -> str:
     return (
         f"Δ is the cell minus the base; `*` marks q < {result.alpha}: ranx's paired {result.test} test over "
         f"queries, adjusted for the false discovery rate across every cell and metric ({result.correction}). "
@@ -129,7 +129,7 @@ def sweep_markdown(result: SweepResult) -> str:
         f"Model **{model.get('name', base.contract.model)}** at revision `{base.contract.model_revision}` on "
         f"dataset **{ident.name}** (split `{ident.split}`, {ident.n_documents} documents, {ident.n_queries} "
         f"queries). Axes: " + "; ".join(f"`{a.name}` = {', '.join(a.labels)}" for a in result.axes) + ".\n\n",
-        _marks_text(result) + "\n\n",
+        marks_legend(result) + "\n\n",
         "## Results\n\n",
         table(headers, rows),
         "\n## Uncertainty (95% CI of Δ vs base)\n\n",
