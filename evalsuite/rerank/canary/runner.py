@@ -25,6 +25,7 @@ class RerankCanaryOutcome:
     settings: RerankCanarySettings
     contract: dict[str, Any]
     verdicts: tuple[RerankVerdict, ...]
+    request_fields: dict[str, int]  # what every request carried beyond the API's own fields
 
     @property
     def passed(self) -> bool:
@@ -39,6 +40,7 @@ class RerankCanaryOutcome:
             "passed": self.passed,
             "settings": self.settings.to_dict(),
             "reranker_contract": self.contract,
+            "request_fields": self.request_fields,
             "verdicts": [v.to_dict() for v in self.verdicts],
         }
 
@@ -59,6 +61,7 @@ def make_context(
         config,
         settings.api,
         raw_scores=settings.raw_scores,
+        truncate_prompt_tokens=contract.max_length,
         deadline=Deadline.after(settings.deadline, "the reranker canary's deadline"),
     )
     return RerankCanaryContext(settings, client, make_reranker(info, contract, spec, rspec), contract, first)
@@ -79,7 +82,7 @@ def run_checks(
                 on_verdict(v)
     finally:
         ctx.close()
-    return RerankCanaryOutcome(ctx.settings, ctx.contract.to_dict(), tuple(verdicts))
+    return RerankCanaryOutcome(ctx.settings, ctx.contract.to_dict(), tuple(verdicts), dict(ctx.client.request_fields))
 
 
 def render_markdown(outcome: RerankCanaryOutcome) -> str:
@@ -89,6 +92,11 @@ def render_markdown(outcome: RerankCanaryOutcome) -> str:
         f"Endpoint `{outcome.settings.endpoint}` ({outcome.settings.api} API) against the local reference "
         f"`{outcome.contract['model']}` @ `{outcome.contract['model_revision'][:16]}`.",
         "",
+        *(
+            [f"Every request carried {', '.join(f'`{k}: {v}`' for k, v in outcome.request_fields.items())}.", ""]
+            if outcome.request_fields
+            else []
+        ),
         table(["check", "verdict", "message"], [(v.check, v.status, v.message) for v in outcome.verdicts]),
         "## Reranker contract",
         "",
