@@ -4,8 +4,8 @@ Every test module here is in the xdist group "vllm": under ``-n N --dist loadgro
 all, so each session fixture below starts its servers once (the root conftest's ``vllm_launcher`` stops them
 at the end). A start costs minutes on 2 cores, so the servers of one fixture start together.
 
-CI runs the faithful, CLS and reranker servers; the no-normalization and short-max-length servers are the
-``vllm_full`` tier (``pytest -m vllm_full tests/vllm``).
+CI runs the faithful, CLS and reranker servers; the no-normalization, short-max-length and token_embed
+servers are the ``vllm_full`` tier (``pytest -m vllm_full tests/vllm``).
 """
 
 from __future__ import annotations
@@ -24,20 +24,24 @@ MATRYOSHKA = json.dumps({"matryoshka_dimensions": [384, 256, 128, 64]})
 
 
 @dataclass(frozen=True)
-class VllmEmbedServers:
-    """``faithful``: the bundled model as a user would serve it, flagged Matryoshka through --hf-overrides
-    (no key: ``/pooling`` token_embed is read from it too). ``cls``: the same model with CLS pooling, behind
-    an API key (so the canary's auth check meets vLLM's auth)."""
+class VllmServers:
+    """CI's three servers, started together. ``faithful``: the bundled model as a user would serve it,
+    flagged Matryoshka through --hf-overrides. ``cls``: the same model with CLS pooling, behind an API key
+    (so the canary's auth check meets vLLM's auth). ``reranker``: a one-label cross-encoder."""
 
     faithful: str
     cls: str
     key: str
+    reranker: str
 
 
 @dataclass(frozen=True)
-class VllmFaultServers:
+class VllmFullServers:
+    """The ``vllm_full`` tier's servers, started together."""
+
     nonorm: str  # --pooler-config '{"use_activation": false}': vectors not normalized
     short: str  # --max-model-len 128 < the contract's 256
+    tokens: str  # --pooler-config '{"task": "token_embed"}': per-token vectors on /pooling
 
 
 def _embed_args(*extra: str) -> list[str]:
@@ -45,30 +49,33 @@ def _embed_args(*extra: str) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def vllm_embed(bundled_model_dir, vllm_launcher) -> VllmEmbedServers:
+def vllm_servers(bundled_model_dir, vllm_cross_encoder_dir, vllm_launcher) -> VllmServers:
     key = "sk-vllm-" + secrets.token_hex(12)
     model = Path(bundled_model_dir)
+    cls = _embed_args("--pooler-config", json.dumps({"seq_pooling_type": "CLS"}), "--api-key", key)
     servers = vllm_launcher(
-        "embed",
+        "ci",
         {
             "faithful": (model, _embed_args("--hf-overrides", MATRYOSHKA)),
-            "cls": (model, _embed_args("--pooler-config", json.dumps({"seq_pooling_type": "CLS"}), "--api-key", key)),
+            "cls": (model, cls),
+            "reranker": (vllm_cross_encoder_dir, []),
         },
     )
-    return VllmEmbedServers(servers["faithful"].url, servers["cls"].url, key)
+    return VllmServers(servers["faithful"].url, servers["cls"].url, key, servers["reranker"].url)
 
 
 @pytest.fixture(scope="session")
-def vllm_faults(bundled_model_dir, vllm_launcher) -> VllmFaultServers:
+def vllm_full(bundled_model_dir, vllm_launcher) -> VllmFullServers:
     model = Path(bundled_model_dir)
     servers = vllm_launcher(
-        "faults",
+        "full",
         {
             "nonorm": (model, _embed_args("--pooler-config", json.dumps({"use_activation": False}))),
             "short": (model, ["--served-model-name", SERVED_NAME, "--max-model-len", "128"]),
+            "tokens": (model, _embed_args("--pooler-config", json.dumps({"task": "token_embed"}))),
         },
     )
-    return VllmFaultServers(servers["nonorm"].url, servers["short"].url)
+    return VllmFullServers(servers["nonorm"].url, servers["short"].url, servers["tokens"].url)
 
 
 def write_bundled_cross_encoder(src: Path, dest: Path, *, seed: int = 0, head_scale: float = 40.0) -> Path:
@@ -104,9 +111,3 @@ def write_bundled_cross_encoder(src: Path, dest: Path, *, seed: int = 0, head_sc
 @pytest.fixture(scope="session")
 def vllm_cross_encoder_dir(bundled_model_dir, tmp_path_factory) -> Path:
     return write_bundled_cross_encoder(Path(bundled_model_dir), tmp_path_factory.mktemp("vllm-ce") / "ce")
-
-
-@pytest.fixture(scope="session")
-def vllm_reranker_url(vllm_cross_encoder_dir, vllm_launcher) -> str:
-    """The one-label cross-encoder served by vLLM (max length: the model's 512 positions, as the reference)."""
-    return vllm_launcher("rerank", {"reranker": (vllm_cross_encoder_dir, [])})["reranker"].url

@@ -32,25 +32,27 @@ def canary(url, dataset, out, cache, *extra):
     return rc, {v["check"]: v for v in json.loads((out / "canary.json").read_text())["verdicts"]}
 
 
-def test_canary_passes_against_the_faithful_vllm(vllm_embed, minibeir_dir, tmp_path, reference_cache, capsys):
-    rc, verdicts = canary(vllm_embed.faithful, minibeir_dir, tmp_path, reference_cache)
+def test_canary_passes_against_the_faithful_vllm(vllm_servers, minibeir_dir, tmp_path, reference_cache, capsys):
+    rc, verdicts = canary(vllm_servers.faithful, minibeir_dir, tmp_path, reference_cache)
     out = capsys.readouterr().out
     assert rc == 0, out
     assert all(v["passed"] is not False for v in verdicts.values()), out
     report = json.loads((tmp_path / "canary.json").read_text())
     assert report["served_model"] == SERVED_NAME
-    assert verdicts["vector_agreement"]["details"]["cosine"]["min"] >= 0.9999
+    assert verdicts["vector_agreement"]["details"]["min"] >= 0.9999
     assert abs(verdicts["retrieval_agreement"]["details"]["metrics"]["ndcg@10"]["delta"]) <= 0.002
     # vLLM's own behaviours, accepted as the contract allows (docs/engines.md):
     bad = verdicts["bad_input"]["message"]
     assert "empty string -> HTTP 200 with the reference's vector for ''" in bad, bad
     assert "empty list -> HTTP 400" in bad, bad
-    assert "over-long input -> HTTP 400" in bad, bad
+    assert verdicts["bad_input"]["details"]["over_long"]["status"] == 400  # refused unless truncate_prompt_tokens
 
 
-def test_canary_fails_against_cls_pooling_vllm(vllm_embed, small_beir, tmp_path, reference_cache, monkeypatch, capsys):
-    monkeypatch.setenv(KEY_ENV, vllm_embed.key)
-    rc, verdicts = canary(vllm_embed.cls, small_beir, tmp_path, reference_cache, "--api-key-env", KEY_ENV)
+def test_canary_fails_against_cls_pooling_vllm(
+    vllm_servers, small_beir, tmp_path, reference_cache, monkeypatch, capsys
+):
+    monkeypatch.setenv(KEY_ENV, vllm_servers.key)
+    rc, verdicts = canary(vllm_servers.cls, small_beir, tmp_path, reference_cache, "--api-key-env", KEY_ENV)
     out, err = capsys.readouterr()
     assert rc == 1, out
     assert verdicts["vector_agreement"]["passed"] is False
@@ -58,11 +60,13 @@ def test_canary_fails_against_cls_pooling_vllm(vllm_embed, small_beir, tmp_path,
     assert "FAIL  vector agreement:" in out
     assert verdicts["auth"]["passed"] is True, verdicts["auth"]["message"]  # vLLM's --api-key: 401 without it
     for text in (out, err, (tmp_path / "report.md").read_text(), (tmp_path / "canary.json").read_text()):
-        assert vllm_embed.key not in text
+        assert vllm_servers.key not in text
 
 
-def test_matryoshka_flagged_through_hf_overrides_passes(vllm_embed, small_beir, tmp_path, reference_cache, capsys):
-    rc, verdicts = canary(vllm_embed.faithful, small_beir, tmp_path, reference_cache, "--canary-dimensions", "256,128")
+def test_matryoshka_flagged_through_hf_overrides_passes(vllm_servers, small_beir, tmp_path, reference_cache, capsys):
+    rc, verdicts = canary(
+        vllm_servers.faithful, small_beir, tmp_path, reference_cache, "--canary-dimensions", "256,128"
+    )
     out = capsys.readouterr().out
     assert rc == 0, out
     m = verdicts["matryoshka"]
@@ -74,11 +78,11 @@ def test_matryoshka_flagged_through_hf_overrides_passes(vllm_embed, small_beir, 
 
 
 def test_dimensions_without_the_matryoshka_flag_is_vllms_400(
-    vllm_embed, small_beir, tmp_path, reference_cache, monkeypatch, capsys
+    vllm_servers, small_beir, tmp_path, reference_cache, monkeypatch, capsys
 ):
-    monkeypatch.setenv(KEY_ENV, vllm_embed.key)
+    monkeypatch.setenv(KEY_ENV, vllm_servers.key)
     rc, verdicts = canary(
-        vllm_embed.cls, small_beir, tmp_path, reference_cache, "--api-key-env", KEY_ENV, "--canary-dimensions", "128"
+        vllm_servers.cls, small_beir, tmp_path, reference_cache, "--api-key-env", KEY_ENV, "--canary-dimensions", "128"
     )
     capsys.readouterr()
     assert rc == 1
@@ -87,14 +91,14 @@ def test_dimensions_without_the_matryoshka_flag_is_vllms_400(
     assert "HTTP 400" in m["message"] and "does not support matryoshka representation" in m["message"], m["message"]
 
 
-def test_base64_equals_float(vllm_embed):
+def test_base64_equals_float(vllm_servers):
     from evalsuite.encode.endpoint import EndpointConfig, EndpointEncoder
     from evalsuite.encode.response import Expectation
 
     texts = ["how does a database commit a transaction", "", "yeast makes bread dough rise " * 20]
     got = {}
     for fmt in ("float", "base64"):
-        config = EndpointConfig(url=vllm_embed.faithful, model=SERVED_NAME, encoding_format=fmt)
+        config = EndpointConfig(url=vllm_servers.faithful, model=SERVED_NAME, encoding_format=fmt)
         with EndpointEncoder(config, Expectation(dim=384, normalized=True)) as client:
             got[fmt] = client.embed(texts)
             got[f"{fmt}-128"] = client.embed(texts, dimensions=128)

@@ -20,8 +20,8 @@ def reference_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("vllm-faults-cache")
 
 
-def test_canary_fails_against_vllm_without_normalization(vllm_faults, minibeir_dir, tmp_path, reference_cache, capsys):
-    rc, verdicts = canary(vllm_faults.nonorm, minibeir_dir, tmp_path, reference_cache)
+def test_canary_fails_against_vllm_without_normalization(vllm_full, minibeir_dir, tmp_path, reference_cache, capsys):
+    rc, verdicts = canary(vllm_full.nonorm, minibeir_dir, tmp_path, reference_cache)
     out = capsys.readouterr().out
     assert rc == 1, out
     failed = {name for name, v in verdicts.items() if v["passed"] is False}
@@ -31,9 +31,9 @@ def test_canary_fails_against_vllm_without_normalization(vllm_faults, minibeir_d
 
 
 def test_canary_fails_against_vllm_with_a_shorter_max_length(
-    vllm_faults, minibeir_dir, tmp_path, reference_cache, capsys
+    vllm_full, minibeir_dir, tmp_path, reference_cache, capsys
 ):
-    rc, verdicts = canary(vllm_faults.short, minibeir_dir, tmp_path, reference_cache)
+    rc, verdicts = canary(vllm_full.short, minibeir_dir, tmp_path, reference_cache)
     out = capsys.readouterr().out
     assert rc == 1, out
     assert verdicts["vector_agreement"]["passed"] is False

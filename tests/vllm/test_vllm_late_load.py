@@ -1,8 +1,9 @@
 """Late interaction and load against a real vLLM (the faithful server of the session, see conftest).
 
-`late --late-endpoint`: vLLM's ``/pooling`` with ``"task": "token_embed"`` gives one vector per token of the
-bundled model, [CLS] and [SEP] kept; with ``--late-special-tokens keep`` they agree with the local token
-vectors. `load`: a profile against vLLM, and a cutover with Infinity as old and vLLM as new.
+`late --late-endpoint` (``vllm_full`` tier): a server started with ``--pooler-config '{"task":
+"token_embed"}'`` (the embedding server refuses that task with HTTP 400) gives one vector per token of the
+bundled model on ``/pooling``, [CLS] and [SEP] kept; with ``--late-special-tokens keep`` they agree with the
+local token vectors. `load`: a profile against vLLM, and a cutover with Infinity as old and vLLM as new.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ def late(vllm_url, model_dir, dataset, out, *extra):
     return rc, json.loads((out / "late.json").read_text())["served_tokens"]
 
 
-def test_late_against_vllm_token_embed(vllm_embed, bundled_model_dir, small_beir, tmp_path, capsys):
+@pytest.mark.vllm_full
+def test_late_against_vllm_token_embed(vllm_full, bundled_model_dir, small_beir, tmp_path, capsys):
     rc, served = late(
-        vllm_embed.faithful, bundled_model_dir, small_beir, tmp_path / "keep", "--late-special-tokens", "keep"
+        vllm_full.tokens, bundled_model_dir, small_beir, tmp_path / "keep", "--late-special-tokens", "keep"
     )
     out = capsys.readouterr().out
     assert rc == 0, out
@@ -37,10 +39,19 @@ def test_late_against_vllm_token_embed(vllm_embed, bundled_model_dir, small_beir
     assert served["min_cosine"] > 0.9999
     assert "PASS  served token vectors:" in out
     # the contract's default drops [CLS]/[SEP]; vLLM keeps them: every text's token count differs by two
-    rc, served = late(vllm_embed.faithful, bundled_model_dir, small_beir, tmp_path / "drop")
+    rc, served = late(vllm_full.tokens, bundled_model_dir, small_beir, tmp_path / "drop")
     assert rc == 1
     assert len(served["count_mismatches"]) == 6
     assert all(got == want + 2 for _, got, want in served["count_mismatches"]), served["count_mismatches"]
+
+
+def test_the_embedding_server_refuses_token_embed(vllm_servers):
+    import httpx
+
+    body = {"model": SERVED_NAME, "input": ["how does a database commit"], "task": "token_embed"}
+    resp = httpx.post(vllm_servers.faithful.removesuffix("/v1") + "/pooling", json=body, timeout=60)
+    assert resp.status_code == 400
+    assert "--pooler-config.task token_embed" in resp.json()["error"]["message"], resp.text
 
 
 def load_main(argv):
@@ -56,10 +67,10 @@ QUICK = ["--concurrency", "1,4", "--load-batch-sizes", "4", "--requests", "16", 
 
 
 def test_load_profile_and_cutover_from_infinity_to_vllm(
-    vllm_embed, bundled_model_dir, infinity_launcher, small_beir, tmp_path, capsys
+    vllm_servers, bundled_model_dir, infinity_launcher, small_beir, tmp_path, capsys
 ):
     base = ["--dataset", str(small_beir), "--device", "cpu", "--no-cache", "--endpoint-timeout", "60", *QUICK]
-    rc = load_main([*base, "--endpoint", vllm_embed.faithful, "--out", str(tmp_path / "profile")])
+    rc = load_main([*base, "--endpoint", vllm_servers.faithful, "--out", str(tmp_path / "profile")])
     out = capsys.readouterr().out
     assert rc == 0, out
     levels = json.loads((tmp_path / "profile" / "load.json").read_text())["profile"]["levels"]
@@ -71,7 +82,7 @@ def test_load_profile_and_cutover_from_infinity_to_vllm(
         "vllm-cutover", {"old": (Path(bundled_model_dir), ["--served-model-name", SERVED_NAME])}
     )["old"]
     rc = load_main(
-        [*base, "--old-endpoint", infinity.url, "--endpoint", vllm_embed.faithful, "--out", str(tmp_path / "cut")]
+        [*base, "--old-endpoint", infinity.url, "--endpoint", vllm_servers.faithful, "--out", str(tmp_path / "cut")]
     )
     out = capsys.readouterr().out
     cut = json.loads((tmp_path / "cut" / "load.json").read_text())["cutover"]

@@ -27,10 +27,10 @@ def rerank_canary(url, model_dir, dataset, out, *extra):
 
 @pytest.mark.parametrize("api", ["rerank", "score"])
 def test_rerank_canary_passes_on_the_faithful_vllm_reranker(
-    api, vllm_reranker_url, vllm_cross_encoder_dir, small_beir, tmp_path, capsys
+    api, vllm_servers, vllm_cross_encoder_dir, small_beir, tmp_path, capsys
 ):
     rc, report, verdicts = rerank_canary(
-        vllm_reranker_url, vllm_cross_encoder_dir, small_beir, tmp_path, "--reranker-api", api
+        vllm_servers.reranker, vllm_cross_encoder_dir, small_beir, tmp_path, "--reranker-api", api
     )
     out = capsys.readouterr().out
     assert rc == 0, out
@@ -42,21 +42,38 @@ def test_rerank_canary_passes_on_the_faithful_vllm_reranker(
     assert f"over-long pair -> truncated like the reference ({max_length} tokens)" in verdicts["bad_input"]["message"]
 
 
-def test_vllm_refuses_an_over_long_pair_without_truncate_prompt_tokens(vllm_reranker_url):
+def test_vllm_refuses_an_over_long_pair_without_truncate_prompt_tokens(vllm_servers):
     long_doc = "a transaction commit makes every write durable " * 100
     body = {"query": "how does a database commit", "documents": [long_doc]}
-    refused = httpx.post(f"{vllm_reranker_url}/rerank", json=body, timeout=60)
+    refused = httpx.post(f"{vllm_servers.reranker}/rerank", json=body, timeout=60)
     assert refused.status_code == 400
     assert "maximum context length is 512 tokens" in refused.text, refused.text
-    truncated = httpx.post(f"{vllm_reranker_url}/rerank", json={**body, "truncate_prompt_tokens": 512}, timeout=60)
+    truncated = httpx.post(f"{vllm_servers.reranker}/rerank", json={**body, "truncate_prompt_tokens": 512}, timeout=60)
     assert truncated.status_code == 200 and len(truncated.json()["results"]) == 1
 
 
+def test_raw_scores_ask_vllm_for_logits(vllm_servers, vllm_cross_encoder_dir, small_beir, tmp_path, capsys):
+    # vLLM ignores Infinity's raw_scores; the canary also sends use_activation=false, and the logits agree
+    rc, report, verdicts = rerank_canary(
+        vllm_servers.reranker,
+        vllm_cross_encoder_dir,
+        small_beir,
+        tmp_path,
+        "--reranker-activation",
+        "none",
+        "--reranker-raw-scores",
+    )
+    assert rc == 0, capsys.readouterr().out
+    assert report["request_fields"]["use_activation"] is False
+    assert verdicts["score_agreement"]["details"]["activation"] == "none"
+    assert verdicts["score_agreement"]["details"]["max_abs_diff"] < 1e-4
+
+
 def test_rerank_canary_fails_when_the_contract_activation_differs(
-    vllm_reranker_url, vllm_cross_encoder_dir, small_beir, tmp_path, capsys
+    vllm_servers, vllm_cross_encoder_dir, small_beir, tmp_path, capsys
 ):
     rc, _, verdicts = rerank_canary(
-        vllm_reranker_url, vllm_cross_encoder_dir, small_beir, tmp_path, "--reranker-activation", "none"
+        vllm_servers.reranker, vllm_cross_encoder_dir, small_beir, tmp_path, "--reranker-activation", "none"
     )
     out = capsys.readouterr().out
     assert rc == 1

