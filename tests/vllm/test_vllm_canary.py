@@ -88,7 +88,7 @@ def test_dimensions_without_the_matryoshka_flag_is_vllms_400(
     assert rc == 1
     m = verdicts["matryoshka"]
     assert m["passed"] is False
-    assert "HTTP 400" in m["message"] and "does not support matryoshka representation" in m["message"], m["message"]
+    assert "HTTP 400: Model 'all-MiniLM-L6-v2' does not support Matryoshka embeddings" in m["message"], m["message"]
 
 
 def test_base64_equals_float(vllm_servers):
