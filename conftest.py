@@ -5,6 +5,7 @@ Nothing here imports torch or transformers at collection time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -130,10 +132,29 @@ def model_stack_loaded():
     evaluate({"q": {"d": 1}}, {"q": {"d": 1.0, "e": 0.5}}, ["ndcg@10", "recall@10", "recall@100", "mrr@10"])
 
 
-# -- real infinity-emb servers, one launcher for every suite that starts them --------------------------
-INFINITY_VENV = REPO / ".infinity-venv"
-INFINITY_SCRIPT = REPO / ".ci" / "infinity.sh"
-INFINITY_STARTUP_S = 180.0
+# -- real serving engines (infinity-emb, vLLM), one launcher for every suite that starts them -----------
+@dataclass(frozen=True)
+class Engine:
+    """A serving engine in its own venv, started through ``.ci/<name>.sh serve VENV MODEL PORT [extra]``."""
+
+    name: str
+    venv: Path
+    executable: str  # in the venv's bin/: its presence means "installed"
+    startup_s: float  # from spawn to the first /health 200
+    stop_s: float
+
+    @property
+    def script(self) -> Path:
+        return REPO / ".ci" / f"{self.name}.sh"
+
+    @property
+    def install_command(self) -> str:
+        return f"bash .ci/{self.name}.sh install {self.venv.relative_to(REPO)}"
+
+
+INFINITY = Engine("infinity", REPO / ".infinity-venv", "infinity_emb", startup_s=180.0, stop_s=15.0)
+# A vLLM start takes minutes on 2 shared cores (see docs/engines.md, "Running vLLM on CPU").
+VLLM = Engine("vllm", REPO / ".vllm-venv", "vllm", startup_s=900.0, stop_s=30.0)
 
 
 def _free_port() -> int:
@@ -142,16 +163,19 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class InfinityServer:
-    """One `infinity_emb v2` process on loopback (through `.ci/infinity.sh serve`), its log in a file."""
+class ServedEngine:
+    """One engine process on loopback (its own process group), its log in a file."""
 
-    def __init__(self, model_dir: Path, log: Path, extra: list[str]) -> None:
+    def __init__(self, engine: Engine, model_dir: Path, log: Path, extra: list[str]) -> None:
+        self.engine = engine
         self.port = _free_port()
         self.log = log
         self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.started = time.monotonic()
+        self.ready_s: float | None = None
         self._fh = open(log, "wb")  # noqa: SIM115 - held open for the server process's lifetime
         self.proc = subprocess.Popen(
-            ["bash", str(INFINITY_SCRIPT), "serve", str(INFINITY_VENV), str(model_dir), str(self.port), *extra],
+            ["bash", str(engine.script), "serve", str(engine.venv), str(model_dir), str(self.port), *extra],
             stdout=self._fh,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -162,53 +186,55 @@ class InfinityServer:
 
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"infinity exited with {self.proc.returncode}: {self.tail()}")
+                raise RuntimeError(f"{self.engine.name} exited with {self.proc.returncode}: {self.tail()}")
             try:
                 if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
+                    self.ready_s = time.monotonic() - self.started
                     return
             except httpx.HTTPError:
                 pass
             time.sleep(0.5)
-        raise RuntimeError(f"infinity did not answer /health within {INFINITY_STARTUP_S:.0f}s: {self.tail()}")
+        raise RuntimeError(
+            f"{self.engine.name} did not answer /health within {self.engine.startup_s:.0f}s: {self.tail()}"
+        )
 
     def tail(self) -> str:
         self._fh.flush()
         return self.log.read_text(errors="replace")[-2000:]
 
     def stop(self) -> None:
+        # the whole process group: vLLM runs its engine core in a child process
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            os.killpg(self.proc.pid, signal.SIGTERM)
             try:
-                self.proc.wait(timeout=15)
+                self.proc.wait(timeout=self.engine.stop_s)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=15)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # children left behind by a clean exit
         self._fh.close()
 
 
-InfinityLauncher = Callable[[str, dict[str, tuple[Path, list[str]]]], dict[str, InfinityServer]]
+Launcher = Callable[[str, dict[str, tuple[Path, list[str]]]], dict[str, ServedEngine]]
 
 
-@pytest.fixture(scope="session")
-def infinity_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InfinityLauncher]:
+def _launch(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
     """``start(purpose, {name: (model_dir, extra args)})``: real servers started together and waited for;
-    every server is stopped at the end of the session. Without the infinity venv the test is skipped,
-    or fails under CI (which must run the tests against real servers)."""
-    started: list[InfinityServer] = []
+    every server is stopped at the end of the session. Without the engine's venv the test is skipped with
+    the command that installs it, or fails under CI (which must run the tests against real servers)."""
+    started: list[ServedEngine] = []
 
-    def start(purpose: str, servers: dict[str, tuple[Path, list[str]]]) -> dict[str, InfinityServer]:
-        if not (INFINITY_VENV / "bin" / "infinity_emb").exists():
-            reason = (
-                f"infinity-emb venv not found at {INFINITY_VENV}; install it with "
-                "`bash .ci/infinity.sh install .infinity-venv`"
-            )
+    def start(purpose: str, servers: dict[str, tuple[Path, list[str]]]) -> dict[str, ServedEngine]:
+        if not (engine.venv / "bin" / engine.executable).exists():
+            reason = f"{engine.name} venv not found at {engine.venv}; install it with `{engine.install_command}`"
             if os.environ.get("CI"):
-                pytest.fail(f"{reason} (CI must run the infinity {purpose} tests)")
+                pytest.fail(f"{reason} (CI must run the {engine.name} {purpose} tests)")
             pytest.skip(reason)
-        root = tmp_path_factory.mktemp(f"infinity-{purpose}")
-        made = {name: InfinityServer(d, root / f"{name}.log", extra) for name, (d, extra) in servers.items()}
+        root = tmp_path_factory.mktemp(f"{engine.name}-{purpose}")
+        made = {name: ServedEngine(engine, d, root / f"{name}.log", extra) for name, (d, extra) in servers.items()}
         started.extend(made.values())
-        deadline = time.monotonic() + INFINITY_STARTUP_S
+        deadline = time.monotonic() + engine.startup_s
         for s in made.values():
             s.wait_ready(deadline)
         return made
@@ -218,3 +244,25 @@ def infinity_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Infi
     finally:
         for s in started:
             s.stop()
+
+
+@pytest.fixture(scope="session")
+def infinity_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
+    """Real infinity-emb servers (see ``_launch``)."""
+    yield from _launch(INFINITY, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def vllm_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
+    """Real vLLM (CPU build) servers (see ``_launch``); tests/vllm/conftest.py starts each configuration once."""
+    yield from _launch(VLLM, tmp_path_factory)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The ``vllm_full`` tier (vLLM configurations beyond CI's time budget) runs only when ``-m`` names it."""
+    if "vllm_full" in (config.option.markexpr or ""):
+        return
+    skip = pytest.mark.skip(reason="vLLM full tier: run with `pytest -m vllm_full tests/vllm`")
+    for item in items:
+        if item.get_closest_marker("vllm_full"):
+            item.add_marker(skip)

@@ -2,6 +2,7 @@
 # Set up .venv for evalsuite on a fresh machine.
 #   scripts/bootstrap.sh          the tool: pinned CPU torch first, then evalsuite (editable)
 #   scripts/bootstrap.sh --test   also the test extras and the infinity-emb server venv (.infinity-venv)
+#                                 and the vLLM (CPU) server venv (.vllm-venv, about 5 minutes)
 # TORCH_SPEC overrides the torch requirement (e.g. a CUDA build on a GPU machine).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -22,6 +23,7 @@ if [ "${1:-}" = "--test" ]; then
     quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" -e '.[test]'
     say "the infinity-emb server in its own venv (.infinity-venv; a few minutes the first time)"
     bash .ci/infinity.sh install .infinity-venv
+    bash .ci/vllm.sh install .vllm-venv
 else
     say "evalsuite and its dependencies (faiss, ranx, transformers, ...)"
     quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" -e .

@@ -6,6 +6,7 @@ Per-check text comes from the check declarations (:mod:`evalsuite.canary.checks.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,14 @@ def render_markdown(outcome: CanaryOutcome) -> str:
             f"on `{outcome.dataset['name']}`."
         ),
         "",
+        *(
+            [
+                f"Every request carried {', '.join(f'`{k}: {json.dumps(v)}`' for k, v in outcome.request_fields.items())}.",
+                "",
+            ]
+            if outcome.request_fields
+            else []
+        ),
         table(["check", "verdict", "message"], [(v.check, v.status, v.message) for v in outcome.verdicts]),
     ]
     find = registry.get_rerank_check if reranker else registry.get_check

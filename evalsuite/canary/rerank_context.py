@@ -114,5 +114,11 @@ def make_rerank_context(
     if first is None:
         _, first = run_first_stage(spec, [settings.depth])
     deadline = Deadline.after(settings.deadline, DEADLINE_WHAT)
-    client = RerankClient(config, settings.api, raw_scores=settings.raw_scores, deadline=deadline)
+    client = RerankClient(
+        config,
+        settings.api,
+        raw_scores=settings.raw_scores,
+        truncate_prompt_tokens=contract.max_length,  # vLLM refuses an over-long pair unless asked to truncate
+        deadline=deadline,
+    )
     return RerankCanaryContext(settings, client, make_reranker(info, contract, spec, rspec), contract, first, deadline)

