@@ -77,6 +77,8 @@ def embedding_canary(args: argparse.Namespace) -> int:
         say(f"{v.status}  {v.message}")
 
     outcome = run_canary(local_context(settings, prepared), on_verdict=show)
+    for d in outcome.diagnoses:
+        say(d.sentence())
     paths = write_canary_reports(outcome, out)
     failed = [v.check for v in outcome.verdicts if v.passed is False]
     say(

@@ -90,6 +90,10 @@ class CanaryContext:
                 raise
         return cast(T, self._cache[key])
 
+    def shared(self, key: str, make: Callable[[], T]) -> T:
+        """``make()`` once per context under ``key`` (for what other modules derive from it, e.g. a diagnosis)."""
+        return self._memo(f"shared:{key}", make)
+
     def deadline_passed(self) -> bool:
         """Whether the canary's overall deadline (``--canary-deadline``) has run out."""
         return self.deadline.expired()

@@ -44,6 +44,10 @@ def render_markdown(outcome: CanaryOutcome) -> str:
         "",
         table(["check", "verdict", "message"], [(v.check, v.status, v.message) for v in outcome.verdicts]),
     ]
+    if not outcome.passed:
+        from ..diagnose.triage import markdown
+
+        lines += markdown(outcome.triage(), outcome.diagnoses)
     for v in outcome.verdicts:
         check = registry.get_check(v.check)
         if check.report is not None:

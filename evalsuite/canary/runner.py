@@ -13,6 +13,8 @@ from .checks import CanaryContext, Verdict, check_names, run_check
 from .settings import CanarySettings
 
 if TYPE_CHECKING:
+    from ..diagnose.score import Diagnosis
+    from ..diagnose.triage import Link
     from ..encode.base import Encoder
     from ..pipeline import Prepared
 
@@ -26,6 +28,7 @@ class CanaryOutcome:
     dataset: dict[str, Any]
     served_model: str | None
     verdicts: tuple[Verdict, ...]
+    diagnoses: tuple[Diagnosis, ...] = ()
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     @property
@@ -43,7 +46,14 @@ class CanaryOutcome:
             "contract": self.contract,
             "dataset": self.dataset,
             "verdicts": [v.to_dict() for v in self.verdicts],
+            "diagnosis": [d.to_dict() for d in self.diagnoses],
+            "triage": [link.to_dict() for link in self.triage()],
         }
+
+    def triage(self) -> list[Link]:
+        from ..diagnose.triage import checklist
+
+        return checklist(self.verdicts, self.diagnoses)
 
 
 def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext:
@@ -64,6 +74,8 @@ def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext
 
 
 def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None = None) -> CanaryOutcome:
+    from ..diagnose.canary import diagnoses_for
+
     verdicts: list[Verdict] = []
     try:
         for name in check_names(ctx.settings):
@@ -71,6 +83,7 @@ def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None 
             verdicts.append(verdict)
             if on_verdict is not None:
                 on_verdict(verdict)
+        diagnoses = diagnoses_for(ctx, verdicts)
     finally:
         ctx.close()
     served = ctx.known_served_model()
@@ -80,4 +93,5 @@ def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None 
         dataset=ctx.prepared.dataset.identity.to_dict(),
         served_model=None if served is None else cut(served),
         verdicts=tuple(verdicts),
+        diagnoses=diagnoses,
     )

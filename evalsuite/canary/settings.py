@@ -73,6 +73,7 @@ class CanarySettings:
     min_overlap: float = _setting(0.9, "canary_min_overlap", low=0.0, high=1.0)
     dimensions: tuple[int, ...] = _setting((), "canary_dimensions")
     deadline: float = _setting(3600.0, "canary_deadline", low=0.0, low_open=True)  # seconds for the whole canary
+    suspect_models: tuple[str, ...] = _setting((), "suspect_models")  # other revisions the diagnosis tries
 
     def __init__(self, endpoint: str | EndpointConfig | None = None, **values: object) -> None:
         """``endpoint``: the URL or a whole EndpointConfig; ``values``: canary fields, EndpointConfig
@@ -104,6 +105,7 @@ class CanarySettings:
         for name, f in own.items():
             object.__setattr__(self, name, values.get(name, f.default))
         object.__setattr__(self, "dimensions", tuple(self.dimensions or ()))
+        object.__setattr__(self, "suspect_models", tuple(str(m) for m in self.suspect_models or ()))
         self._validate()
 
     def _validate(self) -> None:

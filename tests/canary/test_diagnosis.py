@@ -1,0 +1,151 @@
+"""A failed canary names its cause: the loopback fault server serves the real tiny reference's vectors
+under one altered contract (or two), and the diagnosis must name exactly that departure.
+
+The one-line bugs each test catches: pooling not among the tested alternatives, the normalization
+axis dropped, truncation lengths not tried, the cut re-normalized always, the prefix modes not
+rendered, output rounding not derived, alternatives tested one axis at a time only, or a diagnosis
+made for a server that agrees.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evalsuite.canary.report import write_canary_reports
+from evalsuite.canary.runner import run_canary
+
+
+def causes(outcome):
+    assert outcome.diagnoses, [v.message for v in outcome.verdicts]
+    return {c.factor: c.value for c in outcome.diagnoses[0].causes}
+
+
+def test_faithful_server_passes_and_names_no_cause(fault_server, make_context, tmp_path):
+    outcome = run_canary(make_context(fault_server.url))
+    assert outcome.passed, [v.message for v in outcome.verdicts if v.passed is False]
+    assert outcome.diagnoses == ()
+    write_canary_reports(outcome, tmp_path)
+    assert json.loads((tmp_path / "canary.json").read_text())["diagnosis"] == []
+    assert "## Triage" not in (tmp_path / "report.md").read_text()
+
+
+def test_cls_pooling_is_named_with_evidence_rank_and_triage(fault_server, make_context, tmp_path):
+    fault_server.pooling = "cls"
+    outcome = run_canary(make_context(fault_server.url))
+    assert not outcome.passed
+    assert causes(outcome) == {"pooling": "cls"}
+    d = outcome.diagnoses[0]
+    assert d.best.min_cosine > 0.9999 and d.best.max_difference < 1e-3
+    assert d.contract.min_cosine < 0.99
+    sentence = d.sentence()
+    assert sentence.startswith("cause: the server pools with CLS (the contract's: mean)")
+    assert "served vectors equal pooling=cls of the reference" in sentence
+    write_canary_reports(outcome, tmp_path)
+    report = json.loads((tmp_path / "canary.json").read_text())
+    assert report["diagnosis"][0]["causes"][0]["factor"] == "pooling"
+    assert report["diagnosis"][0]["ranked"][0] == {
+        "rank": 1,
+        "hypothesis": "pooling=cls",
+        "min_cosine": pytest.approx(1.0, abs=1e-4),
+        "max_relative_difference": pytest.approx(0.0, abs=1e-3),
+        "worst": report["diagnosis"][0]["ranked"][0]["worst"],
+    }
+    first = [link for link in report["triage"] if link["first_broken"]]
+    assert [link["stage"] for link in first] == ["shape"]  # before the agreement check that failed
+    md = (tmp_path / "report.md").read_text()
+    assert "## Triage" in md and "<- first broken link" in md and "pooling=cls" in md
+
+
+def test_no_normalization_is_named(fault_server, make_context):
+    fault_server.normalize = False
+    outcome = run_canary(make_context(fault_server.url))
+    assert causes(outcome) == {"normalize": False}
+    assert "does not normalize" in outcome.diagnoses[0].sentence()
+
+
+def test_two_faults_at_once_are_named_together(fault_server, make_context):
+    fault_server.pooling = "cls"
+    fault_server.normalize = False
+    outcome = run_canary(make_context(fault_server.url))
+    assert causes(outcome) == {"pooling": "cls", "normalize": False}
+    assert "pools with CLS (the contract's: mean) and the server does not normalize" in outcome.diagnoses[0].sentence()
+
+
+def test_truncation_shorter_than_the_contract_is_named(fault_server, make_context, tiny_model_dir, canary_dataset):
+    from evalsuite.pipeline import prepare
+    from evalsuite.spec import RunSpec
+
+    prepared = prepare(
+        RunSpec(model=str(tiny_model_dir), dataset=str(canary_dataset), device="cpu", use_cache=False, max_length=128)
+    )
+    fault_server.max_length = 64  # the contract says 128
+    # the tiny model's vectors of long texts change little with the cut: a strict threshold sees it
+    outcome = run_canary(make_context(fault_server.url, prepared, min_cosine=0.9999))
+    assert causes(outcome) == {"max_length": 64}
+    assert "truncates at 64 tokens (the contract's max_length: 128)" in outcome.diagnoses[0].sentence()
+    bad_input = next(v for v in outcome.verdicts if v.check == "bad_input")
+    assert "truncates at another length" in bad_input.message  # here it does
+
+
+def test_server_max_length_from_v1_models_is_tried(fault_server, make_context, tiny_model_dir, canary_dataset):
+    from evalsuite.pipeline import prepare
+    from evalsuite.spec import RunSpec
+
+    prepared = prepare(
+        RunSpec(model=str(tiny_model_dir), dataset=str(canary_dataset), device="cpu", use_cache=False, max_length=128)
+    )
+    fault_server.max_length = 40  # in no fixed list: only the server's own report names it
+    fault_server.model_extra = {"owned_by": "vllm", "max_model_len": 40}
+    outcome = run_canary(make_context(fault_server.url, prepared, min_cosine=0.9999))
+    assert causes(outcome) == {"max_length": 40}
+    assert outcome.diagnoses[0].engine == "vllm"
+    assert "vLLM: --max-model-len 128" in outcome.diagnoses[0].sentence()
+
+
+def test_dimensions_without_renormalizing_are_named(fault_server, make_context):
+    fault_server.renormalize_dims = False
+    outcome = run_canary(make_context(fault_server.url, dimensions=(16,)))
+    matryoshka = next(v for v in outcome.verdicts if v.check == "matryoshka")
+    assert matryoshka.passed is False
+    [d] = outcome.diagnoses
+    assert d.what.endswith("dimensions=16")
+    assert {c.factor: c.value for c in d.causes} == {"renormalize": False}
+    assert "cuts without re-normalizing" in d.sentence()
+
+
+def test_dropped_query_prefix_is_named(fault_server, make_context, tiny_model_dir, canary_dataset):
+    from evalsuite.pipeline import prepare
+    from evalsuite.spec import RunSpec
+
+    prepared = prepare(
+        RunSpec(
+            model=str(tiny_model_dir),
+            dataset=str(canary_dataset),
+            device="cpu",
+            use_cache=False,
+            query_prefix="query: ",
+        )
+    )
+    fault_server.strip_prefix = "query: "
+    outcome = run_canary(make_context(fault_server.url, prepared))
+    assert causes(outcome) == {"prefix": "none"}
+    assert "the server gets no prefixes" in outcome.diagnoses[0].sentence()
+
+
+def test_float16_rounded_vectors_are_named(fault_server, make_context):
+    fault_server.rounding = "float16"
+    outcome = run_canary(make_context(fault_server.url, min_cosine=0.999999999))
+    assert causes(outcome) == {"rounding": "float16"}
+    d = outcome.diagnoses[0]
+    assert d.best.max_difference * 10 < d.contract.max_difference
+
+
+def test_nothing_explains_a_server_of_another_model(fault_server, make_context):
+    fault_server.fault = "batch_dependent"  # vectors shift with the request size: no contract makes them
+    outcome = run_canary(make_context(fault_server.url))
+    [d] = outcome.diagnoses
+    assert not d.explained
+    assert d.sentence().startswith("cause: no hypothesis explains the served vectors")
+    assert "closest:" in d.sentence()
