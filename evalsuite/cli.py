@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     register_canary(sub)
     register_load(sub)
     register_rerank(sub)
+    from .verify.cli import register as register_verify
+
+    register_verify(sub)
     return parser
 
 

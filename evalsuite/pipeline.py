@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .encode.fleet import FleetConfig
 from .encode.store import VectorStore
 from .errors import SpecError
+from .fingerprint import fingerprint
 from .metrics import evaluate as score_metrics
 from .metrics import search_depth
 from .prepared import INDEX_IN_MEMORY, execution_of
@@ -293,7 +294,7 @@ def run(
                 "corrupt": cache.corrupt,
             }
         add_cached_counts(timing, getattr(encoder, "cached_by_role", None), served_before)
-        return score(
+        result = score(
             prepared,
             c,
             q[c.pooling],
@@ -305,3 +306,5 @@ def run(
             block_rows=execution.block_rows,
             encoder=encoder_entry(encoder),
         )
+        result.manifest["fingerprint"] = fingerprint(encoder, c).to_dict()  # for `evalsuite verify`
+        return result

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..contract import POOLINGS
 from .hypotheses import PREFIX_MODES, Alternative, prefixes
-from .score import derive
+from .score import derive, numeric_variants
 
 if TYPE_CHECKING:
     from ..contract import Contract
@@ -150,19 +150,7 @@ class AlternativeVectors:
                 continue
             roundings = (None, *ROUNDINGS) if key == base.forward_key() else (None,)
             for pooling in POOLINGS:
-                for normalize in (True, False):
-                    for renormalize in (True, False) if width < self.hidden else (normalize,):
-                        for rounding in roundings:
-                            alt = base.replace(
-                                pooling=pooling,
-                                normalize=normalize,
-                                renormalize=renormalize,
-                                dim=width,
-                                rounding=rounding,
-                                prefix=mode,
-                                max_length=length,
-                                model_dtype=dtype,
-                                model=model,
-                            )
-                            out[alt] = derive(pooled[pooling], alt)
+                around = base.replace(pooling=pooling, prefix=mode, max_length=length, model_dtype=dtype, model=model)
+                for alt in numeric_variants(around, width, self.hidden, roundings):
+                    out[alt] = derive(pooled[pooling], alt)
         return out

@@ -9,7 +9,7 @@ difference is at most :data:`EXPLAIN_TOL` and clearly smaller than the contract'
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,17 @@ def derive(pooled: np.ndarray, alt: Alternative) -> np.ndarray:
     if alt.renormalize:
         v = _unit(v)
     return round_to(v.astype(np.float32), alt.rounding)
+
+
+def numeric_variants(
+    base: Alternative, width: int, hidden: int, roundings: Sequence[str | None] = (None,)
+) -> Iterator[Alternative]:
+    """Every normalization, Matryoshka cut to ``width`` (re-normalized or not) and output rounding around
+    ``base``: what numpy derives from one set of pooled (or, in ``verify``, final) vectors."""
+    for normalize in (True, False):
+        for renormalize in (True, False) if width < hidden else (normalize,):
+            for rounding in roundings:
+                yield base.replace(normalize=normalize, renormalize=renormalize, dim=width, rounding=rounding)
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,21 @@ def test_cls_pooling_is_named_with_evidence_rank_and_triage(fault_server, make_c
     assert [link["stage"] for link in first] == ["shape"]  # before the agreement check that failed
     md = (tmp_path / "report.md").read_text()
     assert "## Triage" in md and "<- first broken link" in md and "pooling=cls" in md
+    bad_input = next(v for v in outcome.verdicts if v.check == "bad_input")
+    assert bad_input.passed is False  # the over-long text's vector is a CLS one too
+    assert "truncates at another length" not in bad_input.message
+    assert "so truncation is not the first cause" in bad_input.message
+
+
+def test_identity_says_when_the_served_name_is_not_the_pinned_model(fault_server, make_context, tiny_prepared):
+    fault_server.model = fault_server.listed[0] = fault_server.response_model = "prod-embed"
+    outcome = run_canary(make_context(fault_server.url))
+    identity = outcome.verdicts[0]
+    assert identity.passed is True
+    assert f"note: served as 'prod-embed', not as the pinned model {tiny_prepared.model.name!r}" in identity.message
+    fault_server.model = fault_server.listed[0] = fault_server.response_model = tiny_prepared.model.name
+    named = run_canary(make_context(fault_server.url)).verdicts[0]
+    assert named.passed is True and "note:" not in named.message
 
 
 def test_no_normalization_is_named(fault_server, make_context):

@@ -96,8 +96,7 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
         else:
             failures.append(
                 f"over-long input -> HTTP 200 with a vector unlike the reference truncated at "
-                f"{c.max_length} tokens (cos {cos:.4f} < {s.min_cosine}): the server truncates at "
-                "another length"
+                f"{c.max_length} tokens (cos {cos:.4f} < {s.min_cosine}): {_over_long_cause(ctx)}"
             )
     else:
         failures.append(
@@ -108,6 +107,21 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
     if failures:
         return Verdict("bad_input", False, "bad input: " + "; ".join(failures), details)
     return Verdict("bad_input", True, "bad input: " + "; ".join(notes) + "; the server answered after each", details)
+
+
+def _over_long_cause(ctx: CanaryContext) -> str:
+    """Another truncation length explains an over-long text's vector only when the short texts agree;
+    when they disagree too (other pooling, normalization, prefixes) the cut is not the first cause."""
+    try:
+        cos = row_cosine(ctx.served_vectors()[:, : ctx.contract.dim], ctx.reference_vectors())
+    except EndpointError as exc:
+        return f"the short canary texts fail too ({type(exc).__name__}), so truncation is not the first cause"
+    if float(cos.min()) >= ctx.settings.min_cosine:
+        return "the server truncates at another length"
+    return (
+        f"the short canary texts disagree too (min cosine {float(cos.min()):.4f}), so truncation is not the "
+        "first cause: see vector agreement and the diagnosis"
+    )
 
 
 def _why(resp: EndpointResponse) -> str:
