@@ -18,7 +18,7 @@ import numpy as np
 from ..contract import Contract
 from ..diagnose.engines import server_facts
 from ..diagnose.hypotheses import Alternative
-from ..diagnose.score import Diagnosis, derive, diagnose, numeric_variants
+from ..diagnose.score import Diagnosis, derive, diagnose, fit, numeric_variants
 from ..errors import ContractError, EndpointError, SpecError
 from ..fingerprint import Fingerprint
 
@@ -125,25 +125,18 @@ def check_vectors(served: np.ndarray, manifest: Manifest, min_cosine: float, eng
     base = Alternative.of_contract(c, want)
     variants = numeric_variants(base, got, want, (None, "float16", "bfloat16")) if got <= want else iter(())
     candidates = {alt: derive(fp.vectors, alt) for alt in variants}
-    cos = _cosines(served, fp.vectors) if got == want else None
-    if cos is not None and cos.min() >= min_cosine and all(f.passed for f in found):
-        found.append(Finding("vectors", True, f"vectors: {len(cos)} probe texts, min cosine {cos.min():.5f}"))
+    cos = fit(served, fp.vectors, fp.ids, base, "the contract").min_cosine if got == want else None
+    if cos is not None and cos >= min_cosine and all(f.passed for f in found):
+        found.append(Finding("vectors", True, f"vectors: {len(fp.ids)} probe texts, min cosine {cos:.5f}"))
         return found
     diagnosis = None
     if candidates:
         what = f"{len(fp.ids)} probe texts of the manifest"
         diagnosis = diagnose(served, candidates, fp.ids, base=base, hidden=want, contract=c, what=what, engine=engine)
-    shown = "" if cos is None else f"min cosine {cos.min():.5f} (< {min_cosine} or norms differ); "
+    shown = "" if cos is None else f"min cosine {cos:.5f} (< {min_cosine} or norms differ); "
     cause = "" if diagnosis is None else diagnosis.sentence()
     found.append(Finding("vectors", False, f"vectors: {shown}{cause}".rstrip("; "), diagnosis))
     return found
-
-
-def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    denom = np.linalg.norm(a64, axis=1) * np.linalg.norm(b64, axis=1)
-    out: np.ndarray = np.sum(a64 * b64, axis=1) / np.where(denom > 0, denom, 1.0)
-    return out
 
 
 def verify(

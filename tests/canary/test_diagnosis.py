@@ -164,3 +164,20 @@ def test_nothing_explains_a_server_of_another_model(fault_server, make_context):
     assert not d.explained
     assert d.sentence().startswith("cause: no hypothesis explains the served vectors")
     assert "closest:" in d.sentence()
+
+
+@pytest.mark.usefixtures("model_stack_loaded")
+def test_pytest_item_message_and_junit_property_name_the_cause(
+    pytester, fault_server, tiny_model_dir, canary_dataset, tmp_path
+):
+    fault_server.pooling = "cls"
+    junit = tmp_path / "junit.xml"
+    result = pytester.runpytest(
+        *("-p", "no:randomly", "-p", "no:cacheprovider", "--device", "cpu", "--no-cache"),
+        *("--model", str(tiny_model_dir), "--dataset", str(canary_dataset), "--endpoint", fault_server.url),
+        *("-k", "vector_agreement", f"--junitxml={junit}"),
+    )
+    assert result.ret == 1
+    assert "cause: the server pools with CLS (the contract's: mean)" in result.stdout.str()
+    xml = junit.read_text()
+    assert 'name="canary:vector_agreement:cause"' in xml and "the server pools with CLS" in xml
