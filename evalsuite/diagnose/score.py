@@ -150,8 +150,8 @@ class Diagnosis:
                 f"min cosine {b.min_cosine:.5f} over {self.texts} texts, max relative difference {b.max_difference:.2g}"
             )
             return (
-                f"cause: {' and '.join(x.text for x in self.causes)} (served vectors equal {b.label} of the "
-                f"reference: {ev}; the contract's: min cosine {c.min_cosine:.4f}, max relative difference "
+                f"cause: {' and '.join(x.text for x in self.causes)}; evidence: served vectors equal {b.label} of "
+                f"the reference ({ev}; the contract's: min cosine {c.min_cosine:.4f}, max relative difference "
                 f"{c.max_difference:.2g}); fix: {'; '.join(dict.fromkeys(x.remedy for x in self.causes))}"
             )
         if self.agrees:

@@ -19,11 +19,12 @@ _CLIENT = ("--endpoint", "--api-key-env", "--served-model", "--endpoint-timeout"
 
 
 def _options() -> tuple[Option, ...]:
-    shared = tuple(
-        dataclasses.replace(o, help="verify: " + o.help.removeprefix("canary: "))
-        for o in CANARY_OPTIONS
-        if o.flag in _CLIENT
-    )
+    def verify_help(o: Option) -> str:
+        if o.flag == "--api-key-env":
+            return "verify: NAME of the environment variable holding the API key (the key is never printed)"
+        return "verify: " + o.help.removeprefix("canary: ")
+
+    shared = tuple(dataclasses.replace(o, help=verify_help(o)) for o in CANARY_OPTIONS if o.flag in _CLIENT)
     return (
         Option("--manifest", "verify: the index's manifest.json (written by `evalsuite run`)", {"metavar": "PATH"}),
         *shared,

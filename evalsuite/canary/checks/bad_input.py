@@ -110,10 +110,13 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
 
 
 def _over_long_cause(ctx: CanaryContext) -> str:
-    """Another truncation length explains an over-long text's vector only when the short texts agree;
-    when they disagree too (other pooling, normalization, prefixes) the cut is not the first cause."""
+    """Another truncation length explains an over-long text's vector only when the short texts agree (all
+    canary texts but the one near the max length); when they disagree too (other pooling, normalization,
+    prefixes) the cut is not the first cause."""
+    long_id = texts.near_limit_document(ctx.contract.max_length)[0]
+    short = [i for i, text_id in enumerate(ctx.canary_set().ids) if text_id != long_id]
     try:
-        cos = row_cosine(ctx.served_vectors()[:, : ctx.contract.dim], ctx.reference_vectors())
+        cos = row_cosine(ctx.served_vectors()[short, : ctx.contract.dim], ctx.reference_vectors()[short])
     except EndpointError as exc:
         return f"the short canary texts fail too ({type(exc).__name__}), so truncation is not the first cause"
     if float(cos.min()) >= ctx.settings.min_cosine:
