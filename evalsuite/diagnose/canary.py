@@ -7,6 +7,7 @@ Matryoshka size that failed. The CLI and the pytest items call :func:`diagnosis_
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -62,19 +63,16 @@ def _diagnose(ctx: CanaryContext, dims: int | None) -> Diagnosis:
         suspects=ctx.settings.suspect_models,
     )
     base = Alternative.of_contract(c if dims is None else c.replace(dim=dims), hidden)
-    candidates = vectors.candidates(base, int(served.shape[1]), hyps)
     what = f"{len(probes.ids)} canary texts" + (f" with dimensions={dims}" if dims else "")
-    return diagnose(
-        served,
-        candidates,
-        probes.ids,
-        base=base,
-        hidden=hidden,
-        contract=c,
-        what=what,
-        engine=facts.engine,
-        not_tested=vectors.not_tested,
-    )
+    candidates: dict[Alternative, np.ndarray] = {}
+    for group in vectors.candidate_groups(base, int(served.shape[1]), hyps):
+        candidates.update(group)
+        found = diagnose(
+            served, candidates, probes.ids, base=base, hidden=hidden, contract=c, what=what, engine=facts.engine
+        )
+        if found.explained:
+            break
+    return dataclasses.replace(found, not_tested=tuple(vectors.not_tested))
 
 
 def _facts(ctx: CanaryContext) -> ServerFacts:

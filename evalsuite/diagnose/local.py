@@ -10,7 +10,7 @@ a cut length and CLS) are one candidate.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -131,14 +131,27 @@ class AlternativeVectors:
             self.not_tested.append(f"{what}: {type(exc).__name__}: {str(exc)[:200]}")
             return None
 
-    def candidates(self, base: Alternative, width: int, hyps: Hypotheses) -> dict[Alternative, np.ndarray]:
-        """Every alternative of ``width`` dimensions: each expensive value (prefix mode, length, model dtype,
-        model) with every pooling, normalization, cut and, around the contract's pass, output rounding."""
-        keys = [base.forward_key()]
-        keys += [(m, base.max_length, base.model_dtype, None) for m in PREFIX_MODES if m != "contract"]
-        keys += [("contract", n, base.model_dtype, None) for n in hyps.lengths]
-        keys += [("contract", base.max_length, d, None) for d in hyps.model_dtypes]
-        keys += [("contract", base.max_length, base.model_dtype, s) for s in hyps.suspects]
+    def candidate_groups(
+        self, base: Alternative, width: int, hyps: Hypotheses
+    ) -> Iterator[dict[Alternative, np.ndarray]]:
+        """The alternatives of ``width`` dimensions, cheapest passes first: the contract's own pass (every
+        pooling, normalization, cut and output rounding), then other prefixes, max lengths, model dtypes
+        and suspect models, each with every pooling, normalization and cut. A caller stops asking once
+        one explains the served vectors, so the expensive passes run only when needed."""
+        m, n, dt = base.max_length, base.model_dtype, base.model
+        groups: list[list[tuple[str, int, str, str | None]]] = [
+            [base.forward_key()],
+            [(mode, m, n, dt) for mode in PREFIX_MODES if mode != "contract"],
+            [("contract", length, n, dt) for length in hyps.lengths],
+            [("contract", m, d, dt) for d in hyps.model_dtypes],
+            [("contract", m, n, s) for s in hyps.suspects],
+        ]
+        for keys in groups:
+            yield self._candidates(keys, base, width)
+
+    def _candidates(
+        self, keys: list[tuple[str, int, str, str | None]], base: Alternative, width: int
+    ) -> dict[Alternative, np.ndarray]:
         contract_inputs = self._render("contract")
         out: dict[Alternative, np.ndarray] = {}
         for key in keys:

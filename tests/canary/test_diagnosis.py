@@ -59,7 +59,7 @@ def test_cls_pooling_is_named_with_evidence_rank_and_triage(fault_server, make_c
     bad_input = next(v for v in outcome.verdicts if v.check == "bad_input")
     assert bad_input.passed is False  # the over-long text's vector is a CLS one too
     assert "truncates at another length" not in bad_input.message
-    assert "so truncation is not the first cause" in bad_input.message
+    assert "disagree too" in bad_input.message and "so truncation is not the first cause" in bad_input.message
 
 
 def test_identity_says_when_the_served_name_is_not_the_pinned_model(fault_server, make_context, tiny_prepared):
@@ -181,3 +181,16 @@ def test_pytest_item_message_and_junit_property_name_the_cause(
     assert "cause: the server pools with CLS (the contract's: mean)" in result.stdout.str()
     xml = junit.read_text()
     assert 'name="canary:vector_agreement:cause"' in xml and "the server pools with CLS" in xml
+
+
+def test_suspect_model_revision_is_named(fault_server, make_context, tmp_path):
+    from conftest import write_tiny_bert
+    from evalsuite.encode.local import LocalEncoder
+    from evalsuite.model import resolve_model
+
+    other = write_tiny_bert(tmp_path / "other-revision", seed=1)  # same architecture, other weights
+    served = LocalEncoder(resolve_model(str(other)), device="cpu", progress=False)
+    fault_server.encoders = lambda max_length: served
+    outcome = run_canary(make_context(fault_server.url, suspect_models=(str(other),)))
+    assert causes(outcome) == {"model": str(other)}
+    assert f"the server runs another model or revision ({other})" in outcome.diagnoses[0].sentence()

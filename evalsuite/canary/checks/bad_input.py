@@ -110,20 +110,21 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
 
 
 def _over_long_cause(ctx: CanaryContext) -> str:
-    """Another truncation length explains an over-long text's vector only when the short texts agree (all
-    canary texts but the one near the max length); when they disagree too (other pooling, normalization,
-    prefixes) the cut is not the first cause."""
-    long_id = texts.near_limit_document(ctx.contract.max_length)[0]
-    short = [i for i, text_id in enumerate(ctx.canary_set().ids) if text_id != long_id]
+    """Another truncation length explains an over-long text's vector only when the canary texts that disagree
+    are the long ones (a third of the texts, at least, are shorter than any that disagrees); when short texts
+    disagree too (other pooling, normalization, prefixes) the cut is not the first cause."""
+    cs, threshold = ctx.canary_set(), ctx.settings.min_cosine
     try:
-        cos = row_cosine(ctx.served_vectors()[short, : ctx.contract.dim], ctx.reference_vectors()[short])
+        cos = row_cosine(ctx.served_vectors()[:, : ctx.contract.dim], ctx.reference_vectors())
     except EndpointError as exc:
-        return f"the short canary texts fail too ({type(exc).__name__}), so truncation is not the first cause"
-    if float(cos.min()) >= ctx.settings.min_cosine:
+        return f"the canary texts fail too ({type(exc).__name__}), so truncation is not the first cause"
+    counts = ctx.token_counts(cs.rendered(ctx.contract)) or [len(t.split()) for t in cs.texts]
+    bad = [n for n, c in zip(counts, cos, strict=True) if c < threshold]
+    if not bad or 3 * sum(n < min(bad) for n in counts) >= len(counts):
         return "the server truncates at another length"
     return (
-        f"the short canary texts disagree too (min cosine {float(cos.min()):.4f}), so truncation is not the "
-        "first cause: see vector agreement and the diagnosis"
+        f"canary texts of {min(bad)} tokens disagree too (min cosine {float(cos.min()):.4f}), so truncation is "
+        "not the first cause: see vector agreement and the diagnosis"
     )
 
 
