@@ -206,6 +206,7 @@ class CanarySettings:
         """For reports: the variable's name only, never its value."""
         own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "endpoint_config"}
         own["dimensions"] = list(self.dimensions)
+        own["suspect_models"] = list(self.suspect_models)
         return {
             "endpoint": self.endpoint,
             "served_model": self.served_model,
