@@ -38,7 +38,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name, prepared.model.name)
     preflight.out_dir(out)
     slices = slice_index(prepared)  # an unknown --slice-by field is an error before encoding
-    result = run(spec, prepared)
+    result = run(spec, prepared, with_fingerprint=True)  # manifest.json carries it for `evalsuite verify`
     result.slices = slices
     paths = write_run_reports(result, out)
     ident = prepared.dataset.identity

@@ -249,9 +249,11 @@ def run(
     encoder: Encoder | None = None,
     *,
     execution: Execution | None = None,
+    with_fingerprint: bool = False,
 ) -> Result:
     """Evaluate one contract on one dataset (on ``execution``'s executor; chunked and block-wise from a
-    memory-mapped store when its ``chunk_size`` is set)."""
+    memory-mapped store when its ``chunk_size`` is set). ``with_fingerprint``: the manifest also holds the
+    probe texts' vectors (``evalsuite run``'s manifest.json, for ``evalsuite verify``)."""
     prepared = prepared or prepare(spec)
     execution = execution or execution_of(spec)
     encoder = encoder or make_encoder(prepared, execution=execution)
@@ -306,5 +308,6 @@ def run(
             block_rows=execution.block_rows,
             encoder=encoder_entry(encoder),
         )
-        result.manifest["fingerprint"] = fingerprint(encoder, c).to_dict()  # for `evalsuite verify`
+        if with_fingerprint:
+            result.manifest["fingerprint"] = fingerprint(encoder, c).to_dict()
         return result
