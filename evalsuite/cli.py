@@ -40,7 +40,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name, prepared.model.name)
     preflight.out_dir(out)
     slices = slice_index(prepared)  # an unknown --slice-by field is an error before encoding
-    result = run(spec, prepared)
+    result = run(spec, prepared, with_fingerprint=True)  # manifest.json carries it for `evalsuite verify`
     result.slices = slices
     paths = write_run_reports(result, out)
     ident = prepared.dataset.identity
@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     register_load(sub)
     register_rerank(sub)
     register_late(sub)
+    from .verify.cli import register as register_verify
+
+    register_verify(sub)
     return parser
 
 

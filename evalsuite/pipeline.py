@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .encode.fleet import FleetConfig
 from .encode.store import VectorStore
 from .errors import SpecError
+from .fingerprint import fingerprint
 from .metrics import evaluate as score_metrics
 from .metrics import search_depth
 from .prepared import INDEX_IN_MEMORY, execution_of
@@ -248,9 +249,11 @@ def run(
     encoder: Encoder | None = None,
     *,
     execution: Execution | None = None,
+    with_fingerprint: bool = False,
 ) -> Result:
     """Evaluate one contract on one dataset (on ``execution``'s executor; chunked and block-wise from a
-    memory-mapped store when its ``chunk_size`` is set)."""
+    memory-mapped store when its ``chunk_size`` is set). ``with_fingerprint``: the manifest also holds the
+    probe texts' vectors (``evalsuite run``'s manifest.json, for ``evalsuite verify``)."""
     prepared = prepared or prepare(spec)
     execution = execution or execution_of(prepared.spec)  # the prepared spec: its chunk size decided
     encoder = encoder or make_encoder(prepared, execution=execution)
@@ -293,7 +296,7 @@ def run(
                 "corrupt": cache.corrupt,
             }
         add_cached_counts(timing, getattr(encoder, "cached_by_role", None), served_before)
-        return score(
+        result = score(
             prepared,
             c,
             q[c.pooling],
@@ -305,3 +308,6 @@ def run(
             block_rows=execution.block_rows,
             encoder=encoder_entry(encoder),
         )
+        if with_fingerprint:
+            result.manifest["fingerprint"] = fingerprint(encoder, c).to_dict()
+        return result

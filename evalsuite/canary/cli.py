@@ -90,6 +90,8 @@ def finish(outcome: CanaryOutcome, out: Path) -> int:
     """Write canary.json and report.md, print the summary line; the exit status (1 when a check failed)."""
     from .report import write_canary_reports
 
+    for d in outcome.diagnoses:
+        say(d.sentence())
     paths = write_canary_reports(outcome, out)
     failed = outcome.failed
     say(

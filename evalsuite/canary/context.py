@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, cast
 
+from .. import probe_texts as texts
 from ..encode.served import ServedModel, discover_served_model
 from ..errors import EndpointError
-from . import texts
 from .settings import CanarySettings
 
 if TYPE_CHECKING:
@@ -89,6 +89,10 @@ class CanaryContext:
                 self._failed[key] = exc
                 raise
         return cast(T, self._cache[key])
+
+    def shared(self, key: str, make: Callable[[], T]) -> T:
+        """``make()`` once per context under ``key`` (for what other modules derive from it, e.g. a diagnosis)."""
+        return self._memo(f"shared:{key}", make)
 
     def deadline_passed(self) -> bool:
         """Whether the canary's overall deadline (``--canary-deadline``) has run out."""

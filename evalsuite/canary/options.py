@@ -121,6 +121,11 @@ CANARY_OPTIONS: tuple[Option, ...] = (
     _setting(
         "--encoding-format", "canary: response encoding", {"choices": ENCODING_FORMATS, "metavar": "float|base64"}
     ),
+    Option(
+        "--suspect-model",
+        "canary: a model directory (another revision) the diagnosis of a failed check also tries; repeatable",
+        {"metavar": "DIR", "action": "append", "dest_name": "suspect_models"},
+    ),
     _setting(
         "--canary-deadline",
         "canary: seconds the whole canary may take; checks still running then fail, "

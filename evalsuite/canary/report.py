@@ -60,6 +60,10 @@ def render_markdown(outcome: CanaryOutcome) -> str:
         ),
         table(["check", "verdict", "message"], [(v.check, v.status, v.message) for v in outcome.verdicts]),
     ]
+    if not outcome.passed:
+        from .triage import markdown
+
+        lines += markdown(outcome.triage(), outcome.diagnoses)
     find = registry.get_rerank_check if reranker else registry.get_check
     for v in outcome.verdicts:
         check = find(v.check)

@@ -16,10 +16,12 @@ from .checks.base import C
 from .settings import CanarySettings
 
 if TYPE_CHECKING:
+    from ..diagnose.score import Diagnosis
     from ..encode.base import Encoder
     from ..pipeline import Prepared
     from .rerank_context import RerankCanaryContext
     from .rerank_settings import RerankCanarySettings
+    from .triage import Link
 
 SCHEMA_VERSION = 1
 Family = Literal["embedding", "reranker"]
@@ -36,6 +38,7 @@ class CanaryOutcome:
     verdicts: tuple[Verdict, ...]
     family: Family = "embedding"
     request_fields: dict[str, int | bool] = field(default_factory=dict)  # sent with every request beyond the API's
+    diagnoses: tuple[Diagnosis, ...] = ()
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     @property
@@ -64,7 +67,14 @@ class CanaryOutcome:
             "dataset": self.dataset,
             "request_fields": self.request_fields,
             "verdicts": [v.to_dict() for v in self.verdicts],
+            "diagnosis": [d.to_dict() for d in self.diagnoses],
+            "triage": [link.to_dict() for link in self.triage()],
         }
+
+    def triage(self) -> list[Link]:
+        from .triage import checklist
+
+        return checklist(self.verdicts, self.diagnoses)
 
 
 def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext:
@@ -85,9 +95,14 @@ def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext
 
 
 def run_checks(
-    checks: Iterable[CanaryCheck[C]], ctx: C, on_verdict: Callable[[Verdict], None] | None = None
+    checks: Iterable[CanaryCheck[C]],
+    ctx: C,
+    on_verdict: Callable[[Verdict], None] | None = None,
+    *,
+    close: bool = True,
 ) -> tuple[Verdict, ...]:
-    """Every check in order under the one error policy (:func:`~.checks.registry.judge`); the context is closed."""
+    """Every check in order under the one error policy (:func:`~.checks.registry.judge`); the context is closed
+    unless ``close`` is False (the caller still needs it, e.g. to diagnose a failure, and closes it)."""
     verdicts: list[Verdict] = []
     try:
         for check in checks:
@@ -96,12 +111,20 @@ def run_checks(
             if on_verdict is not None:
                 on_verdict(verdict)
     finally:
-        ctx.close()
+        if close:
+            ctx.close()
     return tuple(verdicts)
 
 
 def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None = None) -> CanaryOutcome:
-    verdicts = run_checks([get_check(name) for name in check_names(ctx.settings)], ctx, on_verdict)
+    """The embedding checks, then the diagnosis of any failure (the cause, tested against the reference)."""
+    from .diagnosis import diagnoses_for
+
+    try:
+        verdicts = run_checks([get_check(name) for name in check_names(ctx.settings)], ctx, on_verdict, close=False)
+        diagnoses = diagnoses_for(ctx, list(verdicts))
+    finally:
+        ctx.close()
     served = ctx.known_served_model()
     return CanaryOutcome(
         settings=ctx.settings,
@@ -109,6 +132,7 @@ def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None 
         dataset=ctx.prepared.dataset.identity.to_dict(),
         served_model=None if served is None else cut(served),
         verdicts=verdicts,
+        diagnoses=diagnoses,
     )
 
 

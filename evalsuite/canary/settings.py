@@ -90,6 +90,7 @@ class CanarySettings:
     min_overlap: float = _setting(0.9, "canary_min_overlap", low=0.0, high=1.0)
     dimensions: tuple[int, ...] = _setting((), "canary_dimensions")
     deadline: float = _setting(3600.0, "canary_deadline", low=0.0, low_open=True)  # seconds for the whole canary
+    suspect_models: tuple[str, ...] = _setting((), "suspect_models")  # other revisions the diagnosis tries
 
     def __init__(self, endpoint: str | EndpointConfig | None = None, **values: object) -> None:
         """``endpoint``: the URL or a whole EndpointConfig; ``values``: canary fields, EndpointConfig
@@ -121,6 +122,7 @@ class CanarySettings:
         for name, f in own.items():
             object.__setattr__(self, name, values.get(name, f.default))
         object.__setattr__(self, "dimensions", tuple(self.dimensions or ()))
+        object.__setattr__(self, "suspect_models", tuple(str(m) for m in self.suspect_models or ()))
         self._validate()
 
     def _validate(self) -> None:
@@ -212,6 +214,7 @@ class CanarySettings:
         """For reports: the variable's name only, never its value."""
         own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "endpoint_config"}
         own["dimensions"] = list(self.dimensions)
+        own["suspect_models"] = list(self.suspect_models)
         return {
             "endpoint": self.endpoint,
             "served_model": self.served_model,

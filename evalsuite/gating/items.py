@@ -239,6 +239,12 @@ class CanaryItem(EvalsuiteItem):
         if verdict.passed is None:
             pytest.skip(verdict.message)
         if not verdict.passed:
+            from ..canary.diagnosis import diagnosis_for
+
+            diagnosis = diagnosis_for(self.state.canary_context(self.dataset), verdict)
+            if diagnosis is not None:
+                self.user_properties.append((f"canary:{self.check}:cause", diagnosis.sentence()))
+                raise EvalsuiteFailure(f"{verdict.message}\n{diagnosis.sentence()}")
             raise EvalsuiteFailure(verdict.message)
 
 

@@ -102,6 +102,9 @@ class FaultServer:
         self.renormalize_dims = True
         self.honour_dimensions = True
         self.strip_prefix = ""
+        self.normalize = True  # False: the vectors as pooled (a server that does not normalize)
+        self.rounding: str | None = None  # "float16": every value rounded to float16
+        self.model_extra: dict[str, Any] = {}  # more fields of the /v1/models entry (e.g. max_model_len)
         self.empty_list_status = 422
         self.hang = False
         self.echo_auth = False  # answer with the Authorization header as the "model" name
@@ -133,7 +136,7 @@ class FaultServer:
         denied = self._denied(request)
         if denied is not None:
             return denied
-        data = [{"id": m, "object": "model", "root": f"/models/{m}"} for m in self.listed]
+        data = [{"id": m, "object": "model", "root": f"/models/{m}", **self.model_extra} for m in self.listed]
         return Response(json.dumps({"object": "list", "data": data}), content_type="application/json")
 
     def _embeddings(self, request: Any) -> Any:
@@ -187,10 +190,12 @@ class FaultServer:
             t[len(self.strip_prefix) :] if self.strip_prefix and t.startswith(self.strip_prefix) else t for t in texts
         ]
         pooled = self.encoders(self.max_length).encode(texts, poolings=[self.pooling])[self.pooling]
-        full = finalize(pooled, self.hidden, True)
+        full = finalize(pooled, self.hidden, self.normalize)
         if not self.honour_dimensions:
             dims = self.hidden
-        vecs = finalize(full, dims, True) if self.renormalize_dims else full[:, :dims]
+        vecs = finalize(full, dims, self.normalize) if self.renormalize_dims else full[:, :dims]
+        if self.rounding:
+            vecs = vecs.astype(self.rounding).astype(np.float32)
         rows = [list(map(float, v)) for v in vecs]
         data = [{"object": "embedding", "index": i, "embedding": r} for i, r in enumerate(rows)]
         fault = self.fault

@@ -76,7 +76,7 @@ def test_bounds_are_inclusive_where_they_say_so():
 
 
 def test_every_canary_option_has_the_default_the_settings_use():
-    names = [o.name for o in CANARY_OPTIONS]
+    names = [o.dest for o in CANARY_OPTIONS]  # what collect() returns (--suspect-model appends to suspect_models)
     assert sorted(names) == sorted(CanarySettings.option_fields())
     plain = CanarySettings.from_values({"endpoint": URL})
     as_dict = plain.to_dict()
@@ -129,6 +129,7 @@ def test_from_values_fills_both_parts_and_to_dict_keeps_its_keys():
         "encoding_format": "base64",
         "max_retries": 3,
         "deadline": 3600.0,
+        "suspect_models": [],
     }
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ... import probe_texts as texts
 from ...errors import EndpointError
-from .. import texts
 from .base import CanaryCheck, Verdict
 from .measure import is_input_rejection, row_cosine
 
@@ -96,8 +96,7 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
         else:
             failures.append(
                 f"over-long input -> HTTP 200 with a vector unlike the reference truncated at "
-                f"{c.max_length} tokens (cos {cos:.4f} < {s.min_cosine}): the server truncates at "
-                "another length"
+                f"{c.max_length} tokens (cos {cos:.4f} < {s.min_cosine}): {_over_long_cause(ctx)}"
             )
     else:
         failures.append(
@@ -108,6 +107,25 @@ def check_bad_input(ctx: CanaryContext) -> Verdict:
     if failures:
         return Verdict("bad_input", False, "bad input: " + "; ".join(failures), details)
     return Verdict("bad_input", True, "bad input: " + "; ".join(notes) + "; the server answered after each", details)
+
+
+def _over_long_cause(ctx: CanaryContext) -> str:
+    """Another truncation length explains an over-long text's vector only when the canary texts that disagree
+    are the long ones (a third of the texts, at least, are shorter than any that disagrees); when short texts
+    disagree too (other pooling, normalization, prefixes) the cut is not the first cause."""
+    cs, threshold = ctx.canary_set(), ctx.settings.min_cosine
+    try:
+        cos = row_cosine(ctx.served_vectors()[:, : ctx.contract.dim], ctx.reference_vectors())
+    except EndpointError as exc:
+        return f"the canary texts fail too ({type(exc).__name__}), so truncation is not the first cause"
+    counts = ctx.token_counts(cs.rendered(ctx.contract)) or [len(t.split()) for t in cs.texts]
+    bad = [n for n, c in zip(counts, cos, strict=True) if c < threshold]
+    if not bad or 3 * sum(n < min(bad) for n in counts) >= len(counts):
+        return "the server truncates at another length"
+    return (
+        f"canary texts of {min(bad)} tokens disagree too (min cosine {float(cos.min()):.4f}), so truncation is "
+        "not the first cause: see vector agreement and the diagnosis"
+    )
 
 
 def _why(resp: EndpointResponse) -> str:

@@ -51,11 +51,20 @@ def check_identity(ctx: CanaryContext) -> Verdict:
         )
     vec = ctx.client().embed(["identity probe"])
     details["dimension"] = int(vec.shape[1])
+    pinned = ctx.prepared.model.name
+    details["pinned_model"] = pinned
+    named = any(a == pinned or a.rstrip("/").endswith("/" + pinned) for a in served.aliases)
+    note = (
+        ""
+        if named
+        else f"; note: served as {name}, not as the pinned model {pinned!r}: a name proves no revision, "
+        "vector agreement below does"
+    )
     return Verdict(
         "identity",
         True,
         f"identity: {name} is listed by {served.source} and named in responses; "
-        f"health 200 at {healthy}; {vec.shape[1]} dimensions",
+        f"health 200 at {healthy}; {vec.shape[1]} dimensions{note}",
         details,
     )
 

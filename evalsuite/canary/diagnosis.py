@@ -1,0 +1,140 @@
+"""The diagnosis of a failed canary check: the served vectors of the canary texts against every
+alternative (:mod:`.local`), scored (:mod:`.score`), with the engine's remedy (:mod:`.engines`).
+
+One diagnosis per session context (the vectors checks disagree on are the same), plus one per
+Matryoshka size that failed. The CLI and the pytest items call :func:`diagnosis_for`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+from typing import TYPE_CHECKING
+
+from ..diagnose.engines import ServerFacts, server_facts
+from ..diagnose.hypotheses import Alternative
+from ..diagnose.local import AlternativeVectors, Hypotheses, Probes, ReferenceSource
+from ..diagnose.score import Diagnosis, diagnose
+from ..errors import EndpointError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..encode.base import Encoder
+    from .checks.base import Verdict
+    from .context import CanaryContext
+
+# the checks whose failure the served vectors can explain
+DIAGNOSED = frozenset(
+    {"vector_agreement", "norm_agreement", "batch_invariance", "retrieval_agreement", "bad_input", "matryoshka"}
+)
+
+
+def diagnosis_for(ctx: CanaryContext, verdict: Verdict) -> Diagnosis | None:
+    """The diagnosis for a failed check it applies to (None otherwise, or when the server cannot be asked)."""
+    if verdict.passed is not False or verdict.check not in DIAGNOSED:
+        return None
+    dims = _failed_dimensions(verdict) if verdict.check == "matryoshka" else None
+    try:
+        return ctx.shared(f"diagnosis:{dims}", lambda: _diagnose(ctx, dims))
+    except EndpointError:  # the server broke while asked again: the checks already say how
+        return None
+
+
+def _failed_dimensions(verdict: Verdict) -> int | None:
+    """The first --canary-dimensions size whose vectors failed (from the matryoshka verdict's details)."""
+    for key, entry in verdict.details.items():
+        if key.isdigit() and isinstance(entry, dict) and f"dimensions={key}:" in verdict.message:
+            return int(key)
+    return None
+
+
+def _diagnose(ctx: CanaryContext, dims: int | None) -> Diagnosis:
+    c, hidden, info = ctx.contract, ctx.hidden_size, ctx.prepared.model
+    probes, served = _served(ctx, dims)
+    facts = _facts(ctx)
+    source = _reference_source(ctx)
+    vectors = AlternativeVectors(c, hidden, info.prompts, source, probes)
+    hyps = Hypotheses.for_contract(
+        c,
+        model_max=info.default_max_length,
+        max_positions=info.max_positions,
+        server_max=facts.max_length,
+        suspects=ctx.settings.suspect_models,
+    )
+    base = Alternative.of_contract(c if dims is None else c.replace(dim=dims), hidden)
+    what = f"{len(probes.ids)} canary texts" + (f" with dimensions={dims}" if dims else "")
+    candidates: dict[Alternative, np.ndarray] = {}
+    for group in vectors.candidate_groups(base, int(served.shape[1]), hyps):
+        candidates.update(group)
+        found = diagnose(
+            served, candidates, probes.ids, base=base, hidden=hidden, contract=c, what=what, engine=facts.engine
+        )
+        if found.explained:
+            break
+    return dataclasses.replace(found, not_tested=tuple(vectors.not_tested))
+
+
+def _facts(ctx: CanaryContext) -> ServerFacts:
+    return ctx.shared("server_facts", lambda: server_facts(ctx.probe_client(), ctx.known_served_model()))
+
+
+def _served(ctx: CanaryContext, dims: int | None) -> tuple[Probes, np.ndarray]:
+    """The served vectors of the canary texts as they come (norms unchecked), and of the over-long
+    document too when the server embeds it (it tests truncation above the contract's max length)."""
+    import numpy as np
+
+    from .. import probe_texts as texts
+
+    c, cs, client = ctx.contract, ctx.canary_set(), ctx.client()
+    served = client.embed(cs.rendered(c), ids=list(cs.ids), dimensions=dims, check_norm=False)
+    probes = Probes(cs.ids, cs.roles, cs.texts)
+    if c.truncation != "truncate":
+        return probes, served
+    doc_id, text = texts.over_limit_document(c.max_length)
+    try:
+        extra = client.embed([c.render("document", text)], ids=[doc_id], dimensions=dims, check_norm=False)
+    except EndpointError:  # refused (a 4xx is fine): diagnose without it
+        return probes, served
+    return Probes((*cs.ids, doc_id), (*cs.roles, "document"), (*cs.texts, text)), np.vstack([served, extra])
+
+
+def _reference_source(ctx: CanaryContext) -> ReferenceSource:
+    from ..pipeline import make_encoder
+
+    c, prepared = ctx.contract, ctx.prepared
+
+    @cache
+    def encoder(max_length: int, dtype: str) -> Encoder:
+        if (max_length, dtype) == (c.max_length, c.dtype):
+            return ctx.reference().encoder
+        return make_encoder(prepared, dtype=dtype, max_length=max_length)
+
+    @cache
+    def suspect(path: str) -> Encoder:
+        from ..encode.local import LocalEncoder
+        from ..model import resolve_model
+
+        info = resolve_model(path)
+        if info.hidden_size != ctx.hidden_size:
+            raise ValueError(f"{path} has {info.hidden_size} dimensions, the reference {ctx.hidden_size}")
+        return LocalEncoder(
+            info,
+            dtype=c.dtype,
+            device=prepared.spec.device,
+            max_length=c.max_length,
+            truncation="truncate",
+            progress=False,
+        )
+
+    return ReferenceSource(encoder=encoder, suspect=suspect, token_counts=ctx.token_counts)
+
+
+def diagnoses_for(ctx: CanaryContext, verdicts: list[Verdict]) -> tuple[Diagnosis, ...]:
+    """The distinct diagnoses of every failed check (the canary texts' one, and one per failed Matryoshka size)."""
+    found: list[Diagnosis] = []
+    for v in verdicts:
+        d = diagnosis_for(ctx, v)
+        if d is not None and all(d is not x for x in found):
+            found.append(d)
+    return tuple(found)

@@ -1,0 +1,237 @@
+"""Every way a deployment can make its vectors other than the contract says, one declaration each.
+
+An :class:`Alternative` is one complete way of making a vector (pooling, normalization, prefixes,
+truncation length, Matryoshka cut, output rounding, the dtype and revision of the model). The
+contract is one of them (:meth:`Alternative.of_contract`); every field on which another alternative
+departs from it is a :class:`Factor` declared in :data:`FACTORS`: which triage stage it belongs to,
+how its cause reads ("the server pools with CLS") and how to fix it on each known engine.
+
+Adding a hypothesis: a field on :class:`Alternative` (with its value in ``of_contract``), a
+:class:`Factor` naming that field, and where its values come from (:mod:`.local` for what needs a
+forward pass, :func:`evalsuite.diagnose.score.derive` for what numpy can do).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..contract import Contract
+
+# The triage order of the index contract: the order an engineer debugs a mismatch in.
+STAGES: tuple[tuple[str, str], ...] = (
+    ("identity", "served model and revision against the manifest"),
+    ("input", "input format and prefixes"),
+    ("shape", "dimension, norm and pooling"),
+    ("truncation", "truncation"),
+    ("similarity", "normalization and similarity metric"),
+    ("agreement", "served vs reference similarity and ranking"),
+    ("search", "exact flat search on the same vectors"),
+    ("batch", "batch, precision and dimensions"),
+)
+STAGE_NAMES = tuple(name for name, _ in STAGES)
+
+PREFIX_MODES = ("contract", "none", "swapped", "query_on_both", "declared")
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One way of making the served vectors. ``normalize`` acts on the full pooled vector, then the
+    first ``dim`` values are kept, re-normalized when ``renormalize``; ``rounding`` is the served
+    vectors' own precision (values rounded to float16/bfloat16 after all that)."""
+
+    pooling: str
+    normalize: bool
+    prefix: str  # one of PREFIX_MODES
+    max_length: int
+    dim: int
+    renormalize: bool
+    rounding: str | None = None
+    model_dtype: str = "float32"
+    model: str | None = None  # a --suspect-model directory; None: the pinned reference
+
+    @classmethod
+    def of_contract(cls, contract: Contract, hidden: int) -> Alternative:
+        """The contract's own way: cut to ``dim`` then normalize (the same as normalizing the full
+        vector, cutting and re-normalizing)."""
+        return cls(
+            pooling=contract.pooling,
+            normalize=contract.normalize,
+            prefix="contract",
+            max_length=contract.max_length,
+            dim=contract.dim if contract.dim < hidden else hidden,
+            renormalize=contract.normalize,
+            model_dtype=contract.dtype,
+        )
+
+    def replace(self, **changes: Any) -> Alternative:
+        return dataclasses.replace(self, **changes)
+
+    def forward_key(self) -> tuple[str, int, str, str | None]:
+        """What needs its own forward pass (everything else is derived from one pooled pass)."""
+        return (self.prefix, self.max_length, self.model_dtype, self.model)
+
+    def departures(self, base: Alternative, hidden: int) -> list[tuple[Factor, Any]]:
+        """The factors on which this alternative departs from ``base``, in triage order."""
+        out = []
+        for factor in FACTORS:
+            value = getattr(self, factor.field)
+            if value != getattr(base, factor.field) and factor.relevant(self, hidden):
+                out.append((factor, value))
+        return sorted(out, key=lambda fv: STAGE_NAMES.index(fv[0].stage))
+
+    def label(self, base: Alternative, hidden: int) -> str:
+        """``pooling=cls, normalize=false`` (the departures), or ``the contract``."""
+        parts = [f"{f.field}={_show(v)}" for f, v in self.departures(base, hidden)]
+        return ", ".join(parts) or "the contract"
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "none" if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One field of :class:`Alternative` a deployment can get wrong.
+
+    ``cause(value, contract)`` reads as a clause ("the server pools with CLS"); ``remedy`` maps an
+    engine ("vllm", "infinity", "tei", "sglang", or "" for any) to what to change, formatted with
+    ``value`` and ``contract``.
+    """
+
+    field: str
+    stage: str
+    cause: Callable[[Any, Contract], str]
+    remedy: Mapping[str, str]
+    relevant: Callable[[Alternative, int], bool] = lambda alt, hidden: True
+
+    def remedy_for(self, engine: str | None, value: Any, contract: Contract) -> str:
+        template = self.remedy.get(engine or "", self.remedy[""])
+        return template.format(
+            value=value, contract=contract, upper=contract.pooling.upper(), normalize=str(contract.normalize).lower()
+        )
+
+
+def _prefix_cause(mode: str, c: Contract) -> str:
+    return {
+        "none": f"the server gets no prefixes (the contract's: query {c.query_prefix!r}, document {c.doc_prefix!r})",
+        "swapped": "the query and document prefixes are swapped",
+        "query_on_both": f"the query prefix {c.query_prefix!r} is on documents too",
+        "declared": "the server applies the model's declared prompts instead of the contract's prefixes",
+    }.get(mode, f"prefixes {mode}")
+
+
+_PREFIX_FIX = (
+    "send the contract's prefixes (query {contract.query_prefix!r}, document {contract.doc_prefix!r}); the "
+    "client adds them, so check that neither the client nor the server adds or strips another prompt"
+)
+
+FACTORS: tuple[Factor, ...] = (
+    Factor(
+        field="model",
+        stage="identity",
+        cause=lambda v, c: f"the server runs another model or revision ({v})",
+        remedy={"": "deploy the pinned revision {contract.model_revision} of {contract.model}"},
+    ),
+    Factor(field="prefix", stage="input", cause=_prefix_cause, remedy={"": _PREFIX_FIX}),
+    Factor(
+        field="pooling",
+        stage="shape",
+        cause=lambda v, c: f"the server pools with {str(v).upper()} (the contract's: {c.pooling})",
+        remedy={
+            "": "serve the model with {contract.pooling} pooling (1_Pooling/config.json)",
+            "vllm": 'vLLM: --pooler-config \'{{"seq_pooling_type":"{upper}"}}\'',
+            "sglang": "SGLang: serve a model whose 1_Pooling/config.json says {contract.pooling} pooling",
+            "infinity": "Infinity: fix 1_Pooling/config.json in the served model directory to {contract.pooling} "
+            "pooling (--pooling-method is ignored by the torch engine)",
+            "tei": "TEI: --pooling {contract.pooling}",
+        },
+    ),
+    Factor(
+        field="max_length",
+        stage="truncation",
+        cause=lambda v, c: f"the server truncates at {v} tokens (the contract's max_length: {c.max_length})",
+        remedy={
+            "": "set the server's max length to the contract's {contract.max_length} tokens",
+            "vllm": "vLLM: --max-model-len {contract.max_length}",
+            "infinity": "Infinity: max_seq_length {contract.max_length} in the model's sentence_bert_config.json",
+            "tei": "TEI: serve the model with max_seq_length {contract.max_length} (and --auto-truncate)",
+            "sglang": "SGLang: --context-length {contract.max_length}",
+        },
+    ),
+    Factor(
+        field="normalize",
+        stage="similarity",
+        cause=lambda v, c: "the server normalizes the vectors" if v else "the server does not normalize the vectors",
+        remedy={
+            "": "make the server's normalization match the contract (normalize={normalize})",
+            "vllm": "vLLM: --pooler-config '{{\"normalize\":{normalize}}}'",
+            "tei": "TEI: the OpenAI route always normalizes; use /embed with normalize={normalize}",
+        },
+    ),
+    Factor(
+        field="dim",
+        stage="batch",
+        cause=lambda v, c: f"the server cuts the vectors to {v} dimensions (the contract's: {c.dim})",
+        remedy={"": "ask for the contract's {contract.dim} dimensions (or none)"},
+    ),
+    Factor(
+        field="renormalize",
+        stage="batch",
+        cause=lambda v, c: (
+            "the server re-normalizes after the Matryoshka cut" if v else "the server cuts without re-normalizing"
+        ),
+        remedy={
+            "": "re-normalize the cut vectors on the client, or do not ask the server for 'dimensions'",
+            "infinity": "Infinity cuts 'dimensions' without re-normalizing: re-normalize on the client",
+        },
+        relevant=lambda alt, hidden: alt.dim < hidden,
+    ),
+    Factor(
+        field="rounding",
+        stage="batch",
+        cause=lambda v, c: f"the served vectors are rounded to {v}",
+        remedy={
+            "": "return float32 vectors (JSON floats or base64 float32)",
+            "vllm": "vLLM: ask for float32 output (embed_dtype float32)",
+        },
+    ),
+    Factor(
+        field="model_dtype",
+        stage="batch",
+        cause=lambda v, c: f"the server runs the model in {v} (the contract's dtype: {c.dtype})",
+        remedy={
+            "": "run the model in {contract.dtype}",
+            "vllm": "vLLM: --dtype {contract.dtype}",
+            "infinity": "Infinity: --dtype {contract.dtype}",
+            "tei": "TEI: --dtype {contract.dtype}",
+            "sglang": "SGLang: --dtype {contract.dtype}",
+        },
+    ),
+)
+
+
+def prefixes(mode: str, contract: Contract, prompts: Mapping[str, str]) -> dict[str, str] | None:
+    """The (query, document) prefixes a prefix mode sends, or None when the mode cannot be formed
+    (the model declares no prompts)."""
+    q, d = contract.query_prefix, contract.doc_prefix
+    if mode == "contract":
+        return {"query": q, "document": d}
+    if mode == "none":
+        return {"query": "", "document": ""}
+    if mode == "swapped":
+        return {"query": d, "document": q}
+    if mode == "query_on_both":
+        return {"query": q, "document": q}
+    if mode == "declared":
+        pq = prompts.get("query")
+        pd = prompts.get("document", prompts.get("passage", prompts.get("corpus")))
+        if pq is None and pd is None:
+            return None
+        return {"query": pq or "", "document": pd or ""}
+    raise ValueError(f"unknown prefix mode {mode!r}; choose one of {', '.join(PREFIX_MODES)}")

@@ -1,0 +1,169 @@
+"""The alternatives' vectors, computed with the local reference in as few forward passes as they need.
+
+One forward pass per (prefix mode, max length, model dtype, model) gives every pooling at once (the
+encoder pools one batch's hidden states every way it is asked); every normalization, Matryoshka cut
+and output rounding is then numpy (:func:`evalsuite.diagnose.score.derive`). A pass at a shorter max
+length re-encodes only the texts it would cut. The expensive axes vary one at a time around the
+contract; the cheap ones are combined with each, so two faults at once (CLS and no normalization, or
+a cut length and CLS) are one candidate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..contract import POOLINGS
+from .hypotheses import PREFIX_MODES, Alternative, prefixes
+from .score import derive, numeric_variants
+
+if TYPE_CHECKING:
+    from ..contract import Contract
+    from ..encode.base import Encoder
+
+TRUNCATION_LENGTHS = (64, 128, 256, 512)
+ROUNDINGS = ("float16", "bfloat16")
+MODEL_DTYPES = ("float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class Probes:
+    """The texts diagnosed: ids, roles and texts as given (no prefix)."""
+
+    ids: tuple[str, ...]
+    roles: tuple[str, ...]
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ReferenceSource:
+    """Where the local vectors come from: the pinned reference at a (max length, dtype), a suspect model
+    directory, and the reference tokenizer's token counts of rendered texts (None: unknown)."""
+
+    encoder: Callable[[int, str], Encoder]
+    suspect: Callable[[str], Encoder]
+    token_counts: Callable[[list[str]], list[int] | None]
+
+
+@dataclass(frozen=True)
+class Hypotheses:
+    """Which values of the expensive axes to test (each one away from the contract)."""
+
+    lengths: tuple[int, ...] = ()
+    model_dtypes: tuple[str, ...] = ()
+    suspects: tuple[str, ...] = ()
+
+    @classmethod
+    def for_contract(
+        cls, contract: Contract, *, model_max: int, max_positions: int, server_max: int | None, suspects: Sequence[str]
+    ) -> Hypotheses:
+        wanted = {*TRUNCATION_LENGTHS, model_max, *([server_max] if server_max else [])}
+        lengths = tuple(sorted(n for n in wanted if n != contract.max_length and 2 <= n <= max_positions))
+        dtypes = MODEL_DTYPES if contract.dtype == "float32" else ()
+        return cls(lengths, dtypes, tuple(suspects))
+
+
+class AlternativeVectors:
+    """Every alternative's vectors for ``probes`` at the served width, one forward pass per key."""
+
+    def __init__(
+        self, contract: Contract, hidden: int, prompts: Mapping[str, str], source: ReferenceSource, probes: Probes
+    ) -> None:
+        self.contract = contract
+        self.hidden = hidden
+        self.prompts = prompts
+        self.source = source
+        self.probes = probes
+        self.not_tested: list[str] = []
+        self._pooled: dict[tuple[str, int, str, str | None], dict[str, np.ndarray] | None] = {}
+
+    def _render(self, mode: str) -> list[str] | None:
+        pre = prefixes(mode, self.contract, self.prompts)
+        if pre is None:
+            return None
+        return [pre[r] + t for r, t in zip(self.probes.roles, self.probes.texts, strict=True)]
+
+    def _encode(self, encoder: Encoder, rendered: list[str], rows: list[int]) -> dict[str, np.ndarray]:
+        out = {p: np.zeros((len(rendered), self.hidden), dtype=np.float32) for p in POOLINGS}
+        for role in ("query", "document"):
+            idx = [i for i in rows if self.probes.roles[i] == role]
+            if idx:
+                got = encoder.encode([rendered[i] for i in idx], poolings=list(POOLINGS), role=role)
+                for p in POOLINGS:
+                    out[p][idx] = got[p]
+        return out
+
+    def pooled(self, key: tuple[str, int, str, str | None]) -> dict[str, np.ndarray] | None:
+        """Pooled vectors per pooling for one forward key; None when it cannot be formed or run."""
+        if key not in self._pooled:
+            self._pooled[key] = self._compute(key)
+        return self._pooled[key]
+
+    def _compute(self, key: tuple[str, int, str, str | None]) -> dict[str, np.ndarray] | None:
+        mode, length, dtype, model = key
+        rendered = self._render(mode)
+        if rendered is None:
+            return None
+        rows = list(range(len(rendered)))
+        c = self.contract
+        try:
+            if model is not None:
+                return self._encode(self.source.suspect(model), rendered, rows)
+            if length != c.max_length and mode == "contract" and dtype == c.dtype:
+                # only texts the other length cuts differently change: the rest are the contract's pass
+                counts = self.source.token_counts(rendered)
+                base = self.pooled(("contract", c.max_length, dtype, None))
+                if counts is not None and base is not None:
+                    rows = [i for i, n in enumerate(counts) if n > min(length, c.max_length)]
+                    if not rows:
+                        return None  # identical to the contract's pass: nothing to test
+                    out = self._encode(self.source.encoder(length, dtype), rendered, rows)
+                    keep = [i for i in range(len(rendered)) if i not in set(rows)]
+                    for p in POOLINGS:
+                        out[p][keep] = base[p][keep]
+                    return out
+            return self._encode(self.source.encoder(length, dtype), rendered, rows)
+        except (RuntimeError, TypeError, ValueError) as exc:  # a dtype the CPU cannot run, a suspect model's shape
+            what = f"model {model}" if model else f"max_length {length}, dtype {dtype}, prefixes {mode}"
+            self.not_tested.append(f"{what}: {type(exc).__name__}: {str(exc)[:200]}")
+            return None
+
+    def candidate_groups(
+        self, base: Alternative, width: int, hyps: Hypotheses
+    ) -> Iterator[dict[Alternative, np.ndarray]]:
+        """The alternatives of ``width`` dimensions, cheapest passes first: the contract's own pass (every
+        pooling, normalization, cut and output rounding), then other prefixes, max lengths, model dtypes
+        and suspect models, each with every pooling, normalization and cut. A caller stops asking once
+        one explains the served vectors, so the expensive passes run only when needed."""
+        m, n, dt = base.max_length, base.model_dtype, base.model
+        groups: list[list[tuple[str, int, str, str | None]]] = [
+            [base.forward_key()],
+            [(mode, m, n, dt) for mode in PREFIX_MODES if mode != "contract"],
+            [("contract", length, n, dt) for length in hyps.lengths],
+            [("contract", m, d, dt) for d in hyps.model_dtypes],
+            [("contract", m, n, s) for s in hyps.suspects],
+        ]
+        for keys in groups:
+            yield self._candidates(keys, base, width)
+
+    def _candidates(
+        self, keys: list[tuple[str, int, str, str | None]], base: Alternative, width: int
+    ) -> dict[Alternative, np.ndarray]:
+        contract_inputs = self._render("contract")
+        out: dict[Alternative, np.ndarray] = {}
+        for key in keys:
+            mode, length, dtype, model = key
+            if mode != "contract" and self._render(mode) == contract_inputs:
+                continue  # the same inputs as the contract's: the same vectors
+            pooled = self.pooled(key)
+            if pooled is None:
+                continue
+            roundings = (None, *ROUNDINGS) if key == base.forward_key() else (None,)
+            for pooling in POOLINGS:
+                around = base.replace(pooling=pooling, prefix=mode, max_length=length, model_dtype=dtype, model=model)
+                for alt in numeric_variants(around, width, self.hidden, roundings):
+                    out[alt] = derive(pooled[pooling], alt)
+        return out
