@@ -4,7 +4,7 @@ the ledger of what happened, and the report at the end (its deltas against the r
 Under pytest-xdist every worker holds one of these: results are computed once per session by
 whichever worker asks first (`shared.py`), outcomes travel to the controller in the ledger.
 
-One module, over 300 lines: it is the one stateful object the fixtures talk to, each method a short
+One module, about 420 lines: it is the one stateful object the fixtures talk to, each method a short
 compute-once wrapper over the prepared data; the computations themselves live in their own modules.
 """
 
@@ -21,7 +21,6 @@ from ..result import Result
 from ..slicing import SliceIndex
 from ..slicing.attach import slice_index
 from .baseline import Baseline, load_baseline, write_baseline
-from .deltas import comparisons, slice_moves_against
 from .gates import Gate, Outcome, Scores
 from .kinds import kind_of
 from .ledger import (
@@ -38,12 +37,12 @@ from .ledger import (
 from .plan import DatasetPlan, SessionPlan
 from .policy import DatasetPolicy, SessionPolicy, session_policy
 from .reference import Reference
-from .report import SessionReport, dataset_report
+from .report import SessionReport
 from .reranker import SessionReranker
 from .shared import ComputeOnce
 from .slices import check_gate_slices
 from .stages import RerankedStage, Stages, gate_sides, side_labels
-from .verdicts import GateRequest, applied_statement, judge_all
+from .verdicts import GateRequest, judge_all
 
 if TYPE_CHECKING:
     from ..canary.checks import Verdict
@@ -414,50 +413,9 @@ class GateSession:
     # -- the end -------------------------------------------------------------------------------------
     def finish(self) -> SessionReport:
         """The report of the whole session (on the controller, after the workers' ledgers are merged)."""
-        from ..sweep.results import SweepResult
+        from .finish import session_report
 
-        statement = applied_statement(
-            self.plan.verdicts, {dp.name: self.ledger.outcomes(dp.name) for dp in self.datasets}
-        )
-        datasets = []
-        for dp in self.datasets:
-            sweep, result = self.shared.peek(f"sweep-{dp.name}"), self.shared.peek(f"candidate-{dp.name}")
-            reranked = self.shared.peek(f"reranked-{dp.name}")
-            result = result if isinstance(result, Result) else None
-            ref = self._reference_side(dp.name) if result is not None else None
-            datasets.append(
-                dataset_report(
-                    dp.name,
-                    self.plan.reports_dir / dp.name,
-                    result,
-                    sweep if isinstance(sweep, SweepResult) else None,
-                    self.ledger.candidate(dp.name),
-                    self.ledger.reference(dp.name),
-                    self.ledger.outcomes(dp.name),
-                    self.policy.notes,
-                    statement,
-                    comparisons(result, ref),
-                    slice_moves_against(result, ref, self.prepared[dp.name]),
-                    reranked if isinstance(reranked, RerankedStage) else None,
-                    self.ledger.reranked(dp.name, "reference"),
-                )
-            )
-        return SessionReport(
-            notes=self.policy.notes,
-            canary=tuple(self.ledger.canary()),
-            computations=tuple(self.ledger.computations()),
-            baselines_written=tuple(self.ledger.baselines_written()),
-            datasets=tuple(datasets),
-            reports_dir=self.plan.reports_dir,
-            statement=statement,
-        )
-
-    def _reference_side(self, name: str) -> Reference | None:
-        """The baseline or the computed reference run, without computing anything."""
-        if name in self.baselines:
-            return Reference.from_baseline(self.baselines[name])
-        computed = self.shared.peek(f"reference-{name}")
-        return Reference.from_result(computed) if isinstance(computed, Result) else None
+        return session_report(self)
 
     def close(self) -> None:
         for contexts in (self._canary_contexts, self._rerank_contexts):
