@@ -148,3 +148,17 @@ def test_verdict_policy_values_and_statement():
     with pytest.raises(SpecError, match="choose fail, xfail, skip"):
         VerdictPolicy(inconclusive="warn")  # type: ignore[arg-type]
     assert "no correction of the session's 2 significance-based" in VerdictPolicy("skip", "none").statement(2)
+
+
+def test_non_inferiority_with_the_point_inside_the_margin_but_the_bound_outside_is_inconclusive():
+    # the mean drop (-0.004) is within the margin, the one-sided lower bound is not: undecided, never a pass
+    # (bug caught: passing on the point delta instead of the lower bound)
+    ref = np.full(40, 0.5)
+    d = np.array([0.05, -0.058] * 20)  # mean -0.004, sd ~0.054 over 40 queries
+    out = evaluate_gate(parse_gate("ndcg@10:non_inferior=0.01"), _scores("c", ref + d), _scores("b", ref))
+    ci = out.comparison.ci
+    assert -0.01 < ci.delta < 0 and ci.lower_bound < -0.01 <= ci.upper_bound
+    assert out.verdict == "inconclusive"
+    from evalsuite.stats import decide
+
+    assert decide(ci, 0.01) == "inconclusive"

@@ -180,3 +180,12 @@ def test_gates_fail_when_one_level_breaks():
     assert [o.passed for o in bad] == [False, False]
     assert "1 of 2 level(s) fail" in bad[0].message() and "x 4" in bad[0].message()
     assert bad[0].to_dict()["levels"][1]["change"] == pytest.approx(200 / 300 - 1)
+
+
+def test_gates_with_no_comparable_level_are_inconclusive_never_a_pass():
+    # no level ran on both targets: nothing was compared (bug caught: an empty list of levels called PASS)
+    gates = (parse_capacity_gate("throughput:max_rel_drop=10%"),)
+    empty = LoadProfile(("old", "new"), LoadPlan(concurrency=(1,), batch_sizes=(8,)), {}, ())
+    (out,) = evaluate_gates(gates, empty, "old", "new")
+    assert out.passed is None and out.status == "INCONCLUSIVE"
+    assert "nothing to compare" in out.message()
