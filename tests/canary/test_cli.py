@@ -56,6 +56,7 @@ def test_cli_passes_writes_reports_and_never_shows_the_key(
         "vector_agreement",
         "norm_agreement",
         "batch_invariance",
+        "repeated_requests",
         "retrieval_agreement",
         "bad_input",
         "auth",

@@ -28,6 +28,7 @@ ORDER = [
     "vector_agreement",
     "norm_agreement",
     "batch_invariance",
+    "repeated_requests",
     "retrieval_agreement",
     "bad_input",
     "matryoshka",

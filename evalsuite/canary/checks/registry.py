@@ -28,6 +28,7 @@ from .bad_input import BAD_INPUT
 from .base import CanaryCheck, Verdict
 from .identity import AUTH, IDENTITY
 from .matryoshka import MATRYOSHKA
+from .repeat import REPEATED_REQUESTS
 from .retrieval import RETRIEVAL_AGREEMENT
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ CHECKS: tuple[CanaryCheck, ...] = (
     VECTOR_AGREEMENT,
     NORM_AGREEMENT,
     BATCH_INVARIANCE,
+    REPEATED_REQUESTS,
     RETRIEVAL_AGREEMENT,
     BAD_INPUT,
     MATRYOSHKA,
