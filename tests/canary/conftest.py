@@ -69,6 +69,9 @@ def server_encoders(tiny_info) -> Callable[[int], Any]:
     return get
 
 
+MODEL_LOCK = threading.Lock()  # one request at a time through the shared tiny model and its tokenizer
+
+
 class FaultServer:
     """An OpenAI-compatible embeddings server on loopback that serves the tiny model, with faults.
 
@@ -208,12 +211,13 @@ class FaultServer:
             replica = self.replica.route() if self.replica is not None and faulty else None
         pooling = "cls" if replica == "cls" else self.pooling
         encoder = self.encoders(self.max_length)
-        pooled = encoder.encode(texts, poolings=[pooling])[pooling]
-        full = finalize(pooled, self.hidden, self.normalize)
-        if replica == "unnormalized":
-            full = full * 1.7
-        if faulty:
-            full = self._partial(encoder, texts, full)
+        with MODEL_LOCK:
+            pooled = encoder.encode(texts, poolings=[pooling])[pooling]
+            full = finalize(pooled, self.hidden, self.normalize)
+            if replica == "unnormalized":
+                full = full * 1.7
+            if faulty and (self.long_from, self.batch_from, self.one_norm, self.one_wrong) != (None, None, None, False):
+                full = self._partial(encoder, texts, full)
         if not self.honour_dimensions:
             dims = self.hidden
         if dims == self.hidden:

@@ -37,12 +37,12 @@ def requests_needed(share: float, confidence: float = DETECT_CONFIDENCE) -> int:
 
 def detection_probability(share: float, requests: int) -> float:
     """P(at least one of ``requests`` independent requests reaches a fault that hits ``share`` of them)."""
-    return 1.0 - (1.0 - share) ** requests
+    return 1.0 - float((1.0 - share) ** requests)
 
 
 def detectable_share(requests: int, confidence: float = DETECT_CONFIDENCE) -> float:
     """The smallest share of requests a fault must hit to be caught by ``requests`` with ``confidence``."""
-    return 1.0 - (1.0 - confidence) ** (1.0 / requests)
+    return 1.0 - float((1.0 - confidence) ** (1.0 / requests))
 
 
 def detection_statement(requests: int, share: float) -> str:
