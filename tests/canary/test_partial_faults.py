@@ -21,6 +21,8 @@ from evalsuite.canary.runner import run_canary
 
 from .conftest import Replica
 
+RUNS = 20  # seeded canary runs per fault (the issue's acceptance: 20 of 20)
+
 
 def test_requests_needed_reach_the_stated_confidence_and_no_fewer_do():
     for share in (0.5, 0.2, 0.1, 0.05, 0.01):
@@ -71,6 +73,7 @@ def _canary(make_context, url, reference=None):
     return run_canary(ctx), reference
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["cls", "unnormalized"])
 def test_one_replica_in_ten_fails_every_seeded_run_and_a_faithful_pool_passes_every_one(
     fault_server, make_context, fault
@@ -79,14 +82,14 @@ def test_one_replica_in_ten_fails_every_seeded_run_and_a_faithful_pool_passes_ev
     replica, the canary fails in each of 20 seeded runs with the default settings; faithful: 20 of 20 pass."""
     fault_server.latency = 0.0
     reference = None
-    for seed in range(20):
+    for seed in range(RUNS):
         fault_server.replica = Replica(0.1, fault, seed=seed)
         outcome, reference = _canary(make_context, fault_server.url, reference)
         assert not outcome.passed, f"seed {seed}: the canary passed a fleet with one bad replica in ten"
         probe = next(v for v in outcome.verdicts if v.check == "repeated_requests")
         assert probe.passed is False or sum(fault_server.replica.routed) > 0
     if fault == "cls":  # the faithful pool once per parametrization is enough
-        for seed in range(20):
+        for seed in range(RUNS):
             fault_server.replica = Replica(0.0, fault, seed=seed)
             outcome, reference = _canary(make_context, fault_server.url, reference)
             assert outcome.passed, [v.message for v in outcome.verdicts if v.passed is False]
