@@ -10,14 +10,32 @@ from __future__ import annotations
 
 import argparse
 import re
+import time
 from pathlib import Path
 from typing import Any
 
 from .. import preflight
-from ..options import OUT_OPTION, add_options, collect
+from ..errors import SpecError
+from ..options import OUT_OPTION, Option, add_options, collect, int_at_least
 from .options import CANARY_OPTIONS
 
 OUT = OUT_OPTION.with_default("reports/canary/<host-port>")
+MAX_ROUNDS = 1000
+MAX_INTERVAL = 3600.0
+ROUNDS = Option(
+    "--rounds",
+    f"canary: run every check N times (at most {MAX_ROUNDS}), e.g. across a cutover window, so that a fault "
+    "that appears after warm-up or under traffic is seen; reported per round and in total, the exit status "
+    "is the worst round's",
+    {"type": int_at_least(1), "metavar": "N"},
+    default=1,
+)
+INTERVAL = Option(
+    "--interval",
+    f"canary: seconds between rounds (at most {MAX_INTERVAL:g})",
+    {"type": float, "metavar": "SECONDS"},
+    default=0.0,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -29,7 +47,7 @@ def register(subparsers: Any) -> None:
         "against the local reference",
     )
     add_options(p.add_argument)
-    add_options(p.add_argument, (*CANARY_OPTIONS, OUT))
+    add_options(p.add_argument, (*CANARY_OPTIONS, OUT, ROUNDS, INTERVAL))
     add_canary_options(p.add_argument)
     p.set_defaults(func=cmd_canary)
 
@@ -58,9 +76,10 @@ def embedding_canary(args: argparse.Namespace) -> int:
     from .checks import Verdict
     from .checks.matryoshka import validate_dimensions
     from .report import write_canary_reports
-    from .runner import local_context, run_canary
+    from .runner import local_context, next_round, run_canary, worst_round
     from .settings import CanarySettings
 
+    rounds, interval = _rounds(args)
     settings = CanarySettings.from_values(collect(args, CANARY_OPTIONS))
     settings.api_key()  # a missing key variable is a usage error, before anything runs
     spec = RunSpec.from_mapping(collect(args), source="command line")
@@ -76,14 +95,41 @@ def embedding_canary(args: argparse.Namespace) -> int:
     def show(v: Verdict) -> None:
         say(f"{v.status}  {v.message}")
 
-    outcome = run_canary(local_context(settings, prepared), on_verdict=show)
-    paths = write_canary_reports(outcome, out)
+    ctx = local_context(settings, prepared)
+    outcomes = []
+    for k in range(1, rounds + 1):
+        if k > 1:
+            time.sleep(interval)
+            ctx = next_round(ctx)
+        if rounds > 1:
+            say(f"round {k}/{rounds}")
+        outcomes.append(run_canary(ctx, on_verdict=show))
+        if rounds > 1:
+            bad = [v.check for v in outcomes[-1].verdicts if v.passed is False]
+            say(f"round {k}/{rounds}: {'FAILED: ' + ', '.join(bad) if bad else 'all checks passed'}")
+    outcome = worst_round(outcomes)
+    paths = write_canary_reports(outcome, out, outcomes)
     failed = [v.check for v in outcome.verdicts if v.passed is False]
+    total = ""
+    if rounds > 1:
+        failed_rounds = [str(k) for k, o in enumerate(outcomes, 1) if not o.passed]
+        total = f"{rounds} rounds, {len(failed_rounds)} failed{' (' + ', '.join(failed_rounds) + ')' if failed_rounds else ''}; "
     say(
-        f"{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}; "
+        f"{total}{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}; "
         f"wrote {', '.join(str(p) for p in paths.values())}"
     )
     return 1 if failed else 0
+
+
+def _rounds(args: argparse.Namespace) -> tuple[int, float]:
+    """``--rounds`` and ``--interval``, bounded (SpecError: exit 2)."""
+    rounds = 1 if args.rounds is None else int(args.rounds)
+    interval = 0.0 if args.interval is None else float(args.interval)
+    if rounds > MAX_ROUNDS:
+        raise SpecError(f"--rounds {rounds} is more than {MAX_ROUNDS}; run the canary again for a longer window")
+    if not 0.0 <= interval <= MAX_INTERVAL:
+        raise SpecError(f"--interval {interval:g} must be between 0 and {MAX_INTERVAL:g} seconds")
+    return rounds, interval
 
 
 def say(line: str) -> None:
