@@ -60,17 +60,13 @@ def test_the_probe_check_fails_exactly_when_a_probe_reached_the_bad_replica(faul
     assert True in outcomes and False in outcomes  # both cases were exercised
 
 
-def _canary(make_context, url, reference=None):
-    """One whole canary with the default settings; the local reference (model and dataset run) computed
-    once by the first call and shared (it does not change between runs)."""
-    from evalsuite.canary.context import CanaryContext
+def _canary(make_context, url, previous=None):
+    """One whole canary with the default settings; after the first, a next round (the local reference
+    computed once and shared, every request to the server new)."""
+    from evalsuite.canary.runner import next_round
 
-    first = make_context(url)
-    if reference is None:
-        return run_canary(first), (first.reference(), first.reference_result())
-    enc, result = reference
-    ctx = CanaryContext(first.settings, first.prepared, lambda: enc, lambda: result)
-    return run_canary(ctx), reference
+    ctx = make_context(url) if previous is None else next_round(previous)
+    return run_canary(ctx), ctx
 
 
 @pytest.mark.slow
@@ -81,17 +77,17 @@ def test_one_replica_in_ten_fails_every_seeded_run_and_a_faithful_pool_passes_ev
     """Done when: behind one URL sending 1 request in 10 (seeded, at random) to a CLS or an unnormalized
     replica, the canary fails in each of 20 seeded runs with the default settings; faithful: 20 of 20 pass."""
     fault_server.latency = 0.0
-    reference = None
+    ctx = None
     for seed in range(RUNS):
         fault_server.replica = Replica(0.1, fault, seed=seed)
-        outcome, reference = _canary(make_context, fault_server.url, reference)
+        outcome, ctx = _canary(make_context, fault_server.url, ctx)
         assert not outcome.passed, f"seed {seed}: the canary passed a fleet with one bad replica in ten"
         probe = next(v for v in outcome.verdicts if v.check == "repeated_requests")
         assert probe.passed is False or sum(fault_server.replica.routed) > 0
     if fault == "cls":  # the faithful pool once per parametrization is enough
         for seed in range(RUNS):
             fault_server.replica = Replica(0.0, fault, seed=seed)
-            outcome, reference = _canary(make_context, fault_server.url, reference)
+            outcome, ctx = _canary(make_context, fault_server.url, ctx)
             assert outcome.passed, [v.message for v in outcome.verdicts if v.passed is False]
             probe = next(v for v in outcome.verdicts if v.check == "repeated_requests")
             assert "probability 0.9903 >= 0.99 (44 requests sent" in probe.message
