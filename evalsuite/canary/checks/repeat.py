@@ -65,7 +65,7 @@ def _judge(ctx: CanaryContext, k: int, idx: list[int]) -> dict[str, Any] | None:
     rendered = cs.rendered(c)
     try:
         served = ctx.client().embed([rendered[i] for i in idx], ids=[cs.ids[i] for i in idx], batch_size=len(idx))
-    except EndpointError as exc:
+    except EndpointError as exc:  # an answer that breaks the contract (e.g. a norm) or none at all
         if ctx.deadline_passed():
             raise
         return {"request": k, "error": str(exc)}
@@ -97,6 +97,8 @@ def check_repeated_requests(ctx: CanaryContext) -> Verdict:
         found = _judge(ctx, k, idx)
         if found is not None:
             bad.append(found)
+            if "error" in found:  # a broken answer decides already; do not wait out the others
+                break
     statement = detection_statement(n, s.detect)
     details: dict[str, Any] = {
         "requests": n,
@@ -114,13 +116,17 @@ def check_repeated_requests(ctx: CanaryContext) -> Verdict:
         },
     }
     what = f"{n} requests of {size} canary texts each, every answer against the reference"
+    if bad and "error" in bad[-1]:
+        return Verdict(
+            "repeated_requests",
+            False,
+            f"repeated requests: probe request {bad[-1]['request']} of {n} failed: {bad[-1]['error']}; probing "
+            f"stopped there ({len(bad) - 1} earlier request(s) disagreed with the reference)",
+            details,
+        )
     if bad:
         first = bad[0]
-        why = (
-            first["error"]
-            if "error" in first
-            else f"{first['worst']} cosine {first['min_cosine']:.4f}, norm off by {first['max_norm_difference']:.3g}"
-        )
+        why = f"{first['worst']} cosine {first['min_cosine']:.4f}, norm off by {first['max_norm_difference']:.3g}"
         return Verdict(
             "repeated_requests",
             False,
