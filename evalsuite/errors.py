@@ -47,6 +47,10 @@ class EndpointError(EvalsuiteError):
     """A served endpoint answered in a way that breaks the embedding contract."""
 
 
+class FleetMismatch(EndpointError):
+    """Members of one served fleet encode the same texts differently (another contract behind one URL)."""
+
+
 class CacheError(EvalsuiteError):
     """An embedding cache entry is unusable."""
 

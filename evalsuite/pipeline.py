@@ -120,7 +120,9 @@ def make_fleet_encoder(prepared: Prepared, *, dtype: str, max_length: int) -> En
     spec, c = prepared.spec, prepared.contract
     if spec.executor != "in-process" or spec.ray_address:
         raise SpecError("--endpoint encodes on the served deployment; drop --executor/--ray-address")
-    fleet = FleetEncoder.connect(fleet_config(spec, c), hidden_size=prepared.model.hidden_size, normalize=c.normalize)
+    fleet = FleetEncoder.connect(
+        fleet_config(spec, c), hidden_size=prepared.model.hidden_size, normalize=c.normalize, render=c.render
+    )
     if not spec.use_cache:
         return fleet
     return behind_cache(

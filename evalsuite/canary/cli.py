@@ -11,17 +11,36 @@ from __future__ import annotations
 
 import argparse
 import re
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import preflight
-from ..options import OUT_OPTION, add_options, collect
+from ..errors import SpecError
+from ..options import OUT_OPTION, Option, add_options, collect, int_at_least
 from .options import CANARY_OPTIONS
 
 if TYPE_CHECKING:
     from .runner import CanaryOutcome
 
 OUT = OUT_OPTION.with_default("reports/canary/<host-port>")
+MAX_ROUNDS = 1000
+MAX_INTERVAL = 3600.0
+ROUNDS = Option(
+    "--rounds",
+    f"canary: run every check N times (at most {MAX_ROUNDS}), e.g. across a cutover window, so that a fault "
+    "that appears after warm-up or under traffic is seen; reported per round and in total, the exit status "
+    "is the worst round's",
+    {"type": int_at_least(1), "metavar": "N"},
+    default=1,
+)
+INTERVAL = Option(
+    "--interval",
+    f"canary: seconds between rounds (at most {MAX_INTERVAL:g})",
+    {"type": float, "metavar": "SECONDS"},
+    default=0.0,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -35,7 +54,7 @@ def register(subparsers: Any) -> None:
         "against the local reference",
     )
     add_options(p.add_argument)
-    add_options(p.add_argument, (*CANARY_OPTIONS, OUT))
+    add_options(p.add_argument, (*CANARY_OPTIONS, OUT, ROUNDS, INTERVAL))
     add_options(p.add_argument, (*RERANK_OPTIONS, *RERANK_CANARY_OPTIONS))  # --api-key-env: one, for both
     p.set_defaults(func=cmd_canary)
     register_alias(subparsers)
@@ -64,9 +83,10 @@ def embedding_canary(args: argparse.Namespace) -> int:
     from ..spec import RunSpec
     from .checks import Verdict
     from .checks.matryoshka import validate_dimensions
-    from .runner import local_context, run_canary
+    from .runner import local_context, next_round, run_canary, worst_round
     from .settings import CanarySettings
 
+    rounds, interval = _rounds(args)
     settings = CanarySettings.from_values(collect(args, CANARY_OPTIONS))
     settings.api_key()  # a missing key variable is a usage error, before anything runs
     spec = RunSpec.from_mapping(collect(args), source="command line")
@@ -82,23 +102,51 @@ def embedding_canary(args: argparse.Namespace) -> int:
     def show(v: Verdict) -> None:
         say(f"{v.status}  {v.message}")
 
-    outcome = run_canary(local_context(settings, prepared), on_verdict=show)
-    return finish(outcome, out)
+    ctx = local_context(settings, prepared)
+    outcomes = []
+    for k in range(1, rounds + 1):
+        if k > 1:
+            time.sleep(interval)
+            ctx = next_round(ctx)
+        if rounds > 1:
+            say(f"round {k}/{rounds}")
+        outcomes.append(run_canary(ctx, on_verdict=show))
+        if rounds > 1:
+            bad = outcomes[-1].failed
+            say(f"round {k}/{rounds}: {'FAILED: ' + ', '.join(bad) if bad else 'all checks passed'}")
+    return finish(worst_round(outcomes), out, outcomes)
 
 
-def finish(outcome: CanaryOutcome, out: Path) -> int:
-    """Write canary.json and report.md, print the summary line; the exit status (1 when a check failed)."""
+def finish(outcome: CanaryOutcome, out: Path, rounds: Sequence[CanaryOutcome] = ()) -> int:
+    """Write canary.json and report.md (with every round's summary when there were several), print the cause of
+    each failure and the summary line; the exit status (1 when a check failed, in the worst round)."""
     from .report import write_canary_reports
 
     for d in outcome.diagnoses:
         say(d.sentence())
-    paths = write_canary_reports(outcome, out)
+    paths = write_canary_reports(outcome, out, rounds)
     failed = outcome.failed
+    total = ""
+    if len(rounds) > 1:
+        failed_rounds = [str(k) for k, o in enumerate(rounds, 1) if not o.passed]
+        listed = f" ({', '.join(failed_rounds)})" if failed_rounds else ""
+        total = f"{len(rounds)} rounds, {len(failed_rounds)} failed{listed}; "
     say(
-        f"{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}; "
+        f"{total}{'FAILED: ' + ', '.join(failed) if failed else 'all checks passed'}; "
         f"wrote {', '.join(str(p) for p in paths.values())}"
     )
     return outcome.exit_status
+
+
+def _rounds(args: argparse.Namespace) -> tuple[int, float]:
+    """``--rounds`` and ``--interval``, bounded (SpecError: exit 2)."""
+    rounds = 1 if args.rounds is None else int(args.rounds)
+    interval = 0.0 if args.interval is None else float(args.interval)
+    if rounds > MAX_ROUNDS:
+        raise SpecError(f"--rounds {rounds} is more than {MAX_ROUNDS}; run the canary again for a longer window")
+    if not 0.0 <= interval <= MAX_INTERVAL:
+        raise SpecError(f"--interval {interval:g} must be between 0 and {MAX_INTERVAL:g} seconds")
+    return rounds, interval
 
 
 def say(line: str) -> None:

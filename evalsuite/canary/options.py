@@ -104,6 +104,12 @@ CANARY_OPTIONS: tuple[Option, ...] = (
         "canary: min mean per-query top-10 overlap between endpoint and reference rankings",
         {"type": _float_in(0.0, 1.0), "metavar": "X"},
     ),
+    _setting(
+        "--canary-detect",
+        "canary: share of requests a partial fault (one replica of a fleet) must reach to be caught with "
+        "probability 0.99; the canary sends as many probe requests as that needs",
+        {"type": _float_in(0.0, 1.0, low_open=True), "metavar": "SHARE"},
+    ),
     Option(
         "--canary-dimensions",
         "canary: also check server-side Matryoshka output via 'dimensions', e.g. 256,128 (off unless given)",

@@ -83,10 +83,56 @@ def render_markdown(outcome: CanaryOutcome) -> str:
     return "\n".join(lines)
 
 
-def write_canary_reports(outcome: CanaryOutcome, out: str | Path) -> dict[str, Path]:
-    """canary.json and report.md, every API key redacted from both (verdicts are already; this is the backstop)."""
+def _failed(outcome: CanaryOutcome) -> list[str]:
+    return [v.check for v in outcome.verdicts if v.passed is False]
+
+
+def rounds_summary(rounds: Sequence[CanaryOutcome]) -> list[dict[str, object]]:
+    """One row per canary round (``--rounds``): when it ran, whether it passed, which checks failed."""
+    return [
+        {
+            "round": k,
+            "created": o.created,
+            "passed": o.passed,
+            "failed": _failed(o),
+        }
+        for k, o in enumerate(rounds, 1)
+    ]
+
+
+def write_canary_reports(
+    outcome: CanaryOutcome, out: str | Path, rounds: Sequence[CanaryOutcome] = ()
+) -> dict[str, Path]:
+    """canary.json and report.md, every API key redacted from both (verdicts are already; this is the backstop).
+
+    With several ``rounds``, ``outcome`` is the worst of them: its verdicts are reported in full, and every
+    round's summary is added (``rounds`` in canary.json, a Rounds table in report.md); ``passed`` is False
+    when any round failed."""
     out = Path(out)
+    data = outcome.to_dict()
+    markdown = render_markdown(outcome)
+    if len(rounds) > 1:
+        summary = rounds_summary(rounds)
+        data["rounds"] = summary
+        data["passed"] = all(r["passed"] for r in summary)
+        failed = [r for r in summary if not r["passed"]]
+        markdown += "\n".join(
+            [
+                "",
+                "## Rounds",
+                "",
+                f"{len(rounds)} rounds, {len(failed)} failed; the verdicts above are the worst round's.",
+                "",
+                table(
+                    ["round", "started", "verdict", "failed checks"],
+                    [
+                        (str(k), o.created, "PASS" if o.passed else "FAIL", ", ".join(_failed(o)))
+                        for k, o in enumerate(rounds, 1)
+                    ],
+                ),
+            ]
+        )
     return {
-        "json": atomic_write_json(out / "canary.json", redacted(outcome.to_dict())),
-        "markdown": atomic_write_text(out / "report.md", redacted(render_markdown(outcome))),
+        "json": atomic_write_json(out / "canary.json", redacted(data)),
+        "markdown": atomic_write_text(out / "report.md", redacted(markdown)),
     }

@@ -3,7 +3,7 @@ the embedding checks (:func:`run_canary`) or the reranker's (:func:`run_rerank_c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -92,6 +92,17 @@ def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext
         reference_encoder=lambda: ContractEncoder(encoder(), prepared.contract),
         reference_result=lambda: run(prepared.spec, prepared, encoder()),
     )
+
+
+def next_round(previous: CanaryContext) -> CanaryContext:
+    """A fresh context for another round against the same endpoint: new clients, new requests, nothing
+    served reused; the local reference (model and dataset run) is the previous round's, computed once."""
+    return CanaryContext(previous.settings, previous.prepared, previous.reference, previous.reference_result)
+
+
+def worst_round(outcomes: Sequence[CanaryOutcome]) -> CanaryOutcome:
+    """The round with the most failed checks (the first of those); the rounds' exit status is its."""
+    return max(outcomes, key=lambda o: sum(v.passed is False for v in o.verdicts))
 
 
 def run_checks(

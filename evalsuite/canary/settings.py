@@ -88,6 +88,8 @@ class CanarySettings:
     batch_min_cosine: float = _setting(0.999, low=0.0, high=1.0, low_open=True)
     max_ndcg_delta: float = _setting(0.005, "canary_max_ndcg_delta", low=0.0, high=1.0)
     min_overlap: float = _setting(0.9, "canary_min_overlap", low=0.0, high=1.0)
+    # the share of requests a partial fault (one replica of a fleet) must reach to be caught with probability 0.99
+    detect: float = _setting(0.1, "canary_detect", low=0.0, high=1.0, low_open=True)
     dimensions: tuple[int, ...] = _setting((), "canary_dimensions")
     deadline: float = _setting(3600.0, "canary_deadline", low=0.0, low_open=True)  # seconds for the whole canary
     suspect_models: tuple[str, ...] = _setting((), "suspect_models")  # other revisions the diagnosis tries

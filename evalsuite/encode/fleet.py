@@ -5,7 +5,9 @@ Each URL gets a strict :class:`~evalsuite.encode.endpoint.EndpointEncoder` (resp
 a deadline per request). Batches go into one shared queue that every URL's workers (``concurrency`` each)
 pull from, so a faster server takes more; rows are put back by index, in input order. All URLs must serve
 the same model name. A member that still fails after its retries stops the run with a message naming it:
-no failover, since a fleet short of a member is not the deployment under test.
+no failover, since a fleet short of a member is not the deployment under test. Before the first texts are
+sent, the members encode the same probe texts and one that disagrees with the others stops the run, named
+(:mod:`evalsuite.encode.fleet_check`).
 """
 
 from __future__ import annotations
@@ -13,15 +15,16 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import EndpointError, SpecError
+from ..errors import SpecError
 from .base import EncodeStats
 from .endpoint_config import EndpointConfig, base_url
+from .fleet_check import check_members, member_failed
 from .served import ServedModel, discover_served_model, quote_names
 
 if TYPE_CHECKING:
@@ -83,7 +86,11 @@ class FleetEncoder:
         *,
         listed: dict[str, tuple[str, ...]] | None = None,
         dimensions: int | None = None,
+        render: Callable[[str, str], str] | None = None,
     ) -> None:
+        """``render(role, text)`` makes the model inputs of the members' probe texts (the contract's
+        :meth:`~evalsuite.contract.Contract.render`); with it, the members are checked against each other
+        (:mod:`evalsuite.encode.fleet_check`) before the first texts are sent. None: no check."""
         if not members:
             raise SpecError("a served fleet needs at least one member")
         self.members = list(members)
@@ -92,9 +99,18 @@ class FleetEncoder:
         self.dimensions = dimensions
         self.stats_by_role: dict[str, EncodeStats] = {}
         self.batches_by_url = {m.config.url: 0 for m in self.members}
+        self.render = render
+        self.members_checked = render is None
 
     @classmethod
-    def connect(cls, config: FleetConfig, *, hidden_size: int, normalize: bool) -> FleetEncoder:
+    def connect(
+        cls,
+        config: FleetConfig,
+        *,
+        hidden_size: int,
+        normalize: bool,
+        render: Callable[[str, str], str] | None = None,
+    ) -> FleetEncoder:
         """Ask every URL what it serves (``/v1/models``, or TEI's ``/info``); all must serve one model name."""
         from .endpoint import EndpointEncoder
         from .response import Expectation
@@ -126,7 +142,8 @@ class FleetEncoder:
         members = [
             EndpointEncoder(config.endpoint_config(url, model=served.name, api_key=key), expect) for url in config.urls
         ]
-        return cls(members, served, listed={u: s.listed for u, s in found.items()}, dimensions=config.dimensions)
+        listed = {u: s.listed for u, s in found.items()}
+        return cls(members, served, listed=listed, dimensions=config.dimensions, render=render)
 
     def __repr__(self) -> str:
         return f"FleetEncoder(urls={self.urls!r}, model={self.served.name!r})"
@@ -195,6 +212,9 @@ class FleetEncoder:
         out = np.empty((n, self.dim), dtype=np.float32)
         if n == 0:
             return out
+        if not self.members_checked and self.render is not None:
+            check_members(self.members, self.render)  # before any of these texts is sent
+            self.members_checked = True
         order = sorted(range(n), key=lambda i: len(texts[i]))
         size = self.members[0].config.batch_size
         work: queue.SimpleQueue[list[int]] = queue.SimpleQueue()
@@ -243,8 +263,5 @@ class FleetEncoder:
             url, exc = errors[0]
             if not isinstance(exc, Exception):
                 raise exc
-            raise EndpointError(
-                f"fleet member {url} failed: {exc}; the run stops (a fleet is evaluated whole, "
-                "with no failover): bring the server back or leave its --endpoint out"
-            ) from None
+            raise member_failed(url, exc) from None
         return out

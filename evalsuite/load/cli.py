@@ -5,7 +5,8 @@
                    [--requests N | --duration S] [--out DIR]
     evalsuite load --old-endpoint OLD --endpoint NEW [--capacity-gate EXPR ...] [--quality-margin X]
 
-Exit 0 when the profile ran (or the cutover stands), 1 when the cutover does not stand, 2 on a usage
+Exit 0 when the profile ran (or the cutover stands), 1 when the cutover does not stand or a level of the
+profile had no successful request (it measured nothing: not a profile), 2 on a usage
 or input error (raised as EvalsuiteError, see evalsuite.cli).
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -280,15 +280,19 @@ def cmd_load(args: argparse.Namespace) -> int:
             targets.append(local_target(prepared))
         profile = run_load(targets, workload, plan, progress=progress_enabled(), on_level=_show_level)
         paths = write_load_reports(profile, out)
-        say(f"wrote {', '.join(str(p) for p in paths.values())}")
         failed = [lv for lv in profile.levels if lv.figures.ok == 0]
-        for lv in failed:
-            print(
-                f"warning: {lv.target} batch {lv.batch_size} x {lv.concurrency}: no request succeeded: "
-                f"{'; '.join(lv.first_errors) or 'HTTP 429'}",
-                file=sys.stderr,
+        for lv in failed:  # a level where nothing succeeded measured no capacity: the profile is not one
+            say(
+                f"FAIL  {lv.target} batch {lv.batch_size} x {lv.concurrency}: no request succeeded: "
+                f"{'; '.join(lv.first_errors) or 'HTTP 429'}"
             )
-        return 0
+        verdict = (
+            f"NOT A PROFILE: {len(failed)} of {len(profile.levels)} level(s) had no successful request"
+            if failed
+            else "profile complete"
+        )
+        say(f"{verdict}; wrote {', '.join(str(p) for p in paths.values())}")
+        return 1 if failed else 0
     finally:
         for t in targets:
             t.close()

@@ -99,6 +99,8 @@ class GateOutcome:
 
     def message(self) -> str:
         bad = [lv for lv in self.levels if lv["passed"] is False] or [lv for lv in self.levels if lv["passed"] is None]
+        if not self.levels:
+            return f"{self.gate.expr}: no level ran on both targets: nothing to compare"
         if not bad:
             return f"{self.gate.expr}: holds at all {len(self.levels)} level(s)"
         worst = bad[0]

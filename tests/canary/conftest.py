@@ -69,12 +69,21 @@ def server_encoders(tiny_info) -> Callable[[int], Any]:
     return get
 
 
+MODEL_LOCK = threading.Lock()  # one request at a time through the shared tiny model and its tokenizer
+
+
 class FaultServer:
     """An OpenAI-compatible embeddings server on loopback that serves the tiny model, with faults.
 
     ``fault`` breaks every successful embeddings answer in one way (``batch_dependent``: vectors shift with
     the request's size); ``max_length`` is the token limit it encodes at; ``fail_first`` is a list of
     statuses returned before answering properly; ``hang`` makes the embeddings route wait.
+
+    Partial faults, each hitting some answers only: ``replica`` (a :class:`Replica`) routes each request,
+    seeded and at random, to a misconfigured replica with its share; ``long_from``: texts of more tokens come
+    out wrong; ``batch_from``: every vector of a request of more texts comes out wrong; ``one_wrong``: the
+    longest text of every request of several texts comes out wrong, and with ``one_norm`` gets that norm; ``fault_after``: every fault (``fault``
+    too) starts with the answer after that many. ``normalize=False`` serves the pooled vectors as they are.
     """
 
     def __init__(
@@ -107,6 +116,15 @@ class FaultServer:
         self.model_extra: dict[str, Any] = {}  # more fields of the /v1/models entry (e.g. max_model_len)
         self.empty_list_status = 422
         self.hang = False
+        # partial faults (each off by default): see the class docstring
+        self.latency = 0.01
+        self.replica: Replica | None = None
+        self.long_from: int | None = None
+        self.batch_from: int | None = None
+        self.one_norm: float | None = None
+        self.one_wrong = False
+        self.fault_after = 0
+        self.answered = 0
         self.echo_auth = False  # answer with the Authorization header as the "model" name
         self.echo_auth_status: int | None = None  # answer embeddings with this status, the header echoed in the body
         self.release = threading.Event()
@@ -144,7 +162,7 @@ class FaultServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            time.sleep(0.01)  # let concurrent requests overlap
+            time.sleep(self.latency)  # let concurrent requests overlap
             return self._answer(request)
         finally:
             with self._lock:
@@ -189,16 +207,30 @@ class FaultServer:
         texts = [
             t[len(self.strip_prefix) :] if self.strip_prefix and t.startswith(self.strip_prefix) else t for t in texts
         ]
-        pooled = self.encoders(self.max_length).encode(texts, poolings=[self.pooling])[self.pooling]
-        full = finalize(pooled, self.hidden, self.normalize)
+        with self._lock:
+            faulty = self.answered >= self.fault_after
+            self.answered += 1
+            replica = self.replica.route() if self.replica is not None and faulty else None
+        pooling = "cls" if replica == "cls" else self.pooling
+        encoder = self.encoders(self.max_length)
+        with MODEL_LOCK:
+            pooled = encoder.encode(texts, poolings=[pooling])[pooling]
+            full = finalize(pooled, self.hidden, self.normalize)
+            if replica == "unnormalized":
+                full = full * 1.7
+            if faulty and (self.long_from, self.batch_from, self.one_norm, self.one_wrong) != (None, None, None, False):
+                full = self._partial(encoder, texts, full)
         if not self.honour_dimensions:
             dims = self.hidden
-        vecs = finalize(full, dims, self.normalize) if self.renormalize_dims else full[:, :dims]
+        if dims == self.hidden:
+            vecs = full
+        else:
+            vecs = finalize(full, dims, self.normalize) if self.renormalize_dims else full[:, :dims]
         if self.rounding:
             vecs = vecs.astype(self.rounding).astype(np.float32)
         rows = [list(map(float, v)) for v in vecs]
         data = [{"object": "embedding", "index": i, "embedding": r} for i, r in enumerate(rows)]
-        fault = self.fault
+        fault = self.fault if faulty else None
         if fault == "shuffle":
             random.Random(1).shuffle(data)
             data.reverse()
@@ -233,10 +265,51 @@ class FaultServer:
         model = request.headers.get("Authorization", "") if self.echo_auth else self.response_model or self.model
         return reply({"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
+    def _partial(self, encoder: Any, texts: list[str], full: Any) -> Any:
+        """``full`` with the partial faults that are set applied to the rows they hit."""
+        import numpy as np
+
+        full = np.array(full, dtype=np.float64)
+        tokens = [len(encoder.tokenizer(t)["input_ids"]) for t in texts]
+        wrong = [False] * len(texts)
+        if self.long_from is not None:
+            wrong = [w or n > self.long_from for w, n in zip(wrong, tokens, strict=True)]
+        if self.batch_from is not None and len(texts) > self.batch_from:
+            wrong = [True] * len(texts)
+        longest = max(range(len(texts)), key=lambda i: (tokens[i], i))
+        if self.one_wrong and len(texts) > 1:
+            wrong[longest] = True
+        for i, w in enumerate(wrong):
+            if w:
+                norm = np.linalg.norm(full[i])
+                full[i, 0] += 0.5 * norm
+                full[i] *= norm / np.linalg.norm(full[i])
+        if self.one_norm is not None and len(texts) > 1:
+            full[longest] *= self.one_norm / np.linalg.norm(full[longest])
+        return full
+
     def expected(self, texts: list[str]) -> Any:
         from evalsuite.vectors import finalize
 
         return finalize(self.encoders(self.max_length).encode(texts, poolings=["mean"])["mean"], self.hidden, True)
+
+
+class Replica:
+    """A misconfigured replica behind a load balancer: each request reaches it with probability ``share``
+    (seeded, independently); ``fault`` is what it does ("cls": CLS pooling, "unnormalized": norm 1.7).
+    ``routed`` records, request by request, whether it answered."""
+
+    def __init__(self, share: float, fault: str = "cls", seed: int = 0) -> None:
+        self.share = share
+        self.fault = fault
+        self.rng = random.Random(seed)
+        self.routed: list[bool] = []
+
+    def route(self) -> str | None:
+        """The fault of the server that answers the next request (None: a faithful one)."""
+        bad = self.rng.random() < self.share
+        self.routed.append(bad)
+        return self.fault if bad else None
 
 
 def echo_error_body(auth: str) -> str:

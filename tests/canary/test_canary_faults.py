@@ -21,7 +21,15 @@ from evalsuite.cli import main
 
 from .conftest import API_KEY_ENV, RawRequest, RawServer, embeddings_json, http_response
 
-CHECKS = ["identity", "vector_agreement", "norm_agreement", "batch_invariance", "retrieval_agreement", "bad_input"]
+CHECKS = [
+    "identity",
+    "vector_agreement",
+    "norm_agreement",
+    "batch_invariance",
+    "repeated_requests",
+    "retrieval_agreement",
+    "bad_input",
+]
 HANG_LIMIT_S = 60.0
 KEY = "sk-canary/echo+key_0123456789abcdef"  # "/" and "+": escaped, URL-encoded and base64 forms differ
 

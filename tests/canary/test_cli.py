@@ -56,6 +56,7 @@ def test_cli_passes_writes_reports_and_never_shows_the_key(
         "vector_agreement",
         "norm_agreement",
         "batch_invariance",
+        "repeated_requests",
         "retrieval_agreement",
         "bad_input",
         "auth",
@@ -89,3 +90,35 @@ def test_cli_usage_errors_exit_2(tiny_model_dir, canary_dataset, tmp_path, capsy
     assert rc == 2
     assert "EVALSUITE_TEST_UNSET_KEY, but that environment variable is not set" in capsys.readouterr().err
     assert not (tmp_path / "canary.json").exists()
+
+
+def test_rounds_report_each_round_and_exit_with_the_worst(
+    fault_server, tiny_model_dir, canary_dataset, tmp_path, capsys
+):
+    from .conftest import Replica
+
+    fault_server.latency = 0.0
+    assert canary(fault_server.url, tiny_model_dir, canary_dataset, tmp_path / "one") == 0
+    per_round = fault_server.answered  # embeddings answers one round takes
+    capsys.readouterr()
+    # a fault that appears after warm-up: every answer from the second round on comes from a CLS replica
+    fault_server.fault_after = fault_server.answered + per_round
+    fault_server.replica = Replica(1.0, "cls")
+    rc = canary(fault_server.url, tiny_model_dir, canary_dataset, tmp_path, "--rounds", "3", "--interval", "0.05")
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert "round 1/3: all checks passed" in out and "round 2/3: FAILED: vector_agreement" in out
+    assert "round 3/3: FAILED: " in out and "3 rounds, 2 failed (2, 3); FAILED: vector_agreement" in out
+    report = json.loads((tmp_path / "canary.json").read_text())
+    assert report["passed"] is False and [r["passed"] for r in report["rounds"]] == [True, False, False]
+    assert "vector_agreement" in report["rounds"][1]["failed"]
+    assert any(v["status"] == "FAIL" for v in report["verdicts"])  # the worst round's verdicts in full
+    md = (tmp_path / "report.md").read_text()
+    assert "## Rounds" in md and "3 rounds, 2 failed" in md and "| 1 | " in md
+
+
+def test_rounds_and_interval_are_bounded(tiny_model_dir, canary_dataset, tmp_path, capsys):
+    rc = canary("http://127.0.0.1:9/v1", tiny_model_dir, canary_dataset, tmp_path, "--rounds", "1001")
+    assert rc == 2 and "--rounds 1001 is more than 1000" in capsys.readouterr().err
+    rc = canary("http://127.0.0.1:9/v1", tiny_model_dir, canary_dataset, tmp_path, "--interval", "-1")
+    assert rc == 2 and "--interval -1 must be between 0 and 3600 seconds" in capsys.readouterr().err

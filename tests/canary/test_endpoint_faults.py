@@ -166,9 +166,11 @@ def test_stalled_concurrent_batches_all_end_within_the_deadline(raw_server):
     assert len(raw_server.requests) == 4
 
 
-def test_the_overall_deadline_ends_a_request_before_its_own_timeout(raw_server):
+@pytest.mark.parametrize("handler", [trickle_body, silent_after_headers])
+def test_the_overall_deadline_ends_a_request_before_its_own_timeout(raw_server, handler):
+    # silent after the headers: only the socket timeout clamped to the deadline (the smaller of the two) ends it
     deadline = Deadline.after(1.0, "the canary's overall deadline")
-    exc, elapsed = fail(raw_server, trickle_body, EndpointDeadlineExceeded, timeout=30.0, deadline=deadline)
+    exc, elapsed = fail(raw_server, handler, EndpointDeadlineExceeded, timeout=30.0, deadline=deadline)
     assert elapsed < 2.5
     assert "the canary's overall deadline (1s) ran out during this request" in str(exc)
     assert "batch 1 of 1" in str(exc)

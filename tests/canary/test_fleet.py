@@ -21,9 +21,8 @@ from .conftest import API_KEY_ENV, FaultServer
 TOLERANCE = 0.005  # the canary's default max |delta| of a metric
 
 
-@pytest.fixture
-def second_server(server_encoders, tiny_info):
-    """A second FaultServer on its own loopback port (the first is ``fault_server``)."""
+def _own_server(server_encoders, tiny_info):
+    """A FaultServer on its own loopback port (the first is ``fault_server``), stopped after the test."""
     from pytest_httpserver import HTTPServer
 
     server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
@@ -37,13 +36,31 @@ def second_server(server_encoders, tiny_info):
         server.stop()
 
 
+@pytest.fixture
+def second_server(server_encoders, tiny_info):
+    yield from _own_server(server_encoders, tiny_info)
+
+
+@pytest.fixture
+def third_server(server_encoders, tiny_info):
+    yield from _own_server(server_encoders, tiny_info)
+
+
 def spec_of(tiny_model_dir, dataset, *urls: str, **kw):
     kw.setdefault("use_cache", False)
     return RunSpec(model=str(tiny_model_dir), dataset=str(dataset), device="cpu", endpoints=tuple(urls), **kw)
 
 
+def dataset_bodies(server: FaultServer) -> list[dict]:
+    """The embeddings requests a server got, less the fleet's member check (its probe texts)."""
+    from evalsuite.encode.fleet_check import PROBES
+
+    probes = [t for _, t in PROBES]
+    return [body for body in server.bodies if body["input"] != probes]
+
+
 def inputs(server: FaultServer) -> list[str]:
-    return [t for body in server.bodies for t in body["input"]]
+    return [t for body in dataset_bodies(server) for t in body["input"]]
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -68,7 +85,7 @@ def test_two_servers_share_the_batches_and_match_one_server_and_the_local_run(
     assert a and b, "both servers of the fleet serve requests"
     n_texts = len(local.dataset.query_ids) + len(local.dataset.doc_ids)
     assert len(a) + len(b) == n_texts  # every text sent once, to one of them
-    assert all(len(body["input"]) <= 2 for body in fault_server.bodies + second_server.bodies)
+    assert all(len(body["input"]) <= 2 for body in dataset_bodies(fault_server) + dataset_bodies(second_server))
     for key, value in local.metrics.items():
         assert abs(fleet.metrics[key] - value) <= TOLERANCE, key
     # rows come back in input order: each vector is the local one of the same text
@@ -77,7 +94,11 @@ def test_two_servers_share_the_batches_and_match_one_server_and_the_local_run(
     enc = fleet.manifest["encoder"]
     assert enc["kind"] == "endpoint" and enc["served_model"] == "tiny-model"
     assert enc["urls"] == [fault_server.url, second_server.url]
-    assert enc["batches"] == {fault_server.url: len(fault_server.bodies), second_server.url: len(second_server.bodies)}
+    assert enc["batches"] == {
+        fault_server.url: len(dataset_bodies(fault_server)),
+        second_server.url: len(dataset_bodies(second_server)),
+    }
+    assert len(fault_server.bodies) == len(dataset_bodies(fault_server)) + 1  # one member-check request each
     fault_server.bodies.clear()
     single = run(spec_of(tiny_model_dir, canary_dataset, fault_server.url, endpoint_batch_size=2))
     assert len(inputs(fault_server)) == n_texts
@@ -303,3 +324,31 @@ def test_run_endpoint_options_are_the_canary_client_options(tiny_model_dir):
         from evalsuite.encode.fleet import FleetConfig
 
         FleetConfig(urls=("http://127.0.0.1:1/v1", "http://127.0.0.1:1/v1/"))
+
+
+@pytest.mark.parametrize("fault", ["cls", "unnormalized"])
+def test_a_member_serving_another_contract_stops_the_run_named_before_any_dataset_text(
+    fault_server, second_server, third_server, tiny_model_dir, canary_dataset, tmp_path, capsys, fault
+):
+    from .conftest import Replica
+
+    third_server.replica = Replica(1.0, fault)  # every request to this member: CLS pooling, or norm 1.7
+    base = ["run", "--model", str(tiny_model_dir), "--dataset", str(canary_dataset), "--device", "cpu"]
+    base += ["--no-cache", "--out", str(tmp_path / "out")]
+    members = [fault_server.url, second_server.url, third_server.url]
+    rc = main([*base, *(a for u in members for a in ("--endpoint", u))])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    named = {  # an unnormalized member breaks the response checks already; a CLS one only the comparison
+        "cls": f"fleet member(s) {third_server.url} disagree with the others on 4 probe texts",
+        "unnormalized": f"fleet member {third_server.url} failed: item #0 ",
+    }[fault]
+    assert named in err  # only the third member named
+    assert not inputs(fault_server) and not inputs(second_server) and not inputs(third_server)
+    if fault == "cls":  # two members: neither can be blamed from the vectors alone; both are named
+        rc = main([*base, "--endpoint", fault_server.url, "--endpoint", third_server.url])
+        err = capsys.readouterr().err
+        assert rc == 2 and f"one of {fault_server.url} and {third_server.url} serves another contract" in err
+    # a faithful fleet of three runs
+    third_server.replica = None
+    assert main([*base, *(a for u in members for a in ("--endpoint", u))]) == 0

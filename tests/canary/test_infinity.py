@@ -58,6 +58,7 @@ def test_canary_passes_against_infinity_serving_the_bundled_model(
         "vector_agreement",
         "norm_agreement",
         "batch_invariance",
+        "repeated_requests",
         "retrieval_agreement",
         "bad_input",
         "auth",

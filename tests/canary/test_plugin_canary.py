@@ -30,6 +30,7 @@ def test_canary_items_pass_against_a_faithful_server(pytester, fault_server, tin
         "vector_agreement",
         "norm_agreement",
         "batch_invariance",
+        "repeated_requests",
         "retrieval_agreement",
         "bad_input",
     ):

@@ -28,6 +28,7 @@ ORDER = [
     "vector_agreement",
     "norm_agreement",
     "batch_invariance",
+    "repeated_requests",
     "retrieval_agreement",
     "bad_input",
     "matryoshka",
@@ -63,7 +64,7 @@ def test_every_check_is_declared_once_with_its_texts_and_settings():
 def test_check_names_follow_the_applies_rules(changes):
     s = dataclasses.replace(BASE, **changes)
     expected = (
-        ORDER[:6]
+        ORDER[:7]
         + (["matryoshka"] if changes.get("dimensions") else [])
         + (["auth"] if changes.get("api_key_env") else [])
     )

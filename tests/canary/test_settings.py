@@ -122,6 +122,7 @@ def test_from_values_fills_both_parts_and_to_dict_keeps_its_keys():
         "batch_min_cosine": 0.999,
         "max_ndcg_delta": 0.01,
         "min_overlap": 0.9,
+        "detect": 0.1,
         "dimensions": [8],
         "timeout": 3.0,
         "concurrency": 2,

@@ -199,3 +199,18 @@ def test_a_slice_gate_does_not_decide_its_metrics_row():
     line = gate_line(sliced)
     assert line.startswith("FAIL         ndcg@10[topic=finance]:max_drop=0.02: delta ")
     assert "(12 queries); slice [topic=finance] has 12 queries" in line
+
+
+def test_a_slice_of_exactly_the_minimum_queries_is_gated():
+    # 10 queries (MIN_QUERIES) is enough: the slice is judged, never called too few (bug caught: `>` for `>=`)
+    from evalsuite.slicing import MIN_QUERIES
+
+    profiles = {f"q{i:02d}": QueryProfile(10, 100, {"topic": "ten" if i < MIN_QUERIES else "rest"}) for i in range(30)}
+    index = SliceIndex(64, profiles, ("topic",))
+    ref = {q: 0.5 + 0.01 * (int(q[1:]) % 5) for q in profiles}
+    cand = {q: v - 0.2 if profiles[q].fields["topic"] == "ten" else v for q, v in ref.items()}
+    c = Scores("candidate", {"ndcg@10": float(np.mean(list(cand.values())))}, {"ndcg@10": cand}, index)
+    r = Scores("baseline", {"ndcg@10": float(np.mean(list(ref.values())))}, {"ndcg@10": ref})
+    out = evaluate_gate(parse_gate("ndcg@10[topic=ten]:max_drop=0.02"), c, r)
+    assert out.n_queries == MIN_QUERIES == 10
+    assert out.verdict == "fail" and "too few" not in (out.note or "")

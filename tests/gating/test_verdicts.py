@@ -182,3 +182,17 @@ def test_applied_statement_counts_only_significance_tested_outcomes():
     assert applied_statement(VerdictPolicy(), {"d": []}) is None
     floor_only = applied_statement(VerdictPolicy(), {"d": [GateRecord("d", "gate[f]", out["f"])]})
     assert floor_only is not None and "no significance-tested gate" in floor_only
+
+
+def test_non_inferiority_with_the_point_inside_the_margin_but_the_bound_outside_is_inconclusive():
+    # the mean drop (-0.004) is within the margin, the one-sided lower bound is not: undecided, never a pass
+    # (bug caught: passing on the point delta instead of the lower bound)
+    ref = np.full(40, 0.5)
+    d = np.array([0.05, -0.058] * 20)  # mean -0.004, sd ~0.054 over 40 queries
+    out = evaluate_gate(parse_gate("ndcg@10:non_inferior=0.01"), _scores("c", ref + d), _scores("b", ref))
+    ci = out.comparison.ci
+    assert -0.01 < ci.delta < 0 and ci.lower_bound < -0.01 <= ci.upper_bound
+    assert out.verdict == "inconclusive"
+    from evalsuite.stats import decide
+
+    assert decide(ci, 0.01) == "inconclusive"

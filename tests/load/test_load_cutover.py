@@ -216,3 +216,15 @@ def test_usage_errors(base_args, tmp_path):
         load_main([*base_args, "--local", "--capacity-gate", "p95_ms:max_rel_drop=10%"])
     with pytest.raises(SystemExit):
         load_main([*base_args, "--local", "--concurrency", "0,4"])
+
+
+def test_a_profile_where_no_request_succeeded_at_a_level_is_not_a_profile(fake_server, base_args, tmp_path, capsys):
+    # every embeddings request answers 503: the levels measured nothing; say so and exit 1, never exit 0
+    server = fake_server()
+    server.statuses = [503]
+    args = ["--endpoint", server.url, "--concurrency", "1", "--load-batch-sizes", "2", "--requests", "3"]
+    rc = load_main([*base_args, *args, "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert "FAIL  server batch 2 x 1: no request succeeded: " in out and "HTTP 503" in out
+    assert "NOT A PROFILE: 1 of 1 level(s) had no successful request" in out

@@ -192,3 +192,12 @@ def test_a_gate_is_inconclusive_on_a_level_without_values_unless_another_level_f
     assert undecided.to_dict()["passed"] is None
     (failed,) = evaluate_gates(gate, _profile(old, {1: (50, 10), 4: (300, 20)}), "old", "new")
     assert failed.verdict == "fail" and failed.to_dict()["status"] == "FAIL"
+
+
+def test_gates_with_no_comparable_level_are_inconclusive_never_a_pass():
+    # no level ran on both targets: nothing was compared (bug caught: an empty list of levels called PASS)
+    gates = (parse_capacity_gate("throughput:max_rel_drop=10%"),)
+    empty = LoadProfile(("old", "new"), LoadPlan(concurrency=(1,), batch_sizes=(8,)), {}, ())
+    (out,) = evaluate_gates(gates, empty, "old", "new")
+    assert out.passed is None and out.status == "INCONCLUSIVE"
+    assert "nothing to compare" in out.message()

@@ -302,3 +302,16 @@ def test_bundled_model_non_inferiority_on_the_fixtures(
     row = _gate_record(few, "minibeir20")
     assert row["verdict"] == "inconclusive" and row["ci"]["n_queries"] == 20 and row["queries_needed"] > 20
     assert "INCONCLUSIVE (fail: --inconclusive fail)" in few.result.stdout.str()
+
+
+def test_an_inconclusive_sweep_cell_fails_the_run_under_the_default_policy(run_evalsuite, tiny_model_dir, coded):
+    # max_length=24 on 20 queries: the data cannot decide the cell's non_inferior gate against the base
+    _, cut = coded
+    args = _args(tiny_model_dir, cut, "--vary", "max_length=24", "--gate", GATE, "-k", "sweep")
+    run = run_evalsuite(*args)  # --inconclusive fail is the default (bug caught: the cell's inconclusive ignored)
+    assert run.result.ret == 1
+    run.result.assert_outcomes(failed=1)
+    assert "sweep cell max_length=24 against the base contract:\nINCONCLUSIVE: " in run.result.stdout.str()
+    lenient = run_evalsuite(*args, "--inconclusive", "xfail")
+    assert lenient.result.ret == 0
+    lenient.result.assert_outcomes(xfailed=1)

@@ -33,6 +33,7 @@ from .bad_input import BAD_INPUT
 from .base import C, CanaryCheck, Verdict
 from .identity import AUTH, IDENTITY
 from .matryoshka import MATRYOSHKA
+from .repeat import REPEATED_REQUESTS
 from .rerank_agreement import (
     RERANK_INDEX_MAPPING,
     RERANK_RANKING_AGREEMENT,
@@ -52,6 +53,7 @@ CHECKS: tuple[CanaryCheck[CanaryContext], ...] = (
     VECTOR_AGREEMENT,
     NORM_AGREEMENT,
     BATCH_INVARIANCE,
+    REPEATED_REQUESTS,
     RETRIEVAL_AGREEMENT,
     BAD_INPUT,
     MATRYOSHKA,
