@@ -18,7 +18,7 @@ import numpy as np
 from .blocksearch import block_search
 from .contract import Contract
 from .datasets import Dataset
-from .encode.base import Encoder
+from .encode.base import Caching, Dimensioned, Encoder
 from .encode.chunked import encode_to_store
 from .encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
 
@@ -259,8 +259,9 @@ def run(
     encoder = encoder or make_encoder(prepared, execution=execution)
     c, ds = prepared.contract, prepared.dataset
     before = stats_snapshot(encoder)
-    served_before = {r: st.copy() for r, st in getattr(encoder, "cached_by_role", {}).items()}
-    cache = getattr(encoder, "cache_stats", None)
+    cached_by_role = encoder.cached_by_role if isinstance(encoder, Caching) else None
+    served_before = {r: st.copy() for r, st in (cached_by_role or {}).items()}
+    cache = encoder.cache_stats if isinstance(encoder, Caching) else None
     hits_before = (cache.hits, cache.misses) if cache is not None else None
     with ExitStack() as stack:
         t0 = time.perf_counter()
@@ -281,7 +282,7 @@ def run(
                 len(ds.corpus),
                 store_dir,
                 poolings=[c.pooling],
-                dim=int(getattr(encoder, "dim", None) or prepared.model.hidden_size),
+                dim=int((encoder.dim if isinstance(encoder, Dimensioned) else None) or prepared.model.hidden_size),
             )
             d: dict[str, np.ndarray | VectorStore] = dict(stores)
         else:
@@ -295,7 +296,7 @@ def run(
                 "misses": cache.misses - hits_before[1],
                 "corrupt": cache.corrupt,
             }
-        add_cached_counts(timing, getattr(encoder, "cached_by_role", None), served_before)
+        add_cached_counts(timing, cached_by_role, served_before)
         result = score(
             prepared,
             c,

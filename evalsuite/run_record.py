@@ -8,7 +8,7 @@ from typing import Any
 
 from . import __version__
 from .contract import Contract
-from .encode.base import Encoder, EncodeStats
+from .encode.base import Describing, Encoder, EncodeStats
 from .prepared import Prepared
 from .search import index_kind
 from .spec import library_versions
@@ -16,9 +16,7 @@ from .spec import library_versions
 
 def encoder_entry(encoder: Encoder) -> dict[str, Any]:
     """The manifest's ``encoder`` section: ``kind`` local (the reference model) or endpoint (a served deployment)."""
-    describe = getattr(encoder, "manifest_entry", None)
-    entry = describe() if callable(describe) else None
-    return dict(entry) if isinstance(entry, dict) else {"kind": "local"}
+    return dict(encoder.manifest_entry()) if isinstance(encoder, Describing) else {"kind": "local"}
 
 
 def manifest(

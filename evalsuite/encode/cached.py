@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import ExecutorError
 from ..model import ModelInfo
-from .base import EncodedRows, Encoder, EncodeStats
+from .base import EncodedRows, Encoder, EncodeStats, Releasable, RowStreaming
 from .cache import CachedRows, CacheStats, EmbeddingCache, ShardKey, text_hash
 
 
@@ -75,9 +75,8 @@ class CachedEncoder:
         """Free the model; counters and the cache stay usable, a later miss loads it again."""
         if self._inner is not None:
             self._stats = {r: s.copy() for r, s in self.stats_by_role.items()}
-            release = getattr(self._inner, "release", None)
-            if callable(release):
-                release()
+            if isinstance(self._inner, Releasable):
+                self._inner.release()
             self._inner = None
 
     @property
@@ -185,9 +184,9 @@ class CachedEncoder:
         return out
 
     def _stream(self, texts: list[str], poolings: list[str], ids: list[str] | None, role: str) -> Iterator[EncodedRows]:
-        stream = getattr(self.inner, "encode_stream", None)
-        if callable(stream):
-            yield from stream(texts, poolings=poolings, ids=ids, role=role)
+        inner = self.inner
+        if isinstance(inner, RowStreaming):
+            yield from inner.encode_stream(texts, poolings=poolings, ids=ids, role=role)
             return
         whole = self.inner.encode(texts, poolings=poolings, ids=ids, role=role)  # no per-row token counts
         yield EncodedRows(

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..contract import Contract
-from ..encode.base import Encoder
+from ..encode.base import Caching, Encoder, Releasable
 from ..pipeline import Prepared, make_encoder, score
 from ..result import Result
 from ..resultcache import ResultStore, store_for
@@ -89,9 +89,9 @@ def _encode_passes(prepared: Prepared, passes: Sequence[ForwardPass], factory: E
                 seconds=seconds,
             )
         )
-    done.models_loaded = sum(int(getattr(e, "loads", 1)) for e in used)
+    done.models_loaded = sum(e.loads if isinstance(e, Caching) else 1 for e in used)
     done.cache = cache_summary(used)
-    done.cache_problems = [m for e in used for m in getattr(getattr(e, "cache", None), "problems", [])]
+    done.cache_problems = [m for e in used if isinstance(e, Caching) for m in e.cache.problems]
     done.device = used[-1].device if used else "cpu"
     for e in used:
         _release(e)
@@ -101,9 +101,8 @@ def _encode_passes(prepared: Prepared, passes: Sequence[ForwardPass], factory: E
 
 def _release(encoder: Encoder) -> None:
     """Free the model an encoder holds; its counters (and cache) stay readable."""
-    release = getattr(encoder, "release", None)
-    if callable(release):
-        release()
+    if isinstance(encoder, Releasable):
+        encoder.release()
 
 
 def run_sweep(
