@@ -155,12 +155,12 @@ def score(
     d_pooled: np.ndarray | VectorStore,
     *,
     metrics: Sequence[str],
-    timing: dict[str, Any],
+    timing: dict[str, object],
     device: str,
     run_id: str | None = None,
     keep_vectors: bool = True,
     block_rows: int = DEFAULT_BLOCK_ROWS,
-    encoder: dict[str, Any] | None = None,
+    encoder: dict[str, object] | None = None,
 ) -> Result:
     """Finalize vectors for ``contract`` (dim, normalize), search with FAISS, score with ranx.
 
@@ -200,7 +200,7 @@ def score(
         ranking = search(
             qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics), similarity=contract.similarity
         )
-    index_entry: dict[str, Any] | None = None
+    index_entry: dict[str, object] | None = None
     if contract.index != "flat":  # the exact ranking is the ground truth the index is measured against
         if dv is None:
             raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))

@@ -9,7 +9,6 @@ truncations are stored with each row, so a warm run reports them without a token
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -36,7 +35,7 @@ class CachedEncoder:
         flush_rows: int = 8192,
         source: str = "local",
         dim: int | None = None,
-        describe: Callable[[], dict[str, Any]] | None = None,
+        describe: Callable[[], dict[str, object]] | None = None,
     ) -> None:
         self.cache = cache
         self.info = info
@@ -54,7 +53,7 @@ class CachedEncoder:
         self._describe = describe
         self.cached_by_role: dict[str, EncodeStats] = {}
 
-    def manifest_entry(self) -> dict[str, Any]:
+    def manifest_entry(self) -> dict[str, object]:
         """Who makes the vectors (the manifest's ``encoder`` section), with or without a cache miss."""
         return self._describe() if self._describe is not None else {"kind": "local"}
 

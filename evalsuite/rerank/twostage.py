@@ -55,7 +55,7 @@ def top_ids(ranking: Any, qid: str, k: int) -> list[str]:
     return list((ranking.get(qid) or {}).keys())[:k]
 
 
-def score_pairs(first: Any, dataset: Dataset, depth: int, scorer: PairScorer) -> PairScores:
+def score_pairs(first: object, dataset: Dataset, depth: int, scorer: PairScorer) -> PairScores:
     """Scores of every (query, document) pair among the top ``depth`` of each query (one scorer call)."""
     keys: list[tuple[str, str]] = []
     for qid in dataset.query_ids:
@@ -70,7 +70,9 @@ def score_pairs(first: Any, dataset: Dataset, depth: int, scorer: PairScorer) ->
     return out
 
 
-def rerank(first: Any, pair_scores: Mapping[str, Mapping[str, float]], depth: int, query_ids: Sequence[str]) -> Ranking:
+def rerank(
+    first: object, pair_scores: Mapping[str, Mapping[str, float]], depth: int, query_ids: Sequence[str]
+) -> Ranking:
     """The reranked ranking of every query (see the module docstring for the order)."""
     from ..search import tie_order_key
 
@@ -114,7 +116,7 @@ class TwoStageResult:
                 return d
         raise SpecError(f"metric {metric!r} was not computed; computed: {', '.join(d.metric for d in self.deltas)}")
 
-    def reranked_dict(self) -> dict[str, Any]:
+    def reranked_dict(self) -> dict[str, object]:
         """This depth's entry under ``reranked`` in results.json (the first stage is the file's top level): the
         fields a gated session writes there too, and the timing."""
         return {
@@ -126,7 +128,7 @@ class TwoStageResult:
             "timing": self.timing,
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "depth": self.depth,
             "reranker": {"contract": self.contract.to_dict(), "fingerprint": self.contract.fingerprint()},
@@ -145,7 +147,7 @@ def _rounded(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str
     return {m: {q: round(s, 6) for q, s in scores.items()} for m, scores in per_query.items()}
 
 
-def first_stage_depth(first: Any, query_ids: Sequence[str]) -> int:
+def first_stage_depth(first: object, query_ids: Sequence[str]) -> int:
     return max((len(top_ids(first, q, 1 << 30)) for q in query_ids), default=0)
 
 

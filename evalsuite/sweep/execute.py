@@ -14,7 +14,6 @@ import gc
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -136,7 +135,7 @@ def run_sweep(
     scored: dict[Contract, Result] = {}
     reports: dict[Contract, IndexCell] = {}
 
-    def timing_of(c: Contract) -> dict[str, Any]:
+    def timing_of(c: Contract) -> dict[str, object]:
         return {
             "encode_seconds": round(sum(seconds_by_key[c.forward_key(r)] for r in ("query", "document")), 4),
             "shared_forward_passes": True,
@@ -225,7 +224,7 @@ def run_sweep(
     )
 
 
-def _result_cache_summary(results: Iterable[Result], store: ResultStore | None) -> dict[str, Any] | None:
+def _result_cache_summary(results: Iterable[Result], store: ResultStore | None) -> dict[str, object] | None:
     """Contracts whose search and scores came from the result cache, and cells whose statistics did."""
     if store is None:
         return None
@@ -237,7 +236,9 @@ def _result_cache_summary(results: Iterable[Result], store: ResultStore | None) 
     }
 
 
-def _role_timing(records: Sequence[PassRecord], passes: Sequence[ForwardPass], key: tuple[str, ...]) -> dict[str, Any]:
+def _role_timing(
+    records: Sequence[PassRecord], passes: Sequence[ForwardPass], key: tuple[str, ...]
+) -> dict[str, object]:
     for fp, rec in zip(passes, records, strict=True):
         if fp.key == key:
             return {
