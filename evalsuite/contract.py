@@ -87,7 +87,7 @@ class Contract:
     def replace(self, **changes: Any) -> Contract:
         return dataclasses.replace(self, **changes)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = dataclasses.asdict(self)
         d["matryoshka_dims"] = list(self.matryoshka_dims) if self.matryoshka_dims else None
         return d
@@ -113,9 +113,9 @@ class Contract:
             d.pop("index")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
-    def diff(self, other: Contract, *, ignore: tuple[str, ...] = ()) -> dict[str, tuple[Any, Any]]:
+    def diff(self, other: Contract, *, ignore: tuple[str, ...] = ()) -> dict[str, tuple[object, object]]:
         """Fields whose values differ, as {field: (self, other)}."""
-        out: dict[str, tuple[Any, Any]] = {}
+        out: dict[str, tuple[object, object]] = {}
         for f in dataclasses.fields(self):
             if not f.compare or f.name in ignore:
                 continue

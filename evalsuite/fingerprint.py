@@ -13,7 +13,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,7 +38,7 @@ class Fingerprint:
     def rendered(self, contract: Contract) -> list[str]:
         return [contract.render(r, t) for r, t in zip(self.roles, self.texts, strict=True)]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         data = np.ascontiguousarray(self.vectors, dtype="<f4")
         return {
             "version": VERSION,
@@ -50,7 +50,7 @@ class Fingerprint:
         }
 
     @classmethod
-    def from_dict(cls, data: Any, source: str) -> Fingerprint:
+    def from_dict(cls, data: object, source: str) -> Fingerprint:
         """ContractError naming ``source`` and the field for anything malformed."""
 
         def bad(what: str) -> ContractError:

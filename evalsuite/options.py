@@ -93,7 +93,7 @@ class Option:
 _SPEC_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunSpec)}
 
 
-def run_option(flag: str, help: str, kwargs: dict[str, Any] | None = None) -> Option:
+def run_option(flag: str, help: str, kwargs: dict[str, object] | None = None) -> Option:
     """An option for a RunSpec field; its help shows the field's default."""
     opt = Option(flag, help, kwargs or {})
     return opt.with_default(_SPEC_DEFAULTS[opt.dest]) if opt.dest in _SPEC_DEFAULTS else opt
@@ -183,7 +183,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
 OUT_OPTION = Option("--out", "report directory", {"metavar": "DIR"})
 
 
-def add_options(add: Callable[..., Any], options: Iterable[Option] = RUN_OPTIONS, dest_prefix: str = "") -> None:
+def add_options(add: Callable[..., object], options: Iterable[Option] = RUN_OPTIONS, dest_prefix: str = "") -> None:
     """Register options with ``argparse``'s ``add_argument`` or pytest's ``addoption``."""
     for opt in options:
         kw = dict(opt.kwargs)

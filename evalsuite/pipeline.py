@@ -18,7 +18,7 @@ import numpy as np
 from .blocksearch import block_search
 from .contract import Contract
 from .datasets import Dataset
-from .encode.base import Encoder
+from .encode.base import Caching, Dimensioned, Encoder
 from .encode.chunked import encode_to_store
 from .encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
 
@@ -157,12 +157,12 @@ def score(
     d_pooled: np.ndarray | VectorStore,
     *,
     metrics: Sequence[str],
-    timing: dict[str, Any],
+    timing: dict[str, object],
     device: str,
     run_id: str | None = None,
     keep_vectors: bool = True,
     block_rows: int = DEFAULT_BLOCK_ROWS,
-    encoder: dict[str, Any] | None = None,
+    encoder: dict[str, object] | None = None,
 ) -> Result:
     """Finalize vectors for ``contract`` (dim, normalize), search with FAISS, score with ranx.
 
@@ -202,7 +202,7 @@ def score(
         ranking = search(
             qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics), similarity=contract.similarity
         )
-    index_entry: dict[str, Any] | None = None
+    index_entry: dict[str, object] | None = None
     if contract.index != "flat":  # the exact ranking is the ground truth the index is measured against
         if dv is None:
             raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
@@ -261,8 +261,9 @@ def run(
     encoder = encoder or make_encoder(prepared, execution=execution)
     c, ds = prepared.contract, prepared.dataset
     before = stats_snapshot(encoder)
-    served_before = {r: st.copy() for r, st in getattr(encoder, "cached_by_role", {}).items()}
-    cache = getattr(encoder, "cache_stats", None)
+    cached_by_role = encoder.cached_by_role if isinstance(encoder, Caching) else None
+    served_before = {r: st.copy() for r, st in (cached_by_role or {}).items()}
+    cache = encoder.cache_stats if isinstance(encoder, Caching) else None
     hits_before = (cache.hits, cache.misses) if cache is not None else None
     with ExitStack() as stack:
         t0 = time.perf_counter()
@@ -283,7 +284,7 @@ def run(
                 len(ds.corpus),
                 store_dir,
                 poolings=[c.pooling],
-                dim=int(getattr(encoder, "dim", None) or prepared.model.hidden_size),
+                dim=int((encoder.dim if isinstance(encoder, Dimensioned) else None) or prepared.model.hidden_size),
             )
             d: dict[str, np.ndarray | VectorStore] = dict(stores)
         else:
@@ -297,7 +298,7 @@ def run(
                 "misses": cache.misses - hits_before[1],
                 "corrupt": cache.corrupt,
             }
-        add_cached_counts(timing, getattr(encoder, "cached_by_role", None), served_before)
+        add_cached_counts(timing, cached_by_role, served_before)
         result = score(
             prepared,
             c,

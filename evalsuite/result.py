@@ -54,7 +54,7 @@ class Result:
         }
 
 
-def read_results(path: str | Path) -> dict[str, Any]:
+def read_results(path: str | Path) -> dict[str, object]:
     """A ``results.json`` as written by this version; a file of another ``schema_version`` (or not results.json)
     is a :class:`SpecError` naming the file and what to do."""
     p = Path(path)

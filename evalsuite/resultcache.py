@@ -101,18 +101,18 @@ def strings_digest(items: Iterable[str]) -> str:
     return hashlib.sha256(json.dumps(list(items), ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def json_digest(obj: Any) -> str:
+def json_digest(obj: object) -> str:
     """SHA-256 of ``obj``'s canonical JSON."""
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
 
 
-def canonical_json(obj: Any) -> str:
+def canonical_json(obj: object) -> str:
     """Compact JSON that keeps what a consumer of ``obj`` sees: mapping order (keys as JSON writes them), every
     float exactly (``repr``), an array as its digest."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=True, default=_plain)
 
 
-def _plain(obj: Any) -> Any:
+def _plain(obj: object) -> object:
     if isinstance(obj, Mapping):
         return dict(obj)
     if isinstance(obj, np.ndarray):
@@ -143,7 +143,7 @@ class ResultStore:
     problems: list[str] = field(default_factory=list)
 
     @staticmethod
-    def key(kind: str, fields: Mapping[str, Any]) -> tuple[str, str]:
+    def key(kind: str, fields: Mapping[str, object]) -> tuple[str, str]:
         """(key, canonical fields): the key is the SHA-256 of the kind and the fields' canonical JSON."""
         text = canonical_json(dict(sorted(fields.items())))
         return hashlib.sha256(f"{kind}\0{text}".encode()).hexdigest(), text
@@ -151,7 +151,7 @@ class ResultStore:
     def path(self, kind: str, key: str) -> Path:
         return self.root / f"v{FORMAT}" / kind / key[:2] / f"{key}.bin"
 
-    def load(self, kind: str, fields: Mapping[str, Any], undump: Callable[[Entry], T]) -> T | None:
+    def load(self, kind: str, fields: Mapping[str, object], undump: Callable[[Entry], T]) -> T | None:
         """The entry for these fields decoded by ``undump``, or None (a miss); an entry that fails verification
         or does not decode is reported and deleted."""
         key, text = self.key(kind, fields)
@@ -177,7 +177,7 @@ class ResultStore:
             path.unlink()
 
     def save(
-        self, kind: str, fields: Mapping[str, Any], payload: Any, arrays: Mapping[str, np.ndarray] | None = None
+        self, kind: str, fields: Mapping[str, object], payload: object, arrays: Mapping[str, np.ndarray] | None = None
     ) -> None:
         """Store an entry atomically; a cache that cannot be written is reported, never fatal."""
         key, text = self.key(kind, fields)
@@ -189,9 +189,9 @@ class ResultStore:
     def memo(
         self,
         kind: str,
-        fields: Mapping[str, Any],
+        fields: Mapping[str, object],
         compute: Callable[[], T],
-        dump: Callable[[T], tuple[Any, Mapping[str, np.ndarray]]],
+        dump: Callable[[T], tuple[object, Mapping[str, np.ndarray]]],
         undump: Callable[[Entry], T],
     ) -> T:
         """``compute()``, or what it returned before for the same ``fields`` (``dump`` turns it into a JSON payload
@@ -220,7 +220,7 @@ def store_for(spec: RunSpec) -> ResultStore | None:
 
 
 # -- the file format ------------------------------------------------------------------------------
-def encode_entry(kind: str, key: str, fields: str, payload: Any, arrays: Mapping[str, np.ndarray]) -> bytes:
+def encode_entry(kind: str, key: str, fields: str, payload: object, arrays: Mapping[str, np.ndarray]) -> bytes:
     layout, blobs, offset = [], [], 0
     for name, a in arrays.items():
         a = np.ascontiguousarray(a)

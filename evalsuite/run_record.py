@@ -8,21 +8,19 @@ from typing import Any
 
 from . import __version__
 from .contract import Contract
-from .encode.base import Encoder, EncodeStats
+from .encode.base import Describing, Encoder, EncodeStats
 from .prepared import Prepared
 from .search import index_kind
 from .spec import library_versions
 
 
-def encoder_entry(encoder: Encoder) -> dict[str, Any]:
+def encoder_entry(encoder: Encoder) -> dict[str, object]:
     """The manifest's ``encoder`` section: ``kind`` local (the reference model) or endpoint (a served deployment)."""
-    describe = getattr(encoder, "manifest_entry", None)
-    entry = describe() if callable(describe) else None
-    return dict(entry) if isinstance(entry, dict) else {"kind": "local"}
+    return dict(encoder.manifest_entry()) if isinstance(encoder, Describing) else {"kind": "local"}
 
 
 def manifest(
-    prepared: Prepared, contract: Contract, *, device: str, run_id: str, encoder: dict[str, Any] | None = None
+    prepared: Prepared, contract: Contract, *, device: str, run_id: str, encoder: dict[str, object] | None = None
 ) -> dict[str, Any]:
     """The index manifest: what a query service must match to use these vectors (and, when given, the
     ``encoder`` section: who made them)."""
@@ -50,7 +48,7 @@ def manifest(
     }
 
 
-def encode_timing(stats_by_role: dict[str, EncodeStats], seconds: float) -> dict[str, Any]:
+def encode_timing(stats_by_role: dict[str, EncodeStats], seconds: float) -> dict[str, object]:
     return {
         "encode_seconds": round(seconds, 4),
         "queries": stats_by_role["query"].to_dict(),

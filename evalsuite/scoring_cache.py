@@ -55,7 +55,7 @@ def score_fields(
     similarity: str,
     index: str,
     metrics: Sequence[str],
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Every input of one search + scoring, as the key's fields (digests of the large ones)."""
     return {
         "query_vectors": array_digest(query_vectors),
@@ -76,7 +76,7 @@ class ScoringCache:
     """One contract's search and scoring in the result cache: :meth:`load` before searching, :meth:`record`
     after scoring (it stores what a miss computed and returns ``timing.result_cache``)."""
 
-    def __init__(self, store: ResultStore, fields: dict[str, Any], doc_ids: Sequence[str], doc_vectors: np.ndarray):
+    def __init__(self, store: ResultStore, fields: dict[str, object], doc_ids: Sequence[str], doc_vectors: np.ndarray):
         self.store = store
         self.fields = fields
         self.key = store.key("score", fields)[0]
@@ -90,7 +90,7 @@ class ScoringCache:
         spec: RunSpec,
         dataset: Dataset,
         query_vectors: np.ndarray,
-        doc_pooled: Any,
+        doc_pooled: object,
         contract: Contract,
         metrics: Sequence[str],
     ) -> ScoringCache | None:
@@ -124,7 +124,7 @@ class ScoringCache:
         metrics: Mapping[str, float],
         per_query: Mapping[str, Mapping[str, float]],
         timing: Mapping[str, Any],
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """``timing.result_cache`` of this contract; on a miss the fresh result is stored first."""
         if hit is not None:
             return {

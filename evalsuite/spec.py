@@ -73,7 +73,7 @@ class RunSpec:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def from_mapping(cls, data: dict[str, Any], *, source: str) -> RunSpec:
+    def from_mapping(cls, data: dict[str, object], *, source: str) -> RunSpec:
         names = {f.name for f in dataclasses.fields(cls)}
         kw: dict[str, Any] = {}
         for key, value in data.items():
@@ -91,7 +91,7 @@ class RunSpec:
         return cls(**kw)
 
 
-def _fields(value: Any, source: str) -> tuple[str, ...]:
+def _fields(value: object, source: str) -> tuple[str, ...]:
     """``slice_by``: a list of field names (or one name, or comma-separated names)."""
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in items):

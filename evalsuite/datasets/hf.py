@@ -79,7 +79,7 @@ def _duplicate(where: Path, row: int, ident: str, role: str) -> DatasetError:
     return DatasetError(where, f"duplicate {role} id {ident!r}; ids must be unique", row)
 
 
-def _texts(split: Any, where: Path, role: str, policy: EmptyPolicy) -> Texts:
+def _texts(split: object, where: Path, role: str, policy: EmptyPolicy) -> Texts:
     out: dict[str, str] = {}
     empty: dict[str, str] = {}
     fields: dict[str, dict[str, str]] = {}

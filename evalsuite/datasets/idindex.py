@@ -103,7 +103,7 @@ class IdIndex(Sequence[str]):
     def __contains__(self, ident: object) -> bool:
         return isinstance(ident, str) and self.find(ident) >= 0
 
-    def index(self, ident: Any, start: int = 0, stop: int = sys.maxsize) -> int:
+    def index(self, ident: object, start: int = 0, stop: int = sys.maxsize) -> int:
         pos = self.find(ident) if isinstance(ident, str) else -1
         if pos < 0 or not start <= pos < stop:
             raise ValueError(f"{ident!r} is not among the ids")

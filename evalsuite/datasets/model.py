@@ -61,7 +61,7 @@ class DatasetIdentity:
     n_queries_dropped_empty_docs: int = 0
     n_negative_relevance: int = 0
 
-    def manifest_dict(self) -> dict[str, Any]:
+    def manifest_dict(self) -> dict[str, object]:
         """What an index manifest records about the data: which files, which split, which policies."""
         return {
             "name": self.name,

@@ -212,12 +212,12 @@ class OnDiskCorpus(IndexedCorpus):
             raise self._changed("holds other records") from None
 
     # -- pickling (a shared session result travels to other processes) --------------------------------
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state.update(_fd=None, _close=None)
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
 
 

@@ -7,7 +7,7 @@ import os
 import tempfile
 import weakref
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..errors import SpoolError
 
@@ -89,5 +89,5 @@ class Spool:
         if self._cleanup is not None:
             self._cleanup()
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (Spool, (self.path, self.source, None, False))

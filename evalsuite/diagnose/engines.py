@@ -8,7 +8,7 @@ See docs/engines.md. Unknown fields and engines are not errors: the facts are No
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import EndpointError
 
@@ -23,11 +23,11 @@ class ServerFacts:
     engine: str | None
     max_length: int | None  # the server's own token limit, when it reports one
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"engine": self.engine, "max_length": self.max_length}
 
 
-def facts_from_models(payload: Any, served: str | None) -> ServerFacts:
+def facts_from_models(payload: object, served: str | None) -> ServerFacts:
     """The facts in a ``/v1/models`` answer, for the entry of ``served`` (or the only one)."""
     data = payload.get("data") if isinstance(payload, dict) else None
     entries = [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
@@ -40,7 +40,7 @@ def facts_from_models(payload: Any, served: str | None) -> ServerFacts:
     return ServerFacts(engine, length if isinstance(length, int) and length > 1 else None)
 
 
-def facts_from_info(payload: Any) -> ServerFacts:
+def facts_from_info(payload: object) -> ServerFacts:
     """TEI's ``/info``."""
     length = payload.get("max_input_length") if isinstance(payload, dict) else None
     return ServerFacts("tei", length if isinstance(length, int) and length > 1 else None)

@@ -74,7 +74,7 @@ class Alternative:
         """What needs its own forward pass (everything else is derived from one pooled pass)."""
         return (self.prefix, self.max_length, self.model_dtype, self.model)
 
-    def departures(self, base: Alternative, hidden: int) -> list[tuple[Factor, Any]]:
+    def departures(self, base: Alternative, hidden: int) -> list[tuple[Factor, object]]:
         """The factors on which this alternative departs from ``base``, in triage order."""
         out = []
         for factor in FACTORS:
@@ -89,7 +89,7 @@ class Alternative:
         return ", ".join(parts) or "the contract"
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return "none" if value is None else str(value)
@@ -110,7 +110,7 @@ class Factor:
     remedy: Mapping[str, str]
     relevant: Callable[[Alternative, int], bool] = lambda alt, hidden: True
 
-    def remedy_for(self, engine: str | None, value: Any, contract: Contract) -> str:
+    def remedy_for(self, engine: str | None, value: object, contract: Contract) -> str:
         template = self.remedy.get(engine or "", self.remedy[""])
         return template.format(
             value=value, contract=contract, upper=contract.pooling.upper(), normalize=str(contract.normalize).lower()

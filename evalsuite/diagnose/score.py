@@ -75,7 +75,7 @@ class Fit:
     max_difference: float  # largest relative L2 difference over the texts
     worst: str
 
-    def to_dict(self, rank: int) -> dict[str, Any]:
+    def to_dict(self, rank: int) -> dict[str, object]:
         return {
             "rank": rank,
             "hypothesis": self.label,
@@ -101,11 +101,11 @@ class Cause:
 
     factor: str
     stage: str
-    value: Any
+    value: object
     text: str
     remedy: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "factor": self.factor,
             "stage": self.stage,
@@ -162,7 +162,7 @@ class Diagnosis:
         closest = "; ".join(f"{f.label}: min cosine {f.min_cosine:.4f}" for f in self.ranked[:3])
         return f"cause: no hypothesis explains the served vectors ({self.what}); closest: {closest}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "what": self.what,
             "explained": self.explained,
@@ -182,7 +182,7 @@ def diagnose(
     *,
     base: Alternative,
     hidden: int,
-    contract: Any,
+    contract: object,
     what: str,
     engine: str | None = None,
     not_tested: Iterable[str] = (),

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 if TYPE_CHECKING:
     from ..model import ModelInfo
+    from .cache import CacheStats, EmbeddingCache
 
 
 @dataclass
@@ -112,3 +113,50 @@ class Encoder(Protocol):
     def encode(
         self, texts: Sequence[str], *, poolings: Sequence[str], ids: Sequence[str] | None = None, role: str = "document"
     ) -> dict[str, np.ndarray]: ...
+
+
+# Optional encoder features, each a runtime-checkable capability: ``isinstance(encoder, Releasable)`` etc.
+
+
+@runtime_checkable
+class Releasable(Protocol):
+    """An encoder that can free the model it holds (its counters, and cache, stay readable)."""
+
+    def release(self) -> None: ...
+
+
+@runtime_checkable
+class Describing(Protocol):
+    """An encoder that says who makes its vectors: the manifest's ``encoder`` section."""
+
+    def manifest_entry(self) -> Mapping[str, object]: ...
+
+
+@runtime_checkable
+class Dimensioned(Protocol):
+    """An encoder whose vectors may have fewer columns than the model's hidden size."""
+
+    @property
+    def dim(self) -> int: ...
+
+
+@runtime_checkable
+class RowStreaming(Protocol):
+    """An encoder that yields its rows batch by batch (:class:`StreamingEncoder` and its kin)."""
+
+    def encode_stream(
+        self, texts: Sequence[str], *, poolings: Sequence[str], ids: Sequence[str] | None, role: str
+    ) -> Iterator[EncodedRows]: ...
+
+
+@runtime_checkable
+class Caching(Protocol):
+    """An encoder in front of an embedding cache: ``cached_by_role`` counts the texts served from it,
+    ``loads`` the times the model was built."""
+
+    cache: EmbeddingCache
+    cached_by_role: dict[str, EncodeStats]
+    loads: int
+
+    @property
+    def cache_stats(self) -> CacheStats: ...

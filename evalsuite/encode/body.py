@@ -124,11 +124,11 @@ class EndpointResponse:
     def text(self) -> str:
         return self.content.decode("utf-8", "replace")
 
-    def json(self) -> Any:
+    def json(self) -> object:
         """The body as JSON; ResponseFormatError (an EndpointError) naming status, type and a snippet if not."""
         return load_json(self.content, self.what, status=self.status_code, content_type=self.content_type)
 
-    def checked_json(self, models_url: str) -> Any:
+    def checked_json(self, models_url: str) -> object:
         """:meth:`json`, with ``/v1/models`` and ``/info`` answers checked for shape."""
         payload = self.json()
         if self.url == models_url:

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import CacheError
 from ..io import atomic_write_bytes, atomic_write_text
+from .base import Caching
 from .segments import HASH_BYTES as _HASH
 from .segments import Segment as _Segment
 from .segments import decode_segment as _decode_segment
@@ -259,13 +260,12 @@ class EmbeddingCache:
         self.stats.compactions += 1
 
 
-def cache_summary(encoders: Sequence[Any]) -> dict[str, int] | None:
+def cache_summary(encoders: Sequence[object]) -> dict[str, int] | None:
     """Summed cache counters over the encoders that have a cache (None when none does)."""
     seen: dict[int, CacheStats] = {}
     for enc in encoders:
-        cache = getattr(enc, "cache", None)
-        if isinstance(cache, EmbeddingCache):
-            seen[id(cache)] = cache.stats
+        if isinstance(enc, Caching):
+            seen[id(enc.cache)] = enc.cache.stats
     if not seen:
         return None
     total = CacheStats()

@@ -9,13 +9,12 @@ truncations are stored with each row, so a warm run reports them without a token
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 import numpy as np
 
 from ..errors import ExecutorError
 from ..model import ModelInfo
-from .base import EncodedRows, Encoder, EncodeStats
+from .base import EncodedRows, Encoder, EncodeStats, Releasable, RowStreaming
 from .cache import CachedRows, CacheStats, EmbeddingCache, ShardKey, text_hash
 
 
@@ -36,7 +35,7 @@ class CachedEncoder:
         flush_rows: int = 8192,
         source: str = "local",
         dim: int | None = None,
-        describe: Callable[[], dict[str, Any]] | None = None,
+        describe: Callable[[], dict[str, object]] | None = None,
     ) -> None:
         self.cache = cache
         self.info = info
@@ -54,7 +53,7 @@ class CachedEncoder:
         self._describe = describe
         self.cached_by_role: dict[str, EncodeStats] = {}
 
-    def manifest_entry(self) -> dict[str, Any]:
+    def manifest_entry(self) -> dict[str, object]:
         """Who makes the vectors (the manifest's ``encoder`` section), with or without a cache miss."""
         return self._describe() if self._describe is not None else {"kind": "local"}
 
@@ -75,9 +74,8 @@ class CachedEncoder:
         """Free the model; counters and the cache stay usable, a later miss loads it again."""
         if self._inner is not None:
             self._stats = {r: s.copy() for r, s in self.stats_by_role.items()}
-            release = getattr(self._inner, "release", None)
-            if callable(release):
-                release()
+            if isinstance(self._inner, Releasable):
+                self._inner.release()
             self._inner = None
 
     @property
@@ -185,9 +183,9 @@ class CachedEncoder:
         return out
 
     def _stream(self, texts: list[str], poolings: list[str], ids: list[str] | None, role: str) -> Iterator[EncodedRows]:
-        stream = getattr(self.inner, "encode_stream", None)
-        if callable(stream):
-            yield from stream(texts, poolings=poolings, ids=ids, role=role)
+        inner = self.inner
+        if isinstance(inner, RowStreaming):
+            yield from inner.encode_stream(texts, poolings=poolings, ids=ids, role=role)
             return
         whole = self.inner.encode(texts, poolings=poolings, ids=ids, role=role)  # no per-row token counts
         yield EncodedRows(

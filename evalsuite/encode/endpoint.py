@@ -145,7 +145,7 @@ class EndpointEncoder:
     def _redact(self, text: str) -> str:
         return redact(self.config.api_key.redact(text) if self.config.api_key is not None else text)
 
-    def response_cap(self, json: Any = None) -> int:
+    def response_cap(self, json: object = None) -> int:
         """The decoded-size cap for the answer to a request carrying ``json``."""
         if self.config.max_response_bytes is not None:
             return self.config.max_response_bytes
@@ -162,7 +162,7 @@ class EndpointEncoder:
         method: str,
         url: str,
         *,
-        json: Any = None,
+        json: object = None,
         auth: bool = True,
         headers: dict[str, str] | None = None,
         retry: bool = True,
@@ -279,7 +279,7 @@ class EndpointEncoder:
         }
         return cls(f"{what}: HTTP {resp.status_code}: {body}{hint.get(resp.status_code, '')}", resp.status_code)
 
-    def get_json(self, url: str) -> Any:
+    def get_json(self, url: str) -> object:
         """GET ``url`` as checked JSON (``/v1/models`` and ``/info`` checked for shape)."""
         resp = self.request("GET", url)
         if resp.status_code != 200:
@@ -298,8 +298,8 @@ class EndpointEncoder:
         except ServerReportedError as exc:  # name the request: the error is about it, not about an item
             raise ServerReportedError(f"{resp.what}: HTTP {resp.status_code}: {exc}") from None
 
-    def payload(self, texts: Sequence[str], dimensions: int | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"input": list(texts), "encoding_format": self.config.encoding_format}
+    def payload(self, texts: Sequence[str], dimensions: int | None = None) -> dict[str, object]:
+        body: dict[str, object] = {"input": list(texts), "encoding_format": self.config.encoding_format}
         if self.config.model:
             body["model"] = self.config.model
         if dimensions:

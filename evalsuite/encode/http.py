@@ -130,7 +130,7 @@ def make_transport(max_connections: int, max_keepalive: int) -> httpx.BaseTransp
                 self._inner.start_tls(ssl_context, server_hostname, _clamp(timeout, httpcore.ConnectTimeout))
             )
 
-        def get_extra_info(self, info: str) -> Any:
+        def get_extra_info(self, info: str) -> object:
             return self._inner.get_extra_info(info)
 
     class _DeadlineBackend(httpcore.NetworkBackend):

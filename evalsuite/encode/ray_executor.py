@@ -16,7 +16,6 @@ import socket
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -226,5 +225,5 @@ class RayEncoder(StreamingEncoder):
             stats.seconds += time.perf_counter() - t0
 
 
-def _no_restart() -> dict[str, Any]:
+def _no_restart() -> dict[str, object]:
     return {"max_restarts": 0}

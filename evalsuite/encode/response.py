@@ -21,7 +21,6 @@ import json
 import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -110,7 +109,7 @@ _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 2, 4, 4, 60, 60
 
 
-def describe(value: Any) -> str:
+def describe(value: object) -> str:
     """A short, safe rendering of any JSON value from the server (any depth, any size, redacted)."""
     if isinstance(value, str):
         return repr(cut(value))
@@ -122,7 +121,7 @@ def describe(value: Any) -> str:
     return cut(_REPR.repr(value))
 
 
-def load_json(content: bytes, where: str, *, status: int = 200, content_type: str = "") -> Any:
+def load_json(content: bytes, where: str, *, status: int = 200, content_type: str = "") -> object:
     """Parse a body as JSON; ResponseFormatError naming status, content type and a snippet if it is not."""
     try:
         return json.loads(content)
@@ -139,7 +138,7 @@ def load_json(content: bytes, where: str, *, status: int = 200, content_type: st
         ) from None
 
 
-def server_error_message(payload: Any) -> str | None:
+def server_error_message(payload: object) -> str | None:
     """The server's own message when a body is ``{"error": ...}`` (OpenAI style) or a bare ``{"detail": ...}``."""
     if not isinstance(payload, dict) or isinstance(payload.get("data"), list):
         return None
@@ -154,7 +153,7 @@ def server_error_message(payload: Any) -> str | None:
     return None
 
 
-def check_models(payload: Any, where: str) -> list[dict[str, Any]]:
+def check_models(payload: object, where: str) -> list[dict[str, object]]:
     """The entries of a ``/v1/models`` answer: an object whose ``data`` lists objects with a string ``id``."""
     error = server_error_message(payload)
     if error is not None:
@@ -174,7 +173,7 @@ def check_models(payload: Any, where: str) -> list[dict[str, Any]]:
     return data
 
 
-def check_info(payload: Any, where: str) -> dict[str, Any]:
+def check_info(payload: object, where: str) -> dict[str, object]:
     """A TEI-style ``/info`` answer: an object whose ``model_id``, if any, is a model name."""
     if not isinstance(payload, dict):
         raise ResponseFormatError(
@@ -185,7 +184,7 @@ def check_info(payload: Any, where: str) -> dict[str, Any]:
     return payload
 
 
-def _check_name(name: Any, where: str) -> None:
+def _check_name(name: object, where: str) -> None:
     if not isinstance(name, str) or not name.strip():
         raise ResponseFormatError(f"{where} is {describe(name)}, expected a model name")
     if len(name) > MAX_MODEL_NAME:
@@ -196,7 +195,7 @@ def _check_name(name: Any, where: str) -> None:
 
 # -- response checks (pure) -----------------------------------------------------------------------
 def parse_embeddings(
-    payload: Any,
+    payload: object,
     labels: Sequence[str],
     expect: Expectation,
     *,
@@ -279,7 +278,7 @@ def parse_embeddings(
     return out
 
 
-def _vector(raw: Any, label: str, encoding_format: str) -> np.ndarray:
+def _vector(raw: object, label: str, encoding_format: str) -> np.ndarray:
     if encoding_format == "base64":
         if not isinstance(raw, str):
             hint = " (the server ignored encoding_format=base64)" if isinstance(raw, list) else ""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..contract import Contract
 from ..errors import ContractError
@@ -25,7 +24,7 @@ class Baseline:
     path: Path
     contract: Contract
     dataset_sha256: str
-    manifest: dict[str, Any]
+    manifest: dict[str, object]
     metrics: dict[str, float]
     per_query: dict[str, dict[str, float]]
     reranked: RerankedStage | None = None  # None: written without a reranker

@@ -85,7 +85,7 @@ class SessionPlan:
         return self.reference_rev is not None or self.reference_model is not None
 
 
-def find_spec_file(start: Path, explicit: str | None = None) -> tuple[Path, dict[str, Any]] | None:
+def find_spec_file(start: Path, explicit: str | None = None) -> tuple[Path, dict[str, object]] | None:
     """The spec named by ``explicit``; else `evalsuite.toml` in ``start``, else `[tool.evalsuite]` of
     `pyproject.toml` there."""
     if explicit:
@@ -102,7 +102,7 @@ def find_spec_file(start: Path, explicit: str | None = None) -> tuple[Path, dict
     return None
 
 
-def load_spec_file(path: Path) -> dict[str, Any]:
+def load_spec_file(path: Path) -> dict[str, object]:
     """Settings of a spec file: the whole `evalsuite.toml`, or `[tool.evalsuite]` of a pyproject."""
     data = read_toml(path)
     return data.get("tool", {}).get("evalsuite", {}) if path.name == "pyproject.toml" else data
@@ -119,19 +119,19 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise SpecError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
-def _path(base: Path, value: Any, where: str) -> Path:
+def _path(base: Path, value: object, where: str) -> Path:
     if not isinstance(value, str) or not value:
         raise SpecError(f"{where}: expected a path string, got {value!r}")
     p = Path(value).expanduser()
     return p if p.is_absolute() else (base / p)
 
 
-def _dataset_path(base: Path, value: Any, where: str) -> Path:
+def _dataset_path(base: Path, value: object, where: str) -> Path:
     """A dataset entry's path: ``bundled`` is the dataset inside the package, anything else a path."""
     return bundled_dataset_dir() if value == BUNDLED else _path(base, value, where)
 
 
-def _list(value: Any, where: str) -> tuple[str, ...]:
+def _list(value: object, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -171,12 +171,12 @@ def rerank_spec(table: Any, flags: Mapping[str, Any], base_dir: Path, src: str) 
 
 def build_plan(
     *,
-    file_settings: Mapping[str, Any] | None,
+    file_settings: Mapping[str, object] | None,
     file_path: Path | None,
-    run_flags: Mapping[str, Any],
+    run_flags: Mapping[str, object],
     session_flags: Mapping[str, Any],
     cwd: Path,
-    rerank_flags: Mapping[str, Any] | None = None,
+    rerank_flags: Mapping[str, object] | None = None,
 ) -> SessionPlan:
     """Merge spec-file settings with command-line flags (flags win) into a validated plan."""
     raw = dict(file_settings or {})
@@ -202,7 +202,7 @@ def build_plan(
     flag_sweep = tuple(parse_vary(session_flags["vary"])) if session_flags.get("vary") else None
 
     # each dataset entry with the directory its relative paths are resolved against
-    entries: list[tuple[Any, Path]]
+    entries: list[tuple[object, Path]]
     if run_flags.get("dataset"):
         entries = [({"path": str(_dataset_path(cwd, run_flags["dataset"], "--dataset"))}, cwd)]
     elif datasets_raw is not None:
@@ -223,7 +223,7 @@ def build_plan(
         if "path" not in entry:
             raise SpecError(f"{where}: needs 'path'")
         path = str(_dataset_path(entry_dir, entry["path"], f"{where}.path"))
-        changes: dict[str, Any] = {"dataset": path}
+        changes: dict[str, object] = {"dataset": path}
         if "split" in entry:
             changes["split"] = entry["split"]
         if "qrels" in entry:  # relative to the spec file, as 'path' is

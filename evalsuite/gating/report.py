@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import table
@@ -139,7 +139,7 @@ class DatasetReport:
     directory: Path
     side: str  # "baseline" or "reference": the column the summary compares with
     rows: tuple[SummaryRow, ...]
-    results: dict[str, Any] | None  # results.json; None when the candidate was never computed
+    results: dict[str, object] | None  # results.json; None when the candidate was never computed
     markdown: str | None
     sweep: SweepResult | None
     gate_lines: tuple[str, ...] = ()

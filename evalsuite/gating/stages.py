@@ -60,7 +60,7 @@ class RerankedStage:
     metrics, and (for the candidate) the gain over its first stage with the CI of each metric."""
 
     depth: int
-    reranker: Mapping[str, Any]  # the reranker contract, as `RerankerContract.to_dict` writes it
+    reranker: Mapping[str, object]  # the reranker contract, as `RerankerContract.to_dict` writes it
     metrics: Mapping[str, float]
     per_query: Mapping[str, Mapping[str, float]]
     gain: tuple[StageDelta, ...] = field(default=())
@@ -79,7 +79,7 @@ class RerankedStage:
         """This stage as one side of a gate (the candidate's side carries the slice index)."""
         return Scores(label, self.metrics, self.per_query, slices)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """What a baseline file holds under ``reranked`` (scores rounded as the first stage's are)."""
         return {
             "depth": self.depth,
@@ -88,7 +88,7 @@ class RerankedStage:
             "per_query": _rounded(self.per_query),
         }
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> dict[str, object]:
         """This depth's entry under ``reranked`` in results.json: the file's fields and the gain over the first stage
         (the keys of ``TwoStageResult.reranked_dict`` but its timing)."""
         return {**self.to_dict(), "gain": [d.to_dict() for d in self.gain]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import SpecError
 from ..options import RUN_OPTIONS, Option, collect
@@ -26,7 +26,7 @@ def rerank_options() -> tuple[Option, ...]:
     return (*RERANK_OPTIONS, DEPTH_OPTION)
 
 
-def rerank_flags(values: Any) -> dict[str, Any]:
+def rerank_flags(values: object) -> dict[str, object]:
     """The ``--reranker*`` and ``--rerank-depth`` flags given, as RerankSpec fields (``depths`` a tuple)."""
     from ..rerank.options import DEPTH_OPTION, rerank_settings
 
@@ -90,7 +90,7 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
     )
 
 
-def rerank_canary_settings(values: Any) -> RerankCanarySettings | None:
+def rerank_canary_settings(values: object) -> RerankCanarySettings | None:
     """``--reranker-endpoint`` and its options (None without it); a usage error for an unset key variable."""
     from ..canary.rerank_options import READ_OPTIONS
     from ..canary.rerank_settings import RerankCanarySettings

@@ -7,7 +7,7 @@ and measuring import faiss on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .spec import DEFAULTS, EXPLANATIONS, KINDS, IndexSpec, canonical, parse_index, resolve
 
@@ -29,7 +29,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         import importlib
 

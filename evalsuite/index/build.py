@@ -41,7 +41,7 @@ class BuiltIndex:
     vectors: np.ndarray = field(repr=False)
     build_seconds: float
     device: str
-    resources: Any = field(default=None, repr=False)
+    resources: object = field(default=None, repr=False)
 
     @property
     def n(self) -> int:

@@ -64,7 +64,7 @@ class IndexKind(ABC):
     exact: ClassVar[bool] = False  # the ground truth every other kind is measured against (takes no +rescore)
 
     @abstractmethod
-    def make(self, spec: IndexSpec, d: int, metric: int) -> Any:
+    def make(self, spec: IndexSpec, d: int, metric: int) -> object:
         """The empty FAISS index for a resolved ``spec`` over ``d`` dimensions."""
 
     @abstractmethod
@@ -100,7 +100,7 @@ class IndexKind(ABC):
 class Flat(IndexKind):
     exact: ClassVar[bool] = True
 
-    def make(self, spec: IndexSpec, d: int, metric: int) -> Any:
+    def make(self, spec: IndexSpec, d: int, metric: int) -> object:
         import faiss
 
         return faiss.IndexFlat(d, metric)
@@ -111,7 +111,7 @@ class Flat(IndexKind):
 
 @dataclass(frozen=True)
 class HNSW(IndexKind):
-    def make(self, spec: IndexSpec, d: int, metric: int) -> Any:
+    def make(self, spec: IndexSpec, d: int, metric: int) -> object:
         import faiss
 
         index = faiss.IndexHNSWFlat(d, spec.get("M"), metric)
@@ -128,7 +128,7 @@ class HNSW(IndexKind):
 
 @dataclass(frozen=True)
 class SQ8(IndexKind):
-    def make(self, spec: IndexSpec, d: int, metric: int) -> Any:
+    def make(self, spec: IndexSpec, d: int, metric: int) -> object:
         import faiss
 
         return faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_8bit, metric)
@@ -146,7 +146,7 @@ def binary_codes(vectors: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Binary(IndexKind):
-    def make(self, spec: IndexSpec, d: int, metric: int) -> Any:
+    def make(self, spec: IndexSpec, d: int, metric: int) -> object:
         import faiss
 
         return faiss.IndexBinaryFlat(8 * ((d + 7) // 8))
@@ -172,7 +172,7 @@ class Binary(IndexKind):
 class IVF(IndexKind):
     """Inverted lists: nlist at most n/39 (FAISS's training points per centroid), nprobe at most nlist."""
 
-    def make(self, spec: IndexSpec, d: int, metric: int) -> Any:
+    def make(self, spec: IndexSpec, d: int, metric: int) -> object:
         import faiss
 
         quantizer = faiss.IndexFlat(d, metric)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -68,7 +67,7 @@ class IndexReport:
     serialized_bytes: int
     bytes_1m_vectors: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "requested": self.requested,
             "effective": self.effective,
@@ -95,7 +94,7 @@ class IndexReport:
         """Throughput at the median batch latency (one thread)."""
         return self.batch_size / (self.batch_latency.p50_ms / 1000.0) if self.batch_latency.p50_ms > 0 else 0.0
 
-    def manifest_entry(self) -> dict[str, Any]:
+    def manifest_entry(self) -> dict[str, object]:
         """The manifest's ``index`` section: what a query service must build to match these results."""
         return {
             "type": self.requested,

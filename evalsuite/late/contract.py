@@ -60,7 +60,7 @@ class LateContract:
     def replace(self, **changes: Any) -> LateContract:
         return dataclasses.replace(self, **changes)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
     def fingerprint(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,7 +38,7 @@ class MemoryReport:
     corpus_bytes_estimate: float
     single_vector_bytes: int  # one first-stage vector per document, float32, for comparison
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
 
     def describe(self) -> str:
@@ -79,7 +79,7 @@ class LateResult:
     stages: list[TwoStageResult]
     memory: MemoryReport
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "late_contract": self.contract.to_dict(),
             "fingerprint": self.contract.fingerprint(),

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -14,7 +13,7 @@ from ..encode.endpoint import EndpointEncoder
 from ..encode.response import CountMismatch, DimensionMismatch, IndexMismatch, ResponseFormatError, describe
 
 
-def parse_token_embeddings(payload: Any, n: int, dim: int, where: str = "token_embed answer") -> list[np.ndarray]:
+def parse_token_embeddings(payload: object, n: int, dim: int, where: str = "token_embed answer") -> list[np.ndarray]:
     """One [tokens, dim] matrix per input, in input order; a typed error for any violation."""
     data = payload.get("data") if isinstance(payload, dict) else None
     if not isinstance(data, list):
@@ -41,7 +40,7 @@ def parse_token_embeddings(payload: Any, n: int, dim: int, where: str = "token_e
 
 
 def fetch_token_embeddings(http: EndpointEncoder, texts: Sequence[str], dim: int) -> list[np.ndarray]:
-    body: dict[str, Any] = {"input": list(texts), "task": "token_embed"}
+    body: dict[str, object] = {"input": list(texts), "task": "token_embed"}
     if http.config.model:
         body["model"] = http.config.model
     resp = http.request("POST", http.config.root_url("/pooling"), json=body, what=f"token_embed of {len(texts)} texts")

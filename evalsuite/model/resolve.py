@@ -67,7 +67,7 @@ class ModelInfo:
     prompts: dict[str, str] = field(default_factory=dict)
     needs_remote_code: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "name": self.name,
             "source": self.source,

@@ -11,7 +11,7 @@ import base64
 import html
 import io
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -70,7 +70,9 @@ def png_bytes(fig: Figure) -> bytes:
 PLOT_LIBRARIES = ("evalsuite", "matplotlib", "pillow", "numpy")
 
 
-def chart_uri(store: ResultStore | None, chart: Callable[..., Figure | None], *args: Any, **kwargs: Any) -> str | None:
+def chart_uri(
+    store: ResultStore | None, chart: Callable[..., Figure | None], *args: object, **kwargs: object
+) -> str | None:
     """``png_data_uri(chart(*args, **kwargs))`` (None when the chart draws nothing). With ``store`` (the result
     cache), the PNG drawn before from the same chart function, arguments (plain data), library versions and
     source is reused, and matplotlib is not imported."""

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    def cell(v: Any) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    def cell(v: object) -> str:
         if isinstance(v, float):
             return f"{v:.4f}"
         return str(v).replace("|", "\\|").replace("\n", " ")
@@ -18,7 +17,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def contract_rows(contract: dict[str, Any]) -> list[tuple[str, str]]:
+def contract_rows(contract: dict[str, object]) -> list[tuple[str, str]]:
     """Each set field; a text in JSON quotes in a code span, so an empty or space-ended prefix shows (`""`)."""
     return [
         (k, f"`{json.dumps(v, ensure_ascii=False)}`" if isinstance(v, str) else str(v))

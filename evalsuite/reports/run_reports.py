@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from ..io import atomic_write_json, atomic_write_text
 from ..result import Result
@@ -61,7 +60,7 @@ def device_text(device: object) -> str:
     return "none: every vector came from the embedding cache (no model loaded)" if device == "cache" else str(device)
 
 
-def result_cache_text(entry: dict[str, Any] | None) -> str:
+def result_cache_text(entry: dict[str, object] | None) -> str:
     """Where the ranking and scores came from: this run's search, or the result cache (and when it was filled)."""
     if not entry or entry.get("status") == "off":
         return "off: searched and scored in this run"

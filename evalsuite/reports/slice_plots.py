@@ -7,7 +7,7 @@ Drawn on ``matplotlib.figure.Figure`` with no pyplot (see ``html.py``); the call
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..slicing import SliceIndex
 
@@ -33,7 +33,7 @@ def slice_values(
     return out
 
 
-def slice_cells_dict(index: SliceIndex, per_query: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
+def slice_cells_dict(index: SliceIndex, per_query: Mapping[str, Mapping[str, float]]) -> list[dict[str, object]]:
     """One run's slices as ``sweep.json`` holds them per cell."""
     return [r.to_dict() for r in index.table(per_query)]
 

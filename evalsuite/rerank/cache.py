@@ -22,7 +22,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -93,7 +93,7 @@ class CachedRerankStats:
     cached_tokens: int = 0
     cached_truncated: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             **self.model.to_dict(),
             "model_loaded": self.model_loaded,

@@ -8,7 +8,6 @@ operation, bounded retries, size caps, redirects refused, the key redacted), err
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 
@@ -74,5 +73,5 @@ class RerankClient:
             raise self.http.error_for(resp)
         return parse_scores(resp.json(), len(documents), self.api, top_n=top_n, where=resp.what)
 
-    def models(self) -> Any:
+    def models(self) -> object:
         return self.http.get_json(self.config.models_url)

@@ -84,7 +84,7 @@ class RerankerContract:
     def replace(self, **changes: Any) -> RerankerContract:
         return dataclasses.replace(self, **changes)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
     @classmethod
@@ -109,7 +109,7 @@ class RerankerContract:
             self.dtype,
         )
 
-    def diff(self, other: RerankerContract) -> dict[str, tuple[Any, Any]]:
+    def diff(self, other: RerankerContract) -> dict[str, tuple[object, object]]:
         return {
             f.name: (getattr(self, f.name), getattr(other, f.name))
             for f in dataclasses.fields(self)
@@ -125,7 +125,7 @@ def activate(logits: np.ndarray, activation: str) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def declared_activation(config: Mapping[str, Any], where: str = "config.json") -> str:
+def declared_activation(config: Mapping[str, object], where: str = "config.json") -> str:
     """What a cross-encoder's config says about its score activation.
 
     sentence-transformers >= 4 writes ``sentence_transformers.activation_fn``; older versions write
@@ -148,7 +148,7 @@ def declared_activation(config: Mapping[str, Any], where: str = "config.json") -
     )
 
 
-def read_config(info: ModelInfo) -> dict[str, Any]:
+def read_config(info: ModelInfo) -> dict[str, object]:
     path = info.path / "config.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -120,9 +119,9 @@ class LocalReranker:
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (self.tokenizer.eos_token_id or 0))
 
-    def _encode(self, firsts: list[str], seconds: list[str | None], truncation: Any) -> dict[str, list[list[int]]]:
+    def _encode(self, firsts: list[str], seconds: list[str | None], truncation: object) -> dict[str, list[list[int]]]:
         c = self.contract
-        kw: dict[str, Any] = {"padding": False, "return_attention_mask": False}
+        kw: dict[str, object] = {"padding": False, "return_attention_mask": False}
         if truncation:
             kw.update(truncation=truncation, max_length=c.max_length)
         if c.is_pair:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any
 
 from ..contract import DTYPES
 from ..options import Option, collect, int_at_least
@@ -75,7 +74,7 @@ RERANK_OPTIONS: tuple[Option, ...] = (
 )
 
 
-def rerank_settings(values: Any, dest_prefix: str = "") -> dict[str, Any]:
+def rerank_settings(values: object, dest_prefix: str = "") -> dict[str, object]:
     """The reranker settings a user gave, as {RerankSpec field: value} (for ``RerankSpec.from_mapping``)."""
     return {_FIELDS[k]: v for k, v in collect(values, RERANK_OPTIONS, dest_prefix).items()}
 

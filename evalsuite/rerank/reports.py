@@ -140,7 +140,7 @@ def _gain_classes(d: Any) -> tuple[str, ...]:
     return ("", "", "", ("up" if d.delta > 0 else "down") if sure else "", "", "")
 
 
-def two_stage_dict(results: Sequence[TwoStageResult]) -> dict[str, Any]:
+def two_stage_dict(results: Sequence[TwoStageResult]) -> dict[str, object]:
     """results.json of a two-stage run: the first stage as any run's results.json (one first stage serves every
     depth), and ``reranked``: per depth, the reranked stage, its gain over the first stage with the CI, timing."""
     firsts = {id(r.first) for r in results}

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -43,7 +42,7 @@ class RerankAPI:
 
     def body(
         self, query: str, documents: list[str], *, model: str | None, top_n: int | None, raw_scores: bool
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         if self.name == "tei":
             return {
                 "query": query,
@@ -53,7 +52,7 @@ class RerankAPI:
                 "truncate": True,
             }
         if self.name == "score":
-            body: dict[str, Any] = {"text_1": query, "text_2": documents}
+            body: dict[str, object] = {"text_1": query, "text_2": documents}
         else:
             body = {"query": query, "documents": documents, "return_documents": False}
             if top_n is not None:
@@ -72,7 +71,7 @@ APIS = {
 }
 
 
-def _items(payload: Any, where: str) -> list[Any]:
+def _items(payload: object, where: str) -> list[object]:
     if isinstance(payload, list):
         return payload
     if isinstance(payload, dict):
@@ -83,7 +82,7 @@ def _items(payload: Any, where: str) -> list[Any]:
     raise ResponseFormatError(f"{where}: expected a JSON object with 'results' or a list, got {describe(payload)}")
 
 
-def _score(item: dict[str, Any], where: str) -> float:
+def _score(item: dict[str, object], where: str) -> float:
     for key in ("relevance_score", "score"):
         if key in item:
             value = item[key]
@@ -96,7 +95,7 @@ def _score(item: dict[str, Any], where: str) -> float:
 
 
 def parse_scores(
-    payload: Any, n_documents: int, api: RerankAPI, *, top_n: int | None = None, where: str = "rerank answer"
+    payload: object, n_documents: int, api: RerankAPI, *, top_n: int | None = None, where: str = "rerank answer"
 ) -> tuple[np.ndarray, list[int]]:
     """Scores in request order (NaN for documents left out by ``top_n``) and the indices as returned."""
     items = _items(payload, where)

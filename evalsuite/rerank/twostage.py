@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -43,19 +43,29 @@ class ScoringContract(Protocol):
     def fingerprint(self) -> str: ...
 
 
-def top_ids(ranking: Any, qid: str, k: int) -> list[str]:
+@runtime_checkable
+class TopRanked(Protocol):
+    """A first-stage ranking that lists a query's best documents, best first (``search.Ranking``: ids;
+    others may give ``(id, score)`` pairs)."""
+
+    def top(self, qid: str, k: int) -> Sequence[str | tuple[str, float]]: ...
+
+
+FirstStage = TopRanked | Mapping[str, Mapping[str, float]]
+
+
+def top_ids(ranking: FirstStage, qid: str, k: int) -> list[str]:
     """The first ``k`` document ids of ``qid`` in a first-stage ranking, best first.
 
     Works with a ``search.Ranking`` that has ``.top(qid, k)`` and with the plain ``{qid: {docid: score}}``
     mapping (ordered best first, as ``search.search`` builds it).
     """
-    top = getattr(ranking, "top", None)
-    if callable(top):
-        return [d if isinstance(d, str) else d[0] for d in top(qid, k)]
+    if isinstance(ranking, TopRanked):
+        return [d if isinstance(d, str) else d[0] for d in ranking.top(qid, k)]
     return list((ranking.get(qid) or {}).keys())[:k]
 
 
-def score_pairs(first: Any, dataset: Dataset, depth: int, scorer: PairScorer) -> PairScores:
+def score_pairs(first: FirstStage, dataset: Dataset, depth: int, scorer: PairScorer) -> PairScores:
     """Scores of every (query, document) pair among the top ``depth`` of each query (one scorer call)."""
     keys: list[tuple[str, str]] = []
     for qid in dataset.query_ids:
@@ -70,7 +80,9 @@ def score_pairs(first: Any, dataset: Dataset, depth: int, scorer: PairScorer) ->
     return out
 
 
-def rerank(first: Any, pair_scores: Mapping[str, Mapping[str, float]], depth: int, query_ids: Sequence[str]) -> Ranking:
+def rerank(
+    first: FirstStage, pair_scores: Mapping[str, Mapping[str, float]], depth: int, query_ids: Sequence[str]
+) -> Ranking:
     """The reranked ranking of every query (see the module docstring for the order)."""
     from ..search import tie_order_key
 
@@ -89,9 +101,9 @@ def rerank(first: Any, pair_scores: Mapping[str, Mapping[str, float]], depth: in
         order = sorted(head, key=lambda d: tie_order_key(d, scores[d])) + tail
         doc_ids[qid] = tuple(order)
         values[qid] = tuple(float(len(order) - i) for i in range(len(order)))
-    return Ranking(
-        doc_ids, values, depth=getattr(first, "depth", None), corpus_size=getattr(first, "corpus_size", None)
-    )
+    if isinstance(first, Ranking):
+        return Ranking(doc_ids, values, depth=first.depth, corpus_size=first.corpus_size)
+    return Ranking(doc_ids, values)  # a plain mapping knows neither its depth nor the corpus size
 
 
 @dataclass
@@ -114,7 +126,7 @@ class TwoStageResult:
                 return d
         raise SpecError(f"metric {metric!r} was not computed; computed: {', '.join(d.metric for d in self.deltas)}")
 
-    def reranked_dict(self) -> dict[str, Any]:
+    def reranked_dict(self) -> dict[str, object]:
         """This depth's entry under ``reranked`` in results.json (the first stage is the file's top level): the
         fields a gated session writes there too, and the timing."""
         return {
@@ -126,7 +138,7 @@ class TwoStageResult:
             "timing": self.timing,
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "depth": self.depth,
             "reranker": {"contract": self.contract.to_dict(), "fingerprint": self.contract.fingerprint()},
@@ -145,7 +157,7 @@ def _rounded(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str
     return {m: {q: round(s, 6) for q, s in scores.items()} for m, scores in per_query.items()}
 
 
-def first_stage_depth(first: Any, query_ids: Sequence[str]) -> int:
+def first_stage_depth(first: FirstStage, query_ids: Sequence[str]) -> int:
     return max((len(top_ids(first, q, 1 << 30)) for q in query_ids), default=0)
 
 

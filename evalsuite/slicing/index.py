@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import SpecError
 from .selectors import DOC_FIELD_PREFIX, LENGTHS, Selector, length_buckets, parse_selector
@@ -47,7 +47,7 @@ class SliceRow:
     n_queries: int
     metrics: Mapping[str, float]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "slice": self.slice,
             "n_queries": self.n_queries,
@@ -135,7 +135,7 @@ class SliceIndex:
             rows.append(SliceRow(s.text, len(qids), metrics))
         return tuple(rows)
 
-    def to_dict(self, per_query: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
+    def to_dict(self, per_query: Mapping[str, Mapping[str, float]]) -> dict[str, object]:
         return {
             "max_length": self.max_length,
             "slice_by": list(self.slice_by),

@@ -7,7 +7,7 @@ imported on first use so that the pytest plugin can import this package cheaply.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .axes import AXES, Axis, AxisValue, axes_from_spec, axis_table, parse_axis, parse_vary, sweep_from_mapping
 from .axis_kinds import AxisDeclaration
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 _LAZY = ("CellResult", "PassRecord", "SweepResult", "SweepStats", "run_sweep")
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         from . import execute
 

@@ -14,12 +14,11 @@ import gc
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..contract import Contract
-from ..encode.base import Encoder
+from ..encode.base import Caching, Encoder, Releasable
 from ..pipeline import Prepared, make_encoder, score
 from ..result import Result
 from ..resultcache import ResultStore, store_for
@@ -89,9 +88,9 @@ def _encode_passes(prepared: Prepared, passes: Sequence[ForwardPass], factory: E
                 seconds=seconds,
             )
         )
-    done.models_loaded = sum(int(getattr(e, "loads", 1)) for e in used)
+    done.models_loaded = sum(e.loads if isinstance(e, Caching) else 1 for e in used)
     done.cache = cache_summary(used)
-    done.cache_problems = [m for e in used for m in getattr(getattr(e, "cache", None), "problems", [])]
+    done.cache_problems = [m for e in used if isinstance(e, Caching) for m in e.cache.problems]
     done.device = used[-1].device if used else "cpu"
     for e in used:
         _release(e)
@@ -101,9 +100,8 @@ def _encode_passes(prepared: Prepared, passes: Sequence[ForwardPass], factory: E
 
 def _release(encoder: Encoder) -> None:
     """Free the model an encoder holds; its counters (and cache) stay readable."""
-    release = getattr(encoder, "release", None)
-    if callable(release):
-        release()
+    if isinstance(encoder, Releasable):
+        encoder.release()
 
 
 def run_sweep(
@@ -137,7 +135,7 @@ def run_sweep(
     scored: dict[Contract, Result] = {}
     reports: dict[Contract, IndexCell] = {}
 
-    def timing_of(c: Contract) -> dict[str, Any]:
+    def timing_of(c: Contract) -> dict[str, object]:
         return {
             "encode_seconds": round(sum(seconds_by_key[c.forward_key(r)] for r in ("query", "document")), 4),
             "shared_forward_passes": True,
@@ -226,7 +224,7 @@ def run_sweep(
     )
 
 
-def _result_cache_summary(results: Iterable[Result], store: ResultStore | None) -> dict[str, Any] | None:
+def _result_cache_summary(results: Iterable[Result], store: ResultStore | None) -> dict[str, object] | None:
     """Contracts whose search and scores came from the result cache, and cells whose statistics did."""
     if store is None:
         return None
@@ -238,7 +236,9 @@ def _result_cache_summary(results: Iterable[Result], store: ResultStore | None) 
     }
 
 
-def _role_timing(records: Sequence[PassRecord], passes: Sequence[ForwardPass], key: tuple[str, ...]) -> dict[str, Any]:
+def _role_timing(
+    records: Sequence[PassRecord], passes: Sequence[ForwardPass], key: tuple[str, ...]
+) -> dict[str, object]:
     for fp, rec in zip(passes, records, strict=True):
         if fp.key == key:
             return {

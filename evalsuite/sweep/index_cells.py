@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..index.spec import parse_index
 from ..metrics import evaluate, paired_test, search_depth
@@ -38,7 +38,7 @@ class IndexCell:
     def delta_vs_flat(self) -> dict[str, float]:
         return {m: c.ci.delta for m, c in self.vs_flat.items()}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dict(
             self.report.to_dict(),
             flat_contract_fingerprint=self.flat_fingerprint,
@@ -56,7 +56,7 @@ def score_index(
     exact: Result,
     *,
     metrics: Sequence[str],
-    timing: Mapping[str, Any],
+    timing: Mapping[str, object],
     device: str,
     keep_vectors: bool = False,
 ) -> tuple[Result, IndexReport]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import SpecError
 from ..rerank.gain import StageDelta, stage_deltas
@@ -52,7 +52,7 @@ class RerankSweepRow:
     result: TwoStageResult
     vs_base: list[StageDelta]  # this cell's reranked metrics minus the base cell's
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "cell": self.cell.name,
             "axis": self.cell.axis.name if self.cell.axis else None,

@@ -30,7 +30,7 @@ class PassRecord:
     tokens_encoded: int
     seconds: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "role": self.role,
             "dtype": self.dtype,
@@ -52,7 +52,7 @@ class SweepStats:
     encode_seconds: float
     score_seconds: float
     contracts_scored: int
-    result_cache: dict[str, Any] | None = None  # contracts and cell statistics reused from it (None: --no-cache)
+    result_cache: dict[str, object] | None = None  # contracts and cell statistics reused from it (None: --no-cache)
 
     @property
     def passes_by_role(self) -> dict[str, int]:
@@ -70,7 +70,7 @@ class SweepStats:
             out[p.role] += p.texts_encoded
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "passes_by_role": self.passes_by_role,
             "texts_encoded_by_role": self.texts_encoded_by_role,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...result import SCHEMA_VERSION
 from ..registry import declaration
@@ -47,9 +47,9 @@ def shows_storage(c: CellResult) -> bool:
     return any(d is not None and d.shows_storage for d in decls)
 
 
-def _cell_dict(result: SweepResult, c: CellResult) -> dict[str, Any]:
+def _cell_dict(result: SweepResult, c: CellResult) -> dict[str, object]:
     r = c.result
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "name": c.cell.name,
         "axis": c.cell.axis,
         "value": c.cell.value,
@@ -75,7 +75,7 @@ def _cell_dict(result: SweepResult, c: CellResult) -> dict[str, Any]:
     return out
 
 
-def sweep_to_dict(result: SweepResult) -> dict[str, Any]:
+def sweep_to_dict(result: SweepResult) -> dict[str, object]:
     base = result.base
     return {
         "schema_version": SCHEMA_VERSION,

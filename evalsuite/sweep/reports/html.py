@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...reports.markdown import contract_rows
 from .data import shows_storage
@@ -45,7 +45,7 @@ def _bar(c: CellResult, base: dict[str, float]) -> dict[str, tuple[float, float]
     return {m: (base[m] + st.comparison.ci.low, base[m] + st.comparison.ci.high) for m, st in c.stats.items()}
 
 
-Chart = tuple[str, Callable[..., "Figure"], tuple[Any, ...], dict[str, Any]]  # caption, chart, args, kwargs
+Chart = tuple[str, Callable[..., "Figure"], tuple[object, ...], dict[str, object]]  # caption, chart, args, kwargs
 
 
 def sweep_figures(result: SweepResult) -> list[tuple[str, Figure]]:

@@ -23,13 +23,13 @@ if TYPE_CHECKING:
 MOVED_PER_CELL = 3
 
 
-def cell_slices(result: SweepResult, c: CellResult) -> list[dict[str, Any]] | None:
+def cell_slices(result: SweepResult, c: CellResult) -> list[dict[str, object]] | None:
     """One cell's slices for sweep.json (None without a slice index)."""
     index = result.base.slices
     return None if index is None else slice_cells_dict(index, c.result.per_query)
 
 
-def base_slices(result: SweepResult) -> list[dict[str, Any]] | None:
+def base_slices(result: SweepResult) -> list[dict[str, object]] | None:
     index = result.base.slices
     return None if index is None else slice_cells_dict(index, result.base.per_query)
 
