@@ -61,6 +61,11 @@ def test_canary_fails_against_cls_pooling_vllm(
     assert verdicts["auth"]["passed"] is True, verdicts["auth"]["message"]  # vLLM's --api-key: 401 without it
     for text in (out, err, (tmp_path / "report.md").read_text(), (tmp_path / "canary.json").read_text()):
         assert vllm_servers.key not in text
+    # the failure names its cause, with vLLM's remedy (issue #20)
+    assert "cause: the server pools with CLS (the contract's: mean)" in out, out
+    assert "vLLM: --pooler-config" in out
+    [diagnosis] = json.loads((tmp_path / "canary.json").read_text())["diagnosis"]
+    assert diagnosis["engine"] == "vllm" and [c["factor"] for c in diagnosis["causes"]] == ["pooling"]
 
 
 def test_matryoshka_flagged_through_hf_overrides_passes(vllm_servers, small_beir, tmp_path, reference_cache, capsys):
