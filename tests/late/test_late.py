@@ -141,7 +141,7 @@ def test_served_token_embed_compared_token_by_token(info, httpserver):
 def test_late_cli(late_model_dir, tiny_model_dir, small_beir, tmp_path, capsys):
     import argparse
 
-    from evalsuite.rerank.cli import register
+    from evalsuite.late.cli import register
 
     parser = argparse.ArgumentParser(prog="evalsuite")
     register(parser.add_subparsers(dest="command"))
@@ -182,7 +182,7 @@ def test_late_cli_compares_a_served_token_output(
 
     from evalsuite.late.encoder import TokenEncoder, build_late_contract
     from evalsuite.model import resolve_model
-    from evalsuite.rerank.cli import register
+    from evalsuite.late.cli import register
 
     info = resolve_model(str(late_model_dir))
     keep = {"specials": False}
