@@ -42,7 +42,8 @@ QUICK = ["--concurrency", "1,4", "--load-batch-sizes", "4", "--requests", "16"]
 
 
 def test_cutover_flags_the_slower_deployment_on_capacity_while_quality_holds(fake_server, base_args, tmp_path, capsys):
-    old, new = fake_server(delay=0.002), fake_server(delay=0.03)
+    # far apart (50x) so that a loaded CI machine, whose own overhead is added to both, cannot close the gap
+    old, new = fake_server(delay=0.002), fake_server(delay=0.1)
     rc = load_main([*base_args, *QUICK, "--old-endpoint", old.url, "--endpoint", new.url, "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 1, out
