@@ -113,6 +113,7 @@ def test_reranked_drop_against_a_reference_revision_uses_the_same_reranker_over_
         directory_digest(other),
         "--gate",
         gate,
+        "-v",  # the summary names who computed what with -v
     )
     result.assert_outcomes(passed=3)
     assert "computed reference-reranked-small in main" in result.stdout.str()
@@ -183,7 +184,7 @@ def test_xdist_workers_rerank_once(pytester, model_stack_loaded, tiny_model_dir,
     worker, or missing from the controller's report)."""
     gates = ["ndcg@10[stage=reranked]>=0.0", "mrr@10[stage=reranked]>=0.0", "ndcg@10:min_gain=-1"]
     result = pytester.runpytest(
-        *_args(tiny_model_dir, small_beir, ce, 3, "-n", "2", *[x for g in gates for x in ("--gate", g)])
+        *_args(tiny_model_dir, small_beir, ce, 3, "-n", "2", "-v", *[x for g in gates for x in ("--gate", g)])
     )
     result.assert_outcomes(passed=2 + 3)
     computed = [line for line in result.stdout.str().splitlines() if line.startswith("computed ")]
