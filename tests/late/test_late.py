@@ -180,9 +180,9 @@ def test_late_cli_compares_a_served_token_output(
 
     from werkzeug import Response
 
+    from evalsuite.late.cli import register
     from evalsuite.late.encoder import TokenEncoder, build_late_contract
     from evalsuite.model import resolve_model
-    from evalsuite.late.cli import register
 
     info = resolve_model(str(late_model_dir))
     keep = {"specials": False}
