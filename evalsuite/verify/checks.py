@@ -80,7 +80,9 @@ class Finding:
 
 
 def check_model(served: str, manifest: Manifest, given: str | None) -> Finding:
-    if given is not None or any(served == n or served.rstrip("/").endswith("/" + n) for n in manifest.model_names):
+    from ..encode.response import model_matches  # the canary's rule: the same name, or the same path tail
+
+    if given is not None or model_matches(served, frozenset(manifest.model_names)):
         return Finding("model", True, f"model: the server serves {served!r}")
     return Finding(
         "model",

@@ -113,3 +113,17 @@ def test_verify_imports_no_model_search_or_metric_library(manifest, named_server
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert "RESULT 0 []" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_the_served_name_matches_as_the_canary_matches_it():
+    """vLLM serves `--served-model-name all-MiniLM-L6-v2` for the pinned `sentence-transformers/all-MiniLM-L6-v2`:
+    the same path tail is the same model (the canary's rule), another name is not."""
+    from types import SimpleNamespace
+
+    from evalsuite.verify.checks import check_model
+
+    m = SimpleNamespace(model_names=("sentence-transformers/all-MiniLM-L6-v2",))
+    assert check_model("all-MiniLM-L6-v2", m, None).passed  # type: ignore[arg-type]
+    assert check_model("/models/sentence-transformers/all-MiniLM-L6-v2", m, None).passed  # type: ignore[arg-type]
+    assert not check_model("all-mpnet-base-v2", m, None).passed  # type: ignore[arg-type]
+    assert not check_model("MiniLM-L6-v2", m, None).passed  # type: ignore[arg-type]
