@@ -23,6 +23,7 @@ if [ "${1:-}" = "--test" ]; then
     quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" -e '.[test]'
     say "the infinity-emb server in its own venv (.infinity-venv; a few minutes the first time)"
     bash .ci/infinity.sh install .infinity-venv
+    say "vLLM's CPU build in its own venv (.vllm-venv; about 5 minutes the first time)"
     bash .ci/vllm.sh install .vllm-venv
 else
     say "evalsuite and its dependencies (faiss, ranx, transformers, ...)"
