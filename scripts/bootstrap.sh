@@ -12,6 +12,24 @@ quiet() { "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >
 T0=$SECONDS
 say() { printf 'bootstrap [%4ss] %s\n' "$((SECONDS - T0))" "$*"; }
 
+# ranx's numba kernels compile on first use (~45 s) and are cached: compile them at install, not in the first run
+warm_ranx() {
+    say "compiling ranx's scoring kernels once (about 45 s)"
+    .venv/bin/python -c "from evalsuite.metrics import DEFAULT_METRICS, evaluate; evaluate({'q': {'d': 1}}, {'q': {'d': 1.0, 'e': 0.5}}, DEFAULT_METRICS)"
+}
+
+if [ "${1:-}" = "--test" ]; then
+    # --test: the two server venvs install in the background, beside .venv (the three are independent and pip
+    # waits mostly on unpacking and disk); each writes a log, shown when it fails. Stopped if this script fails.
+    logs="$(mktemp -d)"
+    say "the infinity-emb server in its own venv (.infinity-venv), in the background"
+    bash .ci/infinity.sh install .infinity-venv >"$logs/infinity.log" 2>&1 &
+    infinity_pid=$!
+    say "vLLM's CPU build in its own venv (.vllm-venv, about 5 minutes the first time), in the background"
+    bash .ci/vllm.sh install .vllm-venv >"$logs/vllm.log" 2>&1 &
+    vllm_pid=$!
+    trap 'kill "$infinity_pid" "$vllm_pid" 2>/dev/null || true' EXIT
+fi
 say "virtualenv .venv"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
@@ -21,15 +39,24 @@ quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORC
 if [ "${1:-}" = "--test" ]; then
     say "evalsuite and its test extras (faiss, ranx, transformers, ray, ...)"
     quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" -e '.[test]'
-    say "the infinity-emb server in its own venv (.infinity-venv; a few minutes the first time)"
-    bash .ci/infinity.sh install .infinity-venv
-    say "vLLM's CPU build in its own venv (.vllm-venv; about 5 minutes the first time)"
-    bash .ci/vllm.sh install .vllm-venv
+    warm_ranx
+    failed=0
+    for name in infinity vllm; do
+        pid_var="${name}_pid"
+        if wait "${!pid_var}"; then
+            say "$name venv ready"
+        else
+            failed=1
+            say "$name venv FAILED; its install log:"
+            cat "$logs/$name.log" >&2
+        fi
+    done
+    trap - EXIT
+    rm -rf "$logs"
+    [ "$failed" = 0 ] || exit 1
 else
     say "evalsuite and its dependencies (faiss, ranx, transformers, ...)"
     quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" -e .
+    warm_ranx
 fi
-# ranx's numba kernels compile on first use (~45 s) and are cached: compile them now, not in the first run
-say "compiling ranx's scoring kernels once (about 45 s)"
-.venv/bin/python -c "from evalsuite.metrics import DEFAULT_METRICS, evaluate; evaluate({'q': {'d': 1}}, {'q': {'d': 1.0, 'e': 0.5}}, DEFAULT_METRICS)"
 say "done"
