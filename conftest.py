@@ -258,11 +258,39 @@ def vllm_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher
     yield from _launch(VLLM, tmp_path_factory)
 
 
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's worker has marked each grouped test's id
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The ``vllm_full`` tier (vLLM configurations beyond CI's time budget) runs only when ``-m`` names it."""
+    """Grouped tests really are grouped; the ``vllm_full`` tier (vLLM configurations beyond CI's time budget)
+    runs only when ``-m`` names it."""
+    _check_xdist_groups(config, items)
     if "vllm_full" in (config.option.markexpr or ""):
         return
     skip = pytest.mark.skip(reason="vLLM full tier: run with `pytest -m vllm_full tests/vllm`")
     for item in items:
         if item.get_closest_marker("vllm_full"):
             item.add_marker(skip)
+
+
+_LOST_GROUP = pytest.StashKey[str]()
+
+
+def _check_xdist_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup`` pytest-xdist sends the tests of one ``xdist_group`` to one worker by writing
+    the group into each test's id; a pytest that keeps the id elsewhere (9.2) silently spreads them, and every
+    worker then starts its own Infinity and vLLM servers. Such tests fail at set-up, before any server starts,
+    with the fix (see ``pytest_runtest_setup``)."""
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers under --dist loadgroup
+        return
+    lost = [item for item in items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    for item in lost:
+        item.stash[_LOST_GROUP] = (
+            f"pytest {pytest.__version__} lost the xdist group of {len(lost)} test(s) under --dist loadgroup: "
+            "each worker would start its own servers. Install the pytest evalsuite's test extra pins: "
+            "pip install -e '.[test]'"
+        )
+
+
+@pytest.hookimpl(tryfirst=True)  # before any fixture (a server) is set up
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _LOST_GROUP in item.stash:
+        pytest.fail(item.stash[_LOST_GROUP], pytrace=False)
