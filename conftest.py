@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -157,6 +158,16 @@ INFINITY = Engine("infinity", REPO / ".infinity-venv", "infinity_emb", startup_s
 VLLM = Engine("vllm", REPO / ".vllm-venv", "vllm", startup_s=900.0, stop_s=30.0)
 
 
+def _die_with_parent() -> None:
+    """In the server's process before exec: SIGTERM when the test process that started it dies, so a test run
+    that is killed (no session teardown) leaves no server behind (Linux; elsewhere teardown alone stops it)."""
+    if sys.platform == "linux":
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -179,6 +190,7 @@ class ServedEngine:
             stdout=self._fh,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
 
     def wait_ready(self, deadline: float) -> None:
