@@ -34,6 +34,38 @@ def pick_device(device: str) -> str:
     return device
 
 
+def load_pretrained(
+    info: ModelInfo, auto_class: Any, torch_dtype: str, *, trust_remote_code: bool, what: str
+) -> tuple[Any, Any]:
+    """``(tokenizer, model)`` of a pinned directory, offline, in ``torch_dtype`` (a torch attribute name), with
+    ``auto_class`` (``AutoModel``, ``AutoModelForSequenceClassification``); ``what`` names it in errors.
+    Repository code runs only with ``trust_remote_code``. ModelError when the files cannot be loaded."""
+    import torch
+    import transformers
+    from transformers import AutoTokenizer
+
+    if info.needs_remote_code and not trust_remote_code:
+        raise ModelError(
+            f"{info.root}: this {what} needs custom code (config.json has auto_map); evalsuite does not run "
+            "repository code unless you pass --trust-remote-code after reviewing it"
+        )
+    transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            str(info.tokenizer_path), local_files_only=True, trust_remote_code=trust_remote_code
+        )
+        model = auto_class.from_pretrained(
+            str(info.path),
+            local_files_only=True,
+            dtype=getattr(torch, torch_dtype),
+            trust_remote_code=trust_remote_code,
+        )
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{info.path}: cannot load the {what} or its tokenizer offline: {exc}") from exc
+    return tokenizer, model
+
+
 def progress_enabled() -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI")
 
@@ -54,17 +86,10 @@ class LocalEncoder(StreamingEncoder):
         trust_remote_code: bool = False,
         progress: bool | None = None,
     ) -> None:
-        import torch
-        import transformers
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoModel
 
         if dtype not in _TORCH_DTYPES:
             raise SpecError(f"dtype {dtype!r} is not valid; choose float32, bfloat16 or float16")
-        if info.needs_remote_code and not trust_remote_code:
-            raise ModelError(
-                f"{info.root}: this model needs custom code (config.json has auto_map); evalsuite "
-                "does not run repository code unless you pass --trust-remote-code after reviewing it"
-            )
         self.info = info
         self.dtype = dtype
         self.device = pick_device(device)
@@ -74,20 +99,9 @@ class LocalEncoder(StreamingEncoder):
         self.max_batch_tokens = max_batch_tokens
         self.progress = progress_enabled() if progress is None else progress
         self.stats_by_role: dict[str, EncodeStats] = {}
-        transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(
-                str(info.tokenizer_path), local_files_only=True, trust_remote_code=trust_remote_code
-            )
-            self.model = AutoModel.from_pretrained(
-                str(info.path),
-                local_files_only=True,
-                dtype=getattr(torch, _TORCH_DTYPES[dtype]),
-                trust_remote_code=trust_remote_code,
-            )
-        except (OSError, ValueError) as exc:
-            raise ModelError(f"{info.path}: cannot load model or tokenizer offline: {exc}") from exc
+        self.tokenizer, self.model = load_pretrained(
+            info, AutoModel, _TORCH_DTYPES[dtype], trust_remote_code=trust_remote_code, what="model"
+        )
         self.model.eval().to(self.device)
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
@@ -97,7 +111,7 @@ class LocalEncoder(StreamingEncoder):
     def release(self) -> None:
         """Drop the model and tokenizer (counters stay); the encoder cannot encode afterwards."""
         self.model = None
-        self.tokenizer = None  # type: ignore[assignment]
+        self.tokenizer = None
 
     # -- tokenization -------------------------------------------------------------------------
     def _tokenize(self, texts: list[str], ids: Sequence[str] | None) -> tuple[list[list[int]], np.ndarray]:

@@ -81,40 +81,26 @@ class LocalReranker:
         max_batch_tokens: int = 16384,
         trust_remote_code: bool = False,
     ) -> None:
-        import torch
-        import transformers
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification
 
-        from ..encode.local import pick_device
+        from ..encode.local import load_pretrained, pick_device
 
         if contract.model_revision != info.revision:
             raise ModelError(
                 f"{info.root}: the reranker contract pins revision {contract.model_revision[:16]} but the "
                 f"directory is {info.revision[:16]}"
             )
-        if info.needs_remote_code and not trust_remote_code:
-            raise ModelError(
-                f"{info.root}: this reranker needs custom code (config.json has auto_map); evalsuite does "
-                "not run repository code unless you pass --trust-remote-code after reviewing it"
-            )
         self.info, self.contract = info, contract
         self.device = pick_device(device)
         self.batch_size, self.max_batch_tokens = batch_size, max_batch_tokens
         self.stats = RerankStats()
-        transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(
-                str(info.tokenizer_path), local_files_only=True, trust_remote_code=trust_remote_code
-            )
-            self.model = AutoModelForSequenceClassification.from_pretrained(
-                str(info.path),
-                local_files_only=True,
-                dtype=getattr(torch, contract.dtype),
-                trust_remote_code=trust_remote_code,
-            )
-        except (OSError, ValueError) as exc:
-            raise ModelError(f"{info.path}: cannot load the reranker or its tokenizer offline: {exc}") from exc
+        self.tokenizer, self.model = load_pretrained(
+            info,
+            AutoModelForSequenceClassification,
+            contract.dtype,
+            trust_remote_code=trust_remote_code,
+            what="reranker",
+        )
         self.model.eval().to(self.device)
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (self.tokenizer.eos_token_id or 0))

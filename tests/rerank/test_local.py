@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import numpy as np
 import pytest
 
-from evalsuite.errors import TruncationError
+from evalsuite.errors import ModelError, TruncationError
+from evalsuite.model import resolve_model
 from evalsuite.rerank.contract import build_reranker_contract
 from evalsuite.rerank.local import LocalReranker, length_batches
 
@@ -83,3 +87,15 @@ def test_template_renders_one_text(info):
     ids, types, _ = r.tokenize([("why does bread rise", "yeast makes dough rise")])
     assert ids[0] == r.tokenizer("why does bread rise [SEP] yeast makes dough rise")["input_ids"]
     assert set(types[0]) == {0}  # one segment
+
+
+def test_remote_code_and_a_foreign_revision_are_refused(cross_encoder_dir, tmp_path, info):
+    d = shutil.copytree(cross_encoder_dir, tmp_path / "remote")
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["auto_map"] = {"AutoModelForSequenceClassification": "modeling_custom.Custom"}
+    (d / "config.json").write_text(json.dumps(cfg))
+    remote = resolve_model(str(d))
+    with pytest.raises(ModelError, match=r"this reranker needs custom code.*--trust-remote-code"):
+        LocalReranker(remote, build_reranker_contract(remote), device="cpu")
+    with pytest.raises(ModelError, match="pins revision"):
+        LocalReranker(remote, build_reranker_contract(info), device="cpu")
