@@ -88,7 +88,7 @@ cmd_install() {
     # are not built for torch 2.13.0+cpu, and transformers imports
     # torchvision when present: `RuntimeError: operator torchvision::nms does
     # not exist`. A text model needs none of them.
-    pip_q $pip uninstall --yes torchvision torchaudio torchcodec
+    pip_q "$venv/bin/python" -m pip uninstall --yes torchvision torchaudio torchcodec
     write_vllm_record "$venv"
     if ! venv_ok "$venv"; then
         echo "vllm venv at $venv is incomplete after install" >&2
