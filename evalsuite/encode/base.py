@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -93,6 +94,42 @@ class StreamingEncoder:
         poolings = list(dict.fromkeys(poolings))
         parts = self.encode_stream(texts, poolings=poolings, ids=ids, role=role)
         return gather(parts, len(texts), self.info.hidden_size, poolings)
+
+
+class ServedEncoder:
+    """An encoder whose server pools its own way (one endpoint, or a fleet of them): :meth:`encode` takes exactly
+    one pooling name, gets the vectors from :meth:`embed` and counts the requests that sent them per role."""
+
+    stats_by_role: dict[str, EncodeStats]
+
+    @property
+    def requests_sent(self) -> int:
+        """Embedding requests sent so far (every URL)."""
+        raise NotImplementedError
+
+    def embed(self, texts: list[str], *, ids: list[str] | None = None) -> np.ndarray:
+        raise NotImplementedError
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        poolings: Sequence[str] = ("mean",),
+        ids: Sequence[str] | None = None,
+        role: str = "document",
+    ) -> dict[str, np.ndarray]:
+        """The Encoder protocol: the vectors as served, under the one pooling name asked for."""
+        from ..errors import SpecError
+
+        poolings = list(dict.fromkeys(poolings))
+        if len(poolings) != 1:
+            raise SpecError(f"a served model pools one way; asked for {len(poolings)} poolings {poolings}")
+        t0 = time.perf_counter()
+        before = self.requests_sent
+        vectors = self.embed(list(texts), ids=list(ids) if ids is not None else None)
+        stats = EncodeStats(texts=len(texts), batches=self.requests_sent - before, seconds=time.perf_counter() - t0)
+        self.stats_by_role.setdefault(role, EncodeStats()).add(stats)
+        return {poolings[0]: vectors}
 
 
 class Encoder(Protocol):

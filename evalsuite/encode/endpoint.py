@@ -28,8 +28,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from ..errors import SpecError
-from .base import EncodeStats
+from .base import EncodeStats, ServedEncoder
 from .body import (
     ACCEPT_ENCODING,
     EndpointResponse,
@@ -86,7 +85,7 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
 # -- the client -----------------------------------------------------------------------------------
-class EndpointEncoder:
+class EndpointEncoder(ServedEncoder):
     """An :class:`~evalsuite.encode.base.Encoder` backed by a served ``/v1/embeddings`` endpoint.
 
     Each request ends within ``config.timeout`` seconds in all (connect, headers, body), and none
@@ -361,21 +360,6 @@ class EndpointEncoder:
                     raise f.exception()  # type: ignore[misc]
         return out
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        poolings: Sequence[str] = ("mean",),
-        ids: Sequence[str] | None = None,
-        role: str = "document",
-    ) -> dict[str, np.ndarray]:
-        """The Encoder protocol: the server pools its own way, so exactly one pooling name is accepted."""
-        poolings = list(dict.fromkeys(poolings))
-        if len(poolings) != 1:
-            raise SpecError(f"an endpoint serves one pooling; asked for {poolings}")
-        t0 = time.perf_counter()
-        before = self.requests
-        vectors = self.embed(list(texts), ids=ids)
-        stats = EncodeStats(texts=len(texts), batches=self.requests - before, seconds=time.perf_counter() - t0)
-        self.stats_by_role.setdefault(role, EncodeStats()).add(stats)
-        return {poolings[0]: vectors}
+    @property
+    def requests_sent(self) -> int:
+        return self.requests

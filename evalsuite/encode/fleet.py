@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import SpecError
-from .base import EncodeStats
+from .base import EncodeStats, ServedEncoder
 from .endpoint_config import EndpointConfig, base_url
 from .fleet_check import check_members, member_failed
 from .served import ServedModel, discover_served_model, quote_names
@@ -74,7 +73,7 @@ class FleetConfig:
         )
 
 
-class FleetEncoder:
+class FleetEncoder(ServedEncoder):
     """An :class:`~evalsuite.encode.base.Encoder` over the URLs of one served deployment (see the module)."""
 
     device = "endpoint"
@@ -185,26 +184,9 @@ class FleetEncoder:
         for m in self.members:
             m.close()
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        *,
-        poolings: Sequence[str] = ("mean",),
-        ids: Sequence[str] | None = None,
-        role: str = "document",
-    ) -> dict[str, np.ndarray]:
-        """The Encoder protocol: the server pools its own way, so exactly one pooling name is accepted."""
-        poolings = list(dict.fromkeys(poolings))
-        if len(poolings) != 1:
-            raise SpecError(f"a served model has one pooling; asked for {poolings}")
-        t0 = time.perf_counter()
-        before = sum(self.requests_by_url.values())
-        vectors = self.embed(list(texts), ids=list(ids) if ids is not None else None)
-        stats = EncodeStats(
-            texts=len(texts), batches=sum(self.requests_by_url.values()) - before, seconds=time.perf_counter() - t0
-        )
-        self.stats_by_role.setdefault(role, EncodeStats()).add(stats)
-        return {poolings[0]: vectors}
+    @property
+    def requests_sent(self) -> int:
+        return sum(self.requests_by_url.values())
 
     def embed(self, texts: list[str], *, ids: list[str] | None = None) -> np.ndarray:
         """Checked vectors for ``texts`` as sent, rows in input order; batches spread over the members."""

@@ -157,8 +157,11 @@ def test_base64_encoding_matches_float(fault_server):
 def test_batches_run_concurrently_within_the_limit_and_keep_input_order(fault_server):
     texts = [f"{w} {i}" for i, w in enumerate(("the planet moon light " * 10).split())]
     with client(fault_server, batch_size=3, concurrency=3) as c:
-        got = c.encode(["search: " + t for t in texts], poolings=["mean"], role="query")["mean"]
+        got = c.encode(["search: " + t for t in texts], poolings=["mean", "mean"], role="query")["mean"]
         assert c.stats_by_role["query"].texts == len(texts)
+        assert c.stats_by_role["query"].batches == len(fault_server.bodies)
+        with pytest.raises(SpecError, match="pools one way; asked for 2 poolings"):
+            c.encode(texts, poolings=["mean", "cls"])
     assert len(fault_server.bodies) == -(-len(texts) // 3)
     assert 1 < fault_server.max_in_flight <= 3
     assert all(t.startswith("search: ") for b in fault_server.bodies for t in b["input"])
