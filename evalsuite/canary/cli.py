@@ -1,10 +1,11 @@
 """`evalsuite canary --endpoint URL [run options] [canary options] [--out DIR]`, and with
 `--reranker-endpoint URL --reranker DIR` the reranker checks (:mod:`.rerank_cli`) too; `rerank-canary` is
-its alias for the reranker alone.
+its alias for the reranker alone. `--endpoint` repeated: a fleet, every check against each member on its own
+(:mod:`.fleet`), each failing member named.
 
 Prints each verdict as it comes, writes canary.json and report.md (the reranker's canary.json and
 report.md in ``<out>/reranker`` when both run); exit 0 when every check passes, 1 when one fails (of
-either family), 2 on a usage or input error (raised as EvalsuiteError, see evalsuite.cli).
+either family, on any member), 2 on a usage or input error (raised as EvalsuiteError, see evalsuite.cli).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 from .. import preflight
 from ..errors import SpecError
 from ..options import OUT_OPTION, Option, add_options, collect, int_at_least
-from .options import CANARY_OPTIONS
+from .options import CANARY_FLEET_OPTIONS
 
 if TYPE_CHECKING:
+    from .fleet import FleetOutcome
     from .runner import CanaryOutcome
 
 OUT = OUT_OPTION.with_default("reports/canary/<host-port>")
@@ -54,15 +56,17 @@ def register(subparsers: Any) -> None:
         "against the local reference",
     )
     add_options(p.add_argument)
-    add_options(p.add_argument, (*CANARY_OPTIONS, OUT, ROUNDS, INTERVAL))
+    add_options(p.add_argument, (*CANARY_FLEET_OPTIONS, OUT, ROUNDS, INTERVAL))
     add_options(p.add_argument, (*RERANK_OPTIONS, *RERANK_CANARY_OPTIONS))  # --api-key-env: one, for both
     p.set_defaults(func=cmd_canary)
     register_alias(subparsers)
 
 
-def _default_out(endpoint: str) -> Path:
+def _default_out(endpoint: str, members: int = 1) -> Path:
+    """reports/canary/<host-port> of the (first) endpoint; ``-fleet-N`` added for a fleet of N."""
     host = re.sub(r"^https?://", "", endpoint).split("/", 1)[0]
-    return Path("reports") / "canary" / (re.sub(r"[^A-Za-z0-9._-]+", "-", host).strip("-") or "endpoint")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", host).strip("-") or "endpoint"
+    return Path("reports") / "canary" / (name if members == 1 else f"{name}-fleet-{members}")
 
 
 def cmd_canary(args: argparse.Namespace) -> int:
@@ -79,42 +83,82 @@ def cmd_canary(args: argparse.Namespace) -> int:
 
 
 def embedding_canary(args: argparse.Namespace) -> int:
+    """Every check against each ``--endpoint`` URL; with several (a fleet), each member on its own, named."""
     from ..pipeline import prepare
     from ..spec import RunSpec
     from .checks import Verdict
     from .checks.matryoshka import validate_dimensions
-    from .runner import local_context, next_round, run_canary, worst_round
+    from .runner import local_context, member_context, next_round, run_canary, worst_round
     from .settings import CanarySettings
 
     rounds, interval = _rounds(args)
-    settings = CanarySettings.from_values(collect(args, CANARY_OPTIONS))
-    settings.api_key()  # a missing key variable is a usage error, before anything runs
+    members = CanarySettings.members_from_values(collect(args, CANARY_FLEET_OPTIONS))
+    members[0].api_key()  # a missing key variable is a usage error, before anything runs (one for every member)
+    fleet = len(members) > 1
     spec = RunSpec.from_mapping(collect(args), source="command line")
-    out = Path(args.out) if args.out else _default_out(settings.endpoint)
+    out = Path(args.out) if args.out else _default_out(members[0].endpoint, len(members))
     preflight.run_paths(spec, out)  # before loading anything
     prepared = prepare(spec)
-    validate_dimensions(settings.dimensions, int(prepared.model.hidden_size), prepared.model.matryoshka_dims)
+    validate_dimensions(members[0].dimensions, int(prepared.model.hidden_size), prepared.model.matryoshka_dims)
+    served = f"a fleet of {len(members)}: {', '.join(m.endpoint for m in members)}" if fleet else members[0].endpoint
     say(
-        f"canary   {settings.endpoint} vs {prepared.model.name} @ {prepared.contract.model_revision[:16]} "
+        f"canary   {served} vs {prepared.model.name} @ {prepared.contract.model_revision[:16]} "
         f"on {prepared.dataset.identity.name}"
     )
 
     def show(v: Verdict) -> None:
         say(f"{v.status}  {v.message}")
 
-    ctx = local_context(settings, prepared)
-    outcomes = []
+    first = local_context(members[0], prepared)
+    contexts = [first, *(member_context(first, s) for s in members[1:])]
+    runs: list[list[CanaryOutcome]] = [[] for _ in members]
     for k in range(1, rounds + 1):
         if k > 1:
             time.sleep(interval)
-            ctx = next_round(ctx)
+            contexts = [next_round(ctx) for ctx in contexts]
         if rounds > 1:
             say(f"round {k}/{rounds}")
-        outcomes.append(run_canary(ctx, on_verdict=show))
+        for i, ctx in enumerate(contexts):
+            label = f"member {i + 1} of {len(members)}, {ctx.settings.endpoint}"
+            if fleet:
+                say(label)
+            runs[i].append(run_canary(ctx, on_verdict=show))
+            if fleet:
+                say(f"{label}: {_summary(runs[i][-1].failed)}")
         if rounds > 1:
-            bad = outcomes[-1].failed
-            say(f"round {k}/{rounds}: {'FAILED: ' + ', '.join(bad) if bad else 'all checks passed'}")
-    return finish(worst_round(outcomes), out, outcomes)
+            bad = [(i + 1, r[-1].failed) for i, r in enumerate(runs) if r[-1].failed]
+            if fleet:
+                listed = "; ".join(f"member {m}: {', '.join(checks)}" for m, checks in bad)
+                say(f"round {k}/{rounds}: {'FAILED: ' + listed if bad else 'every member passed every check'}")
+            else:
+                say(f"round {k}/{rounds}: {_summary(runs[0][-1].failed)}")
+    if not fleet:
+        return finish(worst_round(runs[0]), out, runs[0])
+    from .fleet import FleetOutcome, MemberOutcome
+
+    return finish_fleet(
+        FleetOutcome(tuple(MemberOutcome(i + 1, len(members), tuple(r)) for i, r in enumerate(runs))), out
+    )
+
+
+def _summary(failed: Sequence[str]) -> str:
+    return "FAILED: " + ", ".join(failed) if failed else "all checks passed"
+
+
+def finish_fleet(fleet: FleetOutcome, out: Path) -> int:
+    """A fleet's canary.json and report.md; each failing member's failed checks and causes, named; the summary
+    line (which members failed, the detection power per member); exit 1 when any member failed."""
+    from .report import write_fleet_reports
+
+    for member in fleet.failed_members:
+        for line in member.failure_lines():
+            say(line)
+    paths = write_fleet_reports(fleet, out)
+    statement = fleet.detection_statement()
+    if statement:
+        say(f"detection: {statement}")
+    say(f"{fleet.summary()}; wrote {', '.join(str(p) for p in paths.values())}")
+    return fleet.exit_status
 
 
 def finish(outcome: CanaryOutcome, out: Path, rounds: Sequence[CanaryOutcome] = ()) -> int:

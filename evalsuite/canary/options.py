@@ -140,6 +140,18 @@ CANARY_OPTIONS: tuple[Option, ...] = (
     ),
 )
 
+# `evalsuite canary` and the pytest plugin: --endpoint repeatable, one URL per member of a fleet, each member checked
+# on its own (evalsuite.canary.fleet); `load` and `verify` share the one-URL --endpoint of CANARY_OPTIONS
+FLEET_ENDPOINT = Option(
+    "--endpoint",
+    "canary: OpenAI-compatible base URL of the served model, e.g. http://127.0.0.1:8000/v1; repeat it for each "
+    "member of a fleet: every check runs against each member on its own, and a failing member is named",
+    {"type": spec_type(_url, "url"), "metavar": "URL", "action": "append"},
+)
+CANARY_FLEET_OPTIONS: tuple[Option, ...] = tuple(
+    FLEET_ENDPOINT if o.flag == "--endpoint" else o for o in CANARY_OPTIONS
+)
+
 # `evalsuite run --endpoint URL [--endpoint URL ...]`: the endpoint client options above, declared once, for a
 # served deployment as the encoder (evalsuite.encode.fleet)
 CLIENT_FLAGS = (

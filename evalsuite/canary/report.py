@@ -9,14 +9,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..io import atomic_write_json, atomic_write_text
 from ..reports.markdown import contract_rows, table
 from .checks import registry
 from .checks.base import CanaryCheck, redacted
 from .rerank_settings import RerankCanarySettings
-from .runner import CanaryOutcome
+from .runner import SCHEMA_VERSION, CanaryOutcome
+
+if TYPE_CHECKING:
+    from .fleet import FleetOutcome, MemberOutcome
 
 
 def checks_table(checks: Sequence[CanaryCheck[Any]] = registry.CHECKS) -> str:
@@ -135,4 +138,94 @@ def write_canary_reports(
     return {
         "json": atomic_write_json(out / "canary.json", redacted(data)),
         "markdown": atomic_write_text(out / "report.md", redacted(markdown)),
+    }
+
+
+def _member_data(m: MemberOutcome) -> dict[str, Any]:
+    """One member in a fleet's canary.json: its worst round as a one-URL canary.json holds it, named."""
+    data = {k: v for k, v in m.worst.to_dict().items() if k not in ("schema_version", "family")}
+    data = {"member": m.index, "of": m.size, **data, "passed": m.passed}
+    if len(m.rounds) > 1:
+        data["rounds"] = rounds_summary(m.rounds)
+    return data
+
+
+def fleet_data(fleet: FleetOutcome) -> dict[str, Any]:
+    """A fleet's canary.json: the members' verdicts each as a one-URL canary.json holds them (``members``),
+    which failed, and the detection power per member."""
+    first = fleet.members[0].worst
+    requests = next((v.details.get("requests") for v in first.verdicts if v.check == "repeated_requests"), None)
+    statement = fleet.detection_statement()
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "family": "embedding",
+        "created": fleet.created,
+        "passed": fleet.passed,
+        "endpoints": [m.endpoint for m in fleet.members],
+        "failed_members": [m.index for m in fleet.failed_members],
+        "detection": None
+        if statement is None
+        else {"statement": statement, "requests_per_member": requests, "members": len(fleet.members)},
+        "contract": first.contract,
+        "dataset": first.dataset,
+        "members": [_member_data(m) for m in fleet.members],
+    }
+
+
+def _demoted(markdown: str) -> list[str]:
+    """A one-URL report.md below a member's heading: its title dropped, every heading one level down."""
+    lines = markdown.split("\n")[1:]
+    return ["#" + line if line.startswith("#") else line for line in lines]
+
+
+def render_fleet_markdown(fleet: FleetOutcome) -> str:
+    first = fleet.members[0].worst
+    rows = [
+        (
+            str(m.index),
+            m.endpoint,
+            "PASS" if m.passed else "FAIL",
+            ", ".join(m.failed) or "-",
+            "; ".join(d.sentence().split(";")[0] for d in m.worst.diagnoses) or "-",
+        )
+        for m in fleet.members
+    ]
+    statement = fleet.detection_statement()
+    lines = [
+        f"# Canary of a fleet of {len(fleet.members)}: {'PASS' if fleet.passed else 'FAIL'}",
+        "",
+        (
+            f"Each member checked on its own against the local reference `{first.contract['model']}` @ "
+            f"`{first.contract['model_revision'][:16]}` on `{first.dataset['name']}`; every check runs per member."
+        ),
+        "",
+        table(["member", "endpoint", "verdict", "failed checks", "cause"], rows),
+        *([f"Detection power: {statement}.", ""] if statement else []),
+    ]
+    for m in fleet.members:
+        lines += [f"## Member {m.index} of {m.size}: {m.endpoint}: {'PASS' if m.passed else 'FAIL'}", ""]
+        lines += _demoted(render_markdown(m.worst))
+        if len(m.rounds) > 1:
+            lines += [
+                "",
+                f"{len(m.rounds)} rounds; the verdicts above are this member's worst round's.",
+                "",
+                table(
+                    ["round", "started", "verdict", "failed checks"],
+                    [
+                        (str(k), o.created, "PASS" if o.passed else "FAIL", ", ".join(_failed(o)))
+                        for k, o in enumerate(m.rounds, 1)
+                    ],
+                ),
+            ]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_fleet_reports(fleet: FleetOutcome, out: str | Path) -> dict[str, Path]:
+    """A fleet's canary.json and report.md (every member's verdicts, the failing ones named), redacted."""
+    out = Path(out)
+    return {
+        "json": atomic_write_json(out / "canary.json", redacted(fleet_data(fleet))),
+        "markdown": atomic_write_text(out / "report.md", redacted(render_fleet_markdown(fleet))),
     }

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .rerank_settings import RerankCanarySettings
     from .triage import Link
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: a fleet's canary.json holds its members (evalsuite.canary.report.fleet_data)
 Family = Literal["embedding", "reranker"]
 
 
@@ -97,7 +97,13 @@ def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext
 def next_round(previous: CanaryContext) -> CanaryContext:
     """A fresh context for another round against the same endpoint: new clients, new requests, nothing
     served reused; the local reference (model and dataset run) is the previous round's, computed once."""
-    return CanaryContext(previous.settings, previous.prepared, previous.reference, previous.reference_result)
+    return member_context(previous, previous.settings)
+
+
+def member_context(first: CanaryContext, settings: CanarySettings) -> CanaryContext:
+    """A fresh context for ``settings``' endpoint (another member of a fleet, or another round): its own clients
+    and requests; the local reference (model and dataset run) is ``first``'s, computed once for all."""
+    return CanaryContext(settings, first.prepared, first.reference, first.reference_result)
 
 
 def worst_round(outcomes: Sequence[CanaryOutcome]) -> CanaryOutcome:

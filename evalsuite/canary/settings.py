@@ -65,6 +65,14 @@ def check_bounds(settings: DataclassInstance, what: str) -> None:
             raise SpecError(f"{what} {f.name} must be in {bounds}, got {value!r}")
 
 
+def _urls(value: object) -> list[str]:
+    """``--endpoint`` as given: one URL, or a list of them (the option is repeatable); SpecError without one."""
+    urls = [value] if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else []
+    if not urls or not all(isinstance(u, str) and u for u in urls):
+        raise SpecError("the canary needs --endpoint URL (the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)")
+    return [str(u) for u in urls]
+
+
 def _endpoint_keywords() -> dict[str, str]:
     """Keyword accepted by ``CanarySettings(...)`` -> the EndpointConfig field it sets."""
     from ..encode.endpoint import EndpointConfig
@@ -185,10 +193,26 @@ class CanarySettings:
             raise SpecError(
                 f"unknown canary setting(s) {sorted(unknown)}; known: {', '.join(sorted(fields_by_option))}"
             )
-        if not values.get("endpoint"):
-            raise SpecError("the canary needs --endpoint URL (the OpenAI base URL, e.g. http://127.0.0.1:8000/v1)")
-        kwargs = {fields_by_option[k]: v for k, v in values.items() if v is not None}
-        return cls(str(kwargs.pop("url")), **kwargs)
+        urls = _urls(values.get("endpoint"))
+        if len(urls) > 1:
+            raise SpecError(
+                f"{len(urls)} --endpoint URLs where one is checked; a fleet is checked member by member "
+                "(CanarySettings.members_from_values)"
+            )
+        kwargs = {fields_by_option[k]: v for k, v in values.items() if v is not None and k != "endpoint"}
+        return cls(urls[0], **kwargs)
+
+    @classmethod
+    def members_from_values(cls, values: Mapping[str, object]) -> tuple[CanarySettings, ...]:
+        """One settings per ``--endpoint`` URL (a fleet's members, in the order given), the other values shared;
+        SpecError without a URL or for a URL given twice."""
+        urls = _urls(values.get("endpoint"))
+        seen: set[str] = set()
+        for url in urls:
+            if url in seen:
+                raise SpecError(f"--endpoint {url} is given twice; give each member of the fleet once")
+            seen.add(url)
+        return tuple(cls.from_values({**values, "endpoint": url}) for url in urls)
 
     @classmethod
     def option_default(cls, option: str) -> object:

@@ -218,7 +218,9 @@ class SweepCellItem(EvalsuiteItem):
 
 class CanaryItem(EvalsuiteItem):
     """One check of a served endpoint (an embedding check, or a reranker check with ``reranker``) against the
-    local reference of the same pinned revision."""
+    local reference of the same pinned revision. With several ``--endpoint`` URLs (a fleet) the item runs its
+    check against each member on its own and fails naming every failing member (``member 2 of 3, URL: ...``)
+    with its cause: one item per check, however large the fleet."""
 
     def __init__(self, *, check: str, reranker: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -227,25 +229,45 @@ class CanaryItem(EvalsuiteItem):
 
     def runtest(self) -> None:
         __tracebackhide__ = True
-        from ..canary.checks import run_check, run_rerank_check
+        from ..canary.checks import run_rerank_check
 
         if self.reranker:
             verdict = run_rerank_check(self.check, self.state.rerank_canary_context(self.dataset))
-        else:
-            verdict = run_check(self.check, self.state.canary_context(self.dataset))
-        self.state.record_verdict(self.dataset, verdict)
-        prefix = "rerank-canary" if self.reranker else "canary"
-        self.user_properties.append((f"{prefix}:{self.check}", verdict.status))
+            self.state.record_verdict(self.dataset, verdict)
+            self.user_properties.append((f"rerank-canary:{self.check}", verdict.status))
+            if verdict.passed is None:
+                pytest.skip(verdict.message)
+            if not verdict.passed:
+                raise EvalsuiteFailure(verdict.message)
+            return
+        members = self.state.canary_members
+        failures = [failure for k in range(len(members)) if (failure := self._member(k, len(members))) is not None]
+        if failures:
+            raise EvalsuiteFailure("\n".join(failures))
+
+    def _member(self, k: int, size: int) -> str | None:
+        """Run the check against member ``k`` (from 0); its failure text (the message and the cause), or None.
+        A skipped check skips the item (the settings skip it for every member alike)."""
+        import dataclasses
+
+        from ..canary.checks import run_check
+        from ..canary.diagnosis import diagnosis_for
+
+        ctx = self.state.canary_context(self.dataset, k)
+        verdict = run_check(self.check, ctx)
+        name = f"canary:{self.check}" if size == 1 else f"canary:{self.check}:member{k + 1}"
+        label = "" if size == 1 else f"member {k + 1} of {size}, {ctx.settings.endpoint}: "
+        self.state.record_verdict(self.dataset, dataclasses.replace(verdict, message=label + verdict.message))
+        self.user_properties.append((name, verdict.status))
         if verdict.passed is None:
             pytest.skip(verdict.message)
-        if not verdict.passed:
-            from ..canary.diagnosis import diagnosis_for
-
-            diagnosis = diagnosis_for(self.state.canary_context(self.dataset), verdict)
-            if diagnosis is not None:
-                self.user_properties.append((f"canary:{self.check}:cause", diagnosis.sentence()))
-                raise EvalsuiteFailure(f"{verdict.message}\n{diagnosis.sentence()}")
-            raise EvalsuiteFailure(verdict.message)
+        if verdict.passed:
+            return None
+        diagnosis = diagnosis_for(ctx, verdict)
+        if diagnosis is None:
+            return label + verdict.message
+        self.user_properties.append((f"{name}:cause", diagnosis.sentence()))
+        return f"{label}{verdict.message}\n{label}{diagnosis.sentence()}"
 
 
 def collect_items(state: GateSession, parent: pytest.Session, anchor: Path) -> list[pytest.Item]:

@@ -63,15 +63,18 @@ class GateSession:
         plan: SessionPlan,
         shared: ComputeOnce | None = None,
         *,
-        canary: CanarySettings | None = None,
+        canary: CanarySettings | tuple[CanarySettings, ...] | None = None,
         rerank_canary: RerankCanarySettings | None = None,
         worker: str = "main",
         gate_endpoint: bool = False,
     ) -> None:
-        if gate_endpoint and canary is None:
+        members = () if canary is None else canary if isinstance(canary, tuple) else (canary,)
+        if gate_endpoint and not members:
             raise SpecError("--gate-endpoint gates the model as served at --endpoint URL; give --endpoint")
         self.plan = plan
-        self.canary = canary
+        # --endpoint (repeated: a fleet): every canary check runs against each member on its own
+        self.canary_members: tuple[CanarySettings, ...] = members
+        self.canary = members[0] if members else None
         self.rerank_canary = rerank_canary  # --reranker-endpoint: the reranker checks, with the plan's reranker
         self.gate_endpoint = gate_endpoint  # the candidate result comes from the served endpoint
         self.worker = worker
@@ -176,7 +179,7 @@ class GateSession:
         if s is None:
             raise SpecError("--gate-endpoint gates the model as served at --endpoint URL; give --endpoint")
         spec = prepared.spec.replace(
-            endpoints=(s.endpoint,),
+            endpoints=tuple(m.endpoint for m in self.canary_members),
             served_model=s.served_model,
             api_key_env=s.api_key_env,
             endpoint_timeout=s.timeout,
@@ -370,21 +373,24 @@ class GateSession:
 
         return checks_for_dataset(self.canary, first=name == self.datasets[0].name)
 
-    def canary_context(self, name: str) -> CanaryContext:
-        if self.canary is None:
+    def canary_context(self, name: str, member: int = 0) -> CanaryContext:
+        """The canary context of dataset ``name`` against ``--endpoint`` URL number ``member`` (from 0); every
+        member shares the session's local reference."""
+        if not self.canary_members:
             raise RuntimeError("canary_context called in a session without --endpoint")
-        if name not in self._canary_contexts:
+        key = name if member == 0 else f"{name}#member{member + 1}"
+        if key not in self._canary_contexts:
             from ..canary.context import CanaryContext
             from ..encode.contract_encoder import ContractEncoder
 
             prepared = self.prepared[name]
-            self._canary_contexts[name] = CanaryContext(
-                self.canary,
+            self._canary_contexts[key] = CanaryContext(
+                self.canary_members[member],
                 prepared,
                 reference_encoder=lambda: ContractEncoder(self.encoder(prepared), prepared.contract),
                 reference_result=lambda: self.local_result(name),
             )
-        return self._canary_contexts[name]
+        return self._canary_contexts[key]
 
     def rerank_canary_checks(self, name: str) -> list[str]:
         """The reranker checks (--reranker-endpoint), once: on the first dataset."""

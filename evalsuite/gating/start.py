@@ -35,21 +35,21 @@ def rerank_flags(values: object) -> dict[str, object]:
 
 def plugin_options() -> tuple[tuple[tuple[Option, ...], str], ...]:
     """Every option the plugin adds with the prefix of its destination, in the order `pytest --help` shows them."""
-    from ..canary.options import CANARY_OPTIONS
+    from ..canary.options import CANARY_FLEET_OPTIONS
     from ..canary.rerank_options import RERANK_CANARY_OPTIONS
     from ..sweep.options import SWEEP_OPTIONS
 
     return (
         ((*RUN_OPTIONS, *GATE_OPTIONS, *SWEEP_OPTIONS), PREFIX),
         (rerank_options(), PREFIX),
-        (CANARY_OPTIONS, PREFIX),
+        (CANARY_FLEET_OPTIONS, PREFIX),
         (RERANK_CANARY_OPTIONS, PREFIX),
     )
 
 
 def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | None, worker: str) -> GateSession | None:
     """``values``: pytest's ``config.option``. Raises EvalsuiteError for bad settings."""
-    from ..canary.options import CANARY_OPTIONS
+    from ..canary.options import CANARY_FLEET_OPTIONS
     from ..sweep.options import SWEEP_OPTIONS
     from .plan import build_plan, find_spec_file
 
@@ -57,7 +57,7 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
     session_flags = collect(values, GATE_OPTIONS + SWEEP_OPTIONS, PREFIX)
     found = find_spec_file(cwd, session_flags.pop("spec", None))
     gate_endpoint = bool(session_flags.pop("gate_endpoint", False))
-    canary_flags = collect(values, CANARY_OPTIONS, PREFIX)
+    canary_flags = collect(values, CANARY_FLEET_OPTIONS, PREFIX)
     reranker = rerank_flags(values)
     rerank_canary = rerank_canary_settings(values)
     if not run_flags and not session_flags and not canary_flags and not reranker and found is None:
@@ -74,12 +74,12 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
         from ..canary.rerank_settings import NEEDS_RERANKER
 
         raise SpecError(NEEDS_RERANKER)
-    canary = None
+    canary: tuple[CanarySettings, ...] | None = None
     if canary_flags.keys() - {"api_key_env"} or (canary_flags and rerank_canary is None):  # the key: both canaries
         from ..canary.settings import CanarySettings
 
-        canary = CanarySettings.from_values(canary_flags)
-        canary.api_key()  # a configured but unset key variable is an error now, not mid-session
+        canary = CanarySettings.members_from_values(canary_flags)  # one per --endpoint URL (a fleet's members)
+        canary[0].api_key()  # a configured but unset key variable is an error now, not mid-session
     return prepared_session(
         plan,
         shared_dir=shared_dir,
@@ -114,7 +114,7 @@ def prepared_session(
     *,
     shared_dir: Path | None,
     worker: str,
-    canary: CanarySettings | None = None,
+    canary: CanarySettings | tuple[CanarySettings, ...] | None = None,
     rerank_canary: RerankCanarySettings | None = None,
     gate_endpoint: bool = False,
 ) -> GateSession:

@@ -349,6 +349,31 @@ def fault_server(_loopback_httpserver, server_encoders, tiny_info):
         _loopback_httpserver.clear()
 
 
+def _own_server(server_encoders, tiny_info):
+    """A FaultServer on its own loopback port (the first is ``fault_server``), stopped after the test."""
+    from pytest_httpserver import HTTPServer
+
+    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    server.start()
+    fs = FaultServer(server, server_encoders, hidden=tiny_info.hidden_size, max_length=tiny_info.default_max_length)
+    try:
+        yield fs
+    finally:
+        fs.release.set()
+        server.clear()
+        server.stop()
+
+
+@pytest.fixture
+def second_server(server_encoders, tiny_info):
+    yield from _own_server(server_encoders, tiny_info)
+
+
+@pytest.fixture
+def third_server(server_encoders, tiny_info):
+    yield from _own_server(server_encoders, tiny_info)
+
+
 @pytest.fixture
 def api_key(monkeypatch) -> str:
     """A fresh secret in the environment variable the canary is told to read."""

@@ -21,31 +21,6 @@ from .conftest import API_KEY_ENV, FaultServer
 TOLERANCE = 0.005  # the canary's default max |delta| of a metric
 
 
-def _own_server(server_encoders, tiny_info):
-    """A FaultServer on its own loopback port (the first is ``fault_server``), stopped after the test."""
-    from pytest_httpserver import HTTPServer
-
-    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
-    server.start()
-    fs = FaultServer(server, server_encoders, hidden=tiny_info.hidden_size, max_length=tiny_info.default_max_length)
-    try:
-        yield fs
-    finally:
-        fs.release.set()
-        server.clear()
-        server.stop()
-
-
-@pytest.fixture
-def second_server(server_encoders, tiny_info):
-    yield from _own_server(server_encoders, tiny_info)
-
-
-@pytest.fixture
-def third_server(server_encoders, tiny_info):
-    yield from _own_server(server_encoders, tiny_info)
-
-
 def spec_of(tiny_model_dir, dataset, *urls: str, **kw):
     kw.setdefault("use_cache", False)
     return RunSpec(model=str(tiny_model_dir), dataset=str(dataset), device="cpu", endpoints=tuple(urls), **kw)

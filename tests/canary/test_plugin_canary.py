@@ -149,3 +149,33 @@ def test_gate_endpoint_without_endpoint_is_a_usage_error(pytester, tiny_model_di
     result = pytester.runpytest(*BASE, "--model", str(tiny_model_dir), "--gate-endpoint")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--gate-endpoint" in result.stderr.str() and "--endpoint" in result.stderr.str()
+
+
+def test_several_endpoints_run_each_check_against_every_member_and_name_the_failing_one(
+    pytester, fault_server, second_server, tiny_model_dir, canary_dataset
+):
+    second_server.pooling = "cls"  # member 2 of 2 is the broken one
+    result = pytester.runpytest(
+        *BASE,
+        "--model",
+        str(tiny_model_dir),
+        "--dataset",
+        str(canary_dataset),
+        "--endpoint",
+        fault_server.url,
+        "--endpoint",
+        second_server.url,
+        "-k",
+        "vector_agreement or identity",
+    )
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    # one item per check, whatever the fleet's size; its failure names the member and its cause
+    assert "::canary[identity] PASSED" in out and "::canary[vector_agreement] FAILED" in out
+    assert f"member 2 of 2, {second_server.url}: vector agreement: min cosine" in out
+    assert f"member 2 of 2, {second_server.url}: cause: the server pools with CLS" in out
+    # the terminal summary lists each member's verdict: member 1 passed
+    assert f": PASS member 1 of 2, {fault_server.url}: vector agreement: " in out
+    assert f": FAIL member 2 of 2, {second_server.url}: vector agreement: " in out
+    # both members were asked: each answered the canary texts
+    assert fault_server.bodies and second_server.bodies

@@ -145,3 +145,20 @@ def test_clients_are_built_from_the_settings_endpoint_config(tiny_prepared, monk
     with ctx.make_client(model=None, models=frozenset(), api_key=None, max_retries=0) as client:
         assert client.config == dataclasses.replace(s.endpoint_config, max_retries=0)
     assert "sk-settings-test" not in repr(s) + repr(s.to_dict())
+
+
+def test_several_endpoints_make_one_settings_per_member_sharing_the_rest():
+    other = "http://127.0.0.1:8001/v1"
+    members = CanarySettings.members_from_values(
+        {"endpoint": [URL, other], "canary_min_cosine": 0.98, "canary_detect": 0.05, "api_key_env": "K"}
+    )
+    assert [m.endpoint for m in members] == [URL, other]
+    assert all((m.min_cosine, m.detect, m.api_key_env) == (0.98, 0.05, "K") for m in members)
+    assert CanarySettings.members_from_values({"endpoint": URL}) == (CanarySettings(URL),)
+    assert CanarySettings.from_values({"endpoint": [URL]}) == CanarySettings(URL)
+    with pytest.raises(SpecError, match="2 --endpoint URLs where one is checked"):
+        CanarySettings.from_values({"endpoint": [URL, other]})
+    with pytest.raises(SpecError, match=f"--endpoint {URL} is given twice"):
+        CanarySettings.members_from_values({"endpoint": [URL, other, URL]})
+    with pytest.raises(SpecError, match="the canary needs --endpoint URL"):
+        CanarySettings.members_from_values({"endpoint": []})

@@ -55,6 +55,16 @@ def detection_statement(requests: int, share: float) -> str:
     )
 
 
+def member_detection_statement(requests: int, share: float, members: int) -> str:
+    """What ``requests`` probe requests sent to each of ``members`` URLs (each checked on its own) could have
+    caught, in one sentence."""
+    return (
+        f"each member of {members}: a fault in >= {share:.0%} of its requests caught with probability >= "
+        f"{DETECT_CONFIDENCE} ({requests} requests per member; for each member, probability "
+        f"{detection_probability(share, requests):.4f})"
+    )
+
+
 def _judge(ctx: CanaryContext, k: int, idx: list[int]) -> dict[str, Any] | None:
     """Probe request ``k`` (the canary texts ``idx``): None when it agrees, else what disagreed."""
     import numpy as np
