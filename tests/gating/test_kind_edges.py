@@ -9,7 +9,7 @@ from evalsuite import stats
 from evalsuite.errors import SpecError
 from evalsuite.gating.gates import Evidence, Outcome, Scores
 from evalsuite.gating.judge import evaluate_gate, explain, gather_evidence
-from evalsuite.gating.kinds import KINDS, _TOLERANCE, decided, forms, gate_help, kind_of, parse_gate
+from evalsuite.gating.kinds import _TOLERANCE, KINDS, decided, forms, gate_help, kind_of, parse_gate
 from evalsuite.gating.verdicts import GateRequest, VerdictPolicy, judge_all
 
 METRIC = "ndcg@10"
@@ -20,10 +20,10 @@ def _scores(label: str, values: list[float]) -> Scores:
     return Scores(label, {METRIC: sum(values) / len(values)}, per_query)
 
 
-def _judge(expr: str, value: float, ref_value: float | None, evidence: Evidence = Evidence()) -> str:
+def _judge(expr: str, value: float, ref_value: float | None, evidence: Evidence | None = None) -> str:
     gate = parse_gate(expr)
     side = _scores("candidate", [value])
-    return kind_of(gate).judge(gate, side, side, value, ref_value, evidence).verdict
+    return kind_of(gate).judge(gate, side, side, value, ref_value, evidence or Evidence()).verdict
 
 
 def _ci(lower: float, upper: float) -> stats.Comparison:
@@ -140,7 +140,7 @@ def test_explain_truncates_long_query_texts_and_names_missing_ones_empty():
 
 def test_explain_of_a_paired_outcome_without_reference_says_so():
     gate = parse_gate("ndcg@10:max_drop=0.01")
-    with pytest.raises(ValueError, match="outcome of ndcg@10:max_drop=0.01 has no reference value to explain"):
+    with pytest.raises(ValueError, match=r"outcome of ndcg@10:max_drop=0\.01 has no reference value to explain"):
         explain(Outcome(gate, "fail", 0.5), {})
 
 
@@ -180,3 +180,13 @@ def test_policy_statement_names_families_and_the_alternative():
     assert "(--inconclusive fail|xfail|skip)" in one
     with pytest.raises(SpecError, match="multiplicity 'bonferroni': choose holm, none"):
         VerdictPolicy(multiplicity="bonferroni")  # type: ignore[arg-type]
+
+
+def test_no_significant_drop_explains_the_p_value_that_decided():
+    gate = parse_gate("ndcg@10:no_significant_drop")
+    holm = Outcome(gate, "fail", 0.4, 0.5, -0.1, 0.01, (), Evidence(None, 0.01, 0.03, "holm"))
+    assert kind_of(gate).explain(holm) == (
+        "Holm-adjusted paired t-test p = 0.03 < alpha 0.05 (gate ndcg@10:no_significant_drop)"
+    )
+    raw = Outcome(gate, "fail", 0.4, 0.5, -0.1, 0.0123456, (), Evidence(None, 0.0123456, None, "none"))
+    assert kind_of(gate).explain(raw) == "paired t-test p = 0.01235 < alpha 0.05 (gate ndcg@10:no_significant_drop)"
