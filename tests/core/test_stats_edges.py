@@ -204,3 +204,13 @@ def test_inconclusive_summary_and_dict_keys():
     assert ni.to_dict()["ci"] == ni.ci.to_dict() and ni.to_dict()["decision"] == "inconclusive"
     (c,) = stats.compare(d, np.zeros(30), n_resamples=500)
     assert c.to_dict() == {"ci": c.ci.to_dict(), "p_value": c.p_value, "mde": c.mde}
+
+
+def test_more_than_4096_queries_are_resampled_in_smaller_groups():
+    # above 4096 queries a group holds fewer than 16 blocks; the group size must stay an integer
+    rng = np.random.default_rng(6)
+    d = rng.normal(0.02, 0.1, 5000)
+    (ci,) = stats.paired_bootstrap(d, np.zeros(5000), n_resamples=130, seed=1)
+    means = stats.bootstrap_means(d[:, None], n_resamples=130, seed=1)[:, 0]
+    assert ci.delta == pytest.approx(d.mean()) and ci.low == pytest.approx(np.quantile(means, 0.025))
+    assert stats.sign_flip_test(d, np.zeros(5000), n_resamples=130, seed=1)[0] == pytest.approx(1 / 131)
