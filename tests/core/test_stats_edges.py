@@ -46,6 +46,7 @@ def test_confidence_and_resample_bounds_are_open_and_closed_where_documented():
         stats.sign_flip_test(d, z, n_resamples=0)
     (one,) = stats.paired_bootstrap(d, z, n_resamples=1)  # one resample is allowed: no spread to measure
     assert one.n_resamples == 1 and one.std_error == 0.0
+    assert stats.paired_bootstrap(d, z, n_resamples=10, seed=42)[0].seed == 42  # recorded in the JSON
 
 
 def test_std_error_is_the_sample_deviation_of_the_bootstrap_means():
@@ -92,6 +93,9 @@ def test_non_inferiority_and_compare_pass_every_option_through():
         need = max(math.ceil((mde * float(np.std(d[:, j], ddof=1)) / gap) ** 2), 2)
         assert ni.queries_needed == need
     high_power = stats.non_inferiority(cand, ref, margin=0.02, power=0.9, **opts)[0]
+    z90 = 2 * 1.2815515655446004  # z_0.90 + z_0.90
+    gap0 = abs(d[:, 0].mean() + 0.02)
+    assert high_power.queries_needed == max(math.ceil((z90 * float(np.std(d[:, 0], ddof=1)) / gap0) ** 2), 2)
     assert high_power.mde > stats.non_inferiority(cand, ref, margin=0.02, power=0.8, **opts)[0].mde
     for j, c in enumerate(stats.compare(cand, ref, power=0.8, **opts)):
         assert c.ci == cis[j] and c.mde == pytest.approx(power_mde[j], rel=1e-9)
@@ -162,7 +166,7 @@ def test_exact_enumeration_is_used_up_to_and_including_two_to_the_n_resamples():
     assert stats.sign_flip_test(d, np.zeros(5), n_resamples=31)[0] == pytest.approx(loop_sign_flip(d, 31, 0))
 
 
-@pytest.mark.parametrize("n, n_resamples", [(15, 200), (100, 50), (70, 130)])
+@pytest.mark.parametrize("n, n_resamples", [(15, 200), (16, 90), (100, 50), (70, 130)])  # 16: whole bytes
 def test_monte_carlo_sign_flip_follows_the_documented_seed_logic(n, n_resamples):
     rng = np.random.default_rng(n)
     d = rng.normal(0.05, 0.3, n)

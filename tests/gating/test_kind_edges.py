@@ -63,6 +63,8 @@ def test_a_zero_reference_has_no_relative_drop():
     assert _judge("ndcg@10:max_rel_drop=2%", 0.0, 0.0) == "pass"
     out = evaluate_gate(parse_gate("ndcg@10:max_rel_drop=2%"), _scores("c", [0.0, 0.0]), _scores("b", [0.0, 0.0]))
     assert out.passed and "relative drop 0.00%, allowed 2.00%" in kind_of(out.gate).explain(out)
+    worse = evaluate_gate(parse_gate("ndcg@10:max_rel_drop=2%"), _scores("c", [0.4, 0.4]), _scores("b", [0.5, 0.5]))
+    assert kind_of(worse.gate).explain(worse) == "relative drop 20.00%, allowed 2.00% (gate ndcg@10:max_rel_drop=2%)"
 
 
 @pytest.mark.parametrize("alpha", ["0", "1", "1.5"])
@@ -98,7 +100,7 @@ def test_the_correction_field_says_which_kinds_test_significance():
 def test_holm_corrects_only_the_significance_gates_and_errors_stay_per_gate():
     ref = _scores("baseline", [0.8, 0.7, 0.9, 0.6, 0.8, 0.7])
     cand = _scores("candidate", [0.7, 0.6, 0.85, 0.5, 0.75, 0.6])
-    other = Scores("baseline", {"mrr@10": 0.5}, {"mrr@10": ref.per_query[METRIC]})
+    other = Scores("baseline", {"mrr@10": 0.5, "recall@10": 0.5}, {"mrr@10": ref.per_query[METRIC]})
     requests = [
         GateRequest("sig", parse_gate("ndcg@10:no_significant_drop"), cand, ref),
         GateRequest("drop", parse_gate("ndcg@10:max_drop=0.5"), cand, ref),
@@ -110,7 +112,9 @@ def test_holm_corrects_only_the_significance_gates_and_errors_stay_per_gate():
     assert isinstance(sig, Outcome) and sig.evidence.p_adjusted == pytest.approx(alone.p_value)  # a family of one
     assert sig.evidence.correction == "holm"
     assert isinstance(out["drop"], Outcome) and out["drop"].evidence.correction is None
-    assert isinstance(out["bad"], SpecError) and "the baseline has no ndcg@10; it has mrr@10" in str(out["bad"])
+    assert isinstance(out["bad"], SpecError) and str(out["bad"]).endswith(
+        "the baseline has no ndcg@10; it has mrr@10, recall@10"
+    )
 
 
 def test_a_floor_ignores_the_reference_and_counts_its_slice_queries():
@@ -190,3 +194,13 @@ def test_no_significant_drop_explains_the_p_value_that_decided():
     )
     raw = Outcome(gate, "fail", 0.4, 0.5, -0.1, 0.0123456, (), Evidence(None, 0.0123456, None, "none"))
     assert kind_of(gate).explain(raw) == "paired t-test p = 0.01235 < alpha 0.05 (gate ndcg@10:no_significant_drop)"
+
+
+def test_min_gain_explains_its_bounds_against_the_required_gain():
+    gate = parse_gate("ndcg@10:min_gain=0.01")
+    ci = stats.DeltaCI(0.004, -0.002, 0.009, -0.001, 0.008, 0.003, 0.95, 40, 100, 0)
+    out = Outcome(gate, "fail", 0.5, 0.496, 0.004, None, (), Evidence(stats.Comparison(ci, 0.2, 0.006)))
+    assert kind_of(gate).explain(out) == (
+        "gain one-sided 95% lower bound -0.0010, two-sided upper bound +0.0090, against the required gain 0.01"
+        ": the reranker brings less than required (gate ndcg@10:min_gain=0.01)"
+    )

@@ -104,7 +104,9 @@ def test_a_floor_on_a_slice_uses_the_bootstrap_bounds_of_the_slice_mean():
         return evaluate_gate(parse_gate(expr), cand, None), c
 
     high, c = floor("ndcg@10[topic=finance]>=0.6", lambda q, t, v: 0.9 if t == "finance" else 0.1)
-    assert high.verdict == "pass" and high.candidate == pytest.approx(0.9)
+    assert (
+        high.verdict == "pass" and high.candidate == pytest.approx(0.9) and high.n_queries == 12
+    )  # the slice's own size
     assert floor("ndcg@10[topic=finance]>=0.6", lambda q, t, v: 0.3 if t == "finance" else 1.0)[0].verdict == "fail"
     # alternating 0.2 / 1.0: mean 0.6 sits on the floor, the bounds straddle it
     noisy, c = floor("ndcg@10[topic=finance]>=0.6", lambda q, t, v: 0.2 if int(q[1:]) % 2 else 1.0)
