@@ -1,6 +1,8 @@
 """Gates on a slice: parsed for every kind, judged on the slice's queries with the slice's CI, never a silent
 pass on too few queries, and an unknown field or value refused before anything is encoded."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -104,7 +106,9 @@ def test_a_floor_on_a_slice_uses_the_bootstrap_bounds_of_the_slice_mean():
         return evaluate_gate(parse_gate(expr), cand, None), c
 
     high, c = floor("ndcg@10[topic=finance]>=0.6", lambda q, t, v: 0.9 if t == "finance" else 0.1)
-    assert high.verdict == "pass" and high.candidate == pytest.approx(0.9)
+    assert (
+        high.verdict == "pass" and high.candidate == pytest.approx(0.9) and high.n_queries == 12
+    )  # the slice's own size
     assert floor("ndcg@10[topic=finance]>=0.6", lambda q, t, v: 0.3 if t == "finance" else 1.0)[0].verdict == "fail"
     # alternating 0.2 / 1.0: mean 0.6 sits on the floor, the bounds straddle it
     noisy, c = floor("ndcg@10[topic=finance]>=0.6", lambda q, t, v: 0.2 if int(q[1:]) % 2 else 1.0)
@@ -214,3 +218,11 @@ def test_a_slice_of_exactly_the_minimum_queries_is_gated():
     out = evaluate_gate(parse_gate("ndcg@10[topic=ten]:max_drop=0.02"), c, r)
     assert out.n_queries == MIN_QUERIES == 10
     assert out.verdict == "fail" and "too few" not in (out.note or "")
+
+
+def test_an_undecided_non_inferior_slice_counts_the_queries_from_the_slice_differences():
+    cand, ref, c, r = _sides(lambda q, t, v: v + (0.04 if int(q[1:]) % 2 else -0.05) if t == "finance" else v)
+    out = evaluate_gate(parse_gate("ndcg@10[topic=finance]:non_inferior=0.01"), cand, ref)
+    d = np.array([c[q] - r[q] for q in sorted(c) if _index().profiles[q].fields["topic"] == "finance"])
+    need = math.ceil(((1.6448536269514722 + 0.8416212335729143) * d.std(ddof=1) / abs(d.mean() + 0.01)) ** 2)
+    assert out.verdict == "inconclusive" and out.n_queries == 12 and out.queries_needed == max(need, 2)
