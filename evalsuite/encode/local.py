@@ -20,6 +20,28 @@ from ..model import ModelInfo
 from .base import EncodedRows, EncodeStats, StreamingEncoder
 
 _TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+TOKENIZE_TEXTS = 4096  # texts per tokenizer call, at most
+TOKENIZE_CHARS = 4 * 2**20  # characters per tokenizer call, at most (a single longer text goes alone)
+
+
+def tokenize_groups(
+    lengths: Sequence[int], max_texts: int = TOKENIZE_TEXTS, max_chars: int = TOKENIZE_CHARS
+) -> list[range]:
+    """Consecutive ranges of texts (by their lengths in characters) for one tokenizer call each: at most
+    ``max_texts`` texts and ``max_chars`` characters (a longer text alone). A fast tokenizer tokenizes a text
+    whole before it truncates and keeps the cut tokens on the side, so a call's memory follows its characters,
+    not its texts: measured ~33 MB per MiB of text (tiny BERT's WordPiece); 2,000 documents of 15,000 words
+    (158 MiB) in one call took a run to 5.8 GB. Under the budget a call stays near 130 MB."""
+    out: list[range] = []
+    start, chars = 0, 0
+    for i, n in enumerate(lengths):
+        if i > start and (i - start >= max_texts or chars + n > max_chars):
+            out.append(range(start, i))
+            start, chars = i, 0
+        chars += n
+    if start < len(lengths):
+        out.append(range(start, len(lengths)))
+    return out
 
 
 def pick_device(device: str) -> str:
@@ -105,8 +127,8 @@ class LocalEncoder(StreamingEncoder):
         probe = self.max_length + 1
         out: list[list[int]] = []
         truncated = np.zeros(len(texts), dtype=bool)
-        for start in range(0, len(texts), 4096):
-            chunk = texts[start : start + 4096]
+        for group in tokenize_groups([len(t) for t in texts]):
+            start, chunk = group.start, texts[group.start : group.stop]
             enc = self.tokenizer(
                 chunk,
                 truncation=True,
