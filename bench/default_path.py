@@ -40,6 +40,8 @@ class Measured:
     """One child process: ``evalsuite run`` over one corpus with one set of flags."""
 
     documents: int
+    doc_words: int  # about this many words a document (0: 12-48)
+    pad_kib: int  # each record's skipped padding (0: none)
     corpus_mib: float  # the corpus file's size, what decide_chunking looks at
     run: str  # "default" or "in-memory"
     flags: str
@@ -73,8 +75,10 @@ def write_long_dataset(root: Path, size: int, queries: int, words: list[str], do
     return root
 
 
-def measure(dataset: Path, size: int, model_dir: Path, run: str, scratch: Path) -> Measured:
-    """Run ``evalsuite run`` on ``dataset`` in a child process and read its peak RSS, time and decision."""
+def measure(dataset: Path, shape: tuple[int, int, int], model_dir: Path, run: str, scratch: Path) -> Measured:
+    """Run ``evalsuite run`` on ``dataset`` (``shape``: documents, words a document, padding KiB) in a child
+    process and read its peak RSS, time and decision."""
+    size, doc_words, pad_kib = shape
     out = Path(tempfile.mkdtemp(prefix=f"{run}-", dir=scratch))
     flags = RUNS[run]
     cmd = [
@@ -109,6 +113,8 @@ def measure(dataset: Path, size: int, model_dir: Path, run: str, scratch: Path) 
     results = json.loads((out / "report" / "results.json").read_text())
     return Measured(
         documents=size,
+        doc_words=doc_words,
+        pad_kib=pad_kib,
         corpus_mib=round((dataset / "corpus.jsonl").stat().st_size / 2**20, 1),
         run=run,
         flags=" ".join(flags) or "(none)",
@@ -134,7 +140,7 @@ def run_default_path(
     for size, words, pad in zip(sizes, doc_words, pad_kib, strict=True):
         dataset = write_long_dataset(scratch / f"beir-{size}-{words}-{pad}", size, queries, vocabulary(), words, pad)
         for run in RUNS:
-            m = measure(dataset, size, model_dir, run, scratch)
+            m = measure(dataset, (size, words, pad), model_dir, run, scratch)
             print(
                 f"{m.documents:>8} docs {m.corpus_mib:>7.1f} MiB  {m.run:>9}: chunked {m.chunked!s:5}  "
                 f"peak RSS {m.peak_rss_mb:7.1f} MB  wall {m.wall_seconds:6.1f} s",
@@ -165,10 +171,13 @@ def table(rows: list[Measured]) -> list[str]:
 
 
 def slopes(rows: list[Measured]) -> list[str]:
-    """Per run, the peak RSS growth per 100k documents between consecutive corpora that ran the same path."""
+    """Per run, the peak RSS growth per 100k documents between consecutive corpora of the same shape (words a
+    document, padding) that ran the same path."""
     out = []
-    for run in RUNS:
-        mine = sorted((r for r in rows if r.run == run), key=lambda r: r.documents)
+    for run, shape in sorted({(r.run, (r.doc_words, r.pad_kib)) for r in rows}):
+        mine = sorted(
+            (r for r in rows if r.run == run and (r.doc_words, r.pad_kib) == shape), key=lambda r: r.documents
+        )
         for a, b in itertools.pairwise(mine):
             if a.chunked == b.chunked and b.documents > a.documents:
                 per = (b.peak_rss_mb - a.peak_rss_mb) / ((b.documents - a.documents) / 1e5)

@@ -18,6 +18,8 @@ from evalsuite.spec import AUTO_CHUNK_BYTES
 REPO = Path(__file__).resolve().parents[2]
 FIELDS = {
     "documents",
+    "doc_words",
+    "pad_kib",
     "corpus_mib",
     "run",
     "flags",
