@@ -31,8 +31,8 @@ def tokenize_groups(
     """Consecutive ranges of texts (by their lengths in characters) for one tokenizer call each: at most
     ``max_texts`` texts and ``max_chars`` characters (a longer text alone). A fast tokenizer tokenizes a text
     whole before it truncates and keeps the cut tokens on the side, so a call's memory follows its characters,
-    not its texts: measured ~33 MB per MiB of text (tiny BERT's WordPiece); 2,000 documents of 15,000 words
-    (158 MiB) in one call took a run to 5.8 GB. Under the budget a call stays near 130 MB."""
+    not its texts: measured ~33 MB per MiB of text (tiny BERT's WordPiece); a run over 2,000 documents of
+    15,000 words (158 MiB, one call) was at 5.6 GB. Under the budget a call stays near 130 MB."""
     out: list[range] = []
     start, chars = 0, 0
     for i, n in enumerate(lengths):

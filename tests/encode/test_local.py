@@ -124,7 +124,7 @@ def test_check_vectors_reports_each_problem():
 
 
 def test_tokenizer_calls_are_bounded_in_texts_and_characters():
-    """Bugs: groups bounded in texts only (a call held a whole corpus of long documents: 5.8 GB), a text lost or
+    """Bugs: groups bounded in texts only (a call held a whole corpus of long documents: 5.6 GB), a text lost or
     repeated at a group boundary, an empty group before an over-budget first text."""
     from evalsuite.encode.local import tokenize_groups
 
