@@ -3,6 +3,14 @@
     .venv/bin/python bench/bench_scale.py [--sizes 100000,300000,1000000] [--executors in-process,ray]
                                           [--modes reader,generated] [--gzip] [--queries 1000]
                                           [--chunk 65536] [--block 262144] [--json out.json]
+    .venv/bin/python bench/bench_scale.py --default-path [--sizes 100000,300000,680000]
+                                          [--doc-words 0,0,0] [--queries 1000] [--out out.json]
+
+``--default-path`` (``default_path.py``) measures ``evalsuite run`` itself, default flags against
+``--chunk-size 0``, each in its own process, on corpora below and above the automatic chunking threshold
+(the last default corpus, 680,000 documents of 12-48 words, is ~136 MiB, over the 128 MiB): peak RSS, wall
+time, whether the chunked path was chosen; a Markdown table and the RSS slope per 100k documents. The rest
+of this doc is the other modes.
 
 For each mode, corpus size and executor, one child process (so its peak RSS is its own) evaluates a
 synthetic corpus (deterministic word sequences from the tiny model's vocabulary) with the tiny random
@@ -40,6 +48,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 TARGETS = {"peak_rss_gb_1m": 1.5, "slope_over_vectors": 1.10, "ray_over_in_process": 1.3}
 
 
@@ -261,7 +270,9 @@ def search_check(size: int, dim: int, queries: int, block: int) -> dict[str, Any
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="100000,300000,1000000")
+    ap.add_argument(
+        "--sizes", help="corpus sizes (default 100000,300000,1000000; --default-path: 100000,300000,680000)"
+    )
     ap.add_argument("--executors", default="in-process,ray")
     ap.add_argument(
         "--modes",
@@ -273,12 +284,28 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--chunk", type=int, default=65536)
     ap.add_argument("--block", type=int, default=262144)
-    ap.add_argument("--json")
+    ap.add_argument("--json", "--out", dest="json", help="write the rows as JSON here")
+    ap.add_argument(
+        "--default-path",
+        action="store_true",
+        help="measure `evalsuite run` with default flags against --chunk-size 0 (peak RSS, wall, chunked or not)",
+    )
+    ap.add_argument(
+        "--doc-words",
+        help="--default-path: per size, about how many words each document has (0, the default: 12-48 as "
+        "generated; longer documents cross the threshold with fewer of them but tokenize slowly)",
+    )
     ap.add_argument(
         "--search-check",
         metavar="SIZE,DIM",
         help="only compare block-wise search of random vectors "
         "with one in-memory IndexFlatIP (e.g. 1000000,384 with --queries 7000)",
+    )
+    ap.add_argument(
+        "--pad-kib",
+        help="--default-path: per size, pad every document record with a list field of this many KiB, which the "
+        "reader skips: a few hundred documents cross the chunking threshold (checks the decision quickly; "
+        "default 0 for every size)",
     )
     ap.add_argument("--child", nargs=3, metavar=("MODE", "SIZE", "EXECUTOR"), help=argparse.SUPPRESS)
     ap.add_argument("--model-dir", help=argparse.SUPPRESS)
@@ -293,6 +320,9 @@ def main() -> int:
         out = {"mode": mode, "size": size, "executor": executor, "peak_rss_gb": rss_gb(), **out}
         print(json.dumps(out))
         return 0
+    if args.default_path:
+        return default_path_main(args)
+    args.sizes = args.sizes or "100000,300000,1000000"
     if args.search_check:
         size, dim = (int(x) for x in args.search_check.split(","))
         print(json.dumps(search_check(size, dim, args.queries, args.block)))
@@ -322,6 +352,26 @@ def main() -> int:
     summarize(rows, modes, args.executors.split(","))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+def default_path_main(args: argparse.Namespace) -> int:
+    from default_path import run_default_path, slopes, table, to_json
+
+    sizes = [int(s) for s in (args.sizes or "100000,300000,680000").split(",")]
+    words = [int(w) for w in (args.doc_words or ",".join(["0"] * len(sizes))).split(",")]
+    pads = [int(p) for p in (args.pad_kib or ",".join(["0"] * len(sizes))).split(",")]
+    for name, given in (("--doc-words", words), ("--pad-kib", pads)):
+        if len(given) != len(sizes):
+            raise SystemExit(f"{name}: {len(given)} values for {len(sizes)} sizes; give one per size")
+    scratch = Path(tempfile.mkdtemp(prefix="bench-default-path-"))
+    try:
+        rows = run_default_path(sizes, args.queries, words, scratch, pads)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print("\n".join(["", *table(rows), "", *slopes(rows)]))
+    if args.json:
+        Path(args.json).write_text(json.dumps(to_json(rows), indent=2) + "\n")
     return 0
 
 

@@ -7,6 +7,7 @@ the same resamples), and looks at the per-query differences ``cand - ref``:
 * :func:`paired_bootstrap`: percentile bootstrap over queries of the mean difference, two-sided
   interval and one-sided bounds (seeded; resample ``b`` draws ``n`` query indices with
   replacement, in blocks of ``_BLOCK`` rows from ``numpy.random.default_rng(seed)``);
+  :func:`mean_bootstrap` is the same interval of one side's mean (its difference against zero);
 * :func:`sign_flip_test`: paired randomization test, two-sided p-value of the mean difference
   (exact enumeration when ``2**n <= n_resamples``, else seeded Monte Carlo with the +1 correction);
 * :func:`minimum_detectable_effect` and :func:`queries_needed`: normal-approximation power
@@ -185,6 +186,17 @@ def paired_bootstrap(
         )
         for j in range(d.shape[1])
     )
+
+
+def mean_bootstrap(
+    values: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0, confidence: float = CONFIDENCE
+) -> tuple[DeltaCI, ...]:
+    """Percentile bootstrap of the mean of ``values`` itself (``(n_queries,)`` or one column per series), one
+    :class:`DeltaCI` per column whose ``delta`` is the mean: :func:`paired_bootstrap` against zero, so a slice's
+    error bar and a floor gate on the slice come from the same resamples. A column's interval depends on its
+    values, ``n_queries`` and ``seed`` only: series stacked in one call get the intervals they get alone."""
+    v = np.asarray(values, dtype=np.float64)
+    return paired_bootstrap(v, np.zeros_like(v), n_resamples=n_resamples, seed=seed, confidence=confidence)
 
 
 def sign_flip_test(cand: np.ndarray, ref: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> np.ndarray:

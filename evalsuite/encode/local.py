@@ -7,6 +7,7 @@ then dropped: hidden states of a whole corpus are never held.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import time
@@ -20,6 +21,28 @@ from ..model import ModelInfo
 from .base import EncodedRows, EncodeStats, StreamingEncoder
 
 _TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+TOKENIZE_TEXTS = 4096  # texts per tokenizer call, at most
+TOKENIZE_CHARS = 4 * 2**20  # characters per tokenizer call, at most (a single longer text goes alone)
+
+
+def tokenize_groups(
+    lengths: Sequence[int], max_texts: int = TOKENIZE_TEXTS, max_chars: int = TOKENIZE_CHARS
+) -> list[range]:
+    """Consecutive ranges of texts (by their lengths in characters) for one tokenizer call each: at most
+    ``max_texts`` texts and ``max_chars`` characters (a longer text alone). A fast tokenizer tokenizes a text
+    whole before it truncates and keeps the cut tokens on the side, so a call's memory follows its characters,
+    not its texts: measured ~33 MB per MiB of text (tiny BERT's WordPiece); a run over 2,000 documents of
+    15,000 words (158 MiB, one call) was at 5.6 GB. Under the budget a call stays near 130 MB."""
+    out: list[range] = []
+    start, chars = 0, 0
+    for i, n in enumerate(lengths):
+        if i > start and (i - start >= max_texts or chars + n > max_chars):
+            out.append(range(start, i))
+            start, chars = i, 0
+        chars += n
+    if start < len(lengths):
+        out.append(range(start, len(lengths)))
+    return out
 
 
 def pick_device(device: str) -> str:
@@ -114,13 +137,17 @@ class LocalEncoder(StreamingEncoder):
         self.tokenizer = None
 
     # -- tokenization -------------------------------------------------------------------------
-    def _tokenize(self, texts: list[str], ids: Sequence[str] | None) -> tuple[list[list[int]], np.ndarray]:
-        """Token ids per text, truncated to max_length; and which texts were truncated."""
+    def _tokenize(self, texts: list[str], ids: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The token ids of every text, truncated to max_length, as one int32 array with each text's start
+        (text ``i`` is ``flat[offsets[i] : offsets[i + 1]]``); and which texts were truncated. One flat array
+        holds 4 bytes a token where a list of Python ints per text held ~1 KB a short document (measured:
+        40 MB for 40,000 documents of ~32 tokens), the in-memory run's largest cost per document."""
         probe = self.max_length + 1
-        out: list[list[int]] = []
+        parts: list[np.ndarray] = []
+        lengths = np.zeros(len(texts), dtype=np.int64)
         truncated = np.zeros(len(texts), dtype=bool)
-        for start in range(0, len(texts), 4096):
-            chunk = texts[start : start + 4096]
+        for group in tokenize_groups([len(t) for t in texts]):
+            start, chunk = group.start, texts[group.start : group.stop]
             enc = self.tokenizer(
                 chunk,
                 truncation=True,
@@ -151,8 +178,12 @@ class LocalEncoder(StreamingEncoder):
                 for i, row in zip(long, fixed, strict=True):
                     enc[i] = row
                 truncated[[start + i for i in long]] = True
-            out.extend(enc)
-        return out, truncated
+            lengths[group.start : group.stop] = [len(row) for row in enc]
+            count = int(lengths[group.start : group.stop].sum())
+            parts.append(np.fromiter(itertools.chain.from_iterable(enc), dtype=np.int32, count=count))
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)), offsets, truncated
 
     def _batches(self, lengths: np.ndarray) -> list[np.ndarray]:
         order = np.argsort(-lengths, kind="stable")
@@ -192,8 +223,8 @@ class LocalEncoder(StreamingEncoder):
         stats = self.stats_by_role.setdefault(role, EncodeStats())
         if n == 0:
             return
-        token_ids, truncated = self._tokenize(list(texts), ids)
-        lengths = np.fromiter((len(r) for r in token_ids), dtype=np.int64, count=n)
+        flat, offsets, truncated = self._tokenize(list(texts), ids)
+        lengths = np.diff(offsets)
         stats.texts += n
         stats.tokens += int(lengths.sum())
         stats.truncated += int(truncated.sum())
@@ -209,7 +240,7 @@ class LocalEncoder(StreamingEncoder):
                     ids_arr = np.full((len(idx), width), self.pad_id, dtype=np.int64)
                     mask = np.zeros((len(idx), width), dtype=np.int64)
                     for row, i in enumerate(idx):
-                        ids_arr[row, : lengths[i]] = token_ids[i]
+                        ids_arr[row, : lengths[i]] = flat[offsets[i] : offsets[i + 1]]
                         mask[row, : lengths[i]] = 1
                     inputs = {
                         "input_ids": torch.from_numpy(ids_arr).to(self.device),

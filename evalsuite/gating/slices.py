@@ -97,11 +97,11 @@ def judge_slice(
         return kind_verdict, None
     import numpy as np
 
-    from ..stats import decide, paired_bootstrap
+    from ..stats import decide, mean_bootstrap
 
     if gate.kind == "floor":
         values = np.array(list(candidate.per_query[gate.metric].values()))
-        ci = paired_bootstrap(values, np.zeros_like(values))[0]
+        ci = mean_bootstrap(values)[0]
         verdict = decide(ci, -gate.threshold)  # lower bound >= floor passes, upper bound < floor fails
         bounds = f"one-sided 95% bounds of the slice mean {ci.lower_bound:.4f} / {ci.upper_bound:.4f}"
         what = f"against the floor {gate.threshold:g}"

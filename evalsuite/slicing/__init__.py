@@ -5,11 +5,12 @@ with the model's fast tokenizer (no torch); ``index.py`` profiles each query and
 per-query metrics of each slice.
 """
 
-from .index import DEFAULT_FIELDS, MIN_QUERIES, QueryProfile, SliceIndex, SliceRow, build_slice_index
+from .index import DEFAULT_FIELDS, MIN_INTERVAL, MIN_QUERIES, QueryProfile, SliceIndex, SliceRow, build_slice_index
 from .selectors import Selector, length_buckets, parse_selector
 
 __all__ = [
     "DEFAULT_FIELDS",
+    "MIN_INTERVAL",
     "MIN_QUERIES",
     "QueryProfile",
     "Selector",

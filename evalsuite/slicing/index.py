@@ -8,7 +8,10 @@ queries at least one of whose relevant documents the contract cuts: a query is a
 truncation as its longest answer. A document metadata slice (``doc.FIELD=V``) holds the queries
 with at least one relevant document of that value (those slices may overlap).
 
-A slice metric is the mean of the per-query values (ranx's per-query scores) over the slice's queries.
+A slice metric is the mean of the per-query values (ranx's per-query scores) over the slice's queries; with
+``intervals`` its 95% percentile bootstrap interval over those values (:func:`evalsuite.stats.mean_bootstrap`,
+10,000 resamples, seed 0: the resamples a floor gate on the slice judges), for slices of at least
+:data:`MIN_INTERVAL` scored queries.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
 
 DEFAULT_FIELDS = ("topic", "domain")  # reported without --slice-by when the queries carry them
 MIN_QUERIES = 10  # a slice gate with fewer queries is inconclusive
+MIN_INTERVAL = 2  # a slice mean over fewer scored queries has no interval (one query's resamples are all alike)
 _MAX_LISTED = 12
 
 
@@ -41,18 +45,25 @@ class QueryProfile:
 
 @dataclass(frozen=True)
 class SliceRow:
-    """One reported slice: its selector, how many queries it holds, each metric's mean over them."""
+    """One reported slice: its selector, how many queries it holds, each metric's mean over them and, when asked
+    for, that mean's 95% bootstrap interval ``(low, high)`` (metrics with fewer than :data:`MIN_INTERVAL` scored
+    queries have none)."""
 
     slice: str
     n_queries: int
     metrics: Mapping[str, float]
+    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "slice": self.slice,
             "n_queries": self.n_queries,
             "metrics": {m: round(v, 6) for m, v in self.metrics.items()},
         }
+        if self.intervals:
+            out["ci_low"] = {m: round(lo, 6) for m, (lo, _) in self.intervals.items()}
+            out["ci_high"] = {m: round(hi, 6) for m, (_, hi) in self.intervals.items()}
+        return out
 
 
 @dataclass(frozen=True)
@@ -121,27 +132,74 @@ class SliceIndex:
         return tuple(out)
 
     def table(
-        self, per_query: Mapping[str, Mapping[str, float]], selectors: Sequence[Selector] | None = None
+        self,
+        per_query: Mapping[str, Mapping[str, float]],
+        selectors: Sequence[Selector] | None = None,
+        *,
+        intervals: bool = False,
     ) -> tuple[SliceRow, ...]:
-        """Each slice's query count and per-metric mean over its queries (those the metric scored)."""
-        rows = []
+        """Each slice's query count and per-metric mean over its queries (those the metric scored); with
+        ``intervals``, each mean's bootstrap interval too."""
+        return self.tables([per_query], selectors, intervals=intervals)[0]
+
+    def tables(
+        self,
+        runs: Sequence[Mapping[str, Mapping[str, float]]],
+        selectors: Sequence[Selector] | None = None,
+        *,
+        intervals: bool = False,
+    ) -> list[tuple[SliceRow, ...]]:
+        """:meth:`table` of several runs' per-query scores at once (a sweep's base and cells). Per slice, every
+        (run, metric) scored on the same queries shares one bootstrap call: the resamples depend on the number
+        of queries and the seed only, so each interval is the one that run and metric get alone."""
+        out: list[list[SliceRow]] = [[] for _ in runs]
         for s in self.reported() if selectors is None else selectors:
             qids = self.members(s)
-            metrics = {
-                m: sum(scores[q] for q in qids if q in scores) / n
-                for m, scores in per_query.items()
-                if (n := sum(1 for q in qids if q in scores))
-            }
-            rows.append(SliceRow(s.text, len(qids), metrics))
-        return tuple(rows)
+            means: list[dict[str, float]] = [{} for _ in runs]
+            series: dict[tuple[str, ...], list[tuple[int, str]]] = {}  # scored queries -> (run, metric)
+            for i, per_q in enumerate(runs):
+                for m, scores in per_q.items():
+                    scored = tuple(q for q in qids if q in scores)
+                    if scored:
+                        means[i][m] = sum(scores[q] for q in scored) / len(scored)
+                        if intervals and len(scored) >= MIN_INTERVAL:
+                            series.setdefault(scored, []).append((i, m))
+            bounds: list[dict[str, tuple[float, float]]] = [{} for _ in runs]
+            for scored, columns in series.items():
+                for (i, m), (low, high) in zip(columns, _bootstrap(runs, scored, columns), strict=True):
+                    bounds[i][m] = (low, high)
+            for i in range(len(runs)):
+                out[i].append(
+                    SliceRow(s.text, len(qids), means[i], {m: bounds[i][m] for m in means[i] if m in bounds[i]})
+                )
+        return [tuple(rows) for rows in out]
 
     def to_dict(self, per_query: Mapping[str, Mapping[str, float]]) -> dict[str, object]:
         return {
             "max_length": self.max_length,
             "slice_by": list(self.slice_by),
             "doclen": "tokens of the query's longest relevant document (grade >= 1)",
-            "slices": [r.to_dict() for r in self.table(per_query)],
+            "ci": INTERVAL_NOTE,
+            "slices": [r.to_dict() for r in self.table(per_query, intervals=True)],
         }
+
+
+INTERVAL_NOTE = (
+    "ci_low / ci_high: 95% percentile bootstrap interval of the slice mean over its queries "
+    f"(10,000 resamples, seed 0); none below {MIN_INTERVAL} scored queries"
+)
+
+
+def _bootstrap(
+    runs: Sequence[Mapping[str, Mapping[str, float]]], scored: Sequence[str], columns: Sequence[tuple[int, str]]
+) -> list[tuple[float, float]]:
+    """``(low, high)`` of each ``(run, metric)`` column's mean over the ``scored`` queries, one bootstrap call."""
+    import numpy as np
+
+    from ..stats import mean_bootstrap
+
+    values = np.array([[runs[i][m][q] for i, m in columns] for q in scored], dtype=np.float64)
+    return [(ci.low, ci.high) for ci in mean_bootstrap(values)]
 
 
 def default_slice_by(dataset: Dataset) -> tuple[str, ...]:

@@ -28,9 +28,11 @@ def count_tokens(tokenizer_dir: Path, texts: Sequence[str]) -> list[int]:
         return _count_with_transformers(Path(tokenizer_dir), texts)
     stat = path.stat()
     tok = _load(str(path), stat.st_mtime_ns, stat.st_size)
+    from ..encode.local import tokenize_groups  # calls bounded in characters too: long documents
+
     out: list[int] = []
-    for start in range(0, len(texts), _BATCH):
-        out += [len(e.ids) for e in tok.encode_batch(list(texts[start : start + _BATCH]))]
+    for group in tokenize_groups([len(t) for t in texts], max_texts=_BATCH):
+        out += [len(e.ids) for e in tok.encode_batch(list(texts[group.start : group.stop]))]
     return out
 
 

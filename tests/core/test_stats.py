@@ -236,3 +236,33 @@ def test_bad_input():
         stats.paired_bootstrap(np.zeros(3), np.zeros(3), confidence=95)
     with pytest.raises(SpecError, match="n_resamples"):
         stats.sign_flip_test(np.zeros(3), np.zeros(3), n_resamples=0)
+
+
+def hand_mean_interval(v: np.ndarray, n_resamples: int, seed: int, confidence: float) -> tuple[float, float]:
+    """The documented seed logic with numpy fancy indexing: each resample's mean over its drawn queries."""
+    n = len(v)
+    rng = np.random.default_rng(seed)
+    idx = np.concatenate(
+        [
+            rng.integers(0, n, size=(min(stats._BLOCK, n_resamples - s), n), dtype=np.uint32)
+            for s in range(0, n_resamples, stats._BLOCK)
+        ]
+    )
+    means = v[idx].sum(axis=1) / n
+    a = 1 - confidence
+    return float(np.quantile(means, a / 2)), float(np.quantile(means, 1 - a / 2))
+
+
+def test_mean_bootstrap_is_the_interval_of_the_mean_by_hand():
+    """Bugs caught: dividing a resample's sum by n - 1, low and high swapped, a column's interval from another."""
+    rng = np.random.default_rng(12)
+    values = np.stack([rng.random(23), rng.random(23) ** 3], axis=1)  # two series, different spreads
+    cis = stats.mean_bootstrap(values, n_resamples=700, seed=5)
+    for j, ci in enumerate(cis):
+        assert (ci.low, ci.high) == pytest.approx(hand_mean_interval(values[:, j], 700, 5, 0.95), abs=1e-12)
+        assert ci.delta == pytest.approx(values[:, j].mean())
+        assert ci.low < ci.delta < ci.high and ci.n_queries == 23
+    (alone,) = stats.mean_bootstrap(values[:, 1], n_resamples=700, seed=5)
+    assert alone.to_dict() == pytest.approx(cis[1].to_dict(), rel=1e-12)  # up to BLAS rounding
+    # the floor gate's former call: the same interval as the difference against zero
+    assert stats.paired_bootstrap(values, np.zeros_like(values), n_resamples=700, seed=5) == cis

@@ -121,3 +121,36 @@ def test_check_vectors_reports_each_problem():
     assert not rep.ok and len(rep.problems(["a", "b", "c", "d"])) == 3
     assert check_vectors(v[:1], dim=3, normalized=True).wrong_dim
     assert check_vectors(v[:1], dim=2, normalized=True).ok
+
+
+def test_tokenizer_calls_are_bounded_in_texts_and_characters():
+    """Bugs: groups bounded in texts only (a call held a whole corpus of long documents: 5.6 GB), a text lost or
+    repeated at a group boundary, an empty group before an over-budget first text."""
+    from evalsuite.encode.local import tokenize_groups
+
+    lengths = [10, 10, 10, 50, 5, 5, 100, 1, 1, 1]
+    groups = tokenize_groups(lengths, max_texts=3, max_chars=30)
+    assert [list(g) for g in groups] == [[0, 1, 2], [3], [4, 5], [6], [7, 8, 9]]
+    assert all(sum(lengths[i] for i in g) <= 30 or len(g) == 1 for g in groups)
+    assert tokenize_groups([], max_texts=3, max_chars=30) == []
+    assert [list(g) for g in tokenize_groups([50, 1], max_texts=3, max_chars=30)] == [[0], [1]]
+    assert [len(g) for g in tokenize_groups([1] * 10, max_texts=4, max_chars=100)] == [4, 4, 2]
+
+
+def test_grouped_tokenization_gives_the_same_ids_and_truncation_flags(tiny_model_dir, monkeypatch):
+    """Bug: a group's rows or truncation flags written at the wrong offset once texts span several calls."""
+    from evalsuite.encode import local
+
+    enc = LocalEncoder(resolve_model(str(tiny_model_dir)), device="cpu", max_length=8)
+    texts = [" ".join(["index"] * n) for n in (3, 20, 1, 9, 40, 2, 7, 15)]
+    whole = enc._tokenize(texts, None)
+    real = local.tokenize_groups
+    monkeypatch.setattr(local, "tokenize_groups", lambda lengths: real(lengths, max_texts=3, max_chars=60))
+    assert len(real([len(t) for t in texts], max_texts=3, max_chars=60)) > 3
+    grouped = enc._tokenize(texts, None)
+    assert [x.tolist() for x in grouped] == [x.tolist() for x in whole]
+    flat, offsets, truncated = whole
+    for i, text in enumerate(texts):  # text i's ids are its slice of the flat array, as the tokenizer gives them
+        expected = enc.tokenizer(text, truncation=True, max_length=8)["input_ids"]
+        assert flat[offsets[i] : offsets[i + 1]].tolist() == expected
+    assert truncated.tolist() == [False, True, False, True, True, False, True, True]  # [CLS] and [SEP] count

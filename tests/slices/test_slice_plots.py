@@ -16,7 +16,9 @@ def _index():
 def test_values_per_slice_and_run():
     base = {"ndcg@10": {"q0": 1.0, "q1": 0.5, "q2": 0.0, "q3": 0.3, "q4": 0.6}}
     cell = {"ndcg@10": {"q0": 0.0, "q1": 0.5, "q2": 0.3, "q3": 0.3, "q4": 0.6}}
-    values = {s: (n, v) for s, n, v in slice_values(_index(), [("base", base), ("cell", cell)], "ndcg@10")}
+    values = {
+        p.slice: (p.n_queries, p.values) for p in slice_values(_index(), [("base", base), ("cell", cell)], "ndcg@10")
+    }
     assert values["topic=a"][0] == 2 and values["topic=a"][1] == pytest.approx([0.75, 0.25])
     assert values["topic=b"][1] == pytest.approx([0.3, 0.4])
     assert values["qlen<=32"] == (1, pytest.approx([1.0, 0.0]))  # q0 has 5 tokens

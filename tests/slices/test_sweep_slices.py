@@ -65,10 +65,15 @@ def test_sweep_reports_carry_the_slices(tiny_model_dir, coded, tmp_path, capsys,
     assert row["metrics"]["ndcg@10"] == pytest.approx(np.mean([per_query["ndcg@10"][q] for q in finance]), abs=2e-6)
     base_row = next(s for s in data["base"]["slices"] if s["slice"] == "topic=finance")
     assert base_row["metrics"]["ndcg@10"] == pytest.approx(1.0)
+    assert base_row["ci_low"]["ndcg@10"] == base_row["ci_high"]["ndcg@10"] == 1.0  # every query scores 1
+    for r in cell["slices"]:  # each cell row's interval is its own (the cell's finance queries all score 0)
+        for m, v in r["metrics"].items():
+            assert r["ci_low"][m] <= v <= r["ci_high"][m]
+    assert row["ci_high"]["ndcg@10"] < base_row["ci_low"]["ndcg@10"]
     assert "slice that moved most per cell:" in printed
     line = printed.splitlines()[printed.splitlines().index("slice that moved most per cell:") + 1]
     assert line.startswith("  max_length=24: ") and "delta -1.0000" in line
     html = (out / "report.html").read_text()
-    assert "Slices (ndcg@10)" in html and "one panel per slice" in html
+    assert "Slices (ndcg@10)" in html and "one panel per slice" in html and "error bars: the 95%" in html
     md = (out / "report.md").read_text()
     assert "## Slices (ndcg@10)" in md and "| topic=finance | 12 | 1.0000 | 0.0000 |" in md

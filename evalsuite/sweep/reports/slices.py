@@ -1,5 +1,6 @@
-"""A sweep's slices: each cell's per-slice values (sweep.json), the slices each cell moved most with their
-CIs (report.md, terminal), and small multiples of every slice across the cells (report.html).
+"""A sweep's slices: each cell's per-slice values with their 95% intervals (sweep.json), the slices each cell
+moved most with their CIs (report.md, terminal), and small multiples of every slice across the cells with
+error bars (report.html).
 
 Membership is the base's (``result.base.slices``): every cell is paired with the base on the same queries,
 even when the cell's own prefix or max length would count a query's tokens differently. Nothing here when
@@ -11,27 +12,43 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...reports.markdown import table
-from ...reports.slice_plots import draw_small_multiples, slice_cells_dict, small_multiples_data
+from ...reports.slice_plots import draw_small_multiples, slice_cells_dict, slice_panels, small_multiples_data
 from ...reports.slices import moved_cells
 
 if TYPE_CHECKING:
     from ...resultcache import Entry
-    from ...slicing import SliceIndex
+    from ...slicing import SliceIndex, SliceRow
     from ...slicing.compare import SliceMove
     from ..results import CellResult, SweepResult
 
 MOVED_PER_CELL = 3
 
 
+def slice_tables(result: SweepResult) -> list[tuple[SliceRow, ...]]:
+    """The slice tables (with intervals) of the base and every cell, in that order, on the base's membership:
+    computed once per sweep (one bootstrap call per slice for all of them) and shared by sweep.json, report.md
+    and report.html. Empty without a slice index."""
+    index = result.base.slices
+    if index is None:
+        return []
+    key = ("slice-tables",)
+    if key not in result.derived:
+        runs = [result.base.per_query] + [c.result.per_query for c in result.cells]
+        result.derived[key] = index.tables(runs, intervals=True)
+    found: list[tuple[SliceRow, ...]] = result.derived[key]
+    return found
+
+
 def cell_slices(result: SweepResult, c: CellResult) -> list[dict[str, object]] | None:
     """One cell's slices for sweep.json (None without a slice index)."""
-    index = result.base.slices
-    return None if index is None else slice_cells_dict(index, c.result.per_query)
+    if result.base.slices is None:
+        return None
+    position = next(i for i, x in enumerate(result.cells) if x is c)
+    return slice_cells_dict(slice_tables(result)[1 + position])
 
 
 def base_slices(result: SweepResult) -> list[dict[str, object]] | None:
-    index = result.base.slices
-    return None if index is None else slice_cells_dict(index, result.base.per_query)
+    return None if result.base.slices is None else slice_cells_dict(slice_tables(result)[0])
 
 
 def cell_moves(result: SweepResult, c: CellResult) -> list[SliceMove]:
@@ -126,14 +143,13 @@ def sweep_slice_lines(result: SweepResult) -> list[str]:
 
 
 def _slice_table(result: SweepResult, metric: str) -> tuple[list[str], list[list[str]]]:
-    from ...reports.slice_plots import slice_values
-
-    assert result.base.slices is not None
-    runs = [("base", result.base.per_query)] + [(c.cell.name, c.result.per_query) for c in result.cells]
-    values = slice_values(result.base.slices, runs, metric)
+    names = ["base"] + [c.cell.name for c in result.cells]
     return (
-        ["slice", "queries", *(name for name, _ in runs)],
-        [[s, str(n), *(f"{v:.4f}" for v in vs)] for s, n, vs in values],
+        ["slice", "queries", *names],
+        [
+            [p.slice, str(p.n_queries), *(f"{v:.4f}" for v in p.values)]
+            for p in slice_panels(slice_tables(result), metric)
+        ],
     )
 
 
@@ -162,13 +178,15 @@ def sweep_slices_html(result: SweepResult) -> list[str]:
     metric = result.metrics[0]
     runs = [("base", result.base.per_query)] + [(c.cell.name, c.result.per_query) for c in result.cells]
     parts = [h.heading(f"Slices ({metric})")]
-    uri = h.chart_uri(result.store, draw_small_multiples, *small_multiples_data(result.base.slices, runs, metric))
+    data = small_multiples_data(result.base.slices, runs, metric, tables=slice_tables(result))
+    uri = h.chart_uri(result.store, draw_small_multiples, *data)
     if uri is not None:
         parts.append(
             h.figure_html(
                 uri,
-                f"{metric} per slice: one panel per slice, one bar per "
-                "cell (red: base, dashed: the base's value); membership of the base contract",
+                f"{metric} per slice: one panel per slice, one bar per cell (red: base, dashed: the base's "
+                "value), error bars: the 95% percentile bootstrap interval of each cell's slice mean over the "
+                "slice's queries; membership of the base contract",
             )
         )
     parts.append(h.table(*_slice_table(result, metric)))
