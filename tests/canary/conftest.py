@@ -19,6 +19,19 @@ import pytest
 
 API_KEY_ENV = "EVALSUITE_CANARY_TEST_KEY"
 
+
+def canary_argv(urls: str | list[str], model_dir: Path, dataset: Path, out: Path, *extra: str) -> list[str]:
+    """``evalsuite canary`` arguments: every URL as an ``--endpoint`` (several: a fleet), the model and the
+    dataset on CPU without the embedding cache, reports in ``out``, then ``extra``."""
+    endpoints = [urls] if isinstance(urls, str) else urls
+    return [
+        "canary",
+        *(a for url in endpoints for a in ("--endpoint", url)),
+        *("--model", str(model_dir), "--dataset", str(dataset), "--device", "cpu", "--no-cache"),
+        *("--out", str(out), *extra),
+    ]
+
+
 # the small dataset of the top-level conftest, plus two documents and queries of other topics
 EXTRA_CORPUS = [
     {"_id": "d7", "title": "Space", "text": "The moon orbits the planet and reflects the light of the sun."},

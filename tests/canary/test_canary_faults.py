@@ -19,7 +19,7 @@ import pytest
 from evalsuite.canary.checks import LABELS
 from evalsuite.cli import main
 
-from .conftest import API_KEY_ENV, RawRequest, RawServer, embeddings_json, http_response
+from .conftest import API_KEY_ENV, RawRequest, RawServer, canary_argv, embeddings_json, http_response
 
 CHECKS = [
     "identity",
@@ -48,23 +48,7 @@ def key_forms(key: str) -> list[str]:
 
 def run_canary(url: str, model_dir: Path, dataset: Path, out: Path, capsys: Any, *extra: str) -> tuple[int, str]:
     """``evalsuite canary`` in a thread (a hang fails the test); its exit code and stdout + stderr."""
-    argv = [
-        "canary",
-        "--endpoint",
-        url,
-        "--model",
-        str(model_dir),
-        "--dataset",
-        str(dataset),
-        "--device",
-        "cpu",
-        "--no-cache",
-        "--out",
-        str(out),
-        "--endpoint-timeout",
-        "5",
-        *extra,
-    ]
+    argv = canary_argv(url, model_dir, dataset, out, "--endpoint-timeout", "5", *extra)
     result: list[Any] = []
 
     def call() -> None:

@@ -21,27 +21,12 @@ from evalsuite.canary.checks.repeat import (
 )
 from evalsuite.cli import main
 
-from .conftest import Replica
+from .conftest import Replica, canary_argv
 from .proxy import Proxy, Router
 
 
 def canary(urls, model_dir, dataset, out, *extra):
-    return main(
-        [
-            "canary",
-            *(a for url in urls for a in ("--endpoint", url)),
-            "--model",
-            str(model_dir),
-            "--dataset",
-            str(dataset),
-            "--device",
-            "cpu",
-            "--no-cache",
-            "--out",
-            str(out),
-            *extra,
-        ]
-    )
+    return main(canary_argv(urls, model_dir, dataset, out, *extra))
 
 
 @pytest.fixture

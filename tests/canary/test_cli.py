@@ -7,27 +7,11 @@ import logging
 
 from evalsuite.cli import main
 
-from .conftest import API_KEY_ENV
+from .conftest import API_KEY_ENV, canary_argv
 
 
 def canary(url, model_dir, dataset, out, *extra):
-    return main(
-        [
-            "canary",
-            "--endpoint",
-            url,
-            "--model",
-            str(model_dir),
-            "--dataset",
-            str(dataset),
-            "--device",
-            "cpu",
-            "--no-cache",
-            "--out",
-            str(out),
-            *extra,
-        ]
-    )
+    return main(canary_argv(url, model_dir, dataset, out, *extra))
 
 
 def test_cli_passes_writes_reports_and_never_shows_the_key(

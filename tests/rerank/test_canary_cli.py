@@ -51,7 +51,7 @@ def test_with_both_endpoints_both_canaries_run_and_the_worse_status_wins(
     monkeypatch.setattr(canary_cli, "embedding_canary", embedding_canary)
     server.fault = fault
     assert canary("--endpoint", "http://127.0.0.1:9/v1", endpoint=server.url) == expected
-    assert ran == [("http://127.0.0.1:9/v1", str(tmp_path))]
+    assert ran == [(["http://127.0.0.1:9/v1"], str(tmp_path))]  # --endpoint repeats (a fleet)
     report = json.loads((tmp_path / "reranker" / "canary.json").read_text())  # beside the embedding canary's
     assert report["passed"] is (fault == "none")
 
@@ -96,5 +96,5 @@ def test_no_two_options_of_a_command_share_a_parsed_name():
 
     assert collect(args)["max_length"] == 32 and collect(args)["dtype"] == "float16"
     assert rerank_settings(args) == {"max_length": 16, "dtype": "bfloat16"}
-    assert args.endpoint.startswith("http://a:1") and args.reranker_endpoint == "http://b:2/v1"
+    assert args.endpoint == ["http://a:1/v1"] and args.reranker_endpoint == "http://b:2/v1"
     assert args.api_key_env == "K"
