@@ -86,6 +86,14 @@ def render_markdown(outcome: CanaryOutcome) -> str:
     return "\n".join(lines)
 
 
+def _rounds_table(rounds: Sequence[CanaryOutcome]) -> str:
+    """One row per round: its number, start, verdict and failed checks."""
+    return table(
+        ["round", "started", "verdict", "failed checks"],
+        [(str(k), o.created, "PASS" if o.passed else "FAIL", ", ".join(_failed(o))) for k, o in enumerate(rounds, 1)],
+    )
+
+
 def _failed(outcome: CanaryOutcome) -> list[str]:
     return [v.check for v in outcome.verdicts if v.passed is False]
 
@@ -126,13 +134,7 @@ def write_canary_reports(
                 "",
                 f"{len(rounds)} rounds, {len(failed)} failed; the verdicts above are the worst round's.",
                 "",
-                table(
-                    ["round", "started", "verdict", "failed checks"],
-                    [
-                        (str(k), o.created, "PASS" if o.passed else "FAIL", ", ".join(_failed(o)))
-                        for k, o in enumerate(rounds, 1)
-                    ],
-                ),
+                _rounds_table(rounds),
             ]
         )
     return {
@@ -210,13 +212,7 @@ def render_fleet_markdown(fleet: FleetOutcome) -> str:
                 "",
                 f"{len(m.rounds)} rounds; the verdicts above are this member's worst round's.",
                 "",
-                table(
-                    ["round", "started", "verdict", "failed checks"],
-                    [
-                        (str(k), o.created, "PASS" if o.passed else "FAIL", ", ".join(_failed(o)))
-                        for k, o in enumerate(m.rounds, 1)
-                    ],
-                ),
+                _rounds_table(m.rounds),
             ]
         lines.append("")
     return "\n".join(lines)
