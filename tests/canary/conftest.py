@@ -20,14 +20,19 @@ import pytest
 API_KEY_ENV = "EVALSUITE_CANARY_TEST_KEY"
 
 
-def canary_argv(urls: str | list[str], model_dir: Path, dataset: Path, out: Path, *extra: str) -> list[str]:
-    """``evalsuite canary`` arguments: every URL as an ``--endpoint`` (several: a fleet), the model and the
-    dataset on CPU without the embedding cache, reports in ``out``, then ``extra``."""
+def canary_argv(
+    urls: str | list[str], model_dir: Path | None, dataset: Path, out: Path, *extra: str, cache_dir: Path | None = None
+) -> list[str]:
+    """``evalsuite canary`` arguments: every URL as an ``--endpoint`` (several: a fleet), the model (None: the
+    bundled one) and the dataset on CPU, the embedding cache in ``cache_dir`` (None: no cache), reports in
+    ``out``, then ``extra``."""
     endpoints = [urls] if isinstance(urls, str) else urls
     return [
         "canary",
         *(a for url in endpoints for a in ("--endpoint", url)),
-        *("--model", str(model_dir), "--dataset", str(dataset), "--device", "cpu", "--no-cache"),
+        *(("--model", str(model_dir)) if model_dir is not None else ()),
+        *("--dataset", str(dataset), "--device", "cpu"),
+        *(("--cache-dir", str(cache_dir)) if cache_dir is not None else ("--no-cache",)),
         *("--out", str(out), *extra),
     ]
 

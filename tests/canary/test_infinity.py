@@ -12,6 +12,8 @@ import pytest
 
 from evalsuite.cli import main
 
+from .conftest import canary_argv
+
 # One xdist group: under `-n N --dist loadgroup` a single worker starts the two servers.
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("infinity")]
 
@@ -25,22 +27,7 @@ def reference_cache(tmp_path_factory):
 
 
 def canary(url, dataset, out, cache, *extra):
-    return main(
-        [
-            "canary",
-            "--endpoint",
-            url,
-            "--dataset",
-            str(dataset),
-            "--device",
-            "cpu",
-            "--cache-dir",
-            str(cache),
-            "--out",
-            str(out),
-            *extra,
-        ]
-    )
+    return main(canary_argv(url, None, dataset, out, *extra, cache_dir=cache))
 
 
 def test_canary_passes_against_infinity_serving_the_bundled_model(

@@ -17,6 +17,7 @@ import pytest
 
 from evalsuite.cli import main
 
+from .conftest import canary_argv
 from .proxy import Proxy, Router
 
 # its own group: the other worker can run it beside the rest of the Infinity tier (starting its own servers)
@@ -38,22 +39,7 @@ def key(infinity_servers, monkeypatch) -> str:
 
 
 def canary(urls, dataset, out, cache):
-    return main(
-        [
-            "canary",
-            *(a for url in urls for a in ("--endpoint", url)),
-            "--dataset",
-            str(dataset),
-            "--device",
-            "cpu",
-            "--cache-dir",
-            str(cache),
-            "--out",
-            str(out),
-            "--api-key-env",
-            KEY_ENV,
-        ]
-    )
+    return main(canary_argv(urls, None, dataset, out, "--api-key-env", KEY_ENV, cache_dir=cache))
 
 
 def failed_checks(report: dict) -> set[str]:
