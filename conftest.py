@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.tiny_bert import write_tiny_bert
+from evalsuite.testing.tiny_bert import write_tiny_bert
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -128,7 +128,7 @@ def model_stack_loaded():
     import torch  # noqa: F401
     import transformers  # noqa: F401
 
-    from evalsuite.metrics import evaluate
+    from evalsuite.scoring.metrics import evaluate
 
     evaluate({"q": {"d": 1}}, {"q": {"d": 1.0, "e": 0.5}}, ["ndcg@10", "recall@10", "recall@100", "mrr@10"])
 

@@ -84,7 +84,7 @@ def main() -> int:
 
     from bench_scale import vocabulary, write_dataset
 
-    from evalsuite.tiny_bert import write_tiny_bert
+    from evalsuite.testing.tiny_bert import write_tiny_bert
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-equal-") as tmp:

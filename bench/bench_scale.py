@@ -85,7 +85,7 @@ def synthetic_queries(size: int, queries: int, words: list[str]) -> tuple[list[s
 
 
 def vocabulary() -> list[str]:
-    from evalsuite.tiny_bert import WORDS
+    from evalsuite.testing.tiny_bert import WORDS
 
     return list(dict.fromkeys(WORDS))
 
@@ -97,8 +97,8 @@ def rss_gb() -> float:
 def child_reader(size: int, executor: str, chunk: int, block: int, model_dir: Path, dataset: Path) -> dict[str, Any]:
     """The real pipeline over the BEIR directory: the streaming reader, chunked encode, block search."""
     t_start = time.perf_counter()
-    from evalsuite.pipeline import prepare, run
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import prepare, run
+    from evalsuite.run.spec import RunSpec
 
     if executor == "ray":
         import ray
@@ -143,13 +143,13 @@ def child_reader(size: int, executor: str, chunk: int, block: int, model_dir: Pa
 def child_generated(size: int, executor: str, queries: int, chunk: int, block: int, model_dir: Path) -> dict[str, Any]:
     """Texts generated chunk by chunk straight into ``encode_to_store`` and ``block_search``: no reader."""
     t_start = time.perf_counter()
-    from evalsuite.blocksearch import block_search
     from evalsuite.encode.chunked import encode_to_store
     from evalsuite.encode.executors import Execution, build_encoder
-    from evalsuite.metrics import evaluate, search_depth
     from evalsuite.model import resolve_model
-    from evalsuite.spec import RunSpec, build_contract
-    from evalsuite.vectors import finalize
+    from evalsuite.retrieval.vectors import finalize
+    from evalsuite.run.blocksearch import block_search
+    from evalsuite.run.spec import RunSpec, build_contract
+    from evalsuite.scoring.metrics import evaluate, search_depth
 
     words = vocabulary()
     info = resolve_model(str(model_dir))
@@ -221,9 +221,9 @@ def search_check(size: int, dim: int, queries: int, block: int) -> dict[str, Any
     """Random unit vectors (``size`` x ``dim``) in a store; block-wise top-100 vs one in-memory ``IndexFlatIP``."""
     import numpy as np
 
-    from evalsuite.blocksearch import block_search
     from evalsuite.encode.store import VectorStore
-    from evalsuite.search import build_index, search
+    from evalsuite.retrieval.search import build_index, search
+    from evalsuite.run.blocksearch import block_search
 
     rng = np.random.default_rng(5)
     qv = rng.standard_normal((queries, dim), dtype=np.float32)
@@ -327,7 +327,7 @@ def main() -> int:
         size, dim = (int(x) for x in args.search_check.split(","))
         print(json.dumps(search_check(size, dim, args.queries, args.block)))
         return 0
-    from evalsuite.tiny_bert import write_tiny_bert
+    from evalsuite.testing.tiny_bert import write_tiny_bert
 
     modes = args.modes.split(",")
     if unknown := set(modes) - {"reader", "generated"}:

@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalsuite import stats
+from evalsuite.scoring import stats
 
 TARGET_SECONDS = 1.0
 

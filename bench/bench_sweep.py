@@ -96,7 +96,7 @@ def build_corpus(out: Path, n_docs: int, seed: int = 13) -> dict[str, int]:
 def _warm_ranx() -> None:
     """Load ranx's numba kernels. Small inputs and larger ones (10+ queries, rankings longer than the
     cutoffs) take different kernels in ranx, each loaded on first use: warm both."""
-    from evalsuite.metrics import evaluate
+    from evalsuite.scoring.metrics import evaluate
 
     qrels = {f"q{i}": {"d1": 1} for i in range(20)}
     run = {f"q{i}": {f"d{j}": 1.0 / (j + 1) for j in range(120)} for i in range(20)}
@@ -128,8 +128,8 @@ def child(step: str, dataset: str, device: str, cache_dir: str) -> dict[str, Any
         model.encode(docs, batch_size=32, normalize_embeddings=True)
         out["seconds"] = time.perf_counter() - t0
     else:
-        from evalsuite.pipeline import prepare, run
-        from evalsuite.spec import RunSpec
+        from evalsuite.run.pipeline import prepare, run
+        from evalsuite.run.spec import RunSpec
         from evalsuite.sweep import parse_vary, plan_cells, run_sweep
 
         _warm_ranx()

@@ -133,7 +133,7 @@ def run_default_path(
     ``pad_kib[i]`` KiB), in the order given."""
     from bench_scale import vocabulary
 
-    from evalsuite.tiny_bert import write_tiny_bert
+    from evalsuite.testing.tiny_bert import write_tiny_bert
 
     model_dir = write_tiny_bert(scratch / "tiny")
     rows = []

@@ -56,13 +56,13 @@ SECTIONS: dict[str, Callable[[Context], Section]] = {
 }
 # What each section imports; one that does not import skips the section (the bundle's gpu_bundle.txt
 # carries the ones the lent machine's image lacks).
-_EVALSUITE_RUN = ("torch", "transformers", "evalsuite.pipeline", "evalsuite.cli", "faiss", "ranx", "platformdirs")
+_EVALSUITE_RUN = ("torch", "transformers", "evalsuite.run.pipeline", "evalsuite.cli", "faiss", "ranx", "platformdirs")
 REQUIRES: dict[str, tuple[str, ...]] = {
-    "vectors": ("torch", "transformers", "evalsuite.pipeline", "evalsuite.vectors"),
+    "vectors": ("torch", "transformers", "evalsuite.run.pipeline", "evalsuite.retrieval.vectors"),
     "run": (*_EVALSUITE_RUN, "ranx.statistical_tests", "matplotlib.figure"),
     "sweep": (*_EVALSUITE_RUN, "sentence_transformers", "evalsuite.sweep", "bench_sweep"),
     "ray": (*_EVALSUITE_RUN, "ray"),
-    "faiss_gpu": ("faiss", "evalsuite.search"),
+    "faiss_gpu": ("faiss", "evalsuite.retrieval.search"),
 }
 
 
@@ -292,7 +292,7 @@ def check(args: argparse.Namespace, workdir: Path, installed: Installed | None, 
         skip=skip,
     )
     report = assemble(env, sections, ctx.thresholds, command=command, created=created, seconds=time.perf_counter() - t0)
-    from evalsuite.io import atomic_write_text
+    from evalsuite.base.io import atomic_write_text
 
     atomic_write_text(args.out, json_text(report))
     print()

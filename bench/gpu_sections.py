@@ -30,7 +30,7 @@ from gpu_report import Section, Thresholds, skipped
 
 if TYPE_CHECKING:
     from evalsuite.encode.base import Encoder
-    from evalsuite.pipeline import Prepared
+    from evalsuite.run.pipeline import Prepared
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,8 @@ def _release(encoder: Encoder) -> None:
 
 
 def prepare_on(ctx: Context, device: str, dataset: str | None = None) -> Prepared:
-    from evalsuite.pipeline import prepare
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import prepare
+    from evalsuite.run.spec import RunSpec
 
     return prepare(RunSpec(model=ctx.model, dataset=dataset or ctx.dataset, device=device, use_cache=False))
 
@@ -83,8 +83,8 @@ def prepare_on(ctx: Context, device: str, dataset: str | None = None) -> Prepare
 # -- (1) vectors -----------------------------------------------------------------------------------
 def encode_fixture(prepared: Prepared, *, device: str, dtype: str) -> tuple[np.ndarray, str]:
     """Final (dim-cut, normalized) query then document vectors of the contract, and the device used."""
-    from evalsuite.pipeline import encode_dataset, make_encoder
-    from evalsuite.vectors import finalize
+    from evalsuite.retrieval.vectors import finalize
+    from evalsuite.run.pipeline import encode_dataset, make_encoder
 
     on = dataclasses.replace(prepared, spec=prepared.spec.replace(device=device, use_cache=False))
     encoder = make_encoder(on, dtype=dtype)
@@ -207,7 +207,7 @@ def section_ray(ctx: Context) -> Section:
 def section_faiss(ctx: Context) -> Section:
     import faiss
 
-    from evalsuite.search import build_index
+    from evalsuite.retrieval.search import build_index
 
     if not hasattr(faiss, "StandardGpuResources"):
         return skipped("faiss_gpu", f"faiss-gpu is not installed (faiss {faiss.__version__} is a CPU build)")

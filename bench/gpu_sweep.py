@@ -18,7 +18,7 @@ from gpu_report import Section, skipped
 from gpu_sections import Context, free_device, prepare_on
 
 if TYPE_CHECKING:
-    from evalsuite.pipeline import Prepared
+    from evalsuite.run.pipeline import Prepared
     from evalsuite.sweep import SweepResult
 
 
@@ -47,7 +47,7 @@ def _warm(device: str) -> None:
     """Start the CUDA context and cuBLAS, and load ranx's numba kernels, before any clock."""
     import torch
 
-    from evalsuite.metrics import evaluate
+    from evalsuite.scoring.metrics import evaluate
 
     a = torch.randn(256, 384, device=device)
     (a @ a.T).sum().item()

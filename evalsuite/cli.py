@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import preflight
-from .errors import EvalsuiteError
-from .options import OUT_OPTION, RUN_OPTIONS, add_options, collect
+from .base.errors import EvalsuiteError
+from .run import preflight
+from .run.options import OUT_OPTION, RUN_OPTIONS, add_options, collect
 
 OUT = OUT_OPTION.with_default("reports/<dataset>/<model>")
 
@@ -25,12 +25,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         from .rerank.cli import cmd_rerank
 
         return cmd_rerank(args)
-    from .canary.options import RUN_ENDPOINT_OPTIONS
-    from .pipeline import prepare, run
     from .reports import write_run_reports
     from .reports.run_reports import default_run_dir
-    from .slicing.attach import slice_index
-    from .spec import RunSpec
+    from .run.options import RUN_ENDPOINT_OPTIONS
+    from .run.pipeline import prepare, run
+    from .run.slices import slice_index
+    from .run.spec import RunSpec
 
     spec = RunSpec.from_mapping(collect(args, (*RUN_OPTIONS, *RUN_ENDPOINT_OPTIONS)), source="command line")
     preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
@@ -80,14 +80,14 @@ def cmd_model_rev(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="evalsuite", description="Retrieval-quality gates for embedding models.")
-    from .about import VersionAction
+    from .base.about import VersionAction
 
     parser.add_argument("--version", action=VersionAction, help="print the installed version and location, and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p_run = sub.add_parser("run", help="evaluate one contract on one dataset and write reports")
-    from .canary.options import RUN_ENDPOINT_OPTIONS
     from .rerank.options import DEPTH_OPTION, RERANK_OPTIONS
+    from .run.options import RUN_ENDPOINT_OPTIONS
 
     add_options(p_run.add_argument, (*RUN_OPTIONS, *RUN_ENDPOINT_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, OUT))
     p_run.set_defaults(func=cmd_run)

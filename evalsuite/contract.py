@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ContractError, SpecError
-from .index.spec import canonical
+from .base.errors import ContractError, SpecError
+from .retrieval.index.spec import canonical
 
 POOLINGS = ("cls", "mean", "last")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -44,7 +44,7 @@ class Contract:
     truncation: str
     dim: int
     similarity: str = "cosine"
-    index: str = "flat"  # the index searched (canonical text, see evalsuite.index.spec); flat = exact
+    index: str = "flat"  # the index searched (canonical text, see evalsuite.retrieval.index.spec); flat = exact
     matryoshka_dims: tuple[int, ...] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .errors import EvalsuiteError
+from .base.errors import EvalsuiteError
 from .gating.start import plugin_options
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .encode.contract_encoder import ContractEncoder
     from .gating.report import SessionReport  # noqa: F401  (named by the StashKey below)
     from .gating.session import GateSession
-    from .result import Result
+    from .run.result import Result
 
 SESSION = pytest.StashKey["GateSession | None"]()
 REPORT = pytest.StashKey["SessionReport"]()
@@ -33,7 +33,7 @@ WORKER_OUTPUT = "evalsuite"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from .options import add_options
+    from .run.options import add_options
 
     group = parser.getgroup("evalsuite", "evalsuite: retrieval-quality gates for embedding models")
     for options, prefix in plugin_options():

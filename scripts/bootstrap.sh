@@ -15,7 +15,7 @@ say() { printf 'bootstrap [%4ss] %s\n' "$((SECONDS - T0))" "$*"; }
 # ranx's numba kernels compile on first use (~45 s) and are cached: compile them at install, not in the first run
 warm_ranx() {
     say "compiling ranx's scoring kernels once (about 45 s)"
-    .venv/bin/python -c "from evalsuite.metrics import DEFAULT_METRICS, evaluate; evaluate({'q': {'d': 1}}, {'q': {'d': 1.0, 'e': 0.5}}, DEFAULT_METRICS)"
+    .venv/bin/python -c "from evalsuite.scoring.metrics import DEFAULT_METRICS, evaluate; evaluate({'q': {'d': 1}}, {'q': {'d': 1.0, 'e': 0.5}}, DEFAULT_METRICS)"
 }
 
 if [ "${1:-}" = "--test" ]; then

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import preflight
-from ..errors import SpecError
-from ..options import OUT_OPTION, Option, add_options, collect, int_at_least
-from .options import CANARY_FLEET_OPTIONS
+from ..base.errors import SpecError
+from ..run import preflight
+from ..run.options import OUT_OPTION, Option, add_options, collect, int_at_least
+from .embedding.options import CANARY_FLEET_OPTIONS
 
 if TYPE_CHECKING:
     from .fleet import FleetOutcome
@@ -47,8 +47,8 @@ INTERVAL = Option(
 
 def register(subparsers: Any) -> None:
     from ..rerank.options import RERANK_OPTIONS
-    from .rerank_cli import register_alias
-    from .rerank_options import RERANK_CANARY_OPTIONS
+    from .reranker.cli import register_alias
+    from .reranker.options import RERANK_CANARY_OPTIONS
 
     p = subparsers.add_parser(
         "canary",
@@ -71,7 +71,7 @@ def _default_out(endpoint: str, members: int = 1) -> Path:
 
 def cmd_canary(args: argparse.Namespace) -> int:
     """The embedding canary, the reranker canary, or both (the worse exit status of the two)."""
-    from .rerank_cli import RerankCanaryRequest
+    from .reranker.cli import RerankCanaryRequest
 
     reranker = RerankCanaryRequest.from_args(args)  # its usage errors come before either canary runs
     if reranker is None:
@@ -84,12 +84,12 @@ def cmd_canary(args: argparse.Namespace) -> int:
 
 def embedding_canary(args: argparse.Namespace) -> int:
     """Every check against each ``--endpoint`` URL; with several (a fleet), each member on its own, named."""
-    from ..pipeline import prepare
-    from ..spec import RunSpec
-    from .checks import Verdict
-    from .checks.matryoshka import validate_dimensions
+    from ..run.pipeline import prepare
+    from ..run.spec import RunSpec
+    from .checks import CheckOutcome
+    from .embedding.checks.matryoshka import validate_dimensions
+    from .embedding.settings import CanarySettings
     from .runner import local_context, member_context, next_round, run_canary, worst_round
-    from .settings import CanarySettings
 
     rounds, interval = _rounds(args)
     members = CanarySettings.members_from_values(collect(args, CANARY_FLEET_OPTIONS))
@@ -106,7 +106,7 @@ def embedding_canary(args: argparse.Namespace) -> int:
         f"on {prepared.dataset.identity.name}"
     )
 
-    def show(v: Verdict) -> None:
+    def show(v: CheckOutcome) -> None:
         say(f"{v.status}  {v.message}")
 
     first = local_context(members[0], prepared)

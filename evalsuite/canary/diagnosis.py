@@ -11,18 +11,18 @@ import dataclasses
 from functools import cache
 from typing import TYPE_CHECKING
 
+from ..base.errors import EndpointError
 from ..diagnose.engines import ServerFacts, server_facts
 from ..diagnose.hypotheses import Alternative
 from ..diagnose.local import AlternativeVectors, Hypotheses, Probes, ReferenceSource
 from ..diagnose.score import Diagnosis, diagnose
-from ..errors import EndpointError
 
 if TYPE_CHECKING:
     import numpy as np
 
     from ..encode.base import Encoder
-    from .checks.base import Verdict
-    from .context import CanaryContext
+    from .checks.base import CheckOutcome
+    from .embedding.context import CanaryContext
 
 # the checks whose failure the served vectors can explain
 DIAGNOSED = frozenset(
@@ -30,7 +30,7 @@ DIAGNOSED = frozenset(
 )
 
 
-def diagnosis_for(ctx: CanaryContext, verdict: Verdict) -> Diagnosis | None:
+def diagnosis_for(ctx: CanaryContext, verdict: CheckOutcome) -> Diagnosis | None:
     """The diagnosis for a failed check it applies to (None otherwise, or when the server cannot be asked)."""
     if verdict.passed is not False or verdict.check not in DIAGNOSED:
         return None
@@ -41,7 +41,7 @@ def diagnosis_for(ctx: CanaryContext, verdict: Verdict) -> Diagnosis | None:
         return None
 
 
-def _failed_dimensions(verdict: Verdict) -> int | None:
+def _failed_dimensions(verdict: CheckOutcome) -> int | None:
     """The first --canary-dimensions size whose vectors failed (from the matryoshka verdict's details)."""
     for key, entry in verdict.details.items():
         if key.isdigit() and isinstance(entry, dict) and f"dimensions={key}:" in verdict.message:
@@ -84,7 +84,7 @@ def _served(ctx: CanaryContext, dims: int | None) -> tuple[Probes, np.ndarray]:
     document too when the server embeds it (it tests truncation above the contract's max length)."""
     import numpy as np
 
-    from .. import probe_texts as texts
+    from ..run import probes as texts
 
     c, cs, client = ctx.contract, ctx.canary_set(), ctx.client()
     served = client.embed(cs.rendered(c), ids=list(cs.ids), dimensions=dims, check_norm=False)
@@ -100,7 +100,7 @@ def _served(ctx: CanaryContext, dims: int | None) -> tuple[Probes, np.ndarray]:
 
 
 def _reference_source(ctx: CanaryContext) -> ReferenceSource:
-    from ..pipeline import make_encoder
+    from ..run.pipeline import make_encoder
 
     c, prepared = ctx.contract, ctx.prepared
 
@@ -130,7 +130,7 @@ def _reference_source(ctx: CanaryContext) -> ReferenceSource:
     return ReferenceSource(encoder=encoder, suspect=suspect, token_counts=ctx.token_counts)
 
 
-def diagnoses_for(ctx: CanaryContext, verdicts: list[Verdict]) -> tuple[Diagnosis, ...]:
+def diagnoses_for(ctx: CanaryContext, verdicts: list[CheckOutcome]) -> tuple[Diagnosis, ...]:
     """The distinct diagnoses of every failed check (the canary texts' one, and one per failed Matryoshka size)."""
     found: list[Diagnosis] = []
     for v in verdicts:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .checks.base import Verdict
-from .checks.repeat import member_detection_statement, requests_needed
+from .checks.base import CheckOutcome
+from .embedding.checks.repeat import member_detection_statement, requests_needed
+from .embedding.settings import CanarySettings
 from .runner import CanaryOutcome, worst_round
-from .settings import CanarySettings
 
 
 def _failed_count(outcome: CanaryOutcome) -> int:
@@ -60,7 +60,7 @@ class MemberOutcome:
     def exit_status(self) -> int:
         return self.worst.exit_status
 
-    def failed_verdicts(self) -> list[Verdict]:
+    def failed_verdicts(self) -> list[CheckOutcome]:
         return [v for v in self.worst.verdicts if v.passed is False]
 
     def failure_lines(self) -> list[str]:

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..io import atomic_write_json, atomic_write_text
+from ..base.io import atomic_write_json, atomic_write_text
 from ..reports.markdown import contract_rows, table
-from .checks import registry
+from . import registry
 from .checks.base import CanaryCheck, redacted
-from .rerank_settings import RerankCanarySettings
+from .reranker.settings import RerankCanarySettings
 from .runner import SCHEMA_VERSION, CanaryOutcome
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def checks_table(checks: Sequence[CanaryCheck[Any]] = registry.CHECKS) -> str:
     """Every check of a family (the embedding canary's by default): name, label, threshold settings, when it
     runs, what it compares (for report.md and docs)."""
-    from .settings import CanarySettings
+    from .embedding.settings import CanarySettings
 
     def when(requires: str | None, per_dataset: bool) -> str:
         scope = "every dataset" if per_dataset else "once"

@@ -9,18 +9,20 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..base.verdict import exit_status
 from ..encode.secret import cut
-from ..verdict import exit_status
-from .checks import RERANK_CHECKS, CanaryCheck, CanaryContext, Verdict, check_names, get_check, judge
+from .checks import CanaryCheck, CheckOutcome
 from .checks.base import C
-from .settings import CanarySettings
+from .embedding.context import CanaryContext
+from .embedding.settings import CanarySettings
+from .registry import RERANK_CHECKS, check_names, get_check, judge
 
 if TYPE_CHECKING:
     from ..diagnose.score import Diagnosis
     from ..encode.base import Encoder
-    from ..pipeline import Prepared
-    from .rerank_context import RerankCanaryContext
-    from .rerank_settings import RerankCanarySettings
+    from ..run.pipeline import Prepared
+    from .reranker.context import RerankCanaryContext
+    from .reranker.settings import RerankCanarySettings
     from .triage import Link
 
 SCHEMA_VERSION = 2  # 2: a fleet's canary.json holds its members (evalsuite.canary.report.fleet_data)
@@ -35,7 +37,7 @@ class CanaryOutcome:
     contract: dict[str, Any]
     dataset: dict[str, Any]
     served_model: str | None
-    verdicts: tuple[Verdict, ...]
+    verdicts: tuple[CheckOutcome, ...]
     family: Family = "embedding"
     request_fields: dict[str, int | bool] = field(default_factory=dict)  # sent with every request beyond the API's
     diagnoses: tuple[Diagnosis, ...] = ()
@@ -80,7 +82,7 @@ class CanaryOutcome:
 def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext:
     """A context whose reference is the local encoder of ``prepared`` (one model load, shared)."""
     from ..encode.contract_encoder import ContractEncoder
-    from ..pipeline import make_encoder, run
+    from ..run.pipeline import make_encoder, run
 
     @lru_cache(maxsize=1)
     def encoder() -> Encoder:
@@ -114,13 +116,13 @@ def worst_round(outcomes: Sequence[CanaryOutcome]) -> CanaryOutcome:
 def run_checks(
     checks: Iterable[CanaryCheck[C]],
     ctx: C,
-    on_verdict: Callable[[Verdict], None] | None = None,
+    on_verdict: Callable[[CheckOutcome], None] | None = None,
     *,
     close: bool = True,
-) -> tuple[Verdict, ...]:
+) -> tuple[CheckOutcome, ...]:
     """Every check in order under the one error policy (:func:`~.checks.registry.judge`); the context is closed
     unless ``close`` is False (the caller still needs it, e.g. to diagnose a failure, and closes it)."""
-    verdicts: list[Verdict] = []
+    verdicts: list[CheckOutcome] = []
     try:
         for check in checks:
             verdict = judge(check, ctx)
@@ -133,7 +135,7 @@ def run_checks(
     return tuple(verdicts)
 
 
-def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None = None) -> CanaryOutcome:
+def run_canary(ctx: CanaryContext, on_verdict: Callable[[CheckOutcome], None] | None = None) -> CanaryOutcome:
     """The embedding checks, then the diagnosis of any failure (the cause, tested against the reference)."""
     from .diagnosis import diagnoses_for
 
@@ -153,7 +155,9 @@ def run_canary(ctx: CanaryContext, on_verdict: Callable[[Verdict], None] | None 
     )
 
 
-def run_rerank_canary(ctx: RerankCanaryContext, on_verdict: Callable[[Verdict], None] | None = None) -> CanaryOutcome:
+def run_rerank_canary(
+    ctx: RerankCanaryContext, on_verdict: Callable[[CheckOutcome], None] | None = None
+) -> CanaryOutcome:
     """The reranker checks (:data:`~.checks.registry.RERANK_CHECKS`) against the served reranker."""
     verdicts = run_checks(RERANK_CHECKS, ctx, on_verdict)
     return CanaryOutcome(

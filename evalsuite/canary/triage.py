@@ -12,7 +12,7 @@ from ..diagnose.hypotheses import STAGES
 
 if TYPE_CHECKING:
     from ..diagnose.score import Diagnosis
-    from .checks.base import Verdict
+    from .checks.base import CheckOutcome
 
 # each canary check's place in the chain (a check not listed is "agreement")
 CHECK_STAGES = {
@@ -45,7 +45,7 @@ class Link:
         }
 
 
-def checklist(verdicts: Sequence[Verdict], diagnoses: Sequence[Diagnosis]) -> list[Link]:
+def checklist(verdicts: Sequence[CheckOutcome], diagnoses: Sequence[Diagnosis]) -> list[Link]:
     links: list[Link] = []
     for stage, title in STAGES:
         mine = [v for v in verdicts if CHECK_STAGES.get(v.check, "agreement") == stage and v.passed is not None]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import DatasetError, SpecError
+from ..base.errors import DatasetError, SpecError
 from .model import (
     DEFAULT_EMPTY_DOCS,
     DEFAULT_EMPTY_QUERIES,

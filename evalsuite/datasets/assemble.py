@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from ..errors import DatasetError
+from ..base.errors import DatasetError
 from .files import logical_name
 from .model import Dataset, DatasetIdentity, EmptyPolicy, LazyCorpus
 from .qrels import Judgement

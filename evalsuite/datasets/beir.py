@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import DatasetError
+from ..base.errors import DatasetError
 from .assemble import Texts, assemble
 from .files import TextFile, find_variant, logical_name
 from .model import Dataset, EmptyPolicy

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from ..errors import DatasetError
+from ..base.errors import DatasetError
 
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
 _MAGIC = {".gz": b"\x1f\x8b", ".bz2": b"BZh", ".xz": b"\xfd7zXZ\x00"}

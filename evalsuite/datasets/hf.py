@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DatasetChanged, DatasetError
+from ..base.errors import DatasetChanged, DatasetError
 from .assemble import Texts, assemble
 from .idindex import IdBuilder, IdIndex
 from .model import Dataset, EmptyPolicy

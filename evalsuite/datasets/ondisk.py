@@ -14,7 +14,7 @@ A compressed corpus (``.gz``, ``.bz2``, ``.xz``) is decompressed once, while it 
 spool file (in ``--store-dir`` when given, else the temporary directory), which the offsets then
 index; the spool is deleted when the corpus is no longer used (at exit at the latest). The file read
 is checked before every read: if its size or modification time changed since it was indexed, the
-offsets no longer hold and the read fails with :class:`~evalsuite.errors.DatasetChanged`.
+offsets no longer hold and the read fails with :class:`~evalsuite.base.errors.DatasetChanged`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DatasetChanged, DatasetError
+from ..base.errors import DatasetChanged, DatasetError
 from .assemble import Texts
 from .files import TextFile, compression
 from .idindex import IdBuilder, IdIndex

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import DatasetError
+from ..base.errors import DatasetError
 from .files import TextFile
 from .records import check_id
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from ..errors import DatasetError
+from ..base.errors import DatasetError
 from .files import TextFile
 from .model import EmptyPolicy
 

@@ -9,7 +9,7 @@ import weakref
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import SpoolError
+from ..base.errors import SpoolError
 
 _SPOOL_BUFFER = 1 << 20
 

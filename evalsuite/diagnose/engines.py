@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import EndpointError
+from ..base.errors import EndpointError
 
 if TYPE_CHECKING:
     from ..encode.endpoint import EndpointEncoder

@@ -119,7 +119,7 @@ class ServedEncoder:
         role: str = "document",
     ) -> dict[str, np.ndarray]:
         """The Encoder protocol: the vectors as served, under the one pooling name asked for."""
-        from ..errors import SpecError
+        from ..base.errors import SpecError
 
         poolings = list(dict.fromkeys(poolings))
         if len(poolings) != 1:

@@ -30,8 +30,8 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from ..errors import CacheError
-from ..io import atomic_write_bytes, atomic_write_text
+from ..base.errors import CacheError
+from ..base.io import atomic_write_bytes, atomic_write_text
 from .base import Caching
 from .segments import HASH_BYTES as _HASH
 from .segments import Segment as _Segment

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import ExecutorError
+from ..base.errors import ExecutorError
 from ..model import ModelInfo
 from .base import EncodedRows, Encoder, EncodeStats, Releasable, RowStreaming
 from .cache import CachedRows, CacheStats, EmbeddingCache, ShardKey, text_hash

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..base.errors import StoreError
 from ..contract import Contract
-from ..errors import StoreError
 from .base import Encoder
 from .store import VectorStore
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..contract import Contract
-from ..vectors import finalize
+from ..retrieval.vectors import finalize
 from .base import Encoder
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 from .response import ENCODING_FORMATS
 from .secret import Secret
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import SpecError
-from ..extras import require
+from ..base.errors import SpecError
+from ..base.extras import require
 
 if TYPE_CHECKING:
     from ..model import ModelInfo

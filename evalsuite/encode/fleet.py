@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 from .base import EncodeStats, ServedEncoder
 from .endpoint_config import EndpointConfig, base_url
 from .fleet_check import check_members, member_failed

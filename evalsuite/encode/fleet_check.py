@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import EndpointError, FleetMismatch
+from ..base.errors import EndpointError, FleetMismatch
 
 if TYPE_CHECKING:
     from .endpoint import EndpointEncoder

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError, SpecError, TruncationError
+from ..base.errors import ModelError, SpecError, TruncationError
 from ..model import ModelInfo
 from .base import EncodedRows, EncodeStats, StreamingEncoder
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ExecutorError
+from ..base.errors import ExecutorError
 from ..model import ModelInfo
 from .base import EncodedRows, EncodeStats, StreamingEncoder
 

@@ -14,7 +14,7 @@ import os
 import re
 import threading
 
-from ..errors import EndpointError, SpecError
+from ..base.errors import EndpointError, SpecError
 
 MASK = "***"
 TEXT_LIMIT = 200  # the most characters of any one piece of server text quoted in a message

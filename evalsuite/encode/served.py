@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import EndpointError, SpecError
+from ..base.errors import EndpointError, SpecError
 from .secret import cut, redact
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import StoreError
+from ..base.errors import StoreError
 
 
 def _fail(path: Path, exc: OSError, doing: str) -> StoreError:

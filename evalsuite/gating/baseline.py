@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..base.errors import ContractError
+from ..base.io import atomic_write_json
 from ..contract import Contract
-from ..errors import ContractError
-from ..io import atomic_write_json
-from ..result import Result
+from ..run.result import Result
 from .gates import Scores
 from .stages import RerankedStage
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import EvalsuiteError
-from ..result import Result
+from ..base.errors import EvalsuiteError
+from ..run.result import Result
 from .gates import Scores
 from .reference import Reference
 
 if TYPE_CHECKING:
-    from ..prepared import Prepared
+    from ..run.prepared import Prepared
+    from ..scoring.stats import Comparison
     from ..slicing.compare import SliceMove
-    from ..stats import Comparison
 
 
 def slice_moves_against(result: Result | None, ref: Reference | None, prepared: Prepared) -> list[SliceMove]:
@@ -38,7 +38,7 @@ def comparisons(result: Result | None, ref: Reference | None) -> dict[str, Compa
     so the summary's A/B rows carry their uncertainty whether or not a gate tests them."""
     if result is None or ref is None:
         return {}
-    from ..stats import compare, paired_scores
+    from ..scoring.stats import compare, paired_scores
 
     cand = ref.comparable(Scores("candidate", result.metrics, result.per_query))
     metrics = [m for m in cand.per_query if m in ref.scores.per_query]

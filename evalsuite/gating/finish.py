@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..result import Result
+from ..run.result import Result
 from .deltas import comparisons, slice_moves_against
 from .reference import Reference
 from .report import SessionReport, dataset_report

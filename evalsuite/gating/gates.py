@@ -9,15 +9,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from ..errors import SpecError
+from ..base.errors import SpecError
+from ..base.verdict import Verdict
 from ..rerank.gates import Stage
-from ..verdict import Verdict
 
 if TYPE_CHECKING:
+    from ..scoring.stats import Comparison
     from ..slicing import SliceIndex
-    from ..stats import Comparison
 
-GateVerdict = Verdict  # the one verdict type (evalsuite.verdict)
+GateVerdict = Verdict  # the one verdict type (evalsuite.base.verdict)
 # what a kind pairs the candidate with: the baseline or reference run (same stage), the candidate's own first
 # stage (the reranker's gain), or nothing (a floor)
 Against = Literal["reference", "first stage"] | None

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from ..errors import EvalsuiteError
+from ..base.errors import EvalsuiteError
 from .gates import Gate, Outcome
 from .judge import explain
 from .ledger import GateRecord, SweepCellRecord
@@ -94,7 +94,7 @@ class IntegrityItem(EvalsuiteItem):
 
     def runtest(self) -> None:
         __tracebackhide__ = True
-        from ..vectors import check_vectors
+        from ..retrieval.vectors import check_vectors
 
         result = self.state.result(self.dataset)
         c = result.contract
@@ -229,7 +229,7 @@ class CanaryItem(EvalsuiteItem):
 
     def runtest(self) -> None:
         __tracebackhide__ = True
-        from ..canary.checks import run_rerank_check
+        from ..canary.registry import run_rerank_check
 
         if self.reranker:
             verdict = run_rerank_check(self.check, self.state.rerank_canary_context(self.dataset))
@@ -250,8 +250,8 @@ class CanaryItem(EvalsuiteItem):
         A skipped check skips the item (the settings skip it for every member alike)."""
         import dataclasses
 
-        from ..canary.checks import run_check
         from ..canary.diagnosis import diagnosis_for
+        from ..canary.registry import run_check
 
         ctx = self.state.canary_context(self.dataset, k)
         verdict = run_check(self.check, ctx)

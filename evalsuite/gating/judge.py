@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 from .gates import Evidence, Gate, Outcome, Scores
 from .kinds import kind_of
 from .slices import judge_slice, slice_sides, too_few
@@ -32,7 +32,7 @@ def gather_evidence(gate: Gate, candidate: Scores, reference: Scores | None) -> 
         raise SpecError(
             f"gate {gate.expr!r}: the {reference.label} has no {gate.metric}; it has {', '.join(reference.metrics)}"
         )
-    from ..stats import compare, paired_scores
+    from ..scoring.stats import compare, paired_scores
 
     if gate.selector is not None:
         candidate, sliced, n = slice_sides(gate, candidate, reference)

@@ -30,8 +30,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..errors import SpecError
-from ..metrics import paired_test, parse_metric
+from ..base.errors import SpecError
+from ..scoring.metrics import paired_test, parse_metric
 from .gates import Evidence, Gate, GateKind, Judgement, Outcome, Scores, number
 from .slices import split_selector, with_selector
 
@@ -215,7 +215,7 @@ class NonInferior(_Drop):
         ref_value: float | None,
         evidence: Evidence,
     ) -> Judgement:
-        from ..stats import paired_scores, queries_needed
+        from ..scoring.stats import paired_scores, queries_needed
 
         assert reference is not None and evidence.comparison is not None
         ci = evidence.comparison.ci

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from .gates import Outcome
 
 if TYPE_CHECKING:
-    from ..canary.checks import Verdict
+    from ..canary.checks import CheckOutcome
     from .reference import ReferenceKind
 
 
@@ -41,7 +41,7 @@ class SweepCellRecord:
 @dataclass(frozen=True)
 class CanaryRecord:
     dataset: str
-    verdict: Verdict
+    verdict: CheckOutcome
 
 
 @dataclass(frozen=True)

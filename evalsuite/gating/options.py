@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..options import Option, spec_type
+from ..run.options import Option, spec_type
 from .kinds import gate_help, parse_gate
 from .plan import DEFAULT_REPORTS_DIR
 from .verdicts import MULTIPLICITY, ON_INCONCLUSIVE, VerdictPolicy

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..base.errors import SpecError
+from ..base.resources import BUNDLED, bundled_dataset_dir
 from ..rerank.run import RerankSpec, first_stage_spec
-from ..resources import BUNDLED, bundled_dataset_dir
-from ..spec import RunSpec
+from ..run.spec import RunSpec
 from ..sweep.axes import Axis, axes_from_spec, parse_vary
 from .gates import Gate
 from .kinds import parse_gates

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 from .gates import Gate
 from .kinds import default_gates
 from .plan import DatasetPlan, SessionPlan

@@ -1,4 +1,4 @@
-"""A gated session's checks before anything is encoded: every path it writes (:mod:`evalsuite.preflight`), and
+"""A gated session's checks before anything is encoded: every path it writes (:mod:`evalsuite.run.preflight`), and
 its gates against the metrics and stages it computes and its baselines hold; each failure is one usage error."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import ContractError, SpecError
-from ..preflight import cache_dir, check_writable_dir, check_writable_file
+from ..base.errors import ContractError, SpecError
+from ..run.preflight import cache_dir, check_writable_dir, check_writable_file
 
 if TYPE_CHECKING:
     from .baseline import Baseline

@@ -11,7 +11,7 @@ from .gates import Scores
 
 if TYPE_CHECKING:
     from ..contract import Contract
-    from ..result import Result
+    from ..run.result import Result
 
 ReferenceKind = Literal["baseline", "reference"]
 BASELINE_DECIMALS = 6  # a baseline file holds scores rounded so (``Result.to_dict``)

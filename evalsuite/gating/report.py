@@ -11,11 +11,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..io import atomic_write_json, atomic_write_text
+from ..base.io import atomic_write_json, atomic_write_text
+from ..base.verdict import VERDICTS, label, worst
 from ..reports.markdown import table
 from ..reports.run_reports import run_markdown
 from ..reports.slices import moved_lines, moved_markdown
-from ..verdict import VERDICTS, label, worst
 from .gates import Gate, GateVerdict, Outcome, bracket, signed
 from .kinds import kind_of
 from .ledger import (
@@ -31,9 +31,9 @@ from .ledger import (
 
 if TYPE_CHECKING:
     from ..rerank.gates import Stage
-    from ..result import Result
+    from ..run.result import Result
+    from ..scoring.stats import Comparison
     from ..slicing.compare import SliceMove
-    from ..stats import Comparison
     from ..sweep.results import SweepResult
     from .stages import RerankedStage
 

@@ -11,8 +11,8 @@ if TYPE_CHECKING:
     from ..rerank.cache import CachedReranker
     from ..rerank.local import LocalReranker
     from ..rerank.run import RerankSpec
-    from ..result import Result
-    from ..spec import RunSpec
+    from ..run.result import Result
+    from ..run.spec import RunSpec
 
 
 class SessionReranker:

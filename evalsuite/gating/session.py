@@ -14,12 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from ..base.errors import EvalsuiteError, SpecError
 from ..encode.base import Encoder
-from ..errors import EvalsuiteError, SpecError
-from ..pipeline import Prepared, make_encoder, prepare, run
-from ..result import Result
+from ..run.pipeline import Prepared, make_encoder, prepare, run
+from ..run.result import Result
+from ..run.slices import slice_index
 from ..slicing import SliceIndex
-from ..slicing.attach import slice_index
 from .baseline import Baseline, load_baseline, write_baseline
 from .gates import Gate, Outcome, Scores
 from .kinds import kind_of
@@ -45,11 +45,11 @@ from .stages import RerankedStage, Stages, gate_sides, side_labels
 from .verdicts import GateRequest, judge_all
 
 if TYPE_CHECKING:
-    from ..canary.checks import Verdict
-    from ..canary.context import CanaryContext
-    from ..canary.rerank_context import RerankCanaryContext
-    from ..canary.rerank_settings import RerankCanarySettings
-    from ..canary.settings import CanarySettings
+    from ..canary.checks import CheckOutcome
+    from ..canary.embedding.context import CanaryContext
+    from ..canary.embedding.settings import CanarySettings
+    from ..canary.reranker.context import RerankCanaryContext
+    from ..canary.reranker.settings import RerankCanarySettings
     from ..sweep.plan import Cell
     from ..sweep.results import SweepResult
 
@@ -369,7 +369,7 @@ class GateSession:
         """Endpoint checks for a dataset: all of them for the first, dataset-dependent ones for the others."""
         if self.canary is None:
             return []
-        from ..canary.checks import checks_for_dataset
+        from ..canary.registry import checks_for_dataset
 
         return checks_for_dataset(self.canary, first=name == self.datasets[0].name)
 
@@ -380,7 +380,7 @@ class GateSession:
             raise RuntimeError("canary_context called in a session without --endpoint")
         key = name if member == 0 else f"{name}#member{member + 1}"
         if key not in self._canary_contexts:
-            from ..canary.context import CanaryContext
+            from ..canary.embedding.context import CanaryContext
             from ..encode.contract_encoder import ContractEncoder
 
             prepared = self.prepared[name]
@@ -396,7 +396,7 @@ class GateSession:
         """The reranker checks (--reranker-endpoint), once: on the first dataset."""
         if self.rerank_canary is None or name != self.datasets[0].name:
             return []
-        from ..canary.checks import RERANK_CHECKS
+        from ..canary.registry import RERANK_CHECKS
 
         return [c.name for c in RERANK_CHECKS]
 
@@ -405,7 +405,7 @@ class GateSession:
         if self.rerank_canary is None or self.reranker is None:
             raise RuntimeError("rerank_canary_context called in a session without --reranker-endpoint")
         if name not in self._rerank_contexts:
-            from ..canary.rerank_context import make_rerank_context
+            from ..canary.reranker.context import make_rerank_context
 
             spec = self.prepared[name].spec
             self._rerank_contexts[name] = make_rerank_context(
@@ -413,7 +413,7 @@ class GateSession:
             )
         return self._rerank_contexts[name]
 
-    def record_verdict(self, name: str, verdict: Verdict) -> None:
+    def record_verdict(self, name: str, verdict: CheckOutcome) -> None:
         self.ledger.add(CanaryRecord(name, verdict))
 
     # -- the end -------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar, cast
 
-from ..io import atomic_write_bytes
+from ..base.io import atomic_write_bytes
 
 T = TypeVar("T")
 

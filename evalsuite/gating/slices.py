@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 from ..rerank.gates import Stage
 from ..slicing import MIN_QUERIES, Selector, SliceIndex, parse_selector
 from .gates import Evidence, Gate, Judgement, Scores, bracket
@@ -97,7 +97,7 @@ def judge_slice(
         return kind_verdict, None
     import numpy as np
 
-    from ..stats import decide, mean_bootstrap
+    from ..scoring.stats import decide, mean_bootstrap
 
     if gate.kind == "floor":
         values = np.array(list(candidate.per_query[gate.metric].values()))

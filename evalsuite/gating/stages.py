@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import ContractError, SpecError
+from ..base.errors import ContractError, SpecError
 from ..rerank.gates import STAGES, Stage
 from .gates import Against, Gate, Scores
 

@@ -7,13 +7,13 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import SpecError
-from ..options import RUN_OPTIONS, Option, collect
+from ..base.errors import SpecError
+from ..run.options import RUN_OPTIONS, Option, collect
 from .options import GATE_OPTIONS
 
 if TYPE_CHECKING:
-    from ..canary.rerank_settings import RerankCanarySettings
-    from ..canary.settings import CanarySettings
+    from ..canary.embedding.settings import CanarySettings
+    from ..canary.reranker.settings import RerankCanarySettings
     from .plan import SessionPlan
     from .session import GateSession
 
@@ -35,8 +35,8 @@ def rerank_flags(values: object) -> dict[str, object]:
 
 def plugin_options() -> tuple[tuple[tuple[Option, ...], str], ...]:
     """Every option the plugin adds with the prefix of its destination, in the order `pytest --help` shows them."""
-    from ..canary.options import CANARY_FLEET_OPTIONS
-    from ..canary.rerank_options import RERANK_CANARY_OPTIONS
+    from ..canary.embedding.options import CANARY_FLEET_OPTIONS
+    from ..canary.reranker.options import RERANK_CANARY_OPTIONS
     from ..sweep.options import SWEEP_OPTIONS
 
     return (
@@ -49,7 +49,7 @@ def plugin_options() -> tuple[tuple[tuple[Option, ...], str], ...]:
 
 def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | None, worker: str) -> GateSession | None:
     """``values``: pytest's ``config.option``. Raises EvalsuiteError for bad settings."""
-    from ..canary.options import CANARY_FLEET_OPTIONS
+    from ..canary.embedding.options import CANARY_FLEET_OPTIONS
     from ..sweep.options import SWEEP_OPTIONS
     from .plan import build_plan, find_spec_file
 
@@ -71,12 +71,12 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
         rerank_flags=reranker,
     )
     if rerank_canary is not None and plan.rerank is None:  # neither --reranker DIR nor a [rerank] table
-        from ..canary.rerank_settings import NEEDS_RERANKER
+        from ..canary.reranker.settings import NEEDS_RERANKER
 
         raise SpecError(NEEDS_RERANKER)
     canary: tuple[CanarySettings, ...] | None = None
     if canary_flags.keys() - {"api_key_env"} or (canary_flags and rerank_canary is None):  # the key: both canaries
-        from ..canary.settings import CanarySettings
+        from ..canary.embedding.settings import CanarySettings
 
         canary = CanarySettings.members_from_values(canary_flags)  # one per --endpoint URL (a fleet's members)
         canary[0].api_key()  # a configured but unset key variable is an error now, not mid-session
@@ -92,8 +92,8 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
 
 def rerank_canary_settings(values: object) -> RerankCanarySettings | None:
     """``--reranker-endpoint`` and its options (None without it); a usage error for an unset key variable."""
-    from ..canary.rerank_options import READ_OPTIONS
-    from ..canary.rerank_settings import RerankCanarySettings
+    from ..canary.reranker.options import READ_OPTIONS
+    from ..canary.reranker.settings import RerankCanarySettings
 
     settings = RerankCanarySettings.from_values(collect(values, READ_OPTIONS, PREFIX))
     if settings is not None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Literal, get_args
 
-from ..errors import EvalsuiteError, SpecError
+from ..base.errors import EvalsuiteError, SpecError
 from .gates import Gate, Outcome, Scores
 from .judge import gather_evidence, judge_gate
 from .kinds import kind_of
@@ -84,7 +84,7 @@ def judge_all(requests: Sequence[GateRequest], multiplicity: Multiplicity) -> di
     """Every request's outcome, significance-based p-values corrected together (Holm) first.
 
     A request whose sides cannot be compared gives its error, so one bad gate does not stop the others."""
-    from ..stats import holm
+    from ..scoring.stats import holm
 
     out: dict[str, Outcome | EvalsuiteError] = {}
     evidence = {}

@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..base.errors import SpecError
 from ..contract import DTYPES
-from ..errors import SpecError
 
 SPECIAL_POLICIES = ("drop", "keep", "cls")  # drop every special token; keep all; keep only the first ([CLS])
 BYTES_PER_VALUE = {"float32": 4, "float16": 2, "bfloat16": 2}

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError, SpecError
+from ..base.errors import ModelError, SpecError
 from ..model import ModelInfo
 from .contract import LateContract
 

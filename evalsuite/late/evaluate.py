@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 from ..rerank.twostage import TwoStageResult, evaluate_depths, top_ids
 from .contract import BYTES_PER_VALUE, LateContract
 from .maxsim import maxsim_many
 
 if TYPE_CHECKING:
-    from ..result import Result
+    from ..run.result import Result
     from .encoder import TokenEncoder
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 
 
 def maxsim(query: np.ndarray, document: np.ndarray) -> float:

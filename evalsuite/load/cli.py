@@ -19,16 +19,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..canary.options import CANARY_OPTIONS
-from ..errors import SpecError
-from ..options import Option, add_options, collect, int_at_least
+from ..base.errors import SpecError
+from ..canary.embedding.options import CANARY_OPTIONS
+from ..run.options import Option, add_options, collect, int_at_least, spec_type, url
 from .cutover import DEFAULT_QUALITY_MARGIN
 from .gates import DEFAULT_GATES
 from .runner import DEFAULT_BATCH_SIZES, DEFAULT_CONCURRENCY, DEFAULT_REQUESTS
 
 if TYPE_CHECKING:
-    from ..canary.context import CanaryContext
-    from ..pipeline import Prepared
+    from ..canary.embedding.context import CanaryContext
+    from ..run.pipeline import Prepared
     from .runner import Level
 
 _SHARED = ("--endpoint", "--served-model", "--api-key-env", "--endpoint-timeout", "--encoding-format")
@@ -84,15 +84,6 @@ def _gate(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _url(text: str) -> str:
-    from ..encode.endpoint import base_url
-
-    try:
-        return base_url(text)
-    except SpecError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def _roles(text: str) -> tuple[str, ...]:
     roles = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
     if not roles or set(roles) - {"query", "document"}:
@@ -104,7 +95,7 @@ LOAD_OPTIONS: tuple[Option, ...] = (
     Option(
         "--old-endpoint",
         "load: the deployment being replaced; with it, `--endpoint` is the new one and the run is a cutover comparison",
-        {"type": _url, "metavar": "URL"},
+        {"type": spec_type(url, "url"), "metavar": "URL"},
     ),
     Option(
         "--local",
@@ -169,8 +160,8 @@ def _default_out(endpoint: str | None) -> Path:
 
 def _context(url: str, values: dict[str, Any], prepared: Prepared) -> CanaryContext:
     """The canary's endpoint context for ``url``: served-model discovery, the key, the checked client."""
-    from ..canary.context import CanaryContext
-    from ..canary.settings import CanarySettings
+    from ..canary.embedding.context import CanaryContext
+    from ..canary.embedding.settings import CanarySettings
 
     def no_reference() -> Any:
         raise SpecError("the load command has no reference side on an endpoint context")
@@ -192,8 +183,8 @@ def _show_level(lv: Level) -> None:
 
 def cmd_load(args: argparse.Namespace) -> int:
     from ..encode.local import progress_enabled
-    from ..pipeline import prepare
-    from ..spec import RunSpec
+    from ..run.pipeline import prepare
+    from ..run.spec import RunSpec
     from .cutover import NEW, OLD, run_cutover
     from .gates import parse_capacity_gate
     from .report import write_load_reports

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 from .gates import CapacityGate, GateOutcome, evaluate_gates
 from .runner import Level, LoadPlan, LoadProfile, run_load
 from .targets import Target
@@ -18,8 +18,8 @@ from .workload import Workload
 
 if TYPE_CHECKING:
     from ..encode.base import Encoder
-    from ..pipeline import Prepared
-    from ..result import Result
+    from ..run.pipeline import Prepared
+    from ..run.result import Result
 
 OLD, NEW = "old", "new"
 DEFAULT_QUALITY_MARGIN = 0.005
@@ -28,7 +28,7 @@ DEFAULT_QUALITY_MARGIN = 0.005
 @dataclass(frozen=True)
 class QualityDelta:
     """One metric, new minus old, paired by query, with its bootstrap interval and a non-inferiority
-    decision (:func:`evalsuite.stats.non_inferiority`): the drop is at most ``margin`` with 95% confidence."""
+    decision (:func:`evalsuite.scoring.stats.non_inferiority`): the drop is at most ``margin`` with 95% confidence."""
 
     metric: str
     old: float
@@ -67,7 +67,7 @@ class QualityDelta:
 
 def quality_deltas(old: Result, new: Result, margin: float, *, seed: int = 0) -> list[QualityDelta]:
     """Per-metric non-inferiority of ``new`` against ``old`` over the queries both scored (paired by id)."""
-    from ..stats import non_inferiority, paired_scores
+    from ..scoring.stats import non_inferiority, paired_scores
 
     metrics = list(old.metrics)
     qids, cand, ref = paired_scores(new.per_query, old.per_query, metrics)
@@ -151,8 +151,8 @@ def endpoint_result(prepared: Prepared, encoder: Encoder) -> Result:
     """The dataset through ``encoder`` (e.g. an EndpointEncoder), searched and scored like the reference."""
     import time
 
-    from ..pipeline import encode_dataset, score
-    from ..run_record import encode_timing, role_stats_since, stats_snapshot
+    from ..run.pipeline import encode_dataset, score
+    from ..run.record import encode_timing, role_stats_since, stats_snapshot
 
     c = prepared.contract
     before = stats_snapshot(encoder)

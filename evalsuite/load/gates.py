@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import SpecError
-from ..verdict import Verdict, label, of, worst
+from ..base.errors import SpecError
+from ..base.verdict import Verdict, label, of, worst
 from .runner import LoadProfile
 
 HIGHER_BETTER = ("throughput", "inputs_per_s", "requests_per_s", "tokens_per_s")

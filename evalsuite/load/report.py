@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..io import atomic_write_json, atomic_write_text
+from ..base.io import atomic_write_json, atomic_write_text
 from ..reports import html as h
 from ..reports.markdown import table
 from .runner import Level, LoadProfile

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 from .summary import Figures, Sample, figures
 from .targets import Target
 from .workload import Draw, Workload, bucket_names, draw_requests

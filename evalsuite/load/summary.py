@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 
 PERCENTILES = (50, 95, 99)
 

@@ -10,12 +10,12 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from ..errors import EndpointError, EvalsuiteError
+from ..base.errors import EndpointError, EvalsuiteError
 
 if TYPE_CHECKING:
     from ..encode.base import Encoder
     from ..encode.endpoint import EndpointConfig, EndpointEncoder
-    from ..pipeline import Prepared
+    from ..run.pipeline import Prepared
 
 Outcome = tuple[str, str]
 
@@ -99,7 +99,7 @@ class EncoderTarget:
 def local_target(prepared: Prepared, name: str = "local") -> EncoderTarget:
     """The reference encoder of ``prepared`` without the embedding cache (a cache hit is not capacity)
     and without per-call progress bars (the load runner shows its own)."""
-    from ..pipeline import make_encoder
+    from ..run.pipeline import make_encoder
 
     uncached = dataclasses.replace(prepared, spec=prepared.spec.replace(use_cache=False))
     encoder = make_encoder(uncached)

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 
 if TYPE_CHECKING:
-    from ..pipeline import Prepared
+    from ..run.pipeline import Prepared
 
 BUCKET_EDGES = (32, 128, 256, 512)
 

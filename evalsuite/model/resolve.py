@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelError, RevisionMismatch, SpecError
+from ..base.errors import ModelError, RevisionMismatch, SpecError
 
 BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 TOKENIZER_FILES = (

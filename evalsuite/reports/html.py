@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..resultcache import ResultStore
+    from ..run.cache.results import ResultStore
 
 Point = tuple[float, Mapping[str, float]]
 Interval = Mapping[str, tuple[float, float]]  # per metric (low, high): an error bar
@@ -79,14 +79,14 @@ def chart_uri(
     if store is None:
         fig = chart(*args, **kwargs)
         return None if fig is None else png_data_uri(fig)
-    from ..resultcache import code_digest, library_versions
+    from ..run.cache.results import code_digest, library_versions
 
     fields = {
         "chart": f"{chart.__module__}.{chart.__qualname__}",
         "args": list(args),
         "kwargs": kwargs,
         "libraries": library_versions(PLOT_LIBRARIES),
-        "code": code_digest(tuple(dict.fromkeys((__name__, chart.__module__, "evalsuite.resultcache")))),
+        "code": code_digest(tuple(dict.fromkeys((__name__, chart.__module__, "evalsuite.run.cache.results")))),
     }
 
     def draw() -> bytes:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..io import atomic_write_json, atomic_write_text
-from ..result import Result
+from ..base.io import atomic_write_json, atomic_write_text
+from ..run.result import Result
 from .markdown import contract_rows, table
 from .slices import slice_markdown
 from .trec import trec_run

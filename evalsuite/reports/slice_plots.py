@@ -3,7 +3,7 @@ slice, one bar per run with the 95% interval of that run's slice mean as an erro
 the panels compare at a glance.
 
 The intervals are the slice table's (:meth:`evalsuite.slicing.SliceIndex.tables` with ``intervals``: a
-percentile bootstrap over the slice's per-query values, :func:`evalsuite.stats.mean_bootstrap`); a run with
+percentile bootstrap over the slice's per-query values, :func:`evalsuite.scoring.stats.mean_bootstrap`); a run with
 fewer than two scored queries in a slice has none and its bar gets no error bar. Drawn on
 ``matplotlib.figure.Figure`` with no pyplot (see ``html.py``); the caller embeds it.
 """

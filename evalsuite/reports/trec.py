@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..search import Ranking
+from ..retrieval.search import Ranking
 
 
 def strictly_decreasing(scores: Sequence[float]) -> list[np.float32]:

@@ -1,5 +1,5 @@
 """`evalsuite rerank`: a thin shell over these packages (`rerank-sweep` is the sweep's, :mod:`evalsuite.sweep.cli`;
-`rerank-canary` is the canary's, :mod:`evalsuite.canary.rerank_cli`; `late` registers itself from :mod:`evalsuite.cli`).
+`rerank-canary` is the canary's, :mod:`evalsuite.canary.reranker.cli`; `late` registers itself from :mod:`evalsuite.cli`).
 
 Exit codes: 0 done, 2 a usage or input error.
 """
@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..options import OUT_OPTION, RUN_OPTIONS, add_options, collect
+from ..run.options import OUT_OPTION, RUN_OPTIONS, add_options, collect
 from .options import DEPTH_OPTION, RERANK_OPTIONS, rerank_settings
 
 
@@ -35,7 +35,7 @@ def rerank_spec(args: argparse.Namespace) -> Any:
 
 def cmd_rerank(args: argparse.Namespace) -> int:
     from ..reports.run_reports import default_run_dir
-    from ..spec import RunSpec
+    from ..run.spec import RunSpec
     from .reports import write_two_stage_reports
     from .run import run_two_stage
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from ..base.errors import ContractError, ModelError, SpecError
 from ..contract import DTYPES
-from ..errors import ContractError, ModelError, SpecError
 from ..model import ModelInfo
 
 ACTIVATIONS = ("sigmoid", "none")

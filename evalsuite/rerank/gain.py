@@ -1,6 +1,6 @@
 """What the reranker brings: per metric, the reranked stage minus the first stage, with its uncertainty.
 
-The interval, p-value and detectable effect come from :mod:`evalsuite.stats` (paired bootstrap over
+The interval, p-value and detectable effect come from :mod:`evalsuite.scoring.stats` (paired bootstrap over
 queries, sign-flip test) when that module is present; without it the point delta is reported and the
 interval is ``None`` (a gate then treats the gain as undecided rather than guessing).
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..stats import compare
+from ..scoring.stats import compare
 
 PerQuery = Mapping[str, Mapping[str, float]]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..verdict import Verdict
+from ..base.verdict import Verdict
 from .gain import StageDelta
 
 Stage = Literal["first", "reranked"]
@@ -19,7 +19,7 @@ def judge_gain(delta: StageDelta, min_gain: float) -> Verdict:
     """The reranker must add at least ``min_gain`` (reranked minus first stage, mean over queries).
 
     pass: the one-sided 95% lower bound of the gain is >= ``min_gain``; fail: the two-sided interval lies
-    entirely below it; otherwise inconclusive. Without an interval (no :mod:`evalsuite.stats`), the point
+    entirely below it; otherwise inconclusive. Without an interval (no :mod:`evalsuite.scoring.stats`), the point
     gain decides pass or fail.
     """
     if delta.lower_bound is None or delta.high is None:

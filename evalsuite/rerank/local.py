@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError, TruncationError
+from ..base.errors import ModelError, TruncationError
 from ..model import ModelInfo
 from .contract import RerankerContract, finite_or_error
 

@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 
 from ..contract import DTYPES
-from ..options import Option, collect, int_at_least
+from ..run.options import Option, collect, int_at_least
 from .contract import ACTIVATIONS, PAIR_TRUNCATIONS
 from .run import RerankSpec
 

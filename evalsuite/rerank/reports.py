@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..io import atomic_write_json, atomic_write_text
+from ..base.io import atomic_write_json, atomic_write_text
 from ..reports.markdown import contract_rows, table
 from ..reports.trec import trec_run
 from .twostage import TwoStageResult

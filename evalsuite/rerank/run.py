@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SpecError
-from ..metrics import search_depth
+from ..base.errors import SpecError
+from ..scoring.metrics import search_depth
 
 if TYPE_CHECKING:
     from ..model import ModelInfo
-    from ..pipeline import Prepared
-    from ..result import Result
-    from ..spec import RunSpec
+    from ..run.pipeline import Prepared
+    from ..run.result import Result
+    from ..run.spec import RunSpec
     from .cache import CachedReranker
     from .contract import RerankerContract
     from .local import LocalReranker
@@ -80,7 +80,7 @@ def first_stage_spec(spec: RunSpec, depths: Sequence[int]) -> RunSpec:
 
 
 def run_first_stage(spec: RunSpec, depths: Sequence[int]) -> tuple[Prepared, Result]:
-    from ..pipeline import prepare, run
+    from ..run.pipeline import prepare, run
 
     spec = first_stage_spec(spec, depths)
     prepared = prepare(spec)

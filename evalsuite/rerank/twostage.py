@@ -4,7 +4,7 @@ One first stage serves every rerank depth: the pairs of the deepest depth are sc
 shallower depth reuses the scores of its pairs (a pair's score does not depend on the depth).
 
 Order of the reranked list: the first N documents of the first stage sorted by score in the documented
-tie order of :mod:`evalsuite.search` (score descending, equal scores by document id descending); then the
+tie order of :mod:`evalsuite.retrieval.search` (score descending, equal scores by document id descending); then the
 first stage's remaining documents in their first-stage order. The result is a ``search.Ranking`` whose
 scores encode that order (``n - rank``), so the metrics and ``run.trec`` see exactly that order.
 """
@@ -18,11 +18,11 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..base.errors import SpecError
 from ..datasets import Dataset
-from ..errors import SpecError
-from ..metrics import evaluate as score_metrics
-from ..result import Result
-from ..search import Ranking
+from ..retrieval.search import Ranking
+from ..run.result import Result
+from ..scoring.metrics import evaluate as score_metrics
 from .gain import StageDelta, stage_deltas
 
 PairScorer = Callable[[Sequence[tuple[str, str]], Sequence[str]], np.ndarray]  # (pairs, labels) -> scores
@@ -84,7 +84,7 @@ def rerank(
     first: FirstStage, pair_scores: Mapping[str, Mapping[str, float]], depth: int, query_ids: Sequence[str]
 ) -> Ranking:
     """The reranked ranking of every query (see the module docstring for the order)."""
-    from ..search import tie_order_key
+    from ..retrieval.search import tie_order_key
 
     doc_ids: dict[str, tuple[str, ...]] = {}
     values: dict[str, tuple[float, ...]] = {}

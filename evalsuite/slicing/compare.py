@@ -10,7 +10,7 @@ from .index import SliceIndex
 from .selectors import Selector
 
 if TYPE_CHECKING:
-    from ..stats import Comparison
+    from ..scoring.stats import Comparison
 
 MIN_COMPARED = 2  # a slice with fewer shared queries has no interval and is left out
 
@@ -47,7 +47,7 @@ def slice_moves(
     """Every reported slice's paired comparison per metric, largest absolute delta first."""
     import numpy as np
 
-    from ..stats import compare
+    from ..scoring.stats import compare
 
     out = []
     for s in index.reported() if selectors is None else selectors:

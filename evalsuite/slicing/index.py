@@ -9,7 +9,7 @@ truncation as its longest answer. A document metadata slice (``doc.FIELD=V``) ho
 with at least one relevant document of that value (those slices may overlap).
 
 A slice metric is the mean of the per-query values (ranx's per-query scores) over the slice's queries; with
-``intervals`` its 95% percentile bootstrap interval over those values (:func:`evalsuite.stats.mean_bootstrap`,
+``intervals`` its 95% percentile bootstrap interval over those values (:func:`evalsuite.scoring.stats.mean_bootstrap`,
 10,000 resamples, seed 0: the resamples a floor gate on the slice judges), for slices of at least
 :data:`MIN_INTERVAL` scored queries.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 from .selectors import DOC_FIELD_PREFIX, LENGTHS, Selector, length_buckets, parse_selector
 from .tokens import count_tokens
 
@@ -196,7 +196,7 @@ def _bootstrap(
     """``(low, high)`` of each ``(run, metric)`` column's mean over the ``scored`` queries, one bootstrap call."""
     import numpy as np
 
-    from ..stats import mean_bootstrap
+    from ..scoring.stats import mean_bootstrap
 
     values = np.array([[runs[i][m][q] for i, m in columns] for q in scored], dtype=np.float64)
     return [(ci.low, ci.high) for ci in mean_bootstrap(values)]

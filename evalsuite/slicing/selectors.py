@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Literal
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 
 LENGTHS = ("qlen", "doclen")
 TRUNCATED = "truncated"

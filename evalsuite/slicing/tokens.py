@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelError
+from ..base.errors import ModelError
 
 TOKENIZER_FILE = "tokenizer.json"
 _BATCH = 4096

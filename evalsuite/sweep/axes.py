@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 from .axis_kinds import FIRST_STAGE, STAGE_NAMES, AxisDeclaration, AxisValue, Setting, Stage
 from .registry import AXES, DECLARATIONS, FIRST_STAGE_AXES, PAIR_KEYWORDS, declaration
 

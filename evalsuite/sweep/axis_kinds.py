@@ -20,8 +20,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
+from ..base.errors import SpecError
 from ..contract import ROLES, Contract
-from ..errors import SpecError
 
 if TYPE_CHECKING:
     from ..rerank.contract import RerankerContract

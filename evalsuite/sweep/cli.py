@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import preflight
-from ..options import OUT_OPTION, RUN_OPTIONS, add_options, collect
+from ..run import preflight
+from ..run.options import OUT_OPTION, RUN_OPTIONS, add_options, collect
 from .options import SWEEP_OPTIONS, VARY_OPTION
 
 OUT = OUT_OPTION.with_default("reports/<dataset>/<model>/sweep")
@@ -45,7 +45,7 @@ def cmd_rerank_sweep(args: argparse.Namespace) -> int:
     from ..reports.run_reports import default_run_dir
     from ..rerank.options import rerank_settings
     from ..rerank.run import RerankSpec
-    from ..spec import RunSpec
+    from ..run.spec import RunSpec
     from .reports.rerank import write_rerank_sweep_reports
     from .rerank_cells import parse_rerank_vary, run_rerank_sweep
 
@@ -71,10 +71,10 @@ def cmd_rerank_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from ..pipeline import prepare
     from ..reports.run_reports import default_run_dir
-    from ..slicing.attach import slice_index
-    from ..spec import RunSpec
+    from ..run.pipeline import prepare
+    from ..run.slices import slice_index
+    from ..run.spec import RunSpec
     from . import parse_vary, plan_cells, run_sweep
     from .reports import sweep_table_rows, write_sweep_reports
     from .reports.index import index_table_rows, matryoshka_rows

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..resultcache import Entry, ResultStore
-    from ..stats import Comparison
+    from ..run.cache.results import Entry, ResultStore
+    from ..scoring.stats import Comparison
 
 CORRECTION = "Benjamini-Hochberg"
 
@@ -59,8 +59,8 @@ def cell_statistics(
     read back when the per-query scores and every setting are the same as when it was stored."""
 
     def compute() -> tuple[dict[str, float], dict[str, Comparison]]:
-        from ..metrics import paired_test
-        from ..stats import compare, paired_scores
+        from ..scoring.metrics import paired_test
+        from ..scoring.stats import compare, paired_scores
 
         if same_as_base:
             p_values = dict.fromkeys(metrics, 1.0)
@@ -71,8 +71,8 @@ def cell_statistics(
 
     if store is None:
         return compute()
-    from ..resultcache import code_digest, json_digest, library_versions
-    from ..stats import CONFIDENCE, N_RESAMPLES, POWER
+    from ..run.cache.results import code_digest, json_digest, library_versions
+    from ..scoring.stats import CONFIDENCE, N_RESAMPLES, POWER
 
     fields = {
         "base": json_digest(base),
@@ -89,7 +89,12 @@ def cell_statistics(
 
 
 STAT_LIBRARIES = ("evalsuite", "numpy", "ranx", "scipy", "numba")
-STAT_MODULES = ("evalsuite.stats", "evalsuite.metrics", "evalsuite.sweep.compare", "evalsuite.resultcache")
+STAT_MODULES = (
+    "evalsuite.scoring.stats",
+    "evalsuite.scoring.metrics",
+    "evalsuite.sweep.compare",
+    "evalsuite.run.cache.results",
+)
 
 
 def _dump_statistics(value: tuple[dict[str, float], dict[str, Comparison]]) -> tuple[Any, dict[str, Any]]:
@@ -105,7 +110,7 @@ def _undump_statistics(entry: Entry) -> tuple[dict[str, float], dict[str, Compar
 
 def comparison_from_dict(d: Mapping[str, Any]) -> Comparison:
     """The inverse of ``Comparison.to_dict`` (exact: JSON keeps every float)."""
-    from ..stats import Comparison, DeltaCI
+    from ..scoring.stats import Comparison, DeltaCI
 
     return Comparison(DeltaCI(**d["ci"]), float(d["p_value"]), float(d["mde"]))
 
@@ -122,7 +127,7 @@ def compare_cells(
     test)."""
     import numpy as np
 
-    from ..stats import benjamini_hochberg
+    from ..scoring.stats import benjamini_hochberg
 
     family = [(n, m) for n in comparisons if n not in same_as_base for m in metrics]
     q = benjamini_hochberg([p_values[n][m] for n, m in family]) if family else np.zeros(0)

@@ -2,7 +2,7 @@
 
 Passes sharing an encoder (dtype, max length) run back to back and the encoder is dropped
 before the next one loads, so at most one model is in memory. Only pooled vectors are kept
-between passes; each distinct contract is then scored once with :func:`evalsuite.pipeline.score`
+between passes; each distinct contract is then scored once with :func:`evalsuite.run.pipeline.score`
 (exact flat search); a contract with another index is searched with it and measured against the
 flat search of the same vectors (:mod:`.index_cells`). What it returns is declared in :mod:`.results`.
 """
@@ -19,10 +19,10 @@ import numpy as np
 
 from ..contract import Contract
 from ..encode.base import Caching, Encoder, Releasable
-from ..pipeline import Prepared, make_encoder, score
-from ..result import Result
-from ..resultcache import ResultStore, store_for
-from ..run_record import role_stats_since, stats_snapshot
+from ..run.cache.results import ResultStore, store_for
+from ..run.pipeline import Prepared, make_encoder, score
+from ..run.record import role_stats_since, stats_snapshot
+from ..run.result import Result
 from .axes import Axis
 from .compare import cell_statistics, compare_cells
 from .index_cells import IndexCell, compare_with_flat, score_index

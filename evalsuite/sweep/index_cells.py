@@ -8,26 +8,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..index.spec import parse_index
-from ..metrics import evaluate, paired_test, search_depth
-from ..result import Result
-from ..run_record import manifest
-from ..vectors import finalize
+from ..retrieval.index.spec import parse_index
+from ..retrieval.vectors import finalize
+from ..run.record import manifest
+from ..run.result import Result
+from ..scoring.metrics import evaluate, paired_test, search_depth
 
 if TYPE_CHECKING:
     import numpy as np
 
     from ..contract import Contract
-    from ..index.measure import IndexReport
-    from ..pipeline import Prepared
-    from ..stats import Comparison
+    from ..retrieval.index.measure import IndexReport
+    from ..run.pipeline import Prepared
+    from ..scoring.stats import Comparison
 
 
 @dataclass(frozen=True)
 class IndexCell:
     """A cell's index: its report, and per metric its comparison with exact search over the same
     vectors (``flat_fingerprint`` names that contract): delta with a paired bootstrap CI, sign-flip
-    p-value and minimum detectable effect (:func:`evalsuite.stats.compare`), and the sweep's ranx test."""
+    p-value and minimum detectable effect (:func:`evalsuite.scoring.stats.compare`), and the sweep's ranx test."""
 
     report: IndexReport
     flat_fingerprint: str
@@ -63,7 +63,7 @@ def score_index(
     """Search ``contract``'s vectors with its index and score the ranking; ``exact`` is the flat
     result of the same vectors (its ranking is the ground truth of recall). For a flat contract
     the result is ``exact`` itself and only the measurements are new."""
-    from ..index.measure import evaluate_index
+    from ..retrieval.index.measure import evaluate_index
 
     ds = prepared.dataset
     qv = finalize(q_pooled, contract.dim, contract.normalize)
@@ -107,7 +107,7 @@ def compare_with_flat(
 ) -> IndexCell:
     """``result`` (an index's) against ``flat`` (exact search over the same vectors), per metric, over
     the queries both scored."""
-    from ..stats import compare, paired_scores
+    from ..scoring.stats import compare, paired_scores
 
     _, a, b = paired_scores(result.per_query, flat.per_query, list(metrics))
     vs_flat = dict(zip(metrics, compare(a, b), strict=True))

@@ -6,7 +6,7 @@ makes each cell an item gated against the base.
 
 from __future__ import annotations
 
-from ..options import Option, spec_type
+from ..run.options import Option, spec_type
 from .axes import parse_axis
 from .registry import FIRST_STAGE_AXES, RERANKER_AXES
 

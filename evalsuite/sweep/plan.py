@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..base.errors import SpecError
 from ..contract import ROLES, Contract
-from ..errors import SpecError
 from .axes import Axis, conflicts
 
 if TYPE_CHECKING:

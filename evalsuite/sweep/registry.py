@@ -24,9 +24,9 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..base.errors import SpecError
 from ..contract import DTYPES, POOLINGS, Contract
-from ..errors import SpecError
-from ..index.spec import KINDS, parse_index
+from ..retrieval.index.spec import KINDS, parse_index
 from .axis_kinds import AxisDeclaration, AxisValue, BoolAxis, ChoiceAxis, IntAxis, Setting, TextAxis, text_label
 
 PAIR_KEYWORDS = ("base", "none", "swapped", "query_only", "doc_only")
@@ -86,7 +86,7 @@ _PARAMETER = re.compile(r"^\s*[A-Za-z_]+\s*=")
 
 @dataclass(frozen=True, kw_only=True)
 class IndexAxis(AxisDeclaration):
-    """An index spec (:mod:`evalsuite.index.spec`): the label is the text as written, the value
+    """An index spec (:mod:`evalsuite.retrieval.index.spec`): the label is the text as written, the value
     its canonical text. ``hnsw:M=16,ef=64`` keeps its parameters together in a comma list."""
 
     def parse(self, item: object, *, literal: bool) -> AxisValue:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 from ..rerank.gain import StageDelta, stage_deltas
 from .axes import Axis, parse_vary
 from .axis_kinds import ALL_STAGES, Setting
@@ -29,8 +29,8 @@ from .plan import BASE_NAME, plan_cells
 if TYPE_CHECKING:
     from ..rerank.run import RerankSpec
     from ..rerank.twostage import TwoStageResult
-    from ..result import Result
-    from ..spec import RunSpec
+    from ..run.result import Result
+    from ..run.spec import RunSpec
 
 
 @dataclass(frozen=True)
@@ -91,9 +91,9 @@ def _depth(cell: RerankCell) -> int:
 
 
 def run_rerank_sweep(spec: RunSpec, rspec: RerankSpec, axes: Sequence[Axis]) -> list[RerankSweepRow]:
-    from ..pipeline import prepare, run
     from ..rerank.run import first_stage_spec, make_scorer, resolve_reranker
     from ..rerank.twostage import MemoScorer, evaluate_depths
+    from ..run.pipeline import prepare, run
     from .execute import run_sweep
 
     cells = plan(axes, rspec.depth)

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from .compare import CORRECTION
 
 if TYPE_CHECKING:
-    from ..result import Result
-    from ..resultcache import ResultStore
+    from ..run.cache.results import ResultStore
+    from ..run.result import Result
     from .axes import Axis
     from .compare import CellStats
     from .index_cells import IndexCell

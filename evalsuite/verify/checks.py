@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..base.errors import ContractError, EndpointError, SpecError
 from ..contract import Contract
 from ..diagnose.engines import server_facts
 from ..diagnose.hypotheses import Alternative
 from ..diagnose.score import Diagnosis, derive, diagnose, fit, numeric_variants
-from ..errors import ContractError, EndpointError, SpecError
-from ..fingerprint import Fingerprint
+from ..run.fingerprint import Fingerprint
 
 if TYPE_CHECKING:
     from ..encode.endpoint import EndpointEncoder

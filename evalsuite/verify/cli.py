@@ -12,8 +12,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ..canary.options import CANARY_OPTIONS
-from ..options import Option, add_options
+from ..canary.embedding.options import CANARY_OPTIONS
+from ..run.options import Option, add_options
 
 _CLIENT = ("--endpoint", "--api-key-env", "--served-model", "--endpoint-timeout")
 
@@ -45,10 +45,10 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from ..base.errors import SpecError
     from ..encode.endpoint import EndpointConfig, EndpointEncoder, Secret
     from ..encode.response import Expectation
     from ..encode.secret import redact
-    from ..errors import SpecError
     from .checks import MIN_COSINE, Manifest, verify
 
     if not args.manifest or not args.endpoint:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.spec import AUTO_CHUNK_BYTES
+from evalsuite.run.spec import AUTO_CHUNK_BYTES
 
 REPO = Path(__file__).resolve().parents[2]
 FIELDS = {

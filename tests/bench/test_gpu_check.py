@@ -189,7 +189,7 @@ def test_compare_rankings_allows_tie_order_only():
 
 
 def test_compare_rankings_agrees_on_faiss_and_an_independent_numpy_search():
-    from evalsuite.search import build_index
+    from evalsuite.retrieval.search import build_index
 
     rng = np.random.default_rng(3)
     docs = rng.standard_normal((2000, 32)).astype(np.float32)

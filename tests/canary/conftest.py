@@ -190,7 +190,7 @@ class FaultServer:
         import numpy as np
         from werkzeug import Response
 
-        from evalsuite.vectors import finalize
+        from evalsuite.retrieval.vectors import finalize
 
         def reply(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Any:
             return Response(json.dumps(obj), status=status, content_type="application/json", headers=headers)
@@ -307,7 +307,7 @@ class FaultServer:
         return full
 
     def expected(self, texts: list[str]) -> Any:
-        from evalsuite.vectors import finalize
+        from evalsuite.retrieval.vectors import finalize
 
         return finalize(self.encoders(self.max_length).encode(texts, poolings=["mean"])["mean"], self.hidden, True)
 
@@ -404,8 +404,8 @@ def api_key(monkeypatch) -> str:
 
 @pytest.fixture
 def tiny_prepared(tiny_model_dir, canary_dataset):
-    from evalsuite.pipeline import prepare
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import prepare
+    from evalsuite.run.spec import RunSpec
 
     return prepare(RunSpec(model=str(tiny_model_dir), dataset=str(canary_dataset), device="cpu", use_cache=False))
 
@@ -413,7 +413,7 @@ def tiny_prepared(tiny_model_dir, canary_dataset):
 @pytest.fixture
 def make_context(tiny_prepared):
     """A CanaryContext on the tiny model against ``url``; settings as keyword arguments."""
-    from evalsuite.canary.checks import CanarySettings
+    from evalsuite.canary.embedding.settings import CanarySettings
     from evalsuite.canary.runner import local_context
 
     made = []

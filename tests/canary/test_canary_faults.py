@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from evalsuite.canary.checks import LABELS
+from evalsuite.canary.registry import LABELS
 from evalsuite.cli import main
 
 from .conftest import API_KEY_ENV, RawRequest, RawServer, canary_argv, embeddings_json, http_response
@@ -228,7 +228,7 @@ def test_echoed_keys_and_huge_server_text_never_reach_the_output(fault_server, c
 
 # -- 5. hints that point the right way ---------------------------------------------------------------
 def test_a_server_truncating_shorter_than_the_contract_is_named_as_truncation(fault_server, make_context):
-    from evalsuite.canary.checks import run_check
+    from evalsuite.canary.registry import run_check
 
     fault_server.max_length = 16  # the contract says 64
     v = run_check("vector_agreement", make_context(fault_server.url))
@@ -403,7 +403,7 @@ def test_an_impossible_dimension_is_a_usage_error_before_any_request(raw_server,
 def test_a_bug_in_a_check_still_ends_in_a_verdict_and_reports(fault_server, canary, monkeypatch):
     import dataclasses
 
-    from evalsuite.canary.checks import registry
+    from evalsuite.canary import registry
 
     def broken(ctx: Any) -> Any:
         raise KeyError("data")  # what an unchecked server reply used to raise
@@ -431,7 +431,8 @@ def test_long_model_lists_are_cut_in_messages_and_reports(fault_server, canary):
 
 
 def test_verdicts_and_reports_are_redacted_whatever_built_them(tiny_prepared, tmp_path):
-    from evalsuite.canary.checks import CanarySettings, Verdict
+    from evalsuite.canary.checks import CheckOutcome
+    from evalsuite.canary.embedding.settings import CanarySettings
     from evalsuite.canary.report import write_canary_reports
     from evalsuite.canary.runner import CanaryOutcome
     from evalsuite.encode.secret import Secret
@@ -439,10 +440,10 @@ def test_verdicts_and_reports_are_redacted_whatever_built_them(tiny_prepared, tm
     Secret(KEY)  # the key the process holds (read from the environment in a real run)
     forms = key_forms(KEY)
     echoed = [*forms[:5], base64.b64encode(f"Bearer {KEY}".encode()).decode()]  # what a server may send back
-    v = Verdict("identity", False, "identity: " + " ".join(echoed), {"echo": [echoed[1], {echoed[4]: echoed[5]}]})
+    v = CheckOutcome("identity", False, "identity: " + " ".join(echoed), {"echo": [echoed[1], {echoed[4]: echoed[5]}]})
     blob = v.message + json.dumps(v.details)
     assert all(form not in blob for form in forms) and blob.count("***") >= len(echoed) + 3
-    raw = Verdict("auth", True, "auth: fine")
+    raw = CheckOutcome("auth", True, "auth: fine")
     object.__setattr__(raw, "message", "auth: " + forms[3])  # a message that skipped the verdict's redaction
     outcome = CanaryOutcome(
         settings=CanarySettings(endpoint="http://127.0.0.1:9/v1"),
@@ -460,7 +461,7 @@ def test_verdicts_and_reports_are_redacted_whatever_built_them(tiny_prepared, tm
 
 @pytest.mark.parametrize("status", [429, 408])
 def test_rate_limiting_or_a_timeout_is_not_a_refusal_of_the_input(fault_server, make_context, status):
-    from evalsuite.canary.checks import run_check
+    from evalsuite.canary.registry import run_check
 
     fault_server.empty_list_status = status  # after the client's retries
     v = run_check("bad_input", make_context(fault_server.url, max_retries=1, backoff=0.01))

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from evalsuite.canary.checks.repeat import (
+from evalsuite.canary.embedding.checks.repeat import (
     DETECT_CONFIDENCE,
     PROBE_TEXTS,
     detection_probability,

@@ -7,8 +7,10 @@ import logging
 
 import pytest
 
-from evalsuite.canary.checks import CHECKS, CanarySettings, Verdict, check_names, run_check
-from evalsuite.errors import ContractError, SpecError
+from evalsuite.base.errors import ContractError, SpecError
+from evalsuite.canary.checks import CheckOutcome
+from evalsuite.canary.embedding.settings import CanarySettings
+from evalsuite.canary.registry import CHECKS, check_names, run_check
 
 from .conftest import API_KEY_ENV
 
@@ -25,7 +27,7 @@ ALL = [
 ]
 
 
-def run_all(ctx) -> dict[str, Verdict]:
+def run_all(ctx) -> dict[str, CheckOutcome]:
     return {name: run_check(name, ctx) for name in check_names(ctx.settings)}
 
 
@@ -69,8 +71,8 @@ def test_every_check_passes_against_a_faithful_server(fault_server, make_context
 def test_a_server_that_drops_the_query_prefix_fails_vector_agreement(
     fault_server, make_context, tiny_model_dir, canary_dataset
 ):
-    from evalsuite.pipeline import prepare
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import prepare
+    from evalsuite.run.spec import RunSpec
 
     prepared = prepare(
         RunSpec(
@@ -187,7 +189,7 @@ def test_identity_names_an_unlisted_model_and_asks_when_ambiguous(fault_server, 
 
 
 def test_retrieval_agreement_reports_metric_deltas(fault_server, make_context, tiny_prepared):
-    from evalsuite.pipeline import run
+    from evalsuite.run.pipeline import run
 
     ctx = make_context(fault_server.url)
     real = ctx.reference_result()
@@ -210,8 +212,8 @@ def test_retrieval_agreement_reports_metric_deltas(fault_server, make_context, t
 def test_silent_truncation_fails_when_the_contract_rejects_long_input(
     fault_server, make_context, tiny_model_dir, canary_dataset
 ):
-    from evalsuite.pipeline import prepare
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import prepare
+    from evalsuite.run.spec import RunSpec
 
     prepared = prepare(
         RunSpec(
@@ -231,8 +233,8 @@ def _length_coded_prepared(tmp_path, make_beir, tiny_model_dir, **spec):
     """40 documents of 1..40 words, queries of 1..5 words, every text one in-vocabulary word (one token)
     repeated: the tiny model's vectors depend on the token count only, so a query's nearest documents are the
     ones of about its length."""
-    from evalsuite.pipeline import prepare
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import prepare
+    from evalsuite.run.spec import RunSpec
 
     docs = [{"_id": f"d{n:02d}", "title": "", "text": " ".join(["index"] * n)} for n in range(1, 41)]
     queries = [{"_id": f"q{n}", "text": " ".join(["index"] * n)} for n in range(1, 6)]
@@ -266,8 +268,8 @@ def test_a_server_truncating_shorter_passes_the_delta_but_fails_rank_agreement(
 
 
 def test_rank_overlap_reads_the_documented_tie_order():
-    from evalsuite.canary.checks.retrieval import rank_overlap
-    from evalsuite.search import Ranking
+    from evalsuite.canary.embedding.checks.retrieval import rank_overlap
+    from evalsuite.retrieval.search import Ranking
 
     ref = Ranking.from_scores({"q": {f"d{i}": 1.0 for i in range(12)}})  # all tied: d9, d8, ... d11, d10, d1, d0
     shuffled = {"q": dict(reversed(list(ref["q"].items())))}  # same scores, other insertion order

@@ -89,8 +89,8 @@ def test_two_faults_at_once_are_named_together(fault_server, make_context):
 
 
 def test_truncation_shorter_than_the_contract_is_named(fault_server, make_context, tiny_model_dir, canary_dataset):
-    from evalsuite.pipeline import prepare
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import prepare
+    from evalsuite.run.spec import RunSpec
 
     prepared = prepare(
         RunSpec(model=str(tiny_model_dir), dataset=str(canary_dataset), device="cpu", use_cache=False, max_length=128)
@@ -105,8 +105,8 @@ def test_truncation_shorter_than_the_contract_is_named(fault_server, make_contex
 
 
 def test_server_max_length_from_v1_models_is_tried(fault_server, make_context, tiny_model_dir, canary_dataset):
-    from evalsuite.pipeline import prepare
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import prepare
+    from evalsuite.run.spec import RunSpec
 
     prepared = prepare(
         RunSpec(model=str(tiny_model_dir), dataset=str(canary_dataset), device="cpu", use_cache=False, max_length=128)
@@ -131,8 +131,8 @@ def test_dimensions_without_renormalizing_are_named(fault_server, make_context):
 
 
 def test_dropped_query_prefix_is_named(fault_server, make_context, tiny_model_dir, canary_dataset):
-    from evalsuite.pipeline import prepare
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import prepare
+    from evalsuite.run.spec import RunSpec
 
     prepared = prepare(
         RunSpec(

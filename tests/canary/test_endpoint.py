@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 
+from evalsuite.base.errors import EndpointError, SpecError
 from evalsuite.encode.endpoint import (
     EndpointAuthError,
     EndpointConfig,
@@ -29,7 +30,6 @@ from evalsuite.encode.response import (
     ZeroVector,
     model_matches,
 )
-from evalsuite.errors import EndpointError, SpecError
 
 TEXTS = ["how does a database commit", "why does bread rise", "basketball team score", "the moon orbit"]
 IDS = ["a", "b", "c", "d"]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from evalsuite.base.errors import EndpointError, SpecError
 from evalsuite.encode.endpoint import (
     Deadline,
     EndpointConfig,
@@ -39,7 +40,6 @@ from evalsuite.encode.response import (
     ServerReportedError,
     parse_embeddings,
 )
-from evalsuite.errors import EndpointError, SpecError
 
 from .conftest import RawServer, embeddings_json, http_response
 

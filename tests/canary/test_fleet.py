@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from evalsuite.cli import main
-from evalsuite.pipeline import run
-from evalsuite.spec import RunSpec
+from evalsuite.run.pipeline import run
+from evalsuite.run.spec import RunSpec
 
 from .conftest import API_KEY_ENV, FaultServer
 
@@ -267,12 +267,13 @@ def test_dim_is_cut_here_unless_the_server_is_asked_for_it(fault_server, tiny_mo
 
 
 def test_run_endpoint_options_are_the_canary_client_options(tiny_model_dir):
-    from evalsuite.canary.options import CANARY_OPTIONS, CLIENT_FLAGS, RUN_ENDPOINT_OPTIONS
+    from evalsuite.canary.embedding.options import CANARY_OPTIONS
     from evalsuite.cli import build_parser
+    from evalsuite.run.options import CLIENT, RUN_ENDPOINT_OPTIONS
 
     canary = {o.flag: o for o in CANARY_OPTIONS}
     for opt in RUN_ENDPOINT_OPTIONS:
-        if opt.flag in CLIENT_FLAGS:
+        if opt.flag in CLIENT:
             assert opt.kwargs is canary[opt.flag].kwargs and opt.default == canary[opt.flag].default
     args = build_parser().parse_args(
         [
@@ -288,8 +289,8 @@ def test_run_endpoint_options_are_the_canary_client_options(tiny_model_dir):
     assert args.endpoints == ["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "--endpoint", "ftp://x"])
-    from evalsuite.errors import SpecError
-    from evalsuite.pipeline import prepare
+    from evalsuite.base.errors import SpecError
+    from evalsuite.run.pipeline import prepare
 
     with pytest.raises(SpecError, match=r"--endpoint-batch-size.*no --endpoint URL"):
         prepare(RunSpec(model=str(tiny_model_dir), endpoint_batch_size=4))

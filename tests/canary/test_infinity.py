@@ -80,10 +80,11 @@ def test_canary_fails_against_the_cls_pooling_deployment(
 def test_infinity_matryoshka_is_truncated_without_renormalizing(
     infinity_servers, minibeir_dir, monkeypatch, reference_cache
 ):
-    from evalsuite.canary.checks import CanarySettings, run_check
+    from evalsuite.canary.embedding.settings import CanarySettings
+    from evalsuite.canary.registry import run_check
     from evalsuite.canary.runner import local_context
-    from evalsuite.pipeline import prepare
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import prepare
+    from evalsuite.run.spec import RunSpec
 
     monkeypatch.setenv(KEY_ENV, infinity_servers["key"])
     prepared = prepare(RunSpec(dataset=str(minibeir_dir), device="cpu", cache_dir=str(reference_cache)))

@@ -9,12 +9,13 @@ import json
 
 import pytest
 
-from evalsuite.canary.checks import CanarySettings, run_check
 from evalsuite.canary.diagnosis import diagnosis_for
+from evalsuite.canary.embedding.settings import CanarySettings
+from evalsuite.canary.registry import run_check
 from evalsuite.canary.runner import local_context, run_canary
 from evalsuite.cli import main
-from evalsuite.pipeline import prepare
-from evalsuite.spec import RunSpec
+from evalsuite.run.pipeline import prepare
+from evalsuite.run.spec import RunSpec
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("infinity")]
 

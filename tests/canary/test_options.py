@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from evalsuite.canary.options import CANARY_OPTIONS
-from evalsuite.canary.settings import CanarySettings
-from evalsuite.errors import SpecError
-from evalsuite.options import add_options, collect
+from evalsuite.base.errors import SpecError
+from evalsuite.canary.embedding.options import CANARY_OPTIONS
+from evalsuite.canary.embedding.settings import CanarySettings
+from evalsuite.run.options import add_options, collect
 
 
 def parse(*argv: str, prefix: str = "") -> dict:
@@ -92,7 +92,7 @@ def test_settings_need_an_endpoint_and_a_set_key_variable(monkeypatch):
 
 def test_importing_options_and_checks_loads_no_heavy_library():
     code = (
-        "import sys, evalsuite.canary.options, evalsuite.canary.checks, evalsuite.canary.cli;"
+        "import sys, evalsuite.canary.embedding.options, evalsuite.canary.checks, evalsuite.canary.cli;"
         "print(sorted(m for m in ('torch','faiss','ranx','transformers','numba','httpx') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

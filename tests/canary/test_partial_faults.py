@@ -9,14 +9,14 @@ import random
 import numpy as np
 import pytest
 
-from evalsuite.canary.checks import run_check
-from evalsuite.canary.checks.repeat import (
+from evalsuite.canary.embedding.checks.repeat import (
     DETECT_CONFIDENCE,
     detectable_share,
     detection_probability,
     requests_needed,
 )
-from evalsuite.canary.checks.retrieval import rank_overlap
+from evalsuite.canary.embedding.checks.retrieval import rank_overlap
+from evalsuite.canary.registry import run_check
 from evalsuite.canary.runner import run_canary
 
 from .conftest import Replica
@@ -158,8 +158,8 @@ def test_one_wrong_vector_per_batch_fails_batch_invariance_on_its_min_not_its_me
 def test_one_vector_per_batch_with_a_wrong_norm_fails_norm_agreement_naming_it(
     fault_server, make_context, tiny_model_dir, canary_dataset
 ):
-    from evalsuite.pipeline import prepare
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import prepare
+    from evalsuite.run.spec import RunSpec
 
     prepared = prepare(
         RunSpec(
@@ -192,7 +192,7 @@ def test_rank_overlap_is_judged_at_ten_not_deeper():
 
 
 def test_matryoshka_accepts_the_models_full_dimension(fault_server, make_context, tiny_info):
-    from evalsuite.canary.checks.matryoshka import validate_dimensions
+    from evalsuite.canary.embedding.checks.matryoshka import validate_dimensions
 
     hidden = tiny_info.hidden_size
     validate_dimensions((hidden,), hidden, (hidden // 2, hidden // 4))  # bug caught: refusing d == hidden

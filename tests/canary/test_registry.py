@@ -6,22 +6,14 @@ import dataclasses
 
 import pytest
 
-from evalsuite.canary.checks import (
-    CHECKS,
-    LABELS,
-    CanaryCheck,
-    CanaryContext,
-    CanarySettings,
-    Verdict,
-    check_names,
-    checks_for_dataset,
-    get_check,
-    registry,
-    run_check,
-)
+from evalsuite.base.errors import EndpointError, SpecError
+from evalsuite.canary import registry
+from evalsuite.canary.checks import CanaryCheck, CheckOutcome
+from evalsuite.canary.embedding.context import CanaryContext
+from evalsuite.canary.embedding.settings import CanarySettings
+from evalsuite.canary.registry import CHECKS, LABELS, check_names, checks_for_dataset, get_check, run_check
 from evalsuite.canary.report import checks_table, render_markdown
 from evalsuite.canary.runner import CanaryOutcome
-from evalsuite.errors import EndpointError, SpecError
 
 ORDER = [
     "identity",
@@ -83,11 +75,11 @@ def test_a_check_the_settings_do_not_ask_for_is_skipped_by_name(tiny_prepared):
 
 
 def _extra_check(calls: list[str]) -> CanaryCheck:
-    def run(ctx: CanaryContext) -> Verdict:
+    def run(ctx: CanaryContext) -> CheckOutcome:
         calls.append(ctx.settings.endpoint)
         if ctx.settings.min_cosine > 0.999:
             raise EndpointError("GET http://127.0.0.1:1/v1/widgets: HTTP 500")
-        return Verdict("widgets", True, "widgets: fine", {"widgets": 3})
+        return CheckOutcome("widgets", True, "widgets: fine", {"widgets": 3})
 
     return CanaryCheck(
         name="widgets",
@@ -130,7 +122,7 @@ def test_a_new_declaration_is_all_the_registry_readers_need(monkeypatch, tiny_pr
     )
 
 
-def _outcome(settings: CanarySettings, *verdicts: Verdict) -> CanaryOutcome:
+def _outcome(settings: CanarySettings, *verdicts: CheckOutcome) -> CanaryOutcome:
     contract = {"model": "tiny", "model_revision": "0" * 40, "pooling": "mean"}
     return CanaryOutcome(
         settings=settings, contract=contract, dataset={"name": "mini"}, served_model="tiny", verdicts=tuple(verdicts)
@@ -142,17 +134,19 @@ def test_the_report_takes_each_checks_section_from_its_declaration():
         "ndcg@10": {"reference": 0.5, "endpoint": 0.4, "delta": -0.1},
         "recall@10": {"reference": 0.7, "endpoint": 0.7, "delta": 0.0},
     }
-    good = Verdict(
+    good = CheckOutcome(
         "retrieval_agreement",
         False,
         "retrieval agreement: |delta ndcg@10| 0.1000 > 0.005",
         {"metrics": metrics, "top10_overlap": {"mean": 0.25}},
     )
-    md = render_markdown(_outcome(BASE, Verdict("identity", True, "identity: ok"), good))
+    md = render_markdown(_outcome(BASE, CheckOutcome("identity", True, "identity: ok"), good))
     assert md.startswith("# Canary: FAIL")
     assert "## Retrieval agreement\n\n| metric | reference | endpoint | delta |" in md
     assert "| ndcg@10 | 0.5000 | 0.4000 | -0.1000 |" in md and "Mean top-10 overlap: 0.250" in md
-    errored = Verdict("retrieval_agreement", False, "retrieval agreement: HTTP 500", {"error": "EndpointHTTPError"})
+    errored = CheckOutcome(
+        "retrieval_agreement", False, "retrieval agreement: HTTP 500", {"error": "EndpointHTTPError"}
+    )
     assert "## Retrieval agreement" not in render_markdown(_outcome(BASE, errored))
     table = checks_table()
     for c in CHECKS:

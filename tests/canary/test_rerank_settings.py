@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from evalsuite.canary.options import CANARY_OPTIONS
-from evalsuite.canary.rerank_options import RERANK_CANARY_OPTIONS
-from evalsuite.canary.rerank_settings import API_NAMES, RerankCanarySettings
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
+from evalsuite.canary.embedding.options import CANARY_OPTIONS
+from evalsuite.canary.reranker.options import RERANK_CANARY_OPTIONS
+from evalsuite.canary.reranker.settings import API_NAMES, RerankCanarySettings
 from evalsuite.rerank.shapes import APIS
 
 

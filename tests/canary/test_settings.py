@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from evalsuite.canary.options import CANARY_OPTIONS
-from evalsuite.canary.settings import CanarySettings
+from evalsuite.base.errors import SpecError
+from evalsuite.canary.embedding.options import CANARY_OPTIONS
+from evalsuite.canary.embedding.settings import CanarySettings
 from evalsuite.encode.endpoint import EndpointConfig, Secret
-from evalsuite.errors import SpecError
 
 URL = "http://127.0.0.1:8000/v1"
 
@@ -135,7 +135,7 @@ def test_from_values_fills_both_parts_and_to_dict_keeps_its_keys():
 
 
 def test_clients_are_built_from_the_settings_endpoint_config(tiny_prepared, monkeypatch):
-    from evalsuite.canary.context import CanaryContext
+    from evalsuite.canary.embedding.context import CanaryContext
 
     monkeypatch.setenv("EVALSUITE_SETTINGS_TEST_KEY", "sk-settings-test")
     s = CanarySettings(endpoint=URL, timeout=4.0, batch_size=3, api_key_env="EVALSUITE_SETTINGS_TEST_KEY")

@@ -5,11 +5,11 @@ import dataclasses
 
 import pytest
 
-from evalsuite.canary.options import CANARY_OPTIONS
-from evalsuite.canary.settings import CanarySettings
+from evalsuite.canary.embedding.options import CANARY_OPTIONS
+from evalsuite.canary.embedding.settings import CanarySettings
 from evalsuite.cli import build_parser
-from evalsuite.options import RUN_OPTIONS, add_options, collect, render_default
-from evalsuite.spec import RunSpec
+from evalsuite.run.options import RUN_OPTIONS, add_options, collect, render_default
+from evalsuite.run.spec import RunSpec
 from evalsuite.sweep.options import SWEEP_OPTIONS
 
 SPEC_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunSpec)}
@@ -75,7 +75,7 @@ def test_a_spec_error_becomes_a_parse_error(capsys):
 
 def test_the_endpoint_client_options_say_the_same_under_pytest_and_the_cli():
     """One option, one meaning: the canary's help (pytest, `evalsuite canary`) and `run --endpoint`'s agree."""
-    from evalsuite.canary.options import CANARY_OPTIONS, RUN_ENDPOINT_OPTIONS
+    from evalsuite.run.options import RUN_ENDPOINT_OPTIONS
 
     canary = {o.flag: o.help.removeprefix("canary: ") for o in CANARY_OPTIONS}
     run = {o.flag: o.help.removeprefix("with --endpoint: ") for o in RUN_ENDPOINT_OPTIONS}

@@ -2,10 +2,10 @@ import json
 
 import pytest
 
+from evalsuite.base.errors import ContractError, SpecError
 from evalsuite.contract import Contract
-from evalsuite.errors import ContractError, SpecError
 from evalsuite.model import resolve_model
-from evalsuite.spec import RunSpec, build_contract
+from evalsuite.run.spec import RunSpec, build_contract
 
 
 def _c(**kw):

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evalsuite.base.io import atomic_write_bytes, atomic_write_json, current_umask
 from evalsuite.encode.cache import EmbeddingCache, ShardKey
-from evalsuite.io import atomic_write_bytes, atomic_write_json, current_umask
 
 
 def _mode(p: Path) -> int:

@@ -2,9 +2,9 @@ import math
 
 import pytest
 
-from evalsuite.errors import SpecError
-from evalsuite.metrics import cutoff, evaluate, paired_test, parse_metric, parse_metrics, search_depth
-from evalsuite.search import Ranking
+from evalsuite.base.errors import SpecError
+from evalsuite.retrieval.search import Ranking
+from evalsuite.scoring.metrics import cutoff, evaluate, paired_test, parse_metric, parse_metrics, search_depth
 
 
 def test_metric_names():

@@ -17,14 +17,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evalsuite import resultcache
-from evalsuite.pipeline import Prepared, prepare, run, score
 from evalsuite.reports import write_run_reports
 from evalsuite.reports.trec import trec_run
-from evalsuite.result import Result
-from evalsuite.resultcache import ResultStore
-from evalsuite.scoring_cache import score_fields
-from evalsuite.spec import RunSpec
+from evalsuite.run.cache import results as resultcache
+from evalsuite.run.cache.results import ResultStore
+from evalsuite.run.cache.scoring import score_fields
+from evalsuite.run.pipeline import Prepared, prepare, run, score
+from evalsuite.run.result import Result
+from evalsuite.run.spec import RunSpec
 
 METRICS = ("ndcg@10", "recall@10", "mrr@10")
 
@@ -270,7 +270,7 @@ def test_a_warm_run_writes_the_same_results_and_run_file(
 def test_a_warm_run_imports_neither_faiss_nor_ranx(tiny_model_dir: Path, small_beir: Path, tmp_path: Path) -> None:
     settings = {"model": str(tiny_model_dir), "dataset": str(small_beir), "cache_dir": str(tmp_path / "cache")}
     code = (
-        "import json, sys; from evalsuite.pipeline import run; from evalsuite.spec import RunSpec; "
+        "import json, sys; from evalsuite.run.pipeline import run; from evalsuite.run.spec import RunSpec; "
         "r = run(RunSpec(**json.loads(sys.argv[1]))); "
         "print(json.dumps([r.timing['result_cache']['status'], "
         "sorted(m for m in ('faiss', 'ranx', 'numba', 'scipy', 'torch', 'transformers') if m in sys.modules)]))"

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from evalsuite.errors import ContractError, SpecError
-from evalsuite.metrics import evaluate, search_depth
-from evalsuite.search import Ranking, search
+from evalsuite.base.errors import ContractError, SpecError
+from evalsuite.retrieval.search import Ranking, search
+from evalsuite.scoring.metrics import evaluate, search_depth
 
 
 def oracle(queries: np.ndarray, docs: np.ndarray, doc_ids: list[str], k: int, similarity: str) -> list[list[str]]:

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from evalsuite import stats
-from evalsuite.errors import ContractError, SpecError
-from evalsuite.stats import DeltaCI
+from evalsuite.base.errors import ContractError, SpecError
+from evalsuite.scoring import stats
+from evalsuite.scoring.stats import DeltaCI
 
 Z95, Z80 = 1.6448536269514722, 0.8416212335729143  # standard normal quantiles 0.95 and 0.80
 

@@ -9,8 +9,8 @@ import warnings
 import numpy as np
 import pytest
 
-from evalsuite import stats
-from evalsuite.errors import ContractError, SpecError
+from evalsuite.base.errors import ContractError, SpecError
+from evalsuite.scoring import stats
 
 Z95, Z80 = 1.6448536269514722, 0.8416212335729143  # standard normal quantiles 0.95 and 0.80
 

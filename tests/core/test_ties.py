@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from evalsuite.metrics import evaluate, search_depth
 from evalsuite.reports.trec import trec_run
-from evalsuite.search import search
+from evalsuite.retrieval.search import search
+from evalsuite.scoring.metrics import evaluate, search_depth
 
 METRICS = ["ndcg@3", "ndcg@10", "mrr@10", "recall@3", "recall@10"]
 

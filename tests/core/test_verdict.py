@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalsuite import verdict
+from evalsuite.base import verdict
 
 
 @pytest.mark.parametrize(
@@ -32,9 +32,9 @@ def test_of_label_and_exit_status():
 
 def test_every_family_uses_it():
     """gating's GateVerdict, stats' Decision and the rerank gain's verdict are the one type, not copies of it."""
-    from evalsuite import stats
     from evalsuite.gating import gates
     from evalsuite.rerank import gates as rerank_gates
+    from evalsuite.scoring import stats
 
     assert gates.GateVerdict is verdict.Verdict and stats.Decision is verdict.Verdict
     assert rerank_gates.judge_gain.__annotations__["return"] == "Verdict"

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
+from evalsuite.base.errors import DatasetError
 from evalsuite.datasets import load_dataset
-from evalsuite.errors import DatasetError
 
 
 def test_loads_small_beir_and_counts(small_beir):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from evalsuite.datasets import load_dataset
-from evalsuite.pipeline import prepare, run
-from evalsuite.spec import RunSpec
+from evalsuite.run.pipeline import prepare, run
+from evalsuite.run.spec import RunSpec
 
 BOM = b"\xef\xbb\xbf"
 CORPUS = [

@@ -2,8 +2,8 @@
 
 import pytest
 
+from evalsuite.base.errors import DatasetError, SpecError
 from evalsuite.datasets import load_dataset
-from evalsuite.errors import DatasetError, SpecError
 
 BOM = b"\xef\xbb\xbf"
 

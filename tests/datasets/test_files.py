@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from evalsuite.base.errors import DatasetError
 from evalsuite.datasets import load_dataset
-from evalsuite.errors import DatasetError
 
 
 @pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])

@@ -2,8 +2,8 @@
 
 import pytest
 
+from evalsuite.base.errors import DatasetError
 from evalsuite.datasets import load_dataset
-from evalsuite.errors import DatasetError
 
 
 @pytest.mark.parametrize(

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from evalsuite.base.errors import DatasetChanged, DatasetError, SpoolError
 from evalsuite.datasets import LazyCorpus, load_dataset, ondisk, spool
 from evalsuite.datasets import idindex as idindex_module
 from evalsuite.datasets.idindex import IdBuilder, IdIndex
-from evalsuite.errors import DatasetChanged, DatasetError, SpoolError
 
 SUFFIXES = ["", ".gz", ".bz2", ".xz"]
 

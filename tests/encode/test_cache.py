@@ -185,8 +185,8 @@ def test_prefixes_and_roles_rendered_by_the_contract_stay_apart_on_a_warm_cache(
 ):
     """The same text under two prefixes, and as query vs document, gives different vectors, cold and warm
     (the tiny model's vectors depend on the token count, so the prefixes differ in length)."""
-    from evalsuite.pipeline import prepare
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import prepare
+    from evalsuite.run.spec import RunSpec
 
     def contract(query_prefix):
         return prepare(

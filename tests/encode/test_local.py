@@ -4,10 +4,10 @@ import shutil
 import numpy as np
 import pytest
 
+from evalsuite.base.errors import ModelError, SpecError, TruncationError
 from evalsuite.encode.local import LocalEncoder, pick_device
-from evalsuite.errors import ModelError, SpecError, TruncationError
 from evalsuite.model import resolve_model
-from evalsuite.vectors import check_vectors, finalize
+from evalsuite.retrieval.vectors import check_vectors, finalize
 
 TEXTS = [
     "how does a database commit a transaction",

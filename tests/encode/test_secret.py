@@ -9,9 +9,9 @@ import urllib.parse
 
 import pytest
 
+from evalsuite.base.errors import SpecError
 from evalsuite.encode.response import ResponseError, describe, load_json
 from evalsuite.encode.secret import Secret, cut, key_problem, redact
-from evalsuite.errors import SpecError
 
 KEY = "sk-unit/key+0123456789abcdefXYZ"
 

@@ -10,7 +10,7 @@ import stat
 import pytest
 
 import evalsuite.gating.session as session_module
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
 from evalsuite.gating.ledger import BaselineWritten
 from evalsuite.gating.plan import build_plan
 from evalsuite.gating.session import GateSession

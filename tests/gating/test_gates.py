@@ -1,6 +1,6 @@
 import pytest
 
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
 from evalsuite.gating.gates import Scores
 from evalsuite.gating.judge import evaluate_gate, explain
 from evalsuite.gating.kinds import default_gates, parse_gate

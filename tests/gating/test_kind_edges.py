@@ -5,12 +5,12 @@ mutants the behavioural gate tests let survive (docs/mutation.md)."""
 import numpy as np
 import pytest
 
-from evalsuite import stats
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
 from evalsuite.gating.gates import Evidence, Outcome, Scores
 from evalsuite.gating.judge import evaluate_gate, explain, gather_evidence
 from evalsuite.gating.kinds import _TOLERANCE, KINDS, decided, forms, gate_help, kind_of, parse_gate
 from evalsuite.gating.verdicts import GateRequest, VerdictPolicy, judge_all
+from evalsuite.scoring import stats
 
 METRIC = "ndcg@10"
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
 from evalsuite.gating.kinds import KINDS, forms, gate_help, kinds_markdown, parse_gate
 
 README = Path(__file__).resolve().parents[2] / "docs" / "gates.md"  # the gate kinds table lives in the gates page

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
 from evalsuite.gating.plan import build_plan, read_toml
 
 

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
 from evalsuite.gating.plan import build_plan
 from evalsuite.gating.policy import session_policy
-from evalsuite.metrics import DEFAULT_METRICS
+from evalsuite.scoring.metrics import DEFAULT_METRICS
 from evalsuite.sweep.axes import parse_vary
 
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
 from evalsuite.gating.gates import Scores
 from evalsuite.gating.judge import evaluate_gate, explain
 from evalsuite.gating.kinds import KINDS, parse_gate

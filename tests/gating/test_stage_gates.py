@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalsuite.errors import ContractError, SpecError
+from evalsuite.base.errors import ContractError, SpecError
 from evalsuite.gating import preflight
 from evalsuite.gating.baseline import Baseline
 from evalsuite.gating.gates import Gate, Outcome, Scores
@@ -307,7 +307,7 @@ def _record(expr, verdict, value, ref, comparison=None):
 def test_summary_rows_keep_the_stages_apart():
     """Bug caught: a failing reranked-stage gate marking the first stage's row (or the gain's CI shown as the
     delta against the baseline)."""
-    from evalsuite.stats import compare
+    from evalsuite.scoring.stats import compare
 
     gain = compare(np.array([[0.6], [0.7]]), np.array([[0.5], [0.5]]))[0]
     records = [
@@ -341,7 +341,7 @@ def test_reranker_options_do_not_set_the_embedding_model():
     import argparse
 
     from evalsuite.gating.start import PREFIX, plugin_options, rerank_flags
-    from evalsuite.options import RUN_OPTIONS, add_options, collect
+    from evalsuite.run.options import RUN_OPTIONS, add_options, collect
 
     parser = argparse.ArgumentParser()
     for options, prefix in plugin_options():

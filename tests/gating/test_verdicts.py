@@ -4,12 +4,12 @@ independent bootstrap, Holm across a session's significance-based gates, the ver
 import numpy as np
 import pytest
 
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
 from evalsuite.gating.gates import Scores
 from evalsuite.gating.judge import evaluate_gate, explain
 from evalsuite.gating.kinds import parse_gate
 from evalsuite.gating.verdicts import GateRequest, VerdictPolicy, judge_all
-from evalsuite.metrics import paired_test
+from evalsuite.scoring.metrics import paired_test
 
 
 def _scores(label, values, metric="ndcg@10"):
@@ -193,6 +193,6 @@ def test_non_inferiority_with_the_point_inside_the_margin_but_the_bound_outside_
     ci = out.comparison.ci
     assert -0.01 < ci.delta < 0 and ci.lower_bound < -0.01 <= ci.upper_bound
     assert out.verdict == "inconclusive"
-    from evalsuite.stats import decide
+    from evalsuite.scoring.stats import decide
 
     assert decide(ci, 0.01) == "inconclusive"

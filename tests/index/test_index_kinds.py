@@ -4,12 +4,12 @@ read, so a kind added to ``DECLARATIONS`` is parsed, built and measured with not
 import numpy as np
 import pytest
 
-from evalsuite.errors import SpecError
-from evalsuite.index import KINDS
-from evalsuite.index.build import build, serialized_bytes
-from evalsuite.index.footprint import footprint
-from evalsuite.index.kinds import DECLARATIONS, IndexKind, index_kind
-from evalsuite.index.spec import parse_index, resolve
+from evalsuite.base.errors import SpecError
+from evalsuite.retrieval.index import KINDS
+from evalsuite.retrieval.index.build import build, serialized_bytes
+from evalsuite.retrieval.index.footprint import footprint
+from evalsuite.retrieval.index.kinds import DECLARATIONS, IndexKind, index_kind
+from evalsuite.retrieval.index.spec import parse_index, resolve
 
 N, D = 800, 32
 

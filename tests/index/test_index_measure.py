@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from evalsuite.index.build import build, serialized_bytes
-from evalsuite.index.footprint import bytes_for, footprint
-from evalsuite.index.measure import evaluate_index, ranking_of
-from evalsuite.index.spec import parse_index, resolve
-from evalsuite.search import search
+from evalsuite.retrieval.index.build import build, serialized_bytes
+from evalsuite.retrieval.index.footprint import bytes_for, footprint
+from evalsuite.retrieval.index.measure import evaluate_index, ranking_of
+from evalsuite.retrieval.index.spec import parse_index, resolve
+from evalsuite.retrieval.search import search
 
 N, D, NQ = 3000, 64, 60
 APPROXIMATE = (
@@ -165,7 +165,7 @@ def test_ranking_is_in_the_documented_tie_order_and_drops_missing_hits():
 
 
 def test_rescoring_in_small_blocks_gives_the_same_answer(data, monkeypatch):
-    import evalsuite.index.build as build_module
+    import evalsuite.retrieval.index.build as build_module
 
     queries, docs = data[0], data[1]
     built = build(resolve(parse_index("binary+rescore=50"), N, D)[0], docs, "cosine")

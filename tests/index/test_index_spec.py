@@ -2,9 +2,9 @@
 
 import pytest
 
+from evalsuite.base.errors import ContractError, SpecError
 from evalsuite.contract import Contract
-from evalsuite.errors import ContractError, SpecError
-from evalsuite.index.spec import IndexSpec, canonical, parse_index, resolve
+from evalsuite.retrieval.index.spec import IndexSpec, canonical, parse_index, resolve
 
 BASE = Contract(
     model="m",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from evalsuite.datasets import load_dataset
-from evalsuite.spec import RunSpec
+from evalsuite.run.spec import RunSpec
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,7 @@ def st_model(bundled_model_dir):
 def test_fp32_vectors_agree_with_sentence_transformers(st_model, minibeir_dir):
     from evalsuite.encode.local import LocalEncoder
     from evalsuite.model import resolve_model
-    from evalsuite.vectors import finalize
+    from evalsuite.retrieval.vectors import finalize
 
     ds = load_dataset(minibeir_dir)
     texts = list(ds.queries.values())[:40] + list(ds.corpus.values())[:160] + ["word " * 400]
@@ -41,7 +41,7 @@ def test_run_matches_independent_st_faiss_ranx(st_model, minibeir_dir):
     import faiss
     from ranx import Qrels, Run, evaluate
 
-    from evalsuite.pipeline import run
+    from evalsuite.run.pipeline import run
 
     metrics = ["ndcg@10", "recall@100", "mrr@10"]
     result = run(

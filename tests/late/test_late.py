@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
 from evalsuite.late.maxsim import maxsim, maxsim_many
 
 
@@ -63,7 +63,7 @@ def test_projection_from_a_state_dict_in_the_model_directory(info, late_model_di
     assert proj.contract.dim == 8
     got = proj.encode(["bread dough"])[0]
     assert np.abs(got - (plain @ w.numpy().T + b.numpy())).max() < 1e-4
-    from evalsuite.errors import ModelError
+    from evalsuite.base.errors import ModelError
 
     with pytest.raises(ModelError, match="not found in the model directory"):
         encoder(info, projection="../elsewhere.pt")
@@ -71,8 +71,8 @@ def test_projection_from_a_state_dict_in_the_model_directory(info, late_model_di
 
 def test_late_reranking_reports_quality_and_memory(info, tiny_model_dir, small_beir):
     from evalsuite.late.evaluate import evaluate_late
-    from evalsuite.pipeline import run
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import run
+    from evalsuite.run.spec import RunSpec
 
     first = run(RunSpec(model=str(tiny_model_dir), dataset=str(small_beir), device="cpu", use_cache=False))
     enc = encoder(info)

@@ -51,8 +51,8 @@ def load_dataset(tmp_path_factory, make_beir, small_beir_records) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_prepared(tiny_model_dir, load_dataset):
-    from evalsuite.pipeline import prepare
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import prepare
+    from evalsuite.run.spec import RunSpec
 
     return prepare(RunSpec(model=str(tiny_model_dir), dataset=str(load_dataset), device="cpu", use_cache=False))
 

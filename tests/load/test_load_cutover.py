@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
 from evalsuite.load.cli import register
 
 

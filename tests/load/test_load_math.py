@@ -9,7 +9,7 @@ import statistics
 import numpy as np
 import pytest
 
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
 from evalsuite.load.gates import evaluate_gates, parse_capacity_gate
 from evalsuite.load.runner import Level, LoadPlan, LoadProfile
 from evalsuite.load.summary import Sample, figures, percentile

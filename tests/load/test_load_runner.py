@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
+from evalsuite.base.errors import SpecError
 from evalsuite.encode.endpoint import EndpointConfig
-from evalsuite.errors import SpecError
 from evalsuite.load.runner import LoadPlan, run_load
 from evalsuite.load.targets import EndpointTarget, local_target
 from evalsuite.load.workload import Workload, dataset_workload

@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 
-from evalsuite.errors import ModelError, RevisionMismatch, SpecError
+from evalsuite.base.errors import ModelError, RevisionMismatch, SpecError
 from evalsuite.model import directory_digest, resolve_model
 from evalsuite.model.resolve import BUNDLED_NAME
 

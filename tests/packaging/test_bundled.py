@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 import evalsuite
-from evalsuite import about, resources
+from evalsuite.base import about, resources
+from evalsuite.base.errors import MissingExtra, SpecError
+from evalsuite.base.extras import EXTRAS, require
 from evalsuite.cli import main
-from evalsuite.errors import MissingExtra, SpecError
-from evalsuite.extras import EXTRAS, require
 from evalsuite.gating.plan import build_plan
 
 REPO = Path(__file__).resolve().parents[2]

@@ -122,7 +122,7 @@ def test_an_editable_install_finds_the_dataset_in_the_source(built: Built, tmp_p
     offline = ("--no-deps", "--no-build-isolation", "--no-index", "--quiet")
     _ok(_pip("--python", python, "install", *offline, "-e", built.source), cwd=tmp_path)
     (tmp_path / "empty").mkdir()
-    code = "from evalsuite.resources import bundled_dataset_dir as d; print(d())"
+    code = "from evalsuite.base.resources import bundled_dataset_dir as d; print(d())"
     found = Path(_ok([python, "-c", code], cwd=tmp_path / "empty", env=user_env).strip())
     assert found == built.source / "evalsuite" / "bundled" / "minibeir"
     assert found.resolve() == (built.source / "fixtures" / "minibeir").resolve()

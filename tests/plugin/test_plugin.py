@@ -35,7 +35,7 @@ def _args(tiny, small_beir, *extra):
 
 def test_plugin_import_is_light():
     code = (
-        "import sys, evalsuite.pytest_plugin, evalsuite.options, evalsuite.gating.kinds, evalsuite.gating.plan, "
+        "import sys, evalsuite.pytest_plugin, evalsuite.run.options, evalsuite.gating.kinds, evalsuite.gating.plan, "
         "evalsuite.gating.policy, evalsuite.gating.report; "
         "heavy = [m for m in ('torch', 'faiss', 'transformers', 'numba', 'ranx') if m in sys.modules]; "
         "print(heavy); sys.exit(bool(heavy))"

@@ -225,7 +225,7 @@ def test_xdist_workers_judge_with_the_same_corrected_p_values(run_evalsuite, pyt
         if o["item"].startswith("gate[")
     ]
     assert sorted(o["gate"] for o in rows) == sorted(gates)
-    from evalsuite.stats import holm
+    from evalsuite.scoring.stats import holm
 
     expected = holm([o["p_value"] for o in rows])
     assert [o["p_adjusted"] for o in rows] == pytest.approx(list(expected))
@@ -252,7 +252,7 @@ def test_sweep_cell_gates_are_corrected_together(run_evalsuite, tiny_model_dir, 
     rows = [o for o in run.report.dataset("coded").results["gates"] if o["item"].startswith("sweep[")]
     tested = [o for o in rows if o["kind"] == "no_significant_drop"]
     assert len(tested) == 4 and all(o["correction"] == "holm" for o in tested)
-    from evalsuite.stats import holm
+    from evalsuite.scoring.stats import holm
 
     assert [o["p_adjusted"] for o in tested] == pytest.approx(list(holm([o["p_value"] for o in tested])))
     verdicts = {o["item"]: o["verdict"] for o in rows if o["kind"] == "non_inferior"}

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from evalsuite.pipeline import prepare
 from evalsuite.reports.html import bar_chart, line_chart, png_data_uri
-from evalsuite.spec import RunSpec
+from evalsuite.run.pipeline import prepare
+from evalsuite.run.spec import RunSpec
 from evalsuite.sweep import parse_vary, plan_cells, run_sweep
 from evalsuite.sweep.reports import write_sweep_reports
 from evalsuite.sweep.reports.html import sweep_html

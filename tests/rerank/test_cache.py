@@ -17,7 +17,7 @@ from evalsuite.encode.cache import CacheCorruptionWarning
 from evalsuite.rerank.cache import CachedReranker, ScoreCache, ScoreKey, pair_hash
 from evalsuite.rerank.contract import RerankerContract
 from evalsuite.rerank.local import RerankStats, ScoredPairs
-from evalsuite.result import read_results
+from evalsuite.run.result import read_results
 
 BASE = RerankerContract(
     model="ce",
@@ -129,7 +129,7 @@ def test_scores_are_stored_bit_for_bit(tmp_path):
 @pytest.fixture(scope="module")
 def first_stage(tiny_model_dir, tmp_path_factory, make_beir, small_beir_records):
     from evalsuite.rerank.run import run_first_stage
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.spec import RunSpec
 
     corpus, queries, qrels = small_beir_records
     data = make_beir(tmp_path_factory.mktemp("rr-cache"), corpus, queries, qrels)
@@ -139,7 +139,7 @@ def first_stage(tiny_model_dir, tmp_path_factory, make_beir, small_beir_records)
 
 def two_stage(first, cross_encoder_dir, cache_dir, depths, **rerank):
     from evalsuite.rerank.run import RerankSpec, run_two_stage
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.spec import RunSpec
 
     spec = RunSpec(device="cpu", cache_dir=str(cache_dir) if cache_dir else None, use_cache=cache_dir is not None)
     return run_two_stage(spec, RerankSpec(reranker=str(cross_encoder_dir), **rerank), depths, first=first)

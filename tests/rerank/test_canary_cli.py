@@ -91,8 +91,8 @@ def test_no_two_options_of_a_command_share_a_parsed_name():
         ["canary", "--max-length", "32", "--reranker-max-length", "16", "--dtype", "float16", "--reranker-dtype",
          "bfloat16", "--endpoint", "http://a:1/v1", "--reranker-endpoint", "http://b:2/v1", "--api-key-env", "K"]
     )  # fmt: skip
-    from evalsuite.options import collect
     from evalsuite.rerank.options import rerank_settings
+    from evalsuite.run.options import collect
 
     assert collect(args)["max_length"] == 32 and collect(args)["dtype"] == "float16"
     assert rerank_settings(args) == {"max_length": 16, "dtype": "bfloat16"}

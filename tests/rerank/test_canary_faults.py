@@ -8,17 +8,17 @@ import json
 import numpy as np
 import pytest
 
-from evalsuite.canary.checks import RERANK_CHECKS
-from evalsuite.canary.rerank_context import make_rerank_context
-from evalsuite.canary.rerank_settings import RerankCanarySettings
+from evalsuite.canary.registry import RERANK_CHECKS
+from evalsuite.canary.reranker.context import make_rerank_context
+from evalsuite.canary.reranker.settings import RerankCanarySettings
 from evalsuite.canary.runner import SCHEMA_VERSION, run_rerank_canary
 from evalsuite.rerank.run import RerankSpec
 
 
 @pytest.fixture(scope="module")
 def first_stage(tiny_model_dir, tmp_path_factory, make_beir, small_beir_records):
-    from evalsuite.pipeline import run
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import run
+    from evalsuite.run.spec import RunSpec
 
     corpus, queries, qrels = small_beir_records
     data = make_beir(tmp_path_factory.mktemp("rr-canary"), corpus, queries, qrels)
@@ -133,7 +133,7 @@ def test_parser_refuses_broken_answers(payload, error):
 def test_kendall_tau_matches_scipy():
     from scipy.stats import kendalltau
 
-    from evalsuite.canary.checks.rerank_agreement import kendall_tau
+    from evalsuite.canary.reranker.checks.agreement import kendall_tau
 
     rng = np.random.default_rng(3)
     for _ in range(20):
@@ -183,8 +183,8 @@ def test_one_error_policy_a_spent_deadline_fails_every_check_naming_it(server, f
 
 
 def test_a_bug_in_a_reranker_check_is_a_failed_verdict_not_a_traceback(server, first_stage, cross_encoder_dir):
-    from evalsuite.canary.checks import judge
     from evalsuite.canary.checks.base import CanaryCheck
+    from evalsuite.canary.registry import judge
 
     def broken(ctx):
         return {}["missing"]

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from evalsuite.errors import ModelError, SpecError
+from evalsuite.base.errors import ModelError, SpecError
 from evalsuite.rerank.contract import RerankerContract, activate, build_reranker_contract, declared_activation
 
 

@@ -39,5 +39,5 @@ def test_stage_deltas_point_values_are_reranked_minus_first():
     (d,) = stage_deltas(first, reranked, ["m"])
     assert d.n_queries == 3 and d.first == pytest.approx(0.5) and d.reranked == pytest.approx(2 / 3)
     assert d.delta == pytest.approx(1 / 6)
-    if d.low is not None:  # evalsuite.stats present: the interval contains the point delta
+    if d.low is not None:  # evalsuite.scoring.stats present: the interval contains the point delta
         assert d.low <= d.delta <= d.high

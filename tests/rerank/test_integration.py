@@ -13,7 +13,7 @@ def test_reranking_by_the_first_stage_own_similarity_changes_nothing(minibeir_di
     on every metric (a wrong pair/document mapping or a tie-order bug would move them)."""
     from evalsuite.rerank.run import run_first_stage
     from evalsuite.rerank.twostage import evaluate_depths
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.spec import RunSpec
 
     spec = RunSpec(dataset=str(minibeir_dir), device="cpu", cache_dir=str(tmp_path / "cache"))
     _, first = run_first_stage(spec, [20])

@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from evalsuite.errors import ModelError, TruncationError
+from evalsuite.base.errors import ModelError, TruncationError
 from evalsuite.model import resolve_model
 from evalsuite.rerank.contract import build_reranker_contract
 from evalsuite.rerank.local import LocalReranker, length_batches

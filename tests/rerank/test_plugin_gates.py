@@ -26,7 +26,7 @@ def ce(cross_encoder_dir):
 def _two_stage(model_dir, dataset, ce, depth):
     """The two-stage result as `evalsuite rerank` computes it: the independent side of every comparison."""
     from evalsuite.rerank.run import RerankSpec, run_two_stage
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.spec import RunSpec
 
     spec = RunSpec(
         model=str(model_dir),

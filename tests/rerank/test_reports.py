@@ -21,8 +21,8 @@ METRICS = ["ndcg@10", "mrr@10", "recall@3"]
 
 @pytest.fixture(scope="module")
 def results(tiny_model_dir, tmp_path_factory, make_beir, small_beir_records):
-    from evalsuite.pipeline import run
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import run
+    from evalsuite.run.spec import RunSpec
 
     corpus, queries, qrels = small_beir_records
     data = make_beir(tmp_path_factory.mktemp("rr-html"), corpus, queries, qrels)
@@ -99,7 +99,7 @@ def test_results_json_holds_the_first_stage_at_the_top_and_every_depth_reranked(
     import json
 
     from evalsuite.rerank.reports import write_two_stage_reports
-    from evalsuite.result import SCHEMA_VERSION, read_results
+    from evalsuite.run.result import SCHEMA_VERSION, read_results
 
     paths = write_two_stage_reports(results, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
@@ -127,8 +127,8 @@ def test_results_json_holds_the_first_stage_at_the_top_and_every_depth_reranked(
 
 def test_an_old_results_json_is_a_clear_error(tmp_path):
     """A version-1 file (a two-stage run then wrote rerank.json beside it) is named with what to do."""
-    from evalsuite.errors import SpecError
-    from evalsuite.result import read_results
+    from evalsuite.base.errors import SpecError
+    from evalsuite.run.result import read_results
 
     old = tmp_path / "results.json"
     old.write_text('{"schema_version": 1, "metrics": {}}')

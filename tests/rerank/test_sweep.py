@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
 from evalsuite.rerank.twostage import MemoScorer
 from evalsuite.sweep import parse_vary
 from evalsuite.sweep.registry import declaration
@@ -76,9 +76,9 @@ def test_memo_scorer_scores_each_pair_once():
 
 
 def test_rerank_sweep_cli(tiny_model_dir, cross_encoder_dir, small_beir, tmp_path, monkeypatch, capsys):
-    from evalsuite import pipeline
     from evalsuite.cli import build_parser
     from evalsuite.rerank import run as run_module
+    from evalsuite.run import pipeline
 
     prepared_specs = []
     real = pipeline.prepare

@@ -8,11 +8,11 @@ import itertools
 import numpy as np
 import pytest
 
-from evalsuite.errors import SpecError
-from evalsuite.metrics import evaluate
+from evalsuite.base.errors import SpecError
 from evalsuite.rerank.contract import RerankerContract
 from evalsuite.rerank.twostage import evaluate_depths, rerank, top_ids
-from evalsuite.result import read_results
+from evalsuite.run.result import read_results
+from evalsuite.scoring.metrics import evaluate
 
 CONTRACT = RerankerContract(
     model="oracle", model_revision="r", tokenizer_revision="t", activation="none", template="pair", max_length=64
@@ -42,8 +42,8 @@ def test_top_ids_reads_a_ranking_object_with_top():
 
 @pytest.fixture(scope="module")
 def first_stage(tiny_model_dir, tmp_path_factory, make_beir, small_beir_records):
-    from evalsuite.pipeline import run
-    from evalsuite.spec import RunSpec
+    from evalsuite.run.pipeline import run
+    from evalsuite.run.spec import RunSpec
 
     corpus, queries, qrels = small_beir_records
     data = make_beir(tmp_path_factory.mktemp("two-stage"), corpus, queries, qrels)

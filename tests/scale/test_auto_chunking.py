@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import evalsuite.prepared as prepared_mod
-from evalsuite.pipeline import prepare, run
-from evalsuite.prepared import corpus_bytes, decide_chunking
-from evalsuite.spec import AUTO_CHUNK_BYTES, AUTO_CHUNK_SIZE, RunSpec
+import evalsuite.run.prepared as prepared_mod
+from evalsuite.run.pipeline import prepare, run
+from evalsuite.run.prepared import corpus_bytes, decide_chunking
+from evalsuite.run.spec import AUTO_CHUNK_BYTES, AUTO_CHUNK_SIZE, RunSpec
 
 
 def _sparse_corpus(root: Path, size: int, name: str = "corpus.jsonl") -> Path:

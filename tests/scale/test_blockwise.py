@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalsuite.blocksearch import block_search
+from evalsuite.base.errors import SpecError, StoreError
 from evalsuite.encode.executors import Execution
 from evalsuite.encode.store import VectorStore
-from evalsuite.errors import SpecError, StoreError
-from evalsuite.pipeline import prepare, run
-from evalsuite.search import search
-from evalsuite.spec import RunSpec
+from evalsuite.retrieval.search import search
+from evalsuite.run.blocksearch import block_search
+from evalsuite.run.pipeline import prepare, run
+from evalsuite.run.spec import RunSpec
 
 
 def ordered(ranking) -> dict[str, list[tuple[str, float]]]:
@@ -144,7 +144,7 @@ def test_store_errors_are_typed(tmp_path: Path) -> None:
 
 
 def test_integrity_over_blocks_equals_integrity_over_the_whole() -> None:
-    from evalsuite.vectors import check_vector_blocks, check_vectors
+    from evalsuite.retrieval.vectors import check_vector_blocks, check_vectors
 
     rng = np.random.default_rng(1)
     v = rng.normal(size=(50, 6)).astype(np.float32)

@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evalsuite.blocksearch import block_search
 from evalsuite.cli import main
 from evalsuite.datasets.idindex import IdBuilder, IdIndex
 from evalsuite.encode.store import VectorStore
-from evalsuite.pipeline import prepare
-from evalsuite.search import search
-from evalsuite.spec import RunSpec
+from evalsuite.retrieval.search import search
+from evalsuite.run.blocksearch import block_search
+from evalsuite.run.pipeline import prepare
+from evalsuite.run.spec import RunSpec
 
 # ids that are prefixes of each other (d, d1, d10, ...), longer than one 8-byte word with the same first
 # word, non-ASCII (2-, 3- and 4-byte UTF-8), upper before lower case; shuffled out of code-point order

@@ -47,7 +47,7 @@ def test_compaction_leaves_large_segments_alone_and_keeps_token_counts(tmp_path:
 def test_a_cache_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> None:
     import pytest
 
-    from evalsuite.errors import CacheError
+    from evalsuite.base.errors import CacheError
 
     blocker = tmp_path / "file"
     blocker.write_text("")

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evalsuite.base.errors import ExecutorError, StoreError
 from evalsuite.encode.executors import Execution
-from evalsuite.errors import ExecutorError, StoreError
-from evalsuite.pipeline import make_encoder, prepare, run
-from evalsuite.spec import RunSpec
+from evalsuite.run.pipeline import make_encoder, prepare, run
+from evalsuite.run.spec import RunSpec
 
 ray = pytest.importorskip("ray")
 # one local Ray per test session, on one xdist worker (run with --dist loadgroup to honour the group)
@@ -129,9 +129,9 @@ def test_an_unreachable_ray_address_ends_a_run_with_a_typed_error(
     code = (
         "import sys\n"
         "from evalsuite.encode.executors import Execution\n"
-        "from evalsuite.errors import ExecutorError\n"
-        "from evalsuite.pipeline import run\n"
-        "from evalsuite.spec import RunSpec\n"
+        "from evalsuite.base.errors import ExecutorError\n"
+        "from evalsuite.run.pipeline import run\n"
+        "from evalsuite.run.spec import RunSpec\n"
         "try:\n"
         f"    run(RunSpec(model={str(tiny_model_dir)!r}, dataset={str(small_beir)!r}, device='cpu', use_cache=False),\n"
         "        execution=Execution(executor='ray', ray_address='ray://127.0.0.1:9'))\n"

@@ -16,9 +16,9 @@ from evalsuite.cli import main
 from evalsuite.datasets import LazyCorpus
 from evalsuite.datasets.ondisk import OnDiskCorpus
 from evalsuite.encode.executors import Execution
-from evalsuite.pipeline import prepare, run
 from evalsuite.reports import write_run_reports
-from evalsuite.spec import RunSpec
+from evalsuite.run.pipeline import prepare, run
+from evalsuite.run.spec import RunSpec
 
 N_DOCS = 2500
 CHUNK, BLOCK = "300", "700"  # neither divides the corpus

@@ -8,16 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from evalsuite.pipeline import run
-from evalsuite.spec import RunSpec
+from evalsuite.run.pipeline import run
+from evalsuite.run.spec import RunSpec
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "transformers", "tokenizers", "sentence_transformers", "ray")
 
 CHILD = """
 import json, sys
-from evalsuite.pipeline import run
-from evalsuite.spec import RunSpec
+from evalsuite.run.pipeline import run
+from evalsuite.run.spec import RunSpec
 spec = RunSpec(**json.loads(sys.argv[1]))
 result = run(spec)
 print(json.dumps({"loaded": sorted(m for m in HEAVY if m in sys.modules), "metrics": result.metrics,

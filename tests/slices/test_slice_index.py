@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalsuite.errors import SpecError
-from evalsuite.pipeline import prepare
+from evalsuite.base.errors import SpecError
+from evalsuite.run.pipeline import prepare
+from evalsuite.run.spec import RunSpec
 from evalsuite.slicing import build_slice_index, parse_selector
 from evalsuite.slicing.tokens import count_tokens
-from evalsuite.spec import RunSpec
 
 REPO = Path(__file__).resolve().parents[2]
 DOC_WORDS = {"d1": 5, "d2": 40, "d3": 100, "d4": 200, "d5": 300, "d6": 600, "d7": 10}
@@ -181,8 +181,8 @@ def test_a_real_run_reports_slices_that_match_a_hand_computation(tiny_model_dir,
 
 
 def test_unknown_slice_by_is_a_usage_error_before_encoding(tiny_model_dir, crafted, tmp_path, capsys, monkeypatch):
-    from evalsuite import pipeline
     from evalsuite.cli import main
+    from evalsuite.run import pipeline
 
     monkeypatch.setattr(pipeline, "run", lambda *a, **k: pytest.fail("encoded before the usage error"))
     assert (
@@ -254,8 +254,8 @@ def test_the_fixture_run_shows_topic_and_length_slices(tiny_model_dir, minibeir_
 
 def test_slicing_loads_no_model_stack(tiny_model_dir, crafted):
     code = (
-        "import sys; from evalsuite.pipeline import prepare; from evalsuite.spec import RunSpec; "
-        "from evalsuite.slicing.attach import slice_index; "
+        "import sys; from evalsuite.run.pipeline import prepare; from evalsuite.run.spec import RunSpec; "
+        "from evalsuite.run.slices import slice_index; "
         f"p = prepare(RunSpec(model={str(tiny_model_dir)!r}, dataset={str(crafted)!r})); "
         "slice_index(p); print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
     )

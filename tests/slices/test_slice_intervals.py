@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from matplotlib.container import ErrorbarContainer
 
-from evalsuite import stats
 from evalsuite.reports.slice_plots import error_extents, slice_small_multiples, slice_values, small_multiples_data
+from evalsuite.scoring import stats
 from evalsuite.slicing import MIN_INTERVAL, QueryProfile, SliceIndex
 
 

@@ -3,7 +3,7 @@ the report's buckets partition the lengths, and a bad selector names the forms."
 
 import pytest
 
-from evalsuite.errors import SpecError
+from evalsuite.base.errors import SpecError
 from evalsuite.slicing import length_buckets, parse_selector
 
 

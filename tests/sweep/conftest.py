@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evalsuite.spec import RunSpec
+from evalsuite.run.spec import RunSpec
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from evalsuite.pipeline import prepare, run
-from evalsuite.spec import RunSpec
+from evalsuite.run.pipeline import prepare, run
+from evalsuite.run.spec import RunSpec
 from evalsuite.sweep import parse_vary, plan_cells, run_sweep
 from evalsuite.sweep.reports import write_sweep_reports
 

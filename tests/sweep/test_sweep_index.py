@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pytest
 
+from evalsuite.base.errors import SpecError
 from evalsuite.cli import main
 from evalsuite.contract import Contract
-from evalsuite.errors import SpecError
-from evalsuite.pipeline import prepare
-from evalsuite.spec import RunSpec
+from evalsuite.run.pipeline import prepare
+from evalsuite.run.spec import RunSpec
 from evalsuite.sweep import parse_axis, parse_vary, plan_cells, plan_passes, run_sweep
 from evalsuite.sweep.reports import write_sweep_reports
 from evalsuite.sweep.reports.index import pareto_front

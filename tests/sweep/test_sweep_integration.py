@@ -4,8 +4,8 @@ a 12-cell grid is one forward pass per role, a warm re-run encodes nothing, corr
 import pytest
 
 from evalsuite.encode.cache import CacheCorruptionWarning
-from evalsuite.pipeline import prepare, run
-from evalsuite.spec import RunSpec
+from evalsuite.run.pipeline import prepare, run
+from evalsuite.run.spec import RunSpec
 from evalsuite.sweep import parse_vary, plan_cells, run_sweep
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from evalsuite.pipeline import prepare
-from evalsuite.spec import RunSpec
+from evalsuite.run.pipeline import prepare
+from evalsuite.run.spec import RunSpec
 from evalsuite.sweep import parse_vary, plan_cells, run_sweep
 from evalsuite.sweep.reports.data import sweep_to_dict
 from evalsuite.sweep.reports.html import sweep_html

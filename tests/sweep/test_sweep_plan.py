@@ -1,7 +1,7 @@
 import pytest
 
+from evalsuite.base.errors import SpecError
 from evalsuite.contract import Contract
-from evalsuite.errors import SpecError
 from evalsuite.sweep import parse_vary, plan_cells, plan_passes
 
 BASE = Contract(

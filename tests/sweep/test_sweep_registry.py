@@ -6,8 +6,8 @@ import pickle
 
 import pytest
 
+from evalsuite.base.errors import SpecError
 from evalsuite.contract import TRUNCATIONS, Contract
-from evalsuite.errors import SpecError
 from evalsuite.sweep import AXES, DECLARATIONS, axis_table, declaration, parse_axis, parse_vary, plan_cells, plan_passes
 from evalsuite.sweep.axes import conflicts
 from evalsuite.sweep.axis_kinds import ALL_STAGES, ChoiceAxis

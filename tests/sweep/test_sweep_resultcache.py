@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from evalsuite import resultcache
 from evalsuite.cli import main
-from evalsuite.pipeline import prepare
 from evalsuite.reports.html import chart_uri
-from evalsuite.resultcache import ResultStore
-from evalsuite.slicing.attach import slice_index
-from evalsuite.spec import RunSpec
+from evalsuite.run.cache import results as resultcache
+from evalsuite.run.cache.results import ResultStore
+from evalsuite.run.pipeline import prepare
+from evalsuite.run.slices import slice_index
+from evalsuite.run.spec import RunSpec
 from evalsuite.sweep import parse_vary, plan_cells, run_sweep
 from evalsuite.sweep.compare import cell_statistics
 from evalsuite.sweep.reports import slices as sweep_slices
@@ -164,7 +164,7 @@ def test_cell_statistics_miss_on_any_changed_input(
     first = stats(args, store)
     assert stats(args, store) == first and store.hits == {"cell-stats": 1}
     if name == "resamples":
-        monkeypatch.setattr("evalsuite.stats.N_RESAMPLES", 999)
+        monkeypatch.setattr("evalsuite.scoring.stats.N_RESAMPLES", 999)
     elif name == "library":
         monkeypatch.setattr(resultcache, "library_version", lambda dist: "9.9" if dist == "scipy" else "1")
     elif name == "code":
@@ -210,9 +210,9 @@ def test_slice_moves_miss_on_any_changed_input(swept: Any, tmp_path: Path, monke
     for misses, patch in enumerate(
         (
             ("evalsuite.slicing.compare.MIN_COMPARED", 3),
-            ("evalsuite.stats.N_RESAMPLES", 999),
-            ("evalsuite.resultcache.library_version", lambda dist: "9.9"),
-            ("evalsuite.resultcache.code_digest", lambda modules: "edited"),
+            ("evalsuite.scoring.stats.N_RESAMPLES", 999),
+            ("evalsuite.run.cache.results.library_version", lambda dist: "9.9"),
+            ("evalsuite.run.cache.results.code_digest", lambda modules: "edited"),
         ),
         start=len(variants) + 2,
     ):
@@ -253,8 +253,8 @@ def test_plots_are_keyed_by_chart_arguments_libraries_and_source(
         assert store.misses == {"plot": misses}, (chart, args, kwargs)
     for misses, patch in enumerate(
         (
-            ("evalsuite.resultcache.library_version", lambda dist: "9.9"),
-            ("evalsuite.resultcache.code_digest", lambda modules: "edited"),
+            ("evalsuite.run.cache.results.library_version", lambda dist: "9.9"),
+            ("evalsuite.run.cache.results.code_digest", lambda modules: "edited"),
         ),
         start=len(calls) + 2,
     ):

@@ -1,43 +1,13 @@
-"""The canary checks: served vectors and retrieval against the local reference of the same revision.
+"""What a canary check is: one :class:`CanaryCheck` declaration (a run function ``context -> CheckOutcome``
+plus its label, explanation, example, thresholds and when it applies) and the :class:`CheckOutcome` it answers.
 
-Each check is one :class:`CanaryCheck` declaration (a run function ``CanaryContext -> Verdict``
-plus its label, explanation, example, thresholds and when it applies), listed in order in
-:mod:`.registry`. The pytest plugin makes one item per name in :func:`check_names` and the CLI
-prints the same verdicts: both call :func:`run_check`. Imports here stay light (no torch, faiss,
-ranx or transformers until a check runs).
+The checks themselves live with their family (``canary/embedding/checks/``, ``canary/reranker/checks/``) and
+are listed in run order in :mod:`evalsuite.canary.registry`, which also says how to add one. Imports here stay
+light (no torch, faiss, ranx or transformers until a check runs).
 """
 
 from __future__ import annotations
 
-from ..context import CanaryContext
-from ..settings import CanarySettings
-from .base import CanaryCheck, Verdict
-from .registry import (
-    CHECKS,
-    LABELS,
-    RERANK_CHECKS,
-    check_names,
-    checks_for_dataset,
-    get_check,
-    get_rerank_check,
-    judge,
-    run_check,
-    run_rerank_check,
-)
+from .base import CanaryCheck, CheckContext, CheckOutcome
 
-__all__ = [
-    "CHECKS",
-    "LABELS",
-    "RERANK_CHECKS",
-    "CanaryCheck",
-    "CanaryContext",
-    "CanarySettings",
-    "Verdict",
-    "check_names",
-    "checks_for_dataset",
-    "get_check",
-    "get_rerank_check",
-    "judge",
-    "run_check",
-    "run_rerank_check",
-]
+__all__ = ["CanaryCheck", "CheckContext", "CheckOutcome"]

@@ -1,4 +1,4 @@
-"""What a canary check is (:class:`CanaryCheck`, one declaration each) and what it answers (:class:`Verdict`).
+"""What a canary check is (:class:`CanaryCheck`, one declaration each) and what it answers (:class:`CheckOutcome`).
 
 A check runs on the context of its family: a :class:`~..context.CanaryContext` for the embedding
 checks, a :class:`~..rerank_context.RerankCanaryContext` for the reranker's; both are a
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from ... import verdict as verdicts
+from ...base import verdict as verdicts
 
 if TYPE_CHECKING:
     from ...encode.http import Deadline
@@ -48,7 +48,7 @@ def redacted(value: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class CheckOutcome:
     """One check's outcome. ``passed`` is None when the check does not apply (skipped).
 
     ``details`` is the check's JSON-ready evidence (written to canary.json as is). The message and
@@ -88,7 +88,7 @@ class Verdict:
 class CanaryCheck(Generic[C]):
     """One canary check, declared once; the registry, the CLI, the plugin and the reports read it.
 
-    ``run`` returns a Verdict named ``name`` whose message starts with ``label + ":"``;
+    ``run`` returns a CheckOutcome named ``name`` whose message starts with ``label + ":"``;
     ``thresholds`` are the settings fields it compares against (CanarySettings, or
     RerankCanarySettings for a reranker check); ``requires`` is the
     CanarySettings field that must be set for it to apply (None: always applies);
@@ -100,18 +100,18 @@ class CanaryCheck(Generic[C]):
     label: str
     explanation: str
     example: str
-    run: Callable[[C], Verdict]
+    run: Callable[[C], CheckOutcome]
     thresholds: tuple[str, ...] = ()
     requires: str | None = None
     per_dataset: bool = False
-    report: Callable[[Verdict], list[str]] | None = None
+    report: Callable[[CheckOutcome], list[str]] | None = None
 
     def applies(self, settings: object) -> bool:
         return self.requires is None or bool(getattr(settings, self.requires))
 
-    def skipped(self) -> Verdict:
+    def skipped(self) -> CheckOutcome:
         """The verdict when the settings do not ask for this check (only embedding checks have ``requires``)."""
-        from ..settings import CanarySettings
+        from ..embedding.settings import CanarySettings
 
         option = CanarySettings.option_of(self.requires or "")
-        return Verdict(self.name, None, f"{self.label}: no --{option.replace('_', '-')} given", {})
+        return CheckOutcome(self.name, None, f"{self.label}: no --{option.replace('_', '-')} given", {})

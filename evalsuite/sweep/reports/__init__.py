@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...io import atomic_write_json, atomic_write_text
+from ...base.io import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
     from ..results import SweepResult

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from ...result import SCHEMA_VERSION
+from ...run.result import SCHEMA_VERSION
 from ..registry import declaration
 from .slices import base_slices, cell_slices
 

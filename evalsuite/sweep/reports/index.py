@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ...index.footprint import human_bytes
 from ...reports.markdown import table
+from ...retrieval.index.footprint import human_bytes
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

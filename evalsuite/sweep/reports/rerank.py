@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ...io import atomic_write_json, atomic_write_text
+from ...base.io import atomic_write_json, atomic_write_text
 from ...reports.markdown import table
 from ...rerank.gain import StageDelta
 from ..rerank_cells import RerankSweepRow

@@ -16,7 +16,7 @@ from ...reports.slice_plots import draw_small_multiples, slice_cells_dict, slice
 from ...reports.slices import moved_cells
 
 if TYPE_CHECKING:
-    from ...resultcache import Entry
+    from ...run.cache.results import Entry
     from ...slicing import SliceIndex, SliceRow
     from ...slicing.compare import SliceMove
     from ..results import CellResult, SweepResult
@@ -76,8 +76,8 @@ def _slice_moves(result: SweepResult, index: SliceIndex, c: CellResult) -> list[
 
     if result.store is None:
         return compute()
-    from ...resultcache import code_digest, json_digest, library_versions
-    from ...stats import CONFIDENCE, N_RESAMPLES, POWER
+    from ...run.cache.results import code_digest, json_digest, library_versions
+    from ...scoring.stats import CONFIDENCE, N_RESAMPLES, POWER
 
     fields = {
         "reference": json_digest(base),
@@ -87,7 +87,7 @@ def _slice_moves(result: SweepResult, index: SliceIndex, c: CellResult) -> list[
         "min_compared": MIN_COMPARED,
         "bootstrap": [N_RESAMPLES, 0, CONFIDENCE, POWER],
         "libraries": library_versions(("evalsuite", "numpy")),
-        "code": code_digest(("evalsuite.stats", "evalsuite.slicing.compare", "evalsuite.resultcache")),
+        "code": code_digest(("evalsuite.scoring.stats", "evalsuite.slicing.compare", "evalsuite.run.cache.results")),
     }
     return result.store.memo("slice-moves", fields, compute, _dump_moves, _undump_moves)
 

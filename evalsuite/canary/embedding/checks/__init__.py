@@ -1,0 +1,1 @@
+"""The embedding canary's checks, one CanaryCheck declaration each (listed in canary/checks/registry.py)."""

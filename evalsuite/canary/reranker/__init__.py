@@ -1,0 +1,1 @@
+"""The reranker family of the canary: its settings, options, per-session context, checks and `rerank-canary` alias."""

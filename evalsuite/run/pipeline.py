@@ -1,0 +1,316 @@
+"""One evaluation, start to end: settings -> contract + dataset -> encode -> search -> score.
+
+The CLI and the pytest plugin both call these functions; neither holds logic the other lacks.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..contract import Contract
+from ..datasets import Dataset
+from ..encode.base import Caching, Dimensioned, Encoder
+from ..encode.chunked import encode_to_store
+from ..encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
+from .blocksearch import block_search
+
+if TYPE_CHECKING:
+    from ..encode.fleet import FleetConfig
+from ..base.errors import SpecError
+from ..encode.store import VectorStore
+from ..retrieval.search import search
+from ..retrieval.vectors import IntegrityReport, check_vector_blocks, finalize
+from ..scoring.metrics import evaluate as score_metrics
+from ..scoring.metrics import search_depth
+from .cache.scoring import ScoringCache
+from .fingerprint import fingerprint
+from .prepared import INDEX_IN_MEMORY, execution_of
+from .prepared import Prepared as Prepared  # re-exported: callers import it from here
+from .prepared import prepare as prepare  # re-exported: callers import it from here
+from .record import (
+    add_cached_counts,
+    encode_timing,
+    encoder_entry,
+    manifest,
+    role_stats_since,
+    stats_snapshot,
+)
+from .result import Result
+from .spec import RunSpec
+
+
+def make_encoder(
+    prepared: Prepared, *, dtype: str | None = None, max_length: int | None = None, execution: Execution | None = None
+) -> Encoder:
+    """The reference encoder for this contract on ``execution``'s executor (in this process by default),
+    wrapped by the embedding cache when enabled; the model loads on the first cache miss, never before."""
+    spec, c = prepared.spec, prepared.contract
+    dtype, max_length = dtype or c.dtype, max_length or c.max_length
+    execution = execution or execution_of(spec)
+
+    if spec.endpoints:
+        return make_fleet_encoder(prepared, dtype=dtype, max_length=max_length)
+
+    def build() -> Encoder:
+        return build_encoder(
+            prepared.model,
+            execution,
+            dtype=dtype,
+            device=spec.device,
+            max_length=max_length,
+            truncation=c.truncation,
+            batch_size=spec.batch_size,
+            trust_remote_code=spec.trust_remote_code,
+        )
+
+    if not spec.use_cache:
+        return build()
+    return behind_cache(prepared, build, dtype=dtype, max_length=max_length, device=spec.device)
+
+
+def behind_cache(
+    prepared: Prepared, factory: Callable[[], Encoder], *, dtype: str, max_length: int, device: str, **served: Any
+) -> Encoder:
+    """``factory``'s encoder behind the embedding cache, keyed by the run's model and contract (``served``:
+    the source, dim and manifest entry of a served deployment, which key it instead)."""
+    from ..encode.cache import EmbeddingCache
+    from ..encode.cached import CachedEncoder
+
+    return CachedEncoder(
+        EmbeddingCache(prepared.spec.cache_dir),
+        prepared.model,
+        dtype=dtype,
+        max_length=max_length,
+        truncation=prepared.contract.truncation,
+        device=device,
+        factory=factory,
+        **served,
+    )
+
+
+def fleet_config(spec: RunSpec, contract: Contract) -> FleetConfig:
+    """How to call the served deployment the settings name (``dimensions`` sent only when asked for)."""
+    from ..encode.fleet import FleetConfig
+
+    return FleetConfig(
+        urls=spec.endpoints,
+        served_model=spec.served_model,
+        api_key_env=spec.api_key_env,
+        timeout=spec.endpoint_timeout,
+        concurrency=spec.endpoint_concurrency,
+        batch_size=spec.endpoint_batch_size,
+        encoding_format=spec.encoding_format,
+        dimensions=contract.dim if spec.endpoint_dimensions else None,
+    )
+
+
+def make_fleet_encoder(prepared: Prepared, *, dtype: str, max_length: int) -> Encoder:
+    """The served deployment as the encoder, its identity checked now (one ``/v1/models`` per URL, no
+    embeddings); behind the embedding cache, keyed by the served identity, when the cache is on."""
+    from ..encode.fleet import FleetEncoder
+
+    spec, c = prepared.spec, prepared.contract
+    if spec.executor != "in-process" or spec.ray_address:
+        raise SpecError("--endpoint encodes on the served deployment; drop --executor/--ray-address")
+    fleet = FleetEncoder.connect(
+        fleet_config(spec, c), hidden_size=prepared.model.hidden_size, normalize=c.normalize, render=c.render
+    )
+    if not spec.use_cache:
+        return fleet
+    return behind_cache(
+        prepared,
+        lambda: fleet,
+        dtype=dtype,
+        max_length=max_length,
+        device="endpoint",
+        source=fleet.source,
+        dim=fleet.dim,
+        describe=fleet.manifest_entry,
+    )
+
+
+def encode_dataset(
+    encoder: Encoder, contract: Contract, dataset: Dataset, poolings: Sequence[str]
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Pooled, full-dimension query and document vectors per pooling (one forward pass per role)."""
+    qids, dids = dataset.query_ids, dataset.doc_ids
+    q = encoder.encode(
+        contract.render_all("query", [dataset.queries[i] for i in qids]), poolings=poolings, ids=qids, role="query"
+    )
+    texts = [t for _, chunk in dataset.corpus_chunks(len(dids) or 1) for t in chunk]  # a corpus on disk: read in order
+    d = encoder.encode(contract.render_all("document", texts), poolings=poolings, ids=dids, role="document")
+    return q, d
+
+
+def score(
+    prepared: Prepared,
+    contract: Contract,
+    q_pooled: np.ndarray,
+    d_pooled: np.ndarray | VectorStore,
+    *,
+    metrics: Sequence[str],
+    timing: dict[str, object],
+    device: str,
+    run_id: str | None = None,
+    keep_vectors: bool = True,
+    block_rows: int = DEFAULT_BLOCK_ROWS,
+    encoder: dict[str, object] | None = None,
+) -> Result:
+    """Finalize vectors for ``contract`` (dim, normalize), search with FAISS, score with ranx.
+
+    Document vectors in a :class:`VectorStore` are searched block by block (``block_rows`` at a time) and
+    never loaded whole; the ranking is the same as in memory. An exact in-memory search already done on exactly
+    these inputs is read back from the result cache (:mod:`evalsuite.run.cache.results`; ``timing.result_cache``).
+    """
+    ds = prepared.dataset
+    qv = finalize(q_pooled, contract.dim, contract.normalize)
+    cache = ScoringCache.open(prepared.spec, ds, qv, d_pooled, contract, metrics)  # None: not cached
+    hit = cache.load() if cache is not None else None
+    t0 = time.perf_counter()
+    dv: np.ndarray | None = None
+    doc_integrity: IntegrityReport | None = None  # of a stored corpus, checked block by block
+    if cache is not None and hit is not None:  # searched and scored before, on exactly these inputs
+        dv, ranking = cache.doc_vectors, hit.ranking
+    elif isinstance(d_pooled, VectorStore):
+        ranking = block_search(
+            qv,
+            d_pooled,
+            query_ids=ds.query_ids,
+            doc_ids=ds.doc_ids,
+            k=search_depth(metrics),
+            similarity=contract.similarity,
+            dim=contract.dim,
+            normalize=contract.normalize,
+            block_rows=block_rows,
+        )
+        store = d_pooled
+        doc_integrity = check_vector_blocks(
+            (finalize(store.read_block(a, b), contract.dim, contract.normalize) for a, b in store.blocks(block_rows)),
+            dim=contract.dim,
+            normalized=contract.normalize,
+        )
+    else:
+        dv = cache.doc_vectors if cache is not None else finalize(d_pooled, contract.dim, contract.normalize)
+        ranking = search(
+            qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics), similarity=contract.similarity
+        )
+    index_entry: dict[str, object] | None = None
+    if contract.index != "flat":  # the exact ranking is the ground truth the index is measured against
+        if dv is None:
+            raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
+        from ..retrieval.index.measure import evaluate_index
+        from ..retrieval.index.spec import parse_index
+
+        index_run = evaluate_index(
+            parse_index(contract.index),
+            qv,
+            dv,
+            query_ids=ds.query_ids,
+            doc_ids=ds.doc_ids,
+            similarity=contract.similarity,
+            k=search_depth(metrics),
+            exact=ranking,
+        )
+        ranking, index_entry = index_run.ranking, index_run.report.manifest_entry()
+    t1 = time.perf_counter()
+    aggregate, per_query = (
+        (hit.metrics, hit.per_query) if hit is not None else score_metrics(ds.qrels, ranking, metrics)
+    )
+    t2 = time.perf_counter()
+    timing = dict(timing, search_seconds=round(t1 - t0, 4), score_seconds=round(t2 - t1, 4))
+    timing["result_cache"] = cache.record(hit, ranking, aggregate, per_query, timing) if cache else {"status": "off"}
+    man = manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12], encoder=encoder)
+    if index_entry is not None:
+        man["index"].update(index_entry)
+    return Result(
+        contract=contract,
+        manifest=man,
+        dataset=ds,
+        metrics=aggregate,
+        per_query=per_query,
+        timing=timing,
+        ranking=ranking,
+        query_vectors=qv if keep_vectors or doc_integrity is not None else None,  # queries are few
+        doc_vectors=dv if keep_vectors else None,
+        warnings=list(ds.warnings) + (cache.problems if cache is not None else []),
+        doc_integrity=doc_integrity,
+    )
+
+
+def run(
+    spec: RunSpec,
+    prepared: Prepared | None = None,
+    encoder: Encoder | None = None,
+    *,
+    execution: Execution | None = None,
+    with_fingerprint: bool = False,
+) -> Result:
+    """Evaluate one contract on one dataset (on ``execution``'s executor; chunked and block-wise from a
+    memory-mapped store when its ``chunk_size`` is set). ``with_fingerprint``: the manifest also holds the
+    probe texts' vectors (``evalsuite run``'s manifest.json, for ``evalsuite verify``)."""
+    prepared = prepared or prepare(spec)
+    execution = execution or execution_of(prepared.spec)  # the prepared spec: its chunk size decided
+    encoder = encoder or make_encoder(prepared, execution=execution)
+    c, ds = prepared.contract, prepared.dataset
+    before = stats_snapshot(encoder)
+    cached_by_role = encoder.cached_by_role if isinstance(encoder, Caching) else None
+    served_before = {r: st.copy() for r, st in (cached_by_role or {}).items()}
+    cache = encoder.cache_stats if isinstance(encoder, Caching) else None
+    hits_before = (cache.hits, cache.misses) if cache is not None else None
+    with ExitStack() as stack:
+        t0 = time.perf_counter()
+        if execution.blockwise:
+            store_dir = execution.store_dir or Path(
+                stack.enter_context(tempfile.TemporaryDirectory(prefix="evalsuite-store-"))
+            )
+            q = encoder.encode(
+                c.render_all("query", [ds.queries[i] for i in ds.query_ids]),
+                poolings=[c.pooling],
+                ids=ds.query_ids,
+                role="query",
+            )
+            stores = encode_to_store(
+                encoder,
+                c,
+                ds.corpus_chunks(execution.chunk_size),  # a corpus on disk is read a chunk at a time
+                len(ds.corpus),
+                store_dir,
+                poolings=[c.pooling],
+                dim=int((encoder.dim if isinstance(encoder, Dimensioned) else None) or prepared.model.hidden_size),
+            )
+            d: dict[str, np.ndarray | VectorStore] = dict(stores)
+        else:
+            q, d_mem = encode_dataset(encoder, c, ds, [c.pooling])
+            d = dict(d_mem)
+        seconds = time.perf_counter() - t0
+        timing = encode_timing(role_stats_since(encoder, before), seconds)
+        if cache is not None and hits_before is not None:
+            timing["cache"] = {
+                "hits": cache.hits - hits_before[0],
+                "misses": cache.misses - hits_before[1],
+                "corrupt": cache.corrupt,
+            }
+        add_cached_counts(timing, cached_by_role, served_before)
+        result = score(
+            prepared,
+            c,
+            q[c.pooling],
+            d[c.pooling],
+            metrics=spec.metrics,
+            timing=timing,
+            device=encoder.device,
+            keep_vectors=not execution.blockwise,
+            block_rows=execution.block_rows,
+            encoder=encoder_entry(encoder),
+        )
+        if with_fingerprint:
+            result.manifest["fingerprint"] = fingerprint(encoder, c).to_dict()
+        return result

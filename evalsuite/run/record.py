@@ -1,0 +1,81 @@
+"""What a run records besides its metrics: the index manifest, the encoder section, and the per-role encode
+timing and counters (snapshots, deltas, counts served from the cache)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from .. import __version__
+from ..contract import Contract
+from ..encode.base import Describing, Encoder, EncodeStats
+from ..retrieval.search import index_kind
+from .prepared import Prepared
+from .spec import library_versions
+
+
+def encoder_entry(encoder: Encoder) -> dict[str, object]:
+    """The manifest's ``encoder`` section: ``kind`` local (the reference model) or endpoint (a served deployment)."""
+    return dict(encoder.manifest_entry()) if isinstance(encoder, Describing) else {"kind": "local"}
+
+
+def manifest(
+    prepared: Prepared, contract: Contract, *, device: str, run_id: str, encoder: dict[str, object] | None = None
+) -> dict[str, Any]:
+    """The index manifest: what a query service must match to use these vectors (and, when given, the
+    ``encoder`` section: who made them)."""
+    ident = prepared.dataset.identity
+    return {
+        **({"encoder": encoder} if encoder is not None else {}),
+        "run_id": run_id,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "evalsuite_version": __version__,
+        "contract": contract.to_dict(),
+        "contract_fingerprint": contract.fingerprint(),
+        "model": prepared.model.to_dict(),
+        "index": {
+            "type": index_kind(contract.similarity),
+            "spec": contract.index,
+            "similarity": contract.similarity,
+            "dim": contract.dim,
+            "normalized": contract.normalize,
+            "vectors": ident.n_documents,
+            "dtype_stored": "float32",
+        },
+        "dataset": ident.manifest_dict(),
+        "device": device,
+        "libraries": library_versions(),
+    }
+
+
+def encode_timing(stats_by_role: dict[str, EncodeStats], seconds: float) -> dict[str, object]:
+    return {
+        "encode_seconds": round(seconds, 4),
+        "queries": stats_by_role["query"].to_dict(),
+        "documents": stats_by_role["document"].to_dict(),
+    }
+
+
+def add_cached_counts(
+    timing: dict[str, Any], served: dict[str, EncodeStats] | None, before: dict[str, EncodeStats]
+) -> None:
+    """Per role, the texts served from the cache with the token and truncation counts stored when they were
+    encoded (``cached_texts``, ``cached_tokens``, ``cached_truncated``): a warm run reports what the cold
+    one did without a tokenizer."""
+    if served is None:
+        return
+    for role, name in (("query", "queries"), ("document", "documents")):
+        d = served.get(role, EncodeStats()).minus(before.get(role, EncodeStats()))
+        timing[name].update(cached_texts=d.texts, cached_tokens=d.tokens, cached_truncated=d.truncated)
+
+
+def role_stats_since(encoder: Encoder, before: dict[str, EncodeStats]) -> dict[str, EncodeStats]:
+    """Per-role counters accumulated since the ``before`` snapshot."""
+    return {
+        r: encoder.stats_by_role.get(r, EncodeStats()).minus(before.get(r, EncodeStats()))
+        for r in ("query", "document")
+    }
+
+
+def stats_snapshot(encoder: Encoder) -> dict[str, EncodeStats]:
+    return {r: s.copy() for r, s in encoder.stats_by_role.items()}

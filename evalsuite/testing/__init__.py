@@ -1,0 +1,1 @@
+"""What tests and benchmarks build models with (a tiny random-weight BERT); no module of evalsuite imports it."""
