@@ -105,7 +105,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _is_worker(config):
         config.workeroutput[WORKER_OUTPUT] = state.ledger.to_output()  # type: ignore[attr-defined]
         return
-    report = state.finish()
+    from .gating.finish import session_report
+
+    report = session_report(state)
     config.stash[REPORT] = report
     try:
         report.write()

@@ -169,3 +169,61 @@ def test_the_check_sees_lazy_type_only_and_relative_imports(tmp_path, monkeypatc
     assert group_of("other", layers) is None
     with pytest.raises(AssertionError, match="is in two rows"):
         read_layers("\n## Layers\n\n| 1 | `a` | x |\n| 2 | `a` | y |\n")
+
+
+def import_cycles() -> list[list[str]]:
+    """The circles in the module import graph (every import, lazy and type-only included): each strongly
+    connected component of more than one module (Tarjan's algorithm)."""
+    graph = {module_name(p): {t for _, t in imported(p)} for p in modules()}
+    graph = {m: {t for t in targets if t in graph and t != m} for m, targets in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_circle_between_modules():
+    """No module reaches itself through imports, however lazy: a circle (two modules that import each other,
+    even for a type) says one of them does two jobs; split it or move the shared type down, or give the lower
+    one a Protocol of what it needs (as gating/sweeps.py does for the session)."""
+    cycles = import_cycles()
+    assert not cycles, "import circles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_a_circle(tmp_path, monkeypatch):
+    """The check above can fail: two modules that import each other are one circle."""
+    pkg = tmp_path / "evalsuite"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("def f():\n    from .a import x\n")
+    (pkg / "c.py").write_text("from .a import y\n")
+    monkeypatch.setitem(globals(), "PACKAGE", pkg)
+    assert import_cycles() == [["a", "b"]]

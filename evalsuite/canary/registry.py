@@ -7,7 +7,7 @@ Adding a check::
     WIDGETS = CanaryCheck(name="widgets", label="widgets", run=check_widgets,
                           explanation="what it compares and why", example="widgets: a failure message",
                           thresholds=("widget_min",))           # requires=..., per_dataset=..., report=...
-    # 2. one entry in CHECKS below, where it should run;
+    # 2. one entry in CANARY_CHECKS below, where it should run;
     # 3. its threshold as a CanarySettings field (bounds validated from the declaration):
     #        widget_min: float = _setting(0.9, "canary_widget_min", low=0.0, high=1.0)
     #    and, if users may set it, the Option "--canary-widget-min" in canary/embedding/options.py
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .embedding.settings import CanarySettings
     from .reranker.context import RerankCanaryContext
 
-CHECKS: tuple[CanaryCheck[CanaryContext], ...] = (
+CANARY_CHECKS: tuple[CanaryCheck[CanaryContext], ...] = (
     IDENTITY,
     VECTOR_AGREEMENT,
     NORM_AGREEMENT,
@@ -67,7 +67,7 @@ RERANK_CHECKS: tuple[CanaryCheck[RerankCanaryContext], ...] = (
     RERANK_BAD_INPUT,
     RERANK_RERANKED_METRICS,
 )
-LABELS: dict[str, str] = {c.name: c.label for c in CHECKS}
+LABELS: dict[str, str] = {c.name: c.label for c in CANARY_CHECKS}
 
 
 def _find(name: str, checks: tuple[CanaryCheck[C], ...], what: str) -> CanaryCheck[C]:
@@ -79,7 +79,7 @@ def _find(name: str, checks: tuple[CanaryCheck[C], ...], what: str) -> CanaryChe
 
 def get_check(name: str) -> CanaryCheck[CanaryContext]:
     """The declaration of check ``name``; SpecError listing the known ones otherwise."""
-    return _find(name, CHECKS, "canary")
+    return _find(name, CANARY_CHECKS, "canary")
 
 
 def get_rerank_check(name: str) -> CanaryCheck[RerankCanaryContext]:
@@ -89,13 +89,13 @@ def get_rerank_check(name: str) -> CanaryCheck[RerankCanaryContext]:
 
 def check_names(settings: CanarySettings) -> list[str]:
     """The checks that apply to these settings, in the order they run."""
-    return [c.name for c in CHECKS if c.applies(settings)]
+    return [c.name for c in CANARY_CHECKS if c.applies(settings)]
 
 
 def checks_for_dataset(settings: CanarySettings, *, first: bool) -> list[str]:
     """The checks a session runs for one dataset: all of them for the first dataset, only the
     dataset-dependent ones (``per_dataset``, e.g. retrieval agreement) for the others."""
-    return [c.name for c in CHECKS if c.applies(settings) and (first or c.per_dataset)]
+    return [c.name for c in CANARY_CHECKS if c.applies(settings) and (first or c.per_dataset)]
 
 
 def run_check(name: str, ctx: CanaryContext) -> CheckOutcome:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .fleet import FleetOutcome, MemberOutcome
 
 
-def checks_table(checks: Sequence[CanaryCheck[Any]] = registry.CHECKS) -> str:
+def checks_table(checks: Sequence[CanaryCheck[Any]] = registry.CANARY_CHECKS) -> str:
     """Every check of a family (the embedding canary's by default): name, label, threshold settings, when it
     runs, what it compares (for report.md and docs)."""
     from .embedding.settings import CanarySettings
@@ -81,7 +81,7 @@ def render_markdown(outcome: CanaryOutcome) -> str:
         table(["field", "value"], contract_rows(outcome.contract)),
         "## The checks",
         "",
-        checks_table(registry.RERANK_CHECKS if reranker else registry.CHECKS),
+        checks_table(registry.RERANK_CHECKS if reranker else registry.CANARY_CHECKS),
     ]
     return "\n".join(lines)
 

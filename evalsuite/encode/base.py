@@ -11,7 +11,6 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ..model import ModelInfo
-    from .cache import CacheStats, EmbeddingCache
 
 
 @dataclass
@@ -184,16 +183,3 @@ class RowStreaming(Protocol):
     def encode_stream(
         self, texts: Sequence[str], *, poolings: Sequence[str], ids: Sequence[str] | None, role: str
     ) -> Iterator[EncodedRows]: ...
-
-
-@runtime_checkable
-class Caching(Protocol):
-    """An encoder in front of an embedding cache: ``cached_by_role`` counts the texts served from it,
-    ``loads`` the times the model was built."""
-
-    cache: EmbeddingCache
-    cached_by_role: dict[str, EncodeStats]
-    loads: int
-
-    @property
-    def cache_stats(self) -> CacheStats: ...

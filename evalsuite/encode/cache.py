@@ -26,13 +26,13 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..base.errors import CacheError
 from ..base.io import atomic_write_bytes, atomic_write_text
-from .base import Caching
+from .base import EncodeStats
 from .segments import HASH_BYTES as _HASH
 from .segments import Segment as _Segment
 from .segments import decode_segment as _decode_segment
@@ -272,3 +272,16 @@ def cache_summary(encoders: Sequence[object]) -> dict[str, int] | None:
     for s in seen.values():
         total.add(s)
     return total.to_dict()
+
+
+@runtime_checkable
+class Caching(Protocol):
+    """An encoder in front of an embedding cache: ``cached_by_role`` counts the texts served from it,
+    ``loads`` the times the model was built."""
+
+    cache: EmbeddingCache
+    cached_by_role: dict[str, EncodeStats]
+    loads: int
+
+    @property
+    def cache_stats(self) -> CacheStats: ...

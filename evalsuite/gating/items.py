@@ -190,12 +190,12 @@ class SweepCellItem(EvalsuiteItem):
 
     def runtest(self) -> None:
         __tracebackhide__ = True
-        sweep = self.state.sweep(self.dataset)
+        sweep = self.state.sweeps.result(self.dataset)
         base = sweep.base
         self.user_properties.append(("cell", self.cell))
         failures: list[str] = []
         inconclusive: list[str] = []
-        verdicts = self.state.sweep_verdicts(self.dataset)
+        verdicts = self.state.sweeps.verdicts(self.dataset)
         for gate in self.gates:
             outcome = verdicts[f"{self.cell}/{gate.expr}"]
             if isinstance(outcome, EvalsuiteError):
@@ -232,8 +232,8 @@ class CanaryItem(EvalsuiteItem):
         from ..canary.registry import run_rerank_check
 
         if self.reranker:
-            verdict = run_rerank_check(self.check, self.state.rerank_canary_context(self.dataset))
-            self.state.record_verdict(self.dataset, verdict)
+            verdict = run_rerank_check(self.check, self.state.canary_items.rerank_context(self.dataset))
+            self.state.canary_items.record(self.dataset, verdict)
             self.user_properties.append((f"rerank-canary:{self.check}", verdict.status))
             if verdict.passed is None:
                 pytest.skip(verdict.message)
@@ -253,11 +253,11 @@ class CanaryItem(EvalsuiteItem):
         from ..canary.diagnosis import diagnosis_for
         from ..canary.registry import run_check
 
-        ctx = self.state.canary_context(self.dataset, k)
+        ctx = self.state.canary_items.context(self.dataset, k)
         verdict = run_check(self.check, ctx)
         name = f"canary:{self.check}" if size == 1 else f"canary:{self.check}:member{k + 1}"
         label = "" if size == 1 else f"member {k + 1} of {size}, {ctx.settings.endpoint}: "
-        self.state.record_verdict(self.dataset, dataclasses.replace(verdict, message=label + verdict.message))
+        self.state.canary_items.record(self.dataset, dataclasses.replace(verdict, message=label + verdict.message))
         self.user_properties.append((name, verdict.status))
         if verdict.passed is None:
             pytest.skip(verdict.message)
@@ -289,17 +289,17 @@ def collect_items(state: GateSession, parent: pytest.Session, anchor: Path) -> l
             SweepCellItem.from_parent(
                 node, name=f"sweep[{cell.name}]", state=state, dataset=dp.name, cell=cell.name, gates=policy.sweep_gates
             )
-            for cell in state.sweep_cells(dp.name)
+            for cell in state.sweeps.cells(dp.name)
         ]
         new += [
             CanaryItem.from_parent(node, name=f"canary[{check}]", state=state, dataset=dp.name, check=check)
-            for check in state.canary_checks(dp.name)
+            for check in state.canary_items.checks(dp.name)
         ]
         new += [
             CanaryItem.from_parent(
                 node, name=f"rerank-canary[{check}]", state=state, dataset=dp.name, check=check, reranker=True
             )
-            for check in state.rerank_canary_checks(dp.name)
+            for check in state.canary_items.rerank_checks(dp.name)
         ]
         for item in new:
             item.add_marker("evalsuite")

@@ -21,8 +21,8 @@ with a reranker, every kind but ``min_gain`` takes a stage too: ``ndcg@10[stage=
 Every relative gate's outcome carries the paired comparison (:class:`~evalsuite.gating.gates.Evidence`):
 delta with its bootstrap CI, the sign-flip p-value and the minimum detectable effect.
 
-Adding a kind: one subclass of :class:`GateKind` below, listed in ``KINDS``, and its test. The
-``--gate`` help, the parser's errors and the README's gate table read ``KINDS``.
+Adding a kind: one subclass of :class:`GateKind` below, listed in ``GATE_KINDS``, and its test. The
+``--gate`` help, the parser's errors and the README's gate table read ``GATE_KINDS``.
 """
 
 from __future__ import annotations
@@ -297,8 +297,8 @@ class MinGain(_Valued):
         )
 
 
-KINDS: tuple[GateKind, ...] = (Floor(), MaxDrop(), MaxRelDrop(), NoSignificantDrop(), NonInferior(), MinGain())
-_BY_NAME = {k.name: k for k in KINDS}
+GATE_KINDS: tuple[GateKind, ...] = (Floor(), MaxDrop(), MaxRelDrop(), NoSignificantDrop(), NonInferior(), MinGain())
+_BY_NAME = {k.name: k for k in GATE_KINDS}
 
 
 def kind_of(gate: Gate) -> GateKind:
@@ -307,14 +307,14 @@ def kind_of(gate: Gate) -> GateKind:
 
 def forms() -> str:
     """``use A, B or C``: every kind's syntax, for error messages."""
-    names = [k.form for k in KINDS]
+    names = [k.form for k in GATE_KINDS]
     return "use " + ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def gate_help() -> str:
     return (
         "gate expression, repeatable: "
-        + ", ".join(f"'{k.example}'" for k in KINDS)
+        + ", ".join(f"'{k.example}'" for k in GATE_KINDS)
         + "; a [slice] after the metric judges that slice's queries: 'ndcg@10[topic=finance]:max_drop=0.02', "
         "'recall@100[doclen>256]>=0.6'; with --reranker, [stage=reranked] judges the reranked stage: "
         "'ndcg@10[stage=reranked]>=0.4', 'ndcg@10[stage=reranked,topic=finance]:max_drop=0.02'"
@@ -323,7 +323,7 @@ def gate_help() -> str:
 
 def kinds_markdown() -> str:
     """The README's gate table: one row per kind."""
-    rows = [f"| `{k.example}{k.optional_value}` | {k.fails_when} |" for k in KINDS]
+    rows = [f"| `{k.example}{k.optional_value}` | {k.fails_when} |" for k in GATE_KINDS]
     return "\n".join(["| expression | fails when |", "|---|---|", *rows]) + "\n"
 
 
@@ -331,7 +331,7 @@ def parse_gate(expr: str) -> Gate:
     """Parse one gate expression (with an optional ``[stage=...,slice]`` after the metric); errors say which
     forms are allowed."""
     plain, selector, stage = split_selector(expr)
-    for kind in KINDS:
+    for kind in GATE_KINDS:
         m = kind.pattern().match(plain)
         if m:
             metric = parse_metric(m.group("metric"))

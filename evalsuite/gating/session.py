@@ -1,11 +1,11 @@
-"""One gated pytest session: prepared datasets and baselines, the policy, results computed once,
-the ledger of what happened, and the report at the end (its deltas against the reference: `deltas.py`).
+"""One gated pytest session: prepared datasets and baselines, the policy, results computed once and the
+ledger of what happened. Its jobs beside the gates have their own objects: the sweep cells' items
+(:class:`~.sweeps.SessionSweeps`, ``session.sweeps``) and the canary's items (:class:`~.canary_items.SessionCanary`,
+``session.canary_items``); the report at the end is made from the session by :func:`.finish.session_report`
+(syrupy's split: the session owns state, the report owns presentation).
 
 Under pytest-xdist every worker holds one of these: results are computed once per session by
 whichever worker asks first (`shared.py`), outcomes travel to the controller in the ledger.
-
-One module, about 420 lines: it is the one stateful object the fixtures talk to, each method a short
-compute-once wrapper over the prepared data; the computations themselves live in their own modules.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from ..run.result import Result
 from ..run.slices import slice_index
 from ..slicing import SliceIndex
 from .baseline import Baseline, load_baseline, write_baseline
+from .canary_items import SessionCanary
 from .gates import Gate, Outcome, Scores
 from .kinds import kind_of
 from .ledger import (
     BaselineWritten,
-    CanaryRecord,
     CandidateSeen,
     Computation,
     Computed,
@@ -37,21 +37,16 @@ from .ledger import (
 from .plan import DatasetPlan, SessionPlan
 from .policy import DatasetPolicy, SessionPolicy, session_policy
 from .reference import Reference
-from .report import SessionReport
 from .reranker import SessionReranker
 from .shared import ComputeOnce
 from .slices import check_gate_slices
 from .stages import RerankedStage, Stages, gate_sides, side_labels
+from .sweeps import SessionSweeps
 from .verdicts import GateRequest, judge_all
 
 if TYPE_CHECKING:
-    from ..canary.checks import CheckOutcome
-    from ..canary.embedding.context import CanaryContext
     from ..canary.embedding.settings import CanarySettings
-    from ..canary.reranker.context import RerankCanaryContext
     from ..canary.reranker.settings import RerankCanarySettings
-    from ..sweep.plan import Cell
-    from ..sweep.results import SweepResult
 
 T = TypeVar("T")
 EncoderKey = tuple[str, str, str, int, str]
@@ -85,11 +80,11 @@ class GateSession:
         self.baselines: dict[str, Baseline] = {}
         self.policy = SessionPolicy(())
         self._encoders: dict[EncoderKey, Encoder] = {}
-        self._canary_contexts: dict[str, CanaryContext] = {}
-        self._rerank_contexts: dict[str, RerankCanaryContext] = {}
         self._seen: set[tuple[str, str]] = set()
         self.slices: dict[str, SliceIndex] = {}
         self.reranker: SessionReranker | None = None  # the second stage, when the plan has a reranker
+        self.sweeps = SessionSweeps(self)  # the sweep cells' items
+        self.canary_items = SessionCanary(self)  # the canary's items (both families)
 
     @property
     def datasets(self) -> tuple[DatasetPlan, ...]:
@@ -122,10 +117,10 @@ class GateSession:
             self.reranker = SessionReranker(plan.rerank)
         self.policy = session_policy(plan, {name: tuple(b.metrics) for name, b in self.baselines.items()})
         for dp in plan.datasets:
-            self.sweep_cells(dp.name)
+            self.sweeps.cells(dp.name)
 
     # -- computed once per session ------------------------------------------------------------------
-    def _once(self, what: Computed, name: str, compute: Callable[[], T]) -> T:
+    def once(self, what: Computed, name: str, compute: Callable[[], T]) -> T:
         value, computed = self.shared.get(f"{what}-{name}", compute)
         if computed:
             self.ledger.add(Computation(what, name, self.worker))
@@ -143,33 +138,6 @@ class GateSession:
         if key not in self._encoders:
             self._encoders[key] = make_encoder(prepared)
         return self._encoders[key]
-
-    def sweep_cells(self, name: str) -> list[Cell]:
-        """The cells of a dataset's sweep (pure planning; empty when no sweep is asked)."""
-        dp = self.dataset_plan(name)
-        if not dp.sweep:
-            return []
-        from ..sweep.plan import plan_cells
-
-        prepared = self.prepared[name]
-        return plan_cells(prepared.contract, dp.sweep, dp.grid, info=prepared.model)
-
-    def sweep(self, name: str) -> SweepResult:
-        """The dataset's sweep, run once per session (one forward pass per role where possible).
-
-        The sweep loads its own encoders and frees them when done, so the session's shared encoder
-        (used by fixtures and the canary) stays alive; the embedding cache shares the vectors.
-        """
-        from ..sweep.execute import run_sweep
-
-        dp, prepared = self.dataset_plan(name), self.prepared[name]
-
-        def compute() -> SweepResult:
-            result = run_sweep(prepared, self.sweep_cells(name), axes=dp.sweep, grid=dp.grid)
-            result.base.slices = self.slices.get(name)
-            return result
-
-        return self._once("sweep", name, compute)
 
     def served(self, prepared: Prepared) -> Prepared:
         """``prepared`` with the canary's endpoint and client settings: the model as served is the encoder."""
@@ -200,7 +168,7 @@ class GateSession:
             result.slices = self.slices.get(name)
             return result
 
-        return self._once("local", name, compute)
+        return self.once("local", name, compute)
 
     def _candidate(self, name: str) -> Result:
         """The candidate's first-stage result on a dataset (the model as served with ``--gate-endpoint``)."""
@@ -215,7 +183,7 @@ class GateSession:
             result.slices = self.slices.get(name)
             return result
 
-        return self._once("candidate", name, compute)
+        return self.once("candidate", name, compute)
 
     def result(self, name: str) -> Result:
         """The candidate's result on a dataset, and its reranked stage when the session has a reranker; writes
@@ -238,7 +206,7 @@ class GateSession:
     def reranked(self, name: str) -> RerankedStage:
         """The candidate's reranked stage on a dataset: its first stage's top N reranked, computed once."""
         reranker = self._need_reranker()
-        stage = self._once("reranked", name, lambda: reranker.rerank(self._candidate(name), self.prepared[name].spec))
+        stage = self.once("reranked", name, lambda: reranker.rerank(self._candidate(name), self.prepared[name].spec))
         self._record_once(RerankedSeen(name, "candidate", dict(stage.metrics)), ("reranked", name))
         return stage
 
@@ -249,7 +217,7 @@ class GateSession:
             stage = self.baselines[name].reranked
         elif name in self.reference_prepared:
             reranker, rp = self._need_reranker(), self.reference_prepared[name]
-            stage = self._once(
+            stage = self.once(
                 "reference-reranked", name, lambda: reranker.rerank(self._reference_result(name), rp.spec)
             )
         else:
@@ -282,7 +250,7 @@ class GateSession:
 
     def _reference_result(self, name: str) -> Result:
         rp = self.reference_prepared[name]
-        return self._once("reference", name, lambda: run(rp.spec, rp, encoder=self.encoder(rp)))
+        return self.once("reference", name, lambda: run(rp.spec, rp, encoder=self.encoder(rp)))
 
     def stages(self, name: str, gates: tuple[Gate, ...]) -> tuple[Stages, Stages | None]:
         """Both sides of a dataset's gates at each stage they have: the candidate's (at the reference's
@@ -331,25 +299,6 @@ class GateSession:
     def verdict_key(dataset: str, gate: Gate) -> str:
         return f"{dataset}/{gate.expr}"
 
-    def sweep_verdicts(self, name: str) -> dict[str, Outcome | EvalsuiteError]:
-        """Every sweep cell's gate outcomes on a dataset against the base, keyed ``cell/gate``, judged together
-        once (the cells' significance-based gates are one family, corrected as the session's policy says)."""
-
-        def compute() -> dict[str, Outcome | EvalsuiteError]:
-            sweep, gates = self.sweep(name), self.dataset_policy(name).sweep_gates
-            base = Scores("base", sweep.base.metrics, sweep.base.per_query)
-            index = self.slices.get(name)  # the base contract's membership: cells are paired on the same queries
-            requests = [
-                GateRequest(
-                    f"{c.cell.name}/{g.expr}", g, Scores("cell", c.result.metrics, c.result.per_query, index), base
-                )
-                for c in sweep.cells
-                for g in gates
-            ]
-            return judge_all(requests, self.plan.verdicts.multiplicity)
-
-        return self.shared.get(f"sweep-verdicts-{name}", compute)[0]
-
     def contract_problems(self, name: str) -> list[str]:
         """Why the candidate is not comparable with the reference side: contract and dataset, and the reranker
         when a gate compares the reranked stage with a baseline."""
@@ -364,67 +313,5 @@ class GateSession:
             problems += self.reranker.problems(stage)
         return problems
 
-    # -- canary ------------------------------------------------------------------------------------
-    def canary_checks(self, name: str) -> list[str]:
-        """Endpoint checks for a dataset: all of them for the first, dataset-dependent ones for the others."""
-        if self.canary is None:
-            return []
-        from ..canary.registry import checks_for_dataset
-
-        return checks_for_dataset(self.canary, first=name == self.datasets[0].name)
-
-    def canary_context(self, name: str, member: int = 0) -> CanaryContext:
-        """The canary context of dataset ``name`` against ``--endpoint`` URL number ``member`` (from 0); every
-        member shares the session's local reference."""
-        if not self.canary_members:
-            raise RuntimeError("canary_context called in a session without --endpoint")
-        key = name if member == 0 else f"{name}#member{member + 1}"
-        if key not in self._canary_contexts:
-            from ..canary.embedding.context import CanaryContext
-            from ..encode.contract_encoder import ContractEncoder
-
-            prepared = self.prepared[name]
-            self._canary_contexts[key] = CanaryContext(
-                self.canary_members[member],
-                prepared,
-                reference_encoder=lambda: ContractEncoder(self.encoder(prepared), prepared.contract),
-                reference_result=lambda: self.local_result(name),
-            )
-        return self._canary_contexts[key]
-
-    def rerank_canary_checks(self, name: str) -> list[str]:
-        """The reranker checks (--reranker-endpoint), once: on the first dataset."""
-        if self.rerank_canary is None or name != self.datasets[0].name:
-            return []
-        from ..canary.registry import RERANK_CHECKS
-
-        return [c.name for c in RERANK_CHECKS]
-
-    def rerank_canary_context(self, name: str) -> RerankCanaryContext:
-        """The served reranker against the plan's reranker, over the local first stage of dataset ``name``."""
-        if self.rerank_canary is None or self.reranker is None:
-            raise RuntimeError("rerank_canary_context called in a session without --reranker-endpoint")
-        if name not in self._rerank_contexts:
-            from ..canary.reranker.context import make_rerank_context
-
-            spec = self.prepared[name].spec
-            self._rerank_contexts[name] = make_rerank_context(
-                self.rerank_canary, spec, self.reranker.spec, first=self.local_result(name)
-            )
-        return self._rerank_contexts[name]
-
-    def record_verdict(self, name: str, verdict: CheckOutcome) -> None:
-        self.ledger.add(CanaryRecord(name, verdict))
-
-    # -- the end -------------------------------------------------------------------------------------
-    def finish(self) -> SessionReport:
-        """The report of the whole session (on the controller, after the workers' ledgers are merged)."""
-        from .finish import session_report
-
-        return session_report(self)
-
     def close(self) -> None:
-        for contexts in (self._canary_contexts, self._rerank_contexts):
-            for ctx in contexts.values():
-                ctx.close()
-            contexts.clear()
+        self.canary_items.close()

@@ -22,7 +22,7 @@ from .runner import LoadProfile
 
 HIGHER_BETTER = ("throughput", "inputs_per_s", "requests_per_s", "tokens_per_s")
 LOWER_BETTER = ("p50_ms", "p95_ms", "p99_ms", "mean_ms", "error_rate")
-KINDS = {"max_rel_drop": HIGHER_BETTER, "max_rel_rise": LOWER_BETTER, "max_abs_rise": LOWER_BETTER}
+CAPACITY_GATE_KINDS = {"max_rel_drop": HIGHER_BETTER, "max_rel_rise": LOWER_BETTER, "max_abs_rise": LOWER_BETTER}
 DEFAULT_GATES = ("throughput:max_rel_drop=10%", "p95_ms:max_rel_rise=20%", "error_rate:max_abs_rise=0")
 _EPS = 1e-9
 _SYNTAX = re.compile(r"^\s*([a-z0-9_]+)\s*:\s*([a-z_]+)\s*=\s*([0-9.eE+-]+)\s*(%?)\s*$")
@@ -57,14 +57,16 @@ def parse_capacity_gate(text: str) -> CapacityGate:
     if not m:
         raise SpecError(f"capacity gate {text!r} is not METRIC:KIND=LIMIT ({example})")
     metric, kind, number, pct = m.groups()
-    if kind not in KINDS:
-        raise SpecError(f"capacity gate {text!r}: unknown kind {kind!r}; choose {', '.join(KINDS)} ({example})")
+    if kind not in CAPACITY_GATE_KINDS:
+        raise SpecError(
+            f"capacity gate {text!r}: unknown kind {kind!r}; choose {', '.join(CAPACITY_GATE_KINDS)} ({example})"
+        )
     if metric not in HIGHER_BETTER + LOWER_BETTER:
         raise SpecError(
             f"capacity gate {text!r}: unknown metric {metric!r}; choose one of "
             f"{', '.join(HIGHER_BETTER + LOWER_BETTER)}"
         )
-    if metric not in KINDS[kind]:
+    if metric not in CAPACITY_GATE_KINDS[kind]:
         wanted = "max_rel_drop" if metric in HIGHER_BETTER else "max_rel_rise or max_abs_rise"
         raise SpecError(
             f"capacity gate {text!r}: {metric} is {'higher' if metric in HIGHER_BETTER else 'lower'}"

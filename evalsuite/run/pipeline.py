@@ -17,7 +17,8 @@ import numpy as np
 
 from ..contract import Contract
 from ..datasets import Dataset
-from ..encode.base import Caching, Dimensioned, Encoder
+from ..encode.base import Dimensioned, Encoder
+from ..encode.cache import Caching
 from ..encode.chunked import encode_to_store
 from ..encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
 from .blocksearch import block_search

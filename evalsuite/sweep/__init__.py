@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .axes import AXES, Axis, AxisValue, axes_from_spec, axis_table, parse_axis, parse_vary, sweep_from_mapping
+from .axes import AXIS_NAMES, Axis, AxisValue, axes_from_spec, axis_table, parse_axis, parse_vary, sweep_from_mapping
 from .axis_kinds import AxisDeclaration
 from .options import SWEEP_OPTIONS
 from .plan import BASE_NAME, Cell, ForwardPass, base_cell, plan_cells, plan_passes
-from .registry import DECLARATIONS, declaration
+from .registry import SWEEP_AXES, declaration
 
 if TYPE_CHECKING:
     from .execute import run_sweep
@@ -31,9 +31,9 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
-    "AXES",
+    "AXIS_NAMES",
     "BASE_NAME",
-    "DECLARATIONS",
+    "SWEEP_AXES",
     "SWEEP_OPTIONS",
     "Axis",
     "AxisDeclaration",

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 from ..base.errors import SpecError
 from .axis_kinds import FIRST_STAGE, STAGE_NAMES, AxisDeclaration, AxisValue, Setting, Stage
-from .registry import AXES, DECLARATIONS, FIRST_STAGE_AXES, PAIR_KEYWORDS, declaration
+from .registry import AXIS_NAMES, FIRST_STAGE_AXES, PAIR_KEYWORDS, SWEEP_AXES, declaration
 
 if TYPE_CHECKING:
     from ..contract import Contract
 
 __all__ = [
-    "AXES",
+    "AXIS_NAMES",
     "PAIR_KEYWORDS",
     "Axis",
     "AxisValue",
@@ -90,7 +90,7 @@ def parse_axis(item: str) -> Axis:
     decl = declaration(name)
     if decl is None:
         raise SpecError(
-            f"--vary {item!r}: unknown axis {name.strip().replace('-', '_')!r}; choose one of {', '.join(AXES)}"
+            f"--vary {item!r}: unknown axis {name.strip().replace('-', '_')!r}; choose one of {', '.join(AXIS_NAMES)}"
         )
     literal = text.strip().startswith("[")
     values = tuple(decl.parse(v, literal=literal) for v in _split(decl, text))
@@ -152,7 +152,7 @@ def apply(contract: Contract, axis: str, value: Setting) -> Contract:
     """The contract with axis ``axis`` set to ``value`` (as parsed, relative to ``contract``)."""
     decl = declaration(axis)
     if decl is None:
-        raise SpecError(f"unknown sweep axis {axis!r}; choose one of {', '.join(AXES)}")
+        raise SpecError(f"unknown sweep axis {axis!r}; choose one of {', '.join(AXIS_NAMES)}")
     return decl.apply(contract, value)
 
 
@@ -173,7 +173,7 @@ def axis_table(base: Contract) -> tuple[list[str], list[list[str]]]:
     """Headers and rows describing every declared axis (help texts, docs); the last column says
     whether some example value needs a forward pass of its own around ``base``."""
     rows = []
-    for d in DECLARATIONS:
+    for d in SWEEP_AXES:
         values = [v for example in d.examples for v in parse_axis(example).values]
         forward = any(d.needs_forward_pass(base, v.value) for v in values)
         stage = d.stage.replace("_", " ")

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..contract import Contract
-from ..encode.base import Caching, Encoder, Releasable
+from ..encode.base import Encoder, Releasable
+from ..encode.cache import Caching
 from ..run.cache.results import ResultStore, store_for
 from ..run.pipeline import Prepared, make_encoder, score
 from ..run.record import role_stats_since, stats_snapshot

@@ -3,7 +3,7 @@ and the docs read what an axis is.
 
 How to add an axis (e.g. ``index=flat,hnsw``):
 
-1. Append one declaration to :data:`DECLARATIONS`: a kind from :mod:`.axis_kinds`
+1. Append one declaration to :data:`SWEEP_AXES`: a kind from :mod:`.axis_kinds`
    (``ChoiceAxis(name="index", choices=INDEXES, ...)``) whose ``name`` is the :class:`Contract`
    field it sets, with a ``label`` (plots, tables), an ``explanation`` and ``examples`` (complete
    ``--vary`` items; each must parse). When a value needs more than ``contract.replace(name=value)``,
@@ -12,7 +12,7 @@ How to add an axis (e.g. ``index=flat,hnsw``):
    :class:`RerankerContract` ``field`` it sets (``rerank_dtype`` sets ``dtype``).
 2. Add its test beside ``tests/sweep/test_sweep_registry.py`` (parse, apply, forward-pass need).
 
-Nothing else changes: :data:`AXES`, ``--vary``'s help, the grid-conflict check (axes sharing a
+Nothing else changes: :data:`AXIS_NAMES`, ``--vary``'s help, the grid-conflict check (axes sharing a
 field in ``sets``), planning (a value needs its own forward pass exactly when it changes
 ``Contract.forward_key``), plots (``numeric`` axes are lines) and :func:`.axes.axis_table` read
 the declarations.
@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from ..base.errors import SpecError
 from ..contract import DTYPES, POOLINGS, Contract
-from ..retrieval.index.spec import KINDS, parse_index
+from ..retrieval.index.spec import INDEX_KIND_NAMES, parse_index
 from .axis_kinds import AxisDeclaration, AxisValue, BoolAxis, ChoiceAxis, IntAxis, Setting, TextAxis, text_label
 
 PAIR_KEYWORDS = ("base", "none", "swapped", "query_only", "doc_only")
@@ -106,7 +106,7 @@ class IndexAxis(AxisDeclaration):
         return out
 
 
-DECLARATIONS: tuple[AxisDeclaration, ...] = (
+SWEEP_AXES: tuple[AxisDeclaration, ...] = (
     ChoiceAxis(
         name="pooling",
         label="pooling",
@@ -165,7 +165,7 @@ DECLARATIONS: tuple[AxisDeclaration, ...] = (
         label="index",
         crosses=("dim",),
         examples=("index=flat,hnsw,ivfpq,sq8,binary", "index=hnsw:M=16,ef=32,ivf:nlist=64,nprobe=8,binary+rescore=100"),
-        explanation=f"the FAISS index searched ({', '.join(KINDS)}); flat is exact, the others are measured "
+        explanation=f"the FAISS index searched ({', '.join(INDEX_KIND_NAMES)}); flat is exact, the others are measured "
         "against it; crossed with dim; shares the forward pass",
     ),
     # The reranker's axes (``evalsuite rerank-sweep``): every cell shares the base first stage.
@@ -198,10 +198,10 @@ DECLARATIONS: tuple[AxisDeclaration, ...] = (
     ),
 )
 
-AXES: tuple[str, ...] = tuple(d.name for d in DECLARATIONS)
-FIRST_STAGE_AXES: tuple[str, ...] = tuple(d.name for d in DECLARATIONS if d.stage == "first_stage")
-RERANKER_AXES: tuple[str, ...] = tuple(d.name for d in DECLARATIONS if d.stage != "first_stage")
-_BY_NAME = {d.name: d for d in DECLARATIONS}
+AXIS_NAMES: tuple[str, ...] = tuple(d.name for d in SWEEP_AXES)
+FIRST_STAGE_AXES: tuple[str, ...] = tuple(d.name for d in SWEEP_AXES if d.stage == "first_stage")
+RERANKER_AXES: tuple[str, ...] = tuple(d.name for d in SWEEP_AXES if d.stage != "first_stage")
+_BY_NAME = {d.name: d for d in SWEEP_AXES}
 
 
 def declaration(name: str) -> AxisDeclaration | None:

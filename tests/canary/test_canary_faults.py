@@ -21,7 +21,7 @@ from evalsuite.cli import main
 
 from .conftest import API_KEY_ENV, RawRequest, RawServer, canary_argv, embeddings_json, http_response
 
-CHECKS = [
+CANARY_CHECKS = [
     "identity",
     "vector_agreement",
     "norm_agreement",
@@ -74,7 +74,7 @@ def reported(out: Path) -> dict[str, Any]:
     return json.loads((out / "canary.json").read_text())
 
 
-def assert_verdict_per_check(report: dict[str, Any], checks: list[str] = CHECKS) -> dict[str, dict[str, Any]]:
+def assert_verdict_per_check(report: dict[str, Any], checks: list[str] = CANARY_CHECKS) -> dict[str, dict[str, Any]]:
     verdicts = {v["check"]: v for v in report["verdicts"]}
     assert list(verdicts) == checks
     return verdicts
@@ -191,7 +191,7 @@ def test_the_overall_deadline_ends_the_canary_with_a_verdict_per_check(raw_serve
     first = verdicts["identity"]["message"]
     assert first.startswith("identity: POST http://127.0.0.1:") and "/v1/embeddings" in first
     assert "the canary's overall deadline (--canary-deadline) (2s) ran out during this request" in first
-    for name in CHECKS[1:]:
+    for name in CANARY_CHECKS[1:]:
         assert verdicts[name]["passed"] is False
         assert "the canary's overall deadline (--canary-deadline) (2s) ran out" in verdicts[name]["message"]
     assert report["settings"]["deadline"] == 2.0
@@ -211,7 +211,7 @@ def test_echoed_keys_and_huge_server_text_never_reach_the_output(fault_server, c
         fault_server.response_model = "m" * 1_000_000
     rc, text, report = canary(fault_server.url, "--api-key-env", API_KEY_ENV)
     assert rc == 1
-    verdicts = assert_verdict_per_check(report, [*CHECKS, "auth"])
+    verdicts = assert_verdict_per_check(report, [*CANARY_CHECKS, "auth"])
     for blob in (text, json.dumps(report)):  # stdout, stderr, report.md; canary.json
         for form in key_forms(KEY):
             assert form not in blob, f"key leaked as {form!r}"
@@ -388,7 +388,7 @@ def test_malformed_replies_end_in_verdicts_for_matryoshka_and_auth_too(
     monkeypatch.setenv(API_KEY_ENV, KEY)
     rc, text, report = canary(raw_server.url, "--canary-dimensions", "16", "--api-key-env", API_KEY_ENV)
     assert rc == 1, text
-    verdicts = assert_verdict_per_check(report, [*CHECKS, "matryoshka", "auth"])
+    verdicts = assert_verdict_per_check(report, [*CANARY_CHECKS, "matryoshka", "auth"])
     assert verdicts["matryoshka"]["passed"] is False and verdicts["auth"]["passed"] is False
     assert "internal error" not in text
 
@@ -408,8 +408,10 @@ def test_a_bug_in_a_check_still_ends_in_a_verdict_and_reports(fault_server, cana
     def broken(ctx: Any) -> Any:
         raise KeyError("data")  # what an unchecked server reply used to raise
 
-    checks = tuple(dataclasses.replace(c, run=broken) if c.name == "norm_agreement" else c for c in registry.CHECKS)
-    monkeypatch.setattr(registry, "CHECKS", checks)
+    checks = tuple(
+        dataclasses.replace(c, run=broken) if c.name == "norm_agreement" else c for c in registry.CANARY_CHECKS
+    )
+    monkeypatch.setattr(registry, "CANARY_CHECKS", checks)
     rc, _, report = canary(fault_server.url)
     assert rc == 1
     verdicts = assert_verdict_per_check(report)

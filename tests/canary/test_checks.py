@@ -10,7 +10,7 @@ import pytest
 from evalsuite.base.errors import ContractError, SpecError
 from evalsuite.canary.checks import CheckOutcome
 from evalsuite.canary.embedding.settings import CanarySettings
-from evalsuite.canary.registry import CHECKS, check_names, run_check
+from evalsuite.canary.registry import CANARY_CHECKS, check_names, run_check
 
 from .conftest import API_KEY_ENV
 
@@ -47,7 +47,7 @@ def test_every_check_passes_against_a_faithful_server(fault_server, make_context
     assert list(verdicts) == ALL
     for v in verdicts.values():
         assert v.passed is True, v.message
-    for check in CHECKS:  # each run function answers under its declaration's name and label
+    for check in CANARY_CHECKS:  # each run function answers under its declaration's name and label
         assert verdicts[check.name].check == check.name
         assert verdicts[check.name].message.startswith(check.label + ": ")
     assert verdicts["identity"].message.startswith("identity: 'tiny-model' is listed by /v1/models")

@@ -11,7 +11,7 @@ from evalsuite.canary import registry
 from evalsuite.canary.checks import CanaryCheck, CheckOutcome
 from evalsuite.canary.embedding.context import CanaryContext
 from evalsuite.canary.embedding.settings import CanarySettings
-from evalsuite.canary.registry import CHECKS, LABELS, check_names, checks_for_dataset, get_check, run_check
+from evalsuite.canary.registry import CANARY_CHECKS, LABELS, check_names, checks_for_dataset, get_check, run_check
 from evalsuite.canary.report import checks_table, render_markdown
 from evalsuite.canary.runner import CanaryOutcome
 
@@ -30,11 +30,13 @@ BASE = CanarySettings(endpoint="http://127.0.0.1:1/v1")
 
 
 def test_every_check_is_declared_once_with_its_texts_and_settings():
-    assert [c.name for c in CHECKS] == ORDER  # the run order is the declaration order
-    assert len({c.name for c in CHECKS}) == len(CHECKS) and len({c.label for c in CHECKS}) == len(CHECKS)
-    assert {c.name: c.label for c in CHECKS} == LABELS
+    assert [c.name for c in CANARY_CHECKS] == ORDER  # the run order is the declaration order
+    assert len({c.name for c in CANARY_CHECKS}) == len(CANARY_CHECKS) and len({c.label for c in CANARY_CHECKS}) == len(
+        CANARY_CHECKS
+    )
+    assert {c.name: c.label for c in CANARY_CHECKS} == LABELS
     settings_fields = {f.name: f for f in dataclasses.fields(CanarySettings)}
-    for c in CHECKS:
+    for c in CANARY_CHECKS:
         assert c.label and c.explanation and c.example, c.name
         assert c.example.startswith(c.label + ": "), c.example  # an example is a message the check gives
         assert callable(c.run)
@@ -44,7 +46,7 @@ def test_every_check_is_declared_once_with_its_texts_and_settings():
         if c.requires is not None:
             assert CanarySettings.option_of(c.requires)  # a check that needs a setting names its option
     assert get_check("matryoshka").requires == "dimensions" and get_check("auth").requires == "api_key_env"
-    assert [c.name for c in CHECKS if c.per_dataset] == ["retrieval_agreement"]
+    assert [c.name for c in CANARY_CHECKS if c.per_dataset] == ["retrieval_agreement"]
     assert get_check("retrieval_agreement").thresholds == ("max_ndcg_delta", "min_overlap")
     with pytest.raises(SpecError, match="unknown canary check 'nope'; known: identity, vector_agreement"):
         get_check("nope")
@@ -96,7 +98,7 @@ def _extra_check(calls: list[str]) -> CanaryCheck:
 
 def test_a_new_declaration_is_all_the_registry_readers_need(monkeypatch, tiny_prepared):
     calls: list[str] = []
-    monkeypatch.setattr(registry, "CHECKS", (*registry.CHECKS, _extra_check(calls)))
+    monkeypatch.setattr(registry, "CANARY_CHECKS", (*registry.CANARY_CHECKS, _extra_check(calls)))
     s = dataclasses.replace(BASE, dimensions=(16,))
     assert check_names(s)[-1] == "widgets" and "widgets" not in check_names(BASE)
     assert checks_for_dataset(s, first=False) == ["retrieval_agreement", "widgets"]
@@ -149,7 +151,7 @@ def test_the_report_takes_each_checks_section_from_its_declaration():
     )
     assert "## Retrieval agreement" not in render_markdown(_outcome(BASE, errored))
     table = checks_table()
-    for c in CHECKS:
+    for c in CANARY_CHECKS:
         assert f"| {c.name} | {c.label} |" in table
     assert "| matryoshka | matryoshka | min_cosine | once, with --canary-dimensions |" in table
     assert "| retrieval_agreement | retrieval agreement | max_ndcg_delta, min_overlap | every dataset |" in table

@@ -8,7 +8,7 @@ import pytest
 from evalsuite.base.errors import SpecError
 from evalsuite.gating.gates import Evidence, Outcome, Scores
 from evalsuite.gating.judge import evaluate_gate, explain, gather_evidence
-from evalsuite.gating.kinds import _TOLERANCE, KINDS, decided, forms, gate_help, kind_of, parse_gate
+from evalsuite.gating.kinds import _TOLERANCE, GATE_KINDS, decided, forms, gate_help, kind_of, parse_gate
 from evalsuite.gating.verdicts import GateRequest, VerdictPolicy, judge_all
 from evalsuite.scoring import stats
 
@@ -166,9 +166,9 @@ def test_explanations_of_interval_kinds():
 
 
 def test_forms_and_help_list_every_kind():
-    names = [k.form for k in KINDS]
+    names = [k.form for k in GATE_KINDS]
     assert forms() == "use " + ", ".join(names[:-1]) + " or " + names[-1]
-    assert gate_help().startswith("gate expression, repeatable: " + ", ".join(f"'{k.example}'" for k in KINDS))
+    assert gate_help().startswith("gate expression, repeatable: " + ", ".join(f"'{k.example}'" for k in GATE_KINDS))
 
 
 def test_policy_statement_names_families_and_the_alternative():

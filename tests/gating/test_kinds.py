@@ -5,12 +5,12 @@ from pathlib import Path
 import pytest
 
 from evalsuite.base.errors import SpecError
-from evalsuite.gating.kinds import KINDS, forms, gate_help, kinds_markdown, parse_gate
+from evalsuite.gating.kinds import GATE_KINDS, forms, gate_help, kinds_markdown, parse_gate
 
 README = Path(__file__).resolve().parents[2] / "docs" / "gates.md"  # the gate kinds table lives in the gates page
 
 
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", GATE_KINDS, ids=lambda k: k.name)
 def test_every_kind_declares_a_parsable_example(kind):
     gate = parse_gate(kind.example)
     assert (gate.kind, gate.expr, gate.needs_reference) == (kind.name, kind.example, kind.needs_reference)
@@ -19,13 +19,13 @@ def test_every_kind_declares_a_parsable_example(kind):
 
 
 def test_kind_names_are_unique():
-    assert len({k.name for k in KINDS}) == len(KINDS)
+    assert len({k.name for k in GATE_KINDS}) == len(GATE_KINDS)
 
 
 def test_unknown_kind_lists_every_form():
     with pytest.raises(SpecError) as info:
         parse_gate("ndcg@10:max_dorp=0.1")
-    assert all(k.form in str(info.value) for k in KINDS)
+    assert all(k.form in str(info.value) for k in GATE_KINDS)
 
 
 def test_readme_gate_table_is_the_registry():

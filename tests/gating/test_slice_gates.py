@@ -9,7 +9,7 @@ import pytest
 from evalsuite.base.errors import SpecError
 from evalsuite.gating.gates import Scores
 from evalsuite.gating.judge import evaluate_gate, explain
-from evalsuite.gating.kinds import KINDS, parse_gate
+from evalsuite.gating.kinds import GATE_KINDS, parse_gate
 from evalsuite.gating.slices import check_gate_slices
 from evalsuite.gating.verdicts import GateRequest, judge_all
 from evalsuite.slicing import QueryProfile, SliceIndex
@@ -41,7 +41,7 @@ def _mean(pq, topic):
     return float(np.mean([v for q, v in pq.items() if _index().profiles[q].fields["topic"] == topic]))
 
 
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", GATE_KINDS, ids=lambda k: k.name)
 def test_every_kind_takes_a_slice(kind):
     metric = kind.example.split(":")[0].split(">")[0]
     sliced = kind.example.replace(metric, f"{metric} [ topic = finance ]", 1)

@@ -12,7 +12,7 @@ from evalsuite.gating import preflight
 from evalsuite.gating.baseline import Baseline
 from evalsuite.gating.gates import Gate, Outcome, Scores
 from evalsuite.gating.judge import evaluate_gate, explain
-from evalsuite.gating.kinds import KINDS, kind_of, parse_gate
+from evalsuite.gating.kinds import GATE_KINDS, kind_of, parse_gate
 from evalsuite.gating.ledger import CandidateSeen, GateRecord, ReferenceSeen, RerankedSeen
 from evalsuite.gating.plan import build_plan
 from evalsuite.gating.policy import session_policy
@@ -58,7 +58,7 @@ def test_a_slice_value_keeps_its_commas():
     assert (gate.selector, gate.stage) == ("topic=a,b", "reranked")
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if k.stage is None], ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", [k for k in GATE_KINDS if k.stage is None], ids=lambda k: k.name)
 def test_every_kind_but_min_gain_takes_a_stage(kind):
     metric = kind.example.split(":")[0].split(">")[0]
     gate = parse_gate(kind.example.replace(metric, f"{metric}[stage=reranked]", 1))

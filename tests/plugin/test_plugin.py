@@ -338,7 +338,7 @@ def test_fixture_encoder_still_works_after_a_sweep_without_cache(pytester, tiny,
     pytester.makepyfile(
         test_zz_after="""
 def test_encoder_after_sweep(evalsuite_session, evalsuite_encoder):
-    evalsuite_session.sweep("small")  # runs (and frees) the sweep's own encoders first
+    evalsuite_session.sweeps.result("small")  # runs (and frees) the sweep's own encoders first
     assert evalsuite_encoder.similarity("bread dough", "bread dough") > 0.99
 """
     )

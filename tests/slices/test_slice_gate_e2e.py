@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from evalsuite.gating.finish import session_report
 from evalsuite.model import directory_digest
 
 
@@ -117,7 +118,7 @@ def test_an_ab_session_reports_the_slices_that_moved_most(tiny_model_dir, make_t
     )
     session = prepared_session(plan, shared_dir=None, worker="main")
     result, ref = session.result("minibeir"), session.reference("minibeir")
-    report = session.finish().dataset("minibeir")
+    report = session_report(session).dataset("minibeir")
     moves = report.results["slice_comparison"]
     deltas = [abs(m["ci"]["delta"]) for m in moves]
     assert deltas == sorted(deltas, reverse=True) and deltas[0] > 0
@@ -154,7 +155,7 @@ def test_bundled_model_cls_pooling_fails_the_databases_gate_while_the_average_ho
         session_flags={"gates": gates, "vary": ["pooling=cls"]},
     )
     session = prepared_session(plan, shared_dir=None, worker="main")
-    verdicts = session.sweep_verdicts("minibeir")
+    verdicts = session.sweeps.verdicts("minibeir")
     overall, databases, cooking = (verdicts[f"pooling=cls/{g}"] for g in gates)
     assert overall.verdict == "pass" and overall.delta == pytest.approx(-0.0923, abs=5e-4)
     assert databases.verdict == "fail" and databases.n_queries == 24

@@ -8,7 +8,16 @@ import pytest
 
 from evalsuite.base.errors import SpecError
 from evalsuite.contract import TRUNCATIONS, Contract
-from evalsuite.sweep import AXES, DECLARATIONS, axis_table, declaration, parse_axis, parse_vary, plan_cells, plan_passes
+from evalsuite.sweep import (
+    AXIS_NAMES,
+    SWEEP_AXES,
+    axis_table,
+    declaration,
+    parse_axis,
+    parse_vary,
+    plan_cells,
+    plan_passes,
+)
 from evalsuite.sweep.axes import conflicts
 from evalsuite.sweep.axis_kinds import ALL_STAGES, ChoiceAxis
 
@@ -37,7 +46,7 @@ def _stage_fields():
     return {"first_stage": _fields(Contract), "reranker": _fields(RerankerContract), "depth": {"depth"}}
 
 
-FIRST_STAGE = [d for d in DECLARATIONS if d.stage == "first_stage"]
+FIRST_STAGE = [d for d in SWEEP_AXES if d.stage == "first_stage"]
 # Which axes can need a forward pass of their own (written out independently of the declarations).
 OWN_FORWARD_PASS = {
     "pooling": False,
@@ -56,10 +65,10 @@ OWN_FORWARD_PASS = {
 
 
 def test_axes_are_the_declared_names_unique_and_in_order():
-    names = [d.name for d in DECLARATIONS]
+    names = [d.name for d in SWEEP_AXES]
     assert len(set(names)) == len(names)
-    assert tuple(names) == AXES
-    assert AXES == (
+    assert tuple(names) == AXIS_NAMES
+    assert AXIS_NAMES == (
         "pooling",
         "query_prefix",
         "doc_prefix",
@@ -77,7 +86,7 @@ def test_axes_are_the_declared_names_unique_and_in_order():
     assert declaration("colour") is None
 
 
-@pytest.mark.parametrize("decl", DECLARATIONS, ids=lambda d: d.name)
+@pytest.mark.parametrize("decl", SWEEP_AXES, ids=lambda d: d.name)
 def test_every_axis_has_a_label_explanation_and_examples_that_parse(decl):
     assert decl.label.strip() and decl.explanation.strip() and decl.examples
     for example in decl.examples:
@@ -116,7 +125,7 @@ def test_axis_table_lists_every_axis_and_its_forward_pass_need():
 
 
 def test_grid_conflicts_come_from_shared_contract_fields():
-    axes = [parse_axis(d.examples[0]) for d in DECLARATIONS]
+    axes = [parse_axis(d.examples[0]) for d in SWEEP_AXES]
     assert conflicts(axes) == [("query_prefix", "prefixes", "query_prefix"), ("doc_prefix", "prefixes", "doc_prefix")]
     with pytest.raises(SpecError, match="cannot cross doc_prefix with prefixes: both set the contract's doc_prefix"):
         plan_cells(BASE, parse_vary(["doc_prefix=none", "prefixes=swapped"]), grid=True)
@@ -124,13 +133,13 @@ def test_grid_conflicts_come_from_shared_contract_fields():
 
 
 def test_only_integer_axes_are_plotted_as_lines():
-    assert {d.name for d in DECLARATIONS if d.numeric} == {"dim", "max_length", "depth", "rerank_max_length"}
-    assert {d.name for d in DECLARATIONS if d.shows_storage} == {"dim"}
+    assert {d.name for d in SWEEP_AXES if d.numeric} == {"dim", "max_length", "depth", "rerank_max_length"}
+    assert {d.name for d in SWEEP_AXES if d.shows_storage} == {"dim"}
     assert declaration("dim").label == "dimension" and declaration("max_length").label == "max length (tokens)"
 
 
 def test_parsed_axes_pickle_across_workers():
-    axes = parse_vary([d.examples[-1] for d in DECLARATIONS], ALL_STAGES)
+    axes = parse_vary([d.examples[-1] for d in SWEEP_AXES], ALL_STAGES)
     assert pickle.loads(pickle.dumps(axes)) == axes
 
 

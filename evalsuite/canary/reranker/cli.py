@@ -84,7 +84,7 @@ class RerankCanaryRequest:
     def run(self, out: Path | None = None) -> int:
         """Run every check, print each verdict as it comes, write the reports; 0 when all pass, 1 when one fails."""
         from ...run import preflight
-        from ..cli import finish, say
+        from ..output import finish, say
         from ..runner import run_rerank_canary
         from .context import make_rerank_context
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .spec import DEFAULTS, EXPLANATIONS, KINDS, IndexSpec, canonical, parse_index, resolve
+from .spec import DEFAULTS, EXPLANATIONS, INDEX_KIND_NAMES, IndexSpec, canonical, parse_index, resolve
 
 if TYPE_CHECKING:
     from .build import BuiltIndex, build
@@ -40,7 +40,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "DEFAULTS",
     "EXPLANATIONS",
-    "KINDS",
+    "INDEX_KIND_NAMES",
     "BuiltIndex",
     "Footprint",
     "IndexReport",

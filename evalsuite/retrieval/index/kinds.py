@@ -1,5 +1,5 @@
 """Every index kind, declared once: its parameters and how they are clamped, how FAISS builds and searches
-it, and its bytes per vector. :mod:`.spec` parses specs against :data:`KINDS`, :mod:`.build` builds and
+it, and its bytes per vector. :mod:`.spec` parses specs against :data:`INDEX_KIND_NAMES`, :mod:`.build` builds and
 searches through :func:`kind`, :mod:`.footprint` sums a kind's :meth:`IndexKind.footprint`.
 
 How to add a kind (e.g. ``pq``):
@@ -7,7 +7,7 @@ How to add a kind (e.g. ``pq``):
 1. Declare one :class:`IndexKind` subclass here (its parameters with defaults in ``defaults``, their
    bounds in :data:`MINIMUM` / :data:`MAXIMUM` when new, :meth:`~IndexKind.make` (the empty FAISS
    index), :meth:`~IndexKind.footprint`, and :meth:`~IndexKind.resolve` when a parameter depends on the
-   corpus), and list it in :data:`DECLARATIONS`.
+   corpus), and list it in :data:`INDEX_KINDS`.
 2. Add its test in ``tests/index/`` (parsing, and its measured bytes against FAISS's serialized size).
 
 Nothing else changes: ``--index``, the ``index`` sweep axis, its help and the reports read the registry.
@@ -27,7 +27,6 @@ from ...base.errors import SpecError
 if TYPE_CHECKING:
     import numpy as np
 
-    from .spec import IndexSpec
 
 TRAINING_POINTS_PER_CENTROID = 39  # below this FAISS's k-means warns that it has too few points
 FLOAT32 = 4
@@ -247,7 +246,7 @@ class IVFPQ(IVF):
         return lists.with_params(m=m, nbits=nbits), tuple(notes)
 
 
-DECLARATIONS: tuple[IndexKind, ...] = (
+INDEX_KINDS: tuple[IndexKind, ...] = (
     Flat("flat", "exact search over float32 vectors (the ground truth)", gpu=True),
     HNSW("hnsw", "graph (M links per node, efc at build, ef at search)", {"M": 32, "efc": 40, "ef": 64}),
     IVF(
@@ -262,7 +261,7 @@ DECLARATIONS: tuple[IndexKind, ...] = (
     SQ8("sq8", "scalar quantization, 8 bits per dimension"),
     Binary("binary", "sign bits, Hamming distance"),
 )
-_BY_NAME = {k.name: k for k in DECLARATIONS}
+_BY_NAME = {k.name: k for k in INDEX_KINDS}
 
 
 def index_kind(name: str) -> IndexKind:
@@ -271,3 +270,34 @@ def index_kind(name: str) -> IndexKind:
         return _BY_NAME[name]
     except KeyError:
         raise SpecError(f"unknown index kind {name!r}; choose one of {', '.join(_BY_NAME)}") from None
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """One index: its ``kind``, its parameters (canonical names, canonical order; ``None`` = resolved
+    per dimension) and ``rescore`` (candidates re-scored exactly; 0 = none)."""
+
+    kind: str
+    params: tuple[tuple[str, int | None], ...] = ()
+    rescore: int = 0
+
+    def get(self, name: str) -> int:
+        value = dict(self.params).get(name)
+        if value is None:
+            raise KeyError(f"index {self.text}: parameter {name} is not resolved; call resolve() first")
+        return value
+
+    @property
+    def exact(self) -> bool:
+        return index_kind(self.kind).exact
+
+    @property
+    def text(self) -> str:
+        """The canonical text (what a contract stores)."""
+        shown = [f"{k}={v}" for k, v in self.params if v is not None]
+        return (
+            self.kind + (":" + ",".join(shown) if shown else "") + (f"+rescore={self.rescore}" if self.rescore else "")
+        )
+
+    def with_params(self, **changes: int) -> IndexSpec:
+        return IndexSpec(self.kind, tuple((k, changes.get(k, v)) for k, v in self.params), self.rescore)

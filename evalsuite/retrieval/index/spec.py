@@ -13,50 +13,25 @@ equal; IVF-PQ's ``m`` defaults to the dimension / 8 and is then resolved per dim
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ...base.errors import SpecError
-from .kinds import DECLARATIONS, MAXIMUM, MINIMUM, TRAINING_POINTS_PER_CENTROID, index_kind
+from .kinds import INDEX_KINDS, MAXIMUM, MINIMUM, TRAINING_POINTS_PER_CENTROID, IndexSpec, index_kind
 
-__all__ = ["DEFAULTS", "EXPLANATIONS", "KINDS", "TRAINING_POINTS_PER_CENTROID", "IndexSpec", "parse_index", "resolve"]
+__all__ = [
+    "DEFAULTS",
+    "EXPLANATIONS",
+    "INDEX_KIND_NAMES",
+    "TRAINING_POINTS_PER_CENTROID",
+    "IndexSpec",
+    "parse_index",
+    "resolve",
+]
 
 # kind -> (canonical parameter names in order, defaults); a missing default is resolved per dimension
-DEFAULTS: dict[str, dict[str, int | None]] = {k.name: dict(k.defaults) for k in DECLARATIONS}
-KINDS: tuple[str, ...] = tuple(DEFAULTS)
-EXPLANATIONS = {k.name: k.explanation for k in DECLARATIONS}
+DEFAULTS: dict[str, dict[str, int | None]] = {k.name: dict(k.defaults) for k in INDEX_KINDS}
+INDEX_KIND_NAMES: tuple[str, ...] = tuple(DEFAULTS)
+EXPLANATIONS = {k.name: k.explanation for k in INDEX_KINDS}
 _ALIASES = {"efsearch": "ef", "ef_search": "ef", "efconstruction": "efc", "ef_construction": "efc"}
 EXAMPLE = "hnsw:M=32,ef=128, ivf:nlist=256,nprobe=16, ivfpq:nlist=256,m=48,nbits=8, sq8, binary+rescore=100"
-
-
-@dataclass(frozen=True)
-class IndexSpec:
-    """One index: its ``kind``, its parameters (canonical names, canonical order; ``None`` = resolved
-    per dimension) and ``rescore`` (candidates re-scored exactly; 0 = none)."""
-
-    kind: str
-    params: tuple[tuple[str, int | None], ...] = ()
-    rescore: int = 0
-
-    def get(self, name: str) -> int:
-        value = dict(self.params).get(name)
-        if value is None:
-            raise KeyError(f"index {self.text}: parameter {name} is not resolved; call resolve() first")
-        return value
-
-    @property
-    def exact(self) -> bool:
-        return index_kind(self.kind).exact
-
-    @property
-    def text(self) -> str:
-        """The canonical text (what a contract stores)."""
-        shown = [f"{k}={v}" for k, v in self.params if v is not None]
-        return (
-            self.kind + (":" + ",".join(shown) if shown else "") + (f"+rescore={self.rescore}" if self.rescore else "")
-        )
-
-    def with_params(self, **changes: int) -> IndexSpec:
-        return IndexSpec(self.kind, tuple((k, changes.get(k, v)) for k, v in self.params), self.rescore)
 
 
 def _error(text: str, message: str) -> SpecError:
@@ -87,7 +62,7 @@ def parse_index(text: str) -> IndexSpec:
     kind, colon, rest = body.partition(":")
     kind = kind.strip().lower()
     if kind not in DEFAULTS:
-        raise _error(text, f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
+        raise _error(text, f"unknown index kind {kind!r}; choose one of {', '.join(INDEX_KIND_NAMES)}")
     if rescore and index_kind(kind).exact:
         raise _error(text, f"{kind} is exact already; rescore applies to the approximate kinds")
     defaults = DEFAULTS[kind]
