@@ -70,31 +70,48 @@ def check_vectors(vectors: np.ndarray, *, dim: int, normalized: bool, tol: float
     )
 
 
+class BlockChecker:
+    """:func:`check_vectors` over consecutive row blocks (a stored corpus) as they go by, row numbers counted
+    across blocks: ``add`` each block once (e.g. while it is searched), then ``report``."""
+
+    def __init__(self, *, dim: int, normalized: bool, tol: float = 1e-3) -> None:
+        self.dim, self.normalized, self.tol = dim, normalized, tol
+        self.n, self.got_dim, self.wrong = 0, dim, False
+        self.non_finite: list[int] = []
+        self.zero: list[int] = []
+        self.bad: list[int] = []
+        self.lo, self.hi = float("inf"), float("-inf")
+
+    def add(self, block: np.ndarray) -> None:
+        r = check_vectors(block, dim=self.dim, normalized=self.normalized, tol=self.tol)
+        n = self.n
+        self.non_finite += [n + i for i in r.non_finite]
+        self.zero += [n + i for i in r.zero]
+        self.bad += [n + i for i in r.bad_norm]
+        self.wrong, self.got_dim = self.wrong or r.wrong_dim, r.dim if r.wrong_dim else self.got_dim
+        if r.min_norm == r.min_norm:  # not NaN: the block had usable rows
+            self.lo, self.hi = min(self.lo, r.min_norm), max(self.hi, r.max_norm)
+        self.n += r.n
+
+    def report(self) -> IntegrityReport:
+        n = self.n
+        return IntegrityReport(
+            n=n,
+            dim=self.got_dim,
+            non_finite=tuple(self.non_finite),
+            zero=tuple(self.zero),
+            bad_norm=tuple(self.bad),
+            wrong_dim=self.wrong,
+            min_norm=self.lo if n and self.lo != float("inf") else float("nan"),
+            max_norm=self.hi if n and self.hi != float("-inf") else float("nan"),
+        )
+
+
 def check_vector_blocks(
     blocks: Iterable[np.ndarray], *, dim: int, normalized: bool, tol: float = 1e-3
 ) -> IntegrityReport:
     """:func:`check_vectors` over consecutive row blocks (a stored corpus), row numbers counted across blocks."""
-    n, got_dim, wrong = 0, dim, False
-    non_finite: list[int] = []
-    zero: list[int] = []
-    bad: list[int] = []
-    lo, hi = float("inf"), float("-inf")
+    checker = BlockChecker(dim=dim, normalized=normalized, tol=tol)
     for block in blocks:
-        r = check_vectors(block, dim=dim, normalized=normalized, tol=tol)
-        non_finite += [n + i for i in r.non_finite]
-        zero += [n + i for i in r.zero]
-        bad += [n + i for i in r.bad_norm]
-        wrong, got_dim = wrong or r.wrong_dim, r.dim if r.wrong_dim else got_dim
-        if r.min_norm == r.min_norm:  # not NaN: the block had usable rows
-            lo, hi = min(lo, r.min_norm), max(hi, r.max_norm)
-        n += r.n
-    return IntegrityReport(
-        n=n,
-        dim=got_dim,
-        non_finite=tuple(non_finite),
-        zero=tuple(zero),
-        bad_norm=tuple(bad),
-        wrong_dim=wrong,
-        min_norm=lo if n and lo != float("inf") else float("nan"),
-        max_norm=hi if n and hi != float("-inf") else float("nan"),
-    )
+        checker.add(block)
+    return checker.report()

@@ -17,7 +17,7 @@ bytes (:func:`~evalsuite.datasets.idindex.code_point_ranks`, from the blob of an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -40,9 +40,11 @@ def block_search(
     dim: int,
     normalize: bool,
     block_rows: int = DEFAULT_BLOCK_ROWS,
+    on_block: Callable[[np.ndarray], None] | None = None,
 ) -> Ranking:
     """The top ``k`` documents per query over the stored (pooled) vectors, finalized to ``dim`` and
-    ``normalize`` block by block; the same ranking as :func:`evalsuite.retrieval.search.search` over all of them."""
+    ``normalize`` block by block; the same ranking as :func:`evalsuite.retrieval.search.search` over all of them.
+    ``on_block`` sees each finalized block in order (e.g. the integrity check), so each block is read once."""
     n = store.rows
     if n != len(doc_ids):
         raise ContractError(
@@ -63,6 +65,8 @@ def block_search(
     best_j = np.full((nq, k), -1, dtype=np.int64)  # and its position in the corpus
     for start, stop in store.blocks(block_rows):
         block = finalize(store.read_block(start, stop), dim, normalize)
+        if on_block is not None:
+            on_block(block)
         ranks = rank[start:stop]
         stand_in = [f"{r:0{width}d}" for r in ranks.tolist()]
         kb = min(k, stop - start)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 from ..base.errors import SpecError
 from ..encode.store import VectorStore
 from ..retrieval.search import search
-from ..retrieval.vectors import IntegrityReport, check_vector_blocks, finalize
+from ..retrieval.vectors import BlockChecker, IntegrityReport, finalize
 from ..scoring.metrics import evaluate as score_metrics
 from ..scoring.metrics import search_depth
 from .cache.scoring import ScoringCache
@@ -181,6 +181,7 @@ def score(
     if cache is not None and hit is not None:  # searched and scored before, on exactly these inputs
         dv, ranking = cache.doc_vectors, hit.ranking
     elif isinstance(d_pooled, VectorStore):
+        checker = BlockChecker(dim=contract.dim, normalized=contract.normalize)
         ranking = block_search(
             qv,
             d_pooled,
@@ -191,13 +192,9 @@ def score(
             dim=contract.dim,
             normalize=contract.normalize,
             block_rows=block_rows,
+            on_block=checker.add,  # the integrity check sees each block as it is searched: one read per block
         )
-        store = d_pooled
-        doc_integrity = check_vector_blocks(
-            (finalize(store.read_block(a, b), contract.dim, contract.normalize) for a, b in store.blocks(block_rows)),
-            dim=contract.dim,
-            normalized=contract.normalize,
-        )
+        doc_integrity = checker.report()
     else:
         dv = cache.doc_vectors if cache is not None else finalize(d_pooled, contract.dim, contract.normalize)
         ranking = search(

@@ -111,3 +111,26 @@ def test_minibeir_streamed_equals_in_memory(tiny_model_dir, minibeir_dir, tmp_pa
     )
     assert streamed["timing"]["cache"]["misses"] == 0
     same_results(memory, streamed, tmp_path / "memory", tmp_path / "streamed")
+
+
+def test_a_chunked_run_reads_each_stored_block_once(tiny_model_dir, minibeir_dir, tmp_path, monkeypatch):
+    """The search and the integrity check share one pass over the store: a second pass (the integrity check
+    reading every block again) doubles the disk reads on the path meant for corpora larger than memory."""
+    from evalsuite.encode.store import VectorStore
+
+    reads: list[tuple[int, int]] = []
+    read_block = VectorStore.read_block
+
+    def counted(self: VectorStore, start: int, stop: int):  # type: ignore[no-untyped-def]
+        reads.append((start, stop))
+        return read_block(self, start, stop)
+
+    monkeypatch.setattr(VectorStore, "read_block", counted)
+    spec = RunSpec(
+        model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu", use_cache=False, chunk_size=50, block_rows=64
+    )
+    prepared = prepare(spec)
+    result = run(spec, prepared)
+    n = prepared.dataset.identity.n_documents
+    assert sorted(reads) == [(a, min(a + 64, n)) for a in range(0, n, 64)], reads  # every block, once
+    assert result.doc_integrity is not None and result.doc_integrity.n == n  # and every row was checked
