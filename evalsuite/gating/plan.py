@@ -34,6 +34,7 @@ from typing import Any
 
 from ..base.errors import SpecError
 from ..base.resources import BUNDLED, bundled_dataset_dir
+from ..base.settings import check_keys
 from ..rerank.run import RerankSpec, first_stage_spec
 from ..run.spec import RunSpec
 from ..sweep.axes import Axis, axes_from_spec, parse_vary
@@ -41,21 +42,33 @@ from .gates import Gate
 from .kinds import parse_gates
 from .verdicts import VerdictPolicy
 
-SESSION_KEYS = (
-    "baseline",
-    "gates",
-    "reference_model",
-    "reference_rev",
-    "reports_dir",
-    "sweep",
-    "grid",
-    "update_baseline",
-    "inconclusive",
-    "multiplicity",
-)
+# The spec file's session keys and each [[datasets]] entry's keys, with their types (base/settings.py checks them)
+SESSION_KEYS: dict[str, Any] = {
+    "baseline": str,
+    "gates": list[str],
+    "reference_model": str,
+    "reference_rev": str,
+    "reports_dir": str,
+    "sweep": list[str] | dict,
+    "grid": bool,
+    "update_baseline": bool,
+    "inconclusive": str,
+    "multiplicity": str,
+}
 DEFAULT_REPORTS_DIR = Path("reports") / "evalsuite"  # relative to the directory pytest runs in
 RERANK_KEY = "rerank"  # the spec file's [rerank] table
-DATASET_KEYS = ("name", "path", "split", "qrels", "baseline", "gates", "sweep", "grid", "metrics", "slice_by")
+DATASET_KEYS: dict[str, Any] = {
+    "name": str,
+    "path": str,
+    "split": str,
+    "qrels": str,
+    "baseline": str,
+    "gates": list[str],
+    "sweep": list[str] | dict,
+    "grid": bool,
+    "metrics": list[str],
+    "slice_by": list[str],
+}
 
 
 @dataclass(frozen=True)
@@ -105,7 +118,13 @@ def find_spec_file(start: Path, explicit: str | None = None) -> tuple[Path, dict
 def load_spec_file(path: Path) -> dict[str, object]:
     """Settings of a spec file: the whole `evalsuite.toml`, or `[tool.evalsuite]` of a pyproject."""
     data = read_toml(path)
-    return data.get("tool", {}).get("evalsuite", {}) if path.name == "pyproject.toml" else data
+    if path.name != "pyproject.toml":
+        return data
+    tool = data.get("tool", {})
+    settings = tool.get("evalsuite", {}) if isinstance(tool, dict) else {}
+    if not isinstance(settings, dict):
+        raise SpecError(f"{path}: [tool.evalsuite] must be a table of settings, got {type(settings).__name__}")
+    return settings
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -185,6 +204,7 @@ def build_plan(
     datasets_raw = raw.pop("datasets", None)
     rerank = rerank_spec(raw.pop(RERANK_KEY, None), rerank_flags or {}, base_dir, src)
     session_raw = {k: raw.pop(k) for k in SESSION_KEYS if k in raw}
+    check_keys(session_raw, SESSION_KEYS, source=src)
     if "model" in raw and isinstance(raw["model"], str) and (base_dir / raw["model"]).exists():
         raw["model"] = str(base_dir / raw["model"])
     if "dataset" in raw:
@@ -220,6 +240,7 @@ def build_plan(
         unknown = set(entry) - set(DATASET_KEYS)
         if unknown:
             raise SpecError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {', '.join(DATASET_KEYS)}")
+        check_keys(entry, DATASET_KEYS, source=where)
         if "path" not in entry:
             raise SpecError(f"{where}: needs 'path'")
         path = str(_dataset_path(entry_dir, entry["path"], f"{where}.path"))

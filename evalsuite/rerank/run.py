@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import SpecError
+from ..base.settings import check_fields
 from ..scoring.metrics import search_depth
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class RerankSpec:
         unknown = [k for k in data if k.replace("-", "_") not in names]
         if unknown:
             raise SpecError(f"{source}: unknown reranker setting(s) {unknown}; known: {', '.join(sorted(names))}")
+        check_fields(cls, data, source=source)
         return cls(**{k.replace("-", "_"): v for k, v in data.items()})
 
 

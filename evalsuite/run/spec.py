@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import SpecError
+from ..base.settings import check_fields
 from ..contract import Contract
 from ..model import ModelInfo
 from ..scoring.metrics import DEFAULT_METRICS, parse_metrics
@@ -81,6 +82,7 @@ class RunSpec:
             if name not in names:
                 raise SpecError(f"{source}: unknown setting {key!r}; known: {', '.join(sorted(names))}")
             kw[name] = value
+        check_fields(cls, kw, source=source)
         if "metrics" in kw:
             kw["metrics"] = parse_metrics(kw["metrics"])
         if "endpoints" in kw:

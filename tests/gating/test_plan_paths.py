@@ -25,7 +25,7 @@ def test_qrels_in_a_spec_file_resolve_against_the_spec_file(tmp_path):
 
 
 def test_qrels_must_be_a_path_string(tmp_path):
-    with pytest.raises(SpecError, match=r"datasets\[0\]\.qrels: expected a path string"):
+    with pytest.raises(SpecError, match=r"datasets\[0\]: qrels must be a string, got a number \(3\)"):
         build_plan(
             file_settings={"datasets": [{"path": "data", "qrels": 3}]},
             file_path=tmp_path / "evalsuite.toml",

@@ -178,9 +178,17 @@ def test_slice_by_from_a_spec_file_and_per_dataset(tmp_path, minibeir_dir):
         file_settings=settings, file_path=tmp_path / "evalsuite.toml", run_flags={}, session_flags={}, cwd=tmp_path
     )
     assert [d.spec.slice_by for d in plan.datasets] == [("topic",), ("doc.x", "topic")]
-    with pytest.raises(SpecError, match="slice_by must be a list of metadata field names"):
+    with pytest.raises(SpecError, match=r"slice_by must be a list of strings, got a list \(\[1\]\)"):
         build_plan(
             file_settings={"slice_by": [1]},
+            file_path=tmp_path / "evalsuite.toml",
+            run_flags={},
+            session_flags={},
+            cwd=tmp_path,
+        )
+    with pytest.raises(SpecError, match="slice_by must be a list of metadata field names"):
+        build_plan(
+            file_settings={"slice_by": ["topic", " "]},
             file_path=tmp_path / "evalsuite.toml",
             run_flags={},
             session_flags={},

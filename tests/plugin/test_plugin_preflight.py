@@ -188,3 +188,10 @@ def test_reports_that_cannot_be_written_at_the_end(run_evalsuite, pytester, tiny
     assert run.result.ret == pytest.ExitCode.USAGE_ERROR, out
     assert "Traceback" not in out + run.result.stderr.str() and "INTERNALERROR" not in out
     assert f"evalsuite: error: {blocked}" in out and "not all reports were written" in out
+
+
+def test_a_spec_value_of_the_wrong_type_is_a_usage_error(run_evalsuite, pytester, no_model):
+    """Not an INTERNALERROR: exit 4 and one line naming the file, the key and the type it wants."""
+    (pytester.path / "evalsuite.toml").write_text('metrics = 10\n[[datasets]]\npath = "bundled"\n')
+    run = run_evalsuite(*BASE)
+    _usage_error(run, pytester, "evalsuite.toml: metrics must be a list of strings, got a number (10)")

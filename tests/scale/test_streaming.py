@@ -127,7 +127,12 @@ def test_a_chunked_run_reads_each_stored_block_once(tiny_model_dir, minibeir_dir
 
     monkeypatch.setattr(VectorStore, "read_block", counted)
     spec = RunSpec(
-        model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu", use_cache=False, chunk_size=50, block_rows=64
+        model=str(tiny_model_dir),
+        dataset=str(minibeir_dir),
+        device="cpu",
+        use_cache=False,
+        chunk_size=50,
+        block_rows=64,
     )
     prepared = prepare(spec)
     result = run(spec, prepared)
