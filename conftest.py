@@ -88,6 +88,36 @@ def small_beir_records() -> tuple[list[dict], list[dict], list[tuple[str, str, i
     return [dict(d) for d in SMALL_CORPUS], [dict(q) for q in SMALL_QUERIES], list(SMALL_QRELS)
 
 
+# small_beir with documents and queries of other topics (canary, load): the first two, or all three (a long one)
+EXTRA_CORPUS = [
+    {"_id": "d7", "title": "Space", "text": "The moon orbits the planet and reflects the light of the sun."},
+    {"_id": "d8", "title": "", "text": "A network router forwards each packet along the protocol's route."},
+    {"_id": "d9", "title": "Long", "text": " ".join(["the garden soil feeds each seed and root of the plant"] * 12)},
+]
+EXTRA_QUERIES = [
+    {"_id": "q4", "text": "what does the moon orbit"},
+    {"_id": "q5", "text": "what does a router do with a packet"},
+    {"_id": "q6", "text": "what feeds the seed and root of a plant in the garden"},
+]
+EXTENDED_QRELS = [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 2), ("q2", "d4", 1), ("q3", "d5", 2), ("q3", "d6", 1)]
+
+
+@pytest.fixture(scope="session")
+def extended_beir(tmp_path_factory: pytest.TempPathFactory):
+    """``extended_beir(n)``: small_beir's corpus and queries (without its q4) plus the first ``n`` (2 or 3) extra
+    topics, one relevant document each; each n written once per session."""
+    made: dict[int, Path] = {}
+
+    def build(n: int) -> Path:
+        if n not in made:
+            queries = [q for q in SMALL_QUERIES if q["_id"] != "q4"] + EXTRA_QUERIES[:n]
+            qrels = EXTENDED_QRELS + [(q["_id"], d["_id"], 2) for q, d in zip(EXTRA_QUERIES[:n], EXTRA_CORPUS[:n])]
+            made[n] = write_beir(tmp_path_factory.mktemp(f"extended-{n}"), SMALL_CORPUS + EXTRA_CORPUS[:n], queries, qrels)
+        return made[n]
+
+    return build
+
+
 @pytest.fixture
 def small_beir(tmp_path: Path) -> Path:
     """Six documents over three topics, four queries (one without a relevant document)."""

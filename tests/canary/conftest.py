@@ -37,32 +37,29 @@ def canary_argv(
     ]
 
 
+# every embedding check, in the order the registry runs them (tests/canary/test_registry.py holds the registry to it)
+CHECK_ORDER = [
+    "identity",
+    "vector_agreement",
+    "norm_agreement",
+    "batch_invariance",
+    "repeated_requests",
+    "retrieval_agreement",
+    "bad_input",
+    "matryoshka",
+    "auth",
+]
+
+
+def checks_but(*left_out: str) -> list[str]:
+    """CHECK_ORDER without the checks a run skips (matryoshka without --canary-dimensions, auth without a key)."""
+    return [c for c in CHECK_ORDER if c not in left_out]
+
+
 # the small dataset of the top-level conftest, plus two documents and queries of other topics
-EXTRA_CORPUS = [
-    {"_id": "d7", "title": "Space", "text": "The moon orbits the planet and reflects the light of the sun."},
-    {"_id": "d8", "title": "", "text": "A network router forwards each packet along the protocol's route."},
-]
-EXTRA_QUERIES = [
-    {"_id": "q4", "text": "what does the moon orbit"},
-    {"_id": "q5", "text": "what does a router do with a packet"},
-]
-CANARY_QRELS = [
-    ("q1", "d1", 2),
-    ("q1", "d2", 1),
-    ("q2", "d3", 2),
-    ("q2", "d4", 1),
-    ("q3", "d5", 2),
-    ("q3", "d6", 1),
-    ("q4", "d7", 2),
-    ("q5", "d8", 2),
-]
-
-
 @pytest.fixture(scope="session")
-def canary_dataset(tmp_path_factory, make_beir, small_beir_records) -> Path:
-    corpus, queries, _ = small_beir_records
-    queries = [q for q in queries if q["_id"] != "q4"] + EXTRA_QUERIES
-    return make_beir(tmp_path_factory.mktemp("canary-beir"), corpus + EXTRA_CORPUS, queries, CANARY_QRELS)
+def canary_dataset(extended_beir) -> Path:
+    return extended_beir(2)
 
 
 @pytest.fixture(scope="session")

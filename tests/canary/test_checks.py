@@ -12,19 +12,9 @@ from evalsuite.canary.checks import CheckOutcome
 from evalsuite.canary.embedding.settings import CanarySettings
 from evalsuite.canary.registry import CANARY_CHECKS, check_names, run_check
 
-from .conftest import API_KEY_ENV
+from .conftest import API_KEY_ENV, CHECK_ORDER
 
-ALL = [
-    "identity",
-    "vector_agreement",
-    "norm_agreement",
-    "batch_invariance",
-    "repeated_requests",
-    "retrieval_agreement",
-    "bad_input",
-    "matryoshka",
-    "auth",
-]
+ALL = CHECK_ORDER
 
 
 def run_all(ctx) -> dict[str, CheckOutcome]:

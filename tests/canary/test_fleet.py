@@ -15,6 +15,7 @@ import pytest
 from evalsuite.cli import main
 from evalsuite.run.pipeline import run
 from evalsuite.run.spec import RunSpec
+from evalsuite.testing.builders import run_argv
 
 from .conftest import API_KEY_ENV, FaultServer
 
@@ -88,22 +89,16 @@ def test_servers_serving_different_models_exit_2_naming_both(
 ):
     second_server.listed = ["other-model"]
     rc = main(
-        [
-            "run",
-            "--model",
+        run_argv(
             str(tiny_model_dir),
-            "--dataset",
             str(canary_dataset),
-            "--device",
-            "cpu",
-            "--no-cache",
             "--out",
             str(tmp_path / "out"),
             "--endpoint",
             fault_server.url,
             "--endpoint",
             second_server.url,
-        ]
+        )
     )
     err = capsys.readouterr().err
     assert rc == 2
@@ -122,20 +117,7 @@ def test_a_member_that_is_down_or_keeps_failing_stops_the_run_naming_it(
     fault_server, second_server, tiny_model_dir, canary_dataset, tmp_path, capsys
 ):
     down = _closed_port_url()
-    args = [
-        "run",
-        "--model",
-        str(tiny_model_dir),
-        "--dataset",
-        str(canary_dataset),
-        "--device",
-        "cpu",
-        "--no-cache",
-        "--out",
-        str(tmp_path / "out"),
-        "--endpoint-timeout",
-        "5",
-    ]
+    args = run_argv(str(tiny_model_dir), str(canary_dataset), "--out", str(tmp_path / "out"), "--endpoint-timeout", "5")
     assert main([*args, "--endpoint", fault_server.url, "--endpoint", down]) == 2
     err = capsys.readouterr().err
     assert down in err and "refused" in err.lower()
@@ -168,15 +150,9 @@ def test_the_api_key_reaches_every_member_and_is_never_printed(
     for s in (fault_server, second_server):
         s.api_key = api_key
     out = tmp_path / "out"
-    base = [
-        "run",
-        "--model",
+    base = run_argv(
         str(tiny_model_dir),
-        "--dataset",
         str(canary_dataset),
-        "--device",
-        "cpu",
-        "--no-cache",
         "--out",
         str(out),
         "--endpoint",
@@ -185,7 +161,7 @@ def test_the_api_key_reaches_every_member_and_is_never_printed(
         second_server.url,
         "--endpoint-batch-size",
         "2",
-    ]
+    )
     assert main([*base, "--api-key-env", API_KEY_ENV]) == 0
     printed = "".join(capsys.readouterr())
     assert fault_server.headers and second_server.headers  # a call of few batches still reaches every member

@@ -15,17 +15,9 @@ from evalsuite.canary.registry import CANARY_CHECKS, LABELS, check_names, checks
 from evalsuite.canary.report import checks_table, render_markdown
 from evalsuite.canary.runner import CanaryOutcome
 
-ORDER = [
-    "identity",
-    "vector_agreement",
-    "norm_agreement",
-    "batch_invariance",
-    "repeated_requests",
-    "retrieval_agreement",
-    "bad_input",
-    "matryoshka",
-    "auth",
-]
+from .conftest import CHECK_ORDER
+
+ORDER = CHECK_ORDER
 BASE = CanarySettings(endpoint="http://127.0.0.1:1/v1")
 
 

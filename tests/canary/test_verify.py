@@ -17,25 +17,13 @@ from pathlib import Path
 import pytest
 
 from evalsuite.cli import main
+from evalsuite.testing.builders import run_argv
 
 
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory, tiny_model_dir, canary_dataset) -> Path:
     out = tmp_path_factory.mktemp("verify-run")
-    rc = main(
-        [
-            "run",
-            "--model",
-            str(tiny_model_dir),
-            "--dataset",
-            str(canary_dataset),
-            "--device",
-            "cpu",
-            "--no-cache",
-            "--out",
-            str(out),
-        ]
-    )
+    rc = main(run_argv(str(tiny_model_dir), str(canary_dataset), "--out", str(out)))
     assert rc == 0
     return out / "manifest.json"
 

@@ -4,6 +4,7 @@ import pytest
 
 from evalsuite.cli import main
 from evalsuite.model import directory_digest
+from evalsuite.testing.builders import run_argv
 
 
 def test_model_rev_prints_directory_digest(tiny_model_dir, capsys):
@@ -107,17 +108,7 @@ def test_run_without_arguments_uses_bundled_defaults(tmp_path, monkeypatch, caps
 
 
 def test_warm_rerun_encodes_nothing(tiny_model_dir, small_beir, tmp_path, capsys):
-    argv = [
-        "run",
-        "--model",
-        str(tiny_model_dir),
-        "--dataset",
-        str(small_beir),
-        "--device",
-        "cpu",
-        "--cache-dir",
-        str(tmp_path / "cache"),
-    ]
+    argv = run_argv(str(tiny_model_dir), str(small_beir), cache_dir=str(tmp_path / "cache"))
     assert main([*argv, "--out", str(tmp_path / "cold")]) == 0
     assert main([*argv, "--out", str(tmp_path / "warm")]) == 0
     cold = json.loads((tmp_path / "cold" / "results.json").read_text())

@@ -6,24 +6,11 @@ import json
 import pytest
 
 from evalsuite.cli import main
+from evalsuite.testing.builders import run_argv
 
 
 def _run(tmp_path, model, dataset, *extra):
-    return main(
-        [
-            "run",
-            "--model",
-            str(model),
-            "--dataset",
-            str(dataset),
-            "--device",
-            "cpu",
-            "--no-cache",
-            "--out",
-            str(tmp_path / "out"),
-            *extra,
-        ]
-    )
+    return main(run_argv(str(model), str(dataset), "--out", str(tmp_path / "out"), *extra))
 
 
 def test_an_approximate_index_is_searched_measured_and_named_in_the_manifest(tiny_model_dir, small_beir, tmp_path):

@@ -6,24 +6,11 @@ from evalsuite.base.errors import ContractError, SpecError
 from evalsuite.contract import Contract
 from evalsuite.model import resolve_model
 from evalsuite.run.spec import RunSpec, build_contract
+from evalsuite.testing.builders import make_contract
 
 
 def _c(**kw):
-    base = dict(
-        model="m",
-        model_revision="r",
-        tokenizer_revision="t",
-        pooling="mean",
-        normalize=True,
-        query_prefix="",
-        doc_prefix="",
-        dtype="float32",
-        max_length=128,
-        truncation="truncate",
-        dim=32,
-    )
-    base.update(kw)
-    return Contract(**base)
+    return make_contract(**{"model_revision": "r", "tokenizer_revision": "t", "dim": 32, **kw})
 
 
 def test_round_trip_and_fingerprint():

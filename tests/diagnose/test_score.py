@@ -8,14 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalsuite.contract import Contract
 from evalsuite.diagnose.hypotheses import Alternative
 from evalsuite.diagnose.score import EXPLAIN_TOL, derive, diagnose, numeric_variants, round_to
+from evalsuite.testing.builders import make_contract
 
-CONTRACT = Contract(
-    model="m", model_revision="r", tokenizer_revision="t", pooling="mean", normalize=True,
-    query_prefix="", doc_prefix="", dtype="float32", max_length=64, truncation="truncate", dim=8,
-)  # fmt: skip
+CONTRACT = make_contract(model_revision="r", tokenizer_revision="t", max_length=64, dim=8)
 
 
 def test_bfloat16_rounds_to_nearest_even_and_float16_as_numpy():

@@ -5,20 +5,9 @@ import pytest
 from evalsuite.base.errors import ContractError, SpecError
 from evalsuite.contract import Contract
 from evalsuite.retrieval.index.spec import IndexSpec, canonical, parse_index, resolve
+from evalsuite.testing.builders import make_contract
 
-BASE = Contract(
-    model="m",
-    model_revision="r" * 40,
-    tokenizer_revision="t" * 40,
-    pooling="mean",
-    normalize=True,
-    query_prefix="",
-    doc_prefix="",
-    dtype="float32",
-    max_length=128,
-    truncation="truncate",
-    dim=384,
-)
+BASE = make_contract()
 
 
 @pytest.mark.parametrize(

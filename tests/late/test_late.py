@@ -10,6 +10,7 @@ import pytest
 
 from evalsuite.base.errors import SpecError
 from evalsuite.late.maxsim import maxsim, maxsim_many
+from evalsuite.testing.builders import run_argv
 
 
 def test_maxsim_is_the_sum_of_each_query_tokens_best_match():
@@ -146,15 +147,9 @@ def test_late_cli(late_model_dir, tiny_model_dir, small_beir, tmp_path, capsys):
     parser = argparse.ArgumentParser(prog="evalsuite")
     register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(
-        [
-            "late",
-            "--model",
+        run_argv(
             str(tiny_model_dir),
-            "--dataset",
             str(small_beir),
-            "--device",
-            "cpu",
-            "--no-cache",
             "--late-model",
             str(late_model_dir),
             "--rerank-depth",
@@ -163,7 +158,8 @@ def test_late_cli(late_model_dir, tiny_model_dir, small_beir, tmp_path, capsys):
             "float32",
             "--out",
             str(tmp_path),
-        ]
+            command="late",
+        )
     )
     assert args.func(args) == 0
     assert "KiB per document" in capsys.readouterr().out
@@ -201,15 +197,9 @@ def test_late_cli_compares_a_served_token_output(
 
     def run(out):
         args = parser.parse_args(
-            [
-                "late",
-                "--model",
+            run_argv(
                 str(tiny_model_dir),
-                "--dataset",
                 str(small_beir),
-                "--device",
-                "cpu",
-                "--no-cache",
                 "--late-model",
                 str(late_model_dir),
                 "--rerank-depth",
@@ -218,7 +208,8 @@ def test_late_cli_compares_a_served_token_output(
                 httpserver.url_for("/v1"),
                 "--out",
                 str(out),
-            ]
+                command="late",
+            )
         )
         return args.func(args), json.loads((out / "late.json").read_text())["served_tokens"]
 

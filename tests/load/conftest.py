@@ -19,34 +19,10 @@ from typing import Any
 
 import pytest
 
-EXTRA_CORPUS = [
-    {"_id": "d7", "title": "Space", "text": "The moon orbits the planet and reflects the light of the sun."},
-    {"_id": "d8", "title": "", "text": "A network router forwards each packet along the protocol's route."},
-    {"_id": "d9", "title": "Long", "text": " ".join(["the garden soil feeds each seed and root of the plant"] * 12)},
-]
-EXTRA_QUERIES = [
-    {"_id": "q4", "text": "what does the moon orbit"},
-    {"_id": "q5", "text": "what does a router do with a packet"},
-    {"_id": "q6", "text": "what feeds the seed and root of a plant in the garden"},
-]
-LOAD_QRELS = [
-    ("q1", "d1", 2),
-    ("q1", "d2", 1),
-    ("q2", "d3", 2),
-    ("q2", "d4", 1),
-    ("q3", "d5", 2),
-    ("q3", "d6", 1),
-    ("q4", "d7", 2),
-    ("q5", "d8", 2),
-    ("q6", "d9", 2),
-]
-
 
 @pytest.fixture(scope="session")
-def load_dataset(tmp_path_factory, make_beir, small_beir_records) -> Path:
-    corpus, queries, _ = small_beir_records
-    queries = [q for q in queries if q["_id"] != "q4"] + EXTRA_QUERIES
-    return make_beir(tmp_path_factory.mktemp("load-beir"), corpus + EXTRA_CORPUS, queries, LOAD_QRELS)
+def load_dataset(extended_beir) -> Path:
+    return extended_beir(3)
 
 
 @pytest.fixture(scope="session")

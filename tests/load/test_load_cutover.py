@@ -14,6 +14,7 @@ import pytest
 
 from evalsuite.base.errors import SpecError
 from evalsuite.load.cli import register
+from evalsuite.testing.builders import run_argv
 
 
 def load_main(argv):
@@ -25,17 +26,7 @@ def load_main(argv):
 
 @pytest.fixture
 def base_args(tiny_model_dir, load_dataset):
-    return [
-        "--model",
-        str(tiny_model_dir),
-        "--dataset",
-        str(load_dataset),
-        "--device",
-        "cpu",
-        "--no-cache",
-        "--endpoint-timeout",
-        "10",
-    ]
+    return run_argv(str(tiny_model_dir), str(load_dataset), "--endpoint-timeout", "10", command=None)
 
 
 QUICK = ["--concurrency", "1,4", "--load-batch-sizes", "4", "--requests", "16"]
@@ -99,14 +90,9 @@ def test_cutover_flags_a_quality_drop_even_when_capacity_holds(
     # the fixture dataset (190 queries) lets the paired bootstrap decide; the new server's vectors ignore the words
     old, new = fake_server(), fake_server(vectors="random")
     rc = load_main(
-        [
-            "--model",
+        run_argv(
             str(tiny_model_dir),
-            "--dataset",
             str(minibeir_dir),
-            "--device",
-            "cpu",
-            "--no-cache",
             "--concurrency",
             "1",
             "--load-batch-sizes",
@@ -123,7 +109,8 @@ def test_cutover_flags_a_quality_drop_even_when_capacity_holds(
             str(tmp_path),
             "--capacity-gate",
             "throughput:max_rel_drop=90%",
-        ]
+            command=None,
+        )
     )
     out = capsys.readouterr().out
     assert rc == 1

@@ -13,6 +13,7 @@ from evalsuite.rerank.twostage import MemoScorer
 from evalsuite.sweep import parse_vary
 from evalsuite.sweep.registry import declaration
 from evalsuite.sweep.rerank_cells import parse_rerank_vary, plan
+from evalsuite.testing.builders import run_argv
 
 
 def test_reranker_axes_parse_with_the_one_vary_parser_and_plan():
@@ -97,19 +98,13 @@ def test_rerank_sweep_cli(tiny_model_dir, cross_encoder_dir, small_beir, tmp_pat
 
     monkeypatch.setattr(run_module, "make_reranker", make)
     args = build_parser().parse_args(
-        [
-            "rerank-sweep",
-            "--model",
+        run_argv(
             str(tiny_model_dir),
-            "--dataset",
             str(small_beir),
-            "--device",
-            "cpu",
-            "--no-cache",
             "--reranker",
             str(cross_encoder_dir),
             "--rerank-depth",
-            "4,6",  # the deepest is the base, the others are depth cells
+            "4,6",
             "--vary",
             "depth=2",
             "--vary",
@@ -118,7 +113,8 @@ def test_rerank_sweep_cli(tiny_model_dir, cross_encoder_dir, small_beir, tmp_pat
             "pooling=cls",
             "--out",
             str(tmp_path),
-        ]
+            command="rerank-sweep",
+        )
     )
     assert args.func(args) == 0
     assert prepared_specs == [None]  # one first stage, and pooling=cls through the same sweep's forward passes

@@ -13,6 +13,7 @@ from evalsuite.rerank.contract import RerankerContract
 from evalsuite.rerank.twostage import evaluate_depths, rerank, top_ids
 from evalsuite.run.result import read_results
 from evalsuite.scoring.metrics import evaluate
+from evalsuite.testing.builders import run_argv
 
 CONTRACT = RerankerContract(
     model="oracle", model_revision="r", tokenizer_revision="t", activation="none", template="pair", max_length=64
@@ -110,15 +111,9 @@ def test_rerank_cli_writes_both_stages(tiny_model_dir, cross_encoder_dir, small_
     parser = argparse.ArgumentParser(prog="evalsuite")
     register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(
-        [
-            "rerank",
-            "--model",
+        run_argv(
             str(tiny_model_dir),
-            "--dataset",
             str(small_beir),
-            "--device",
-            "cpu",
-            "--no-cache",
             "--reranker",
             str(cross_encoder_dir),
             "--rerank-depth",
@@ -127,7 +122,8 @@ def test_rerank_cli_writes_both_stages(tiny_model_dir, cross_encoder_dir, small_
             "none",
             "--out",
             str(tmp_path),
-        ]
+            command="rerank",
+        )
     )
     assert args.func(args) == 0
     out = capsys.readouterr().out
@@ -151,22 +147,16 @@ def test_run_with_a_reranker_is_the_two_stage_run(tiny_model_dir, cross_encoder_
     from evalsuite.cli import main
 
     code = main(
-        [
-            "run",
-            "--model",
+        run_argv(
             str(tiny_model_dir),
-            "--dataset",
             str(small_beir),
-            "--device",
-            "cpu",
-            "--no-cache",
             "--reranker",
             str(cross_encoder_dir),
             "--rerank-depth",
             "5",
             "--out",
             str(tmp_path),
-        ]
+        )
     )
     assert code == 0
     report = read_results(tmp_path / "results.json")  # where every run writes it, both stages

@@ -1,23 +1,11 @@
 import pytest
 
 from evalsuite.base.errors import SpecError
-from evalsuite.contract import Contract
 from evalsuite.sweep import parse_vary, sweep_from_mapping
 from evalsuite.sweep.axes import apply
+from evalsuite.testing.builders import make_contract
 
-BASE = Contract(
-    model="m",
-    model_revision="r" * 40,
-    tokenizer_revision="t" * 40,
-    pooling="mean",
-    normalize=True,
-    query_prefix="query: ",
-    doc_prefix="passage: ",
-    dtype="float32",
-    max_length=256,
-    truncation="truncate",
-    dim=384,
-)
+BASE = make_contract(query_prefix="query: ", doc_prefix="passage: ", max_length=256)
 
 
 def _values(axis):

@@ -3,30 +3,26 @@ import json
 import pytest
 
 from evalsuite.cli import main
+from evalsuite.testing.builders import run_argv
 
 
 def test_sweep_command_writes_reports(tiny_model_dir, minibeir_dir, tmp_path, capsys):
     out = tmp_path / "sweep"
     code = main(
-        [
-            "sweep",
-            "--model",
+        run_argv(
             str(tiny_model_dir),
-            "--dataset",
             str(minibeir_dir),
-            "--device",
-            "cpu",
             "--metrics",
             "ndcg@10",
-            "--cache-dir",
-            str(tmp_path / "cache"),
             "--vary",
             "pooling=cls,last",
             "--vary",
             "dim=16",
             "--out",
             str(out),
-        ]
+            command="sweep",
+            cache_dir=str(tmp_path / "cache"),
+        )
     )
     assert code == 0
     text = capsys.readouterr().out

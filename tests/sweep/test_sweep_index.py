@@ -7,28 +7,16 @@ import pytest
 
 from evalsuite.base.errors import SpecError
 from evalsuite.cli import main
-from evalsuite.contract import Contract
 from evalsuite.run.pipeline import prepare
 from evalsuite.run.spec import RunSpec
 from evalsuite.sweep import parse_axis, parse_vary, plan_cells, plan_passes, run_sweep
 from evalsuite.sweep.reports import write_sweep_reports
 from evalsuite.sweep.reports.index import pareto_front
+from evalsuite.testing.builders import make_contract, run_argv
 
 METRICS = ("ndcg@10", "recall@100")
 INDEXES = "index=flat,hnsw,ivfpq,sq8,binary,binary+rescore=100"
-BASE = Contract(
-    model="m",
-    model_revision="r" * 40,
-    tokenizer_revision="t" * 40,
-    pooling="mean",
-    normalize=True,
-    query_prefix="q: ",
-    doc_prefix="",
-    dtype="float32",
-    max_length=64,
-    truncation="truncate",
-    dim=32,
-)
+BASE = make_contract(query_prefix="q: ", max_length=64, dim=32)
 
 
 def test_index_values_keep_their_parameters_together():
@@ -186,25 +174,20 @@ def test_reports_hold_the_index_table_the_matryoshka_table_and_pareto_plots(swep
 
 def test_sweep_command_prints_the_index_table(tiny_model_dir, minibeir_dir, tmp_path, capsys):
     code = main(
-        [
-            "sweep",
-            "--model",
+        run_argv(
             str(tiny_model_dir),
-            "--dataset",
             str(minibeir_dir),
-            "--device",
-            "cpu",
             "--metrics",
             "ndcg@10",
-            "--cache-dir",
-            str(tmp_path / "cache"),
             "--vary",
             "index=flat,sq8,binary",
             "--vary",
             "dim=32,16",
             "--out",
             str(tmp_path / "out"),
-        ]
+            command="sweep",
+            cache_dir=str(tmp_path / "cache"),
+        )
     )
     assert code == 0
     text = capsys.readouterr().out

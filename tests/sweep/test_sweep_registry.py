@@ -20,20 +20,9 @@ from evalsuite.sweep import (
 )
 from evalsuite.sweep.axes import conflicts
 from evalsuite.sweep.axis_kinds import ALL_STAGES, ChoiceAxis
+from evalsuite.testing.builders import make_contract
 
-BASE = Contract(
-    model="m",
-    model_revision="r" * 40,
-    tokenizer_revision="t" * 40,
-    pooling="mean",
-    normalize=True,
-    query_prefix="query: ",
-    doc_prefix="passage: ",
-    dtype="float32",
-    max_length=256,
-    truncation="truncate",
-    dim=384,
-)
+BASE = make_contract(query_prefix="query: ", doc_prefix="passage: ", max_length=256)
 
 
 def _fields(cls):
