@@ -111,8 +111,12 @@ def extended_beir(tmp_path_factory: pytest.TempPathFactory):
     def build(n: int) -> Path:
         if n not in made:
             queries = [q for q in SMALL_QUERIES if q["_id"] != "q4"] + EXTRA_QUERIES[:n]
-            qrels = EXTENDED_QRELS + [(q["_id"], d["_id"], 2) for q, d in zip(EXTRA_QUERIES[:n], EXTRA_CORPUS[:n])]
-            made[n] = write_beir(tmp_path_factory.mktemp(f"extended-{n}"), SMALL_CORPUS + EXTRA_CORPUS[:n], queries, qrels)
+            qrels = EXTENDED_QRELS + [
+                (q["_id"], d["_id"], 2) for q, d in zip(EXTRA_QUERIES[:n], EXTRA_CORPUS[:n], strict=True)
+            ]
+            made[n] = write_beir(
+                tmp_path_factory.mktemp(f"extended-{n}"), SMALL_CORPUS + EXTRA_CORPUS[:n], queries, qrels
+            )
         return made[n]
 
     return build
