@@ -7,6 +7,11 @@ concurrency) between the old and the new deployment.
 
 A limit is a fraction (``0.1``) or a percentage (``10%``). A limit reached exactly passes. A level
 where either side has no finite value (no successful request) makes the gate inconclusive.
+
+Adding a metric: its name in :data:`HIGHER_BETTER` or :data:`LOWER_BETTER` (a field the load level's summary
+reports). Adding a kind: one entry in :data:`CAPACITY_GATE_KINDS` (the metrics it takes) and its comparison in
+:meth:`CapacityGate.check`; the parser's errors list the registry. Its test: a level that just passes and one that
+just fails (``tests/load/test_load_math.py``).
 """
 
 from __future__ import annotations

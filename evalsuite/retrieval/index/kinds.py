@@ -1,5 +1,5 @@
 """Every index kind, declared once: its parameters and how they are clamped, how FAISS builds and searches
-it, and its bytes per vector. :mod:`.spec` parses specs against :data:`INDEX_KIND_NAMES`, :mod:`.build` builds and
+it, and its bytes per vector. :mod:`.spec` parses specs against :data:`INDEX_KINDS`, :mod:`.build` builds and
 searches through :func:`kind`, :mod:`.footprint` sums a kind's :meth:`IndexKind.footprint`.
 
 How to add a kind (e.g. ``pq``):
