@@ -19,7 +19,8 @@ import pytest
 from evalsuite.canary.registry import LABELS
 from evalsuite.cli import main
 
-from .conftest import API_KEY_ENV, RawRequest, RawServer, canary_argv, checks_but, embeddings_json, http_response
+from .conftest import API_KEY_ENV, canary_argv, checks_but
+from .raw_server import RawRequest, RawServer, embeddings_json, http_response
 
 CANARY_CHECKS = checks_but("matryoshka", "auth")
 HANG_LIMIT_S = 60.0

@@ -21,7 +21,8 @@ from evalsuite.canary.embedding.checks.repeat import (
 )
 from evalsuite.cli import main
 
-from .conftest import Replica, canary_argv
+from .conftest import canary_argv
+from .fault_server import Replica
 from .proxy import Proxy, Router
 
 

@@ -70,7 +70,7 @@ def test_cli_usage_errors_exit_2(tiny_model_dir, canary_dataset, tmp_path, capsy
 def test_rounds_report_each_round_and_exit_with_the_worst(
     fault_server, tiny_model_dir, canary_dataset, tmp_path, capsys
 ):
-    from .conftest import Replica
+    from .fault_server import Replica
 
     fault_server.latency = 0.0
     assert canary(fault_server.url, tiny_model_dir, canary_dataset, tmp_path / "one") == 0

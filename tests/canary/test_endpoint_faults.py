@@ -41,7 +41,7 @@ from evalsuite.encode.response import (
     parse_embeddings,
 )
 
-from .conftest import RawServer, embeddings_json, http_response
+from .raw_server import RawServer, embeddings_json, http_response
 
 KEY = "sk-fault/key+test_0123456789abcdef"  # a "/" and a "+" so that escaped and encoded forms differ
 DIM = 8

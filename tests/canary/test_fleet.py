@@ -17,7 +17,8 @@ from evalsuite.run.pipeline import run
 from evalsuite.run.spec import RunSpec
 from evalsuite.testing.builders import run_argv
 
-from .conftest import API_KEY_ENV, FaultServer
+from .conftest import API_KEY_ENV
+from .fault_server import FaultServer
 
 TOLERANCE = 0.005  # the canary's default max |delta| of a metric
 
@@ -282,7 +283,7 @@ def test_run_endpoint_options_are_the_canary_client_options(tiny_model_dir):
 def test_a_member_serving_another_contract_stops_the_run_named_before_any_dataset_text(
     fault_server, second_server, third_server, tiny_model_dir, canary_dataset, tmp_path, capsys, fault
 ):
-    from .conftest import Replica
+    from .fault_server import Replica
 
     third_server.replica = Replica(1.0, fault)  # every request to this member: CLS pooling, or norm 1.7
     base = ["run", "--model", str(tiny_model_dir), "--dataset", str(canary_dataset), "--device", "cpu"]

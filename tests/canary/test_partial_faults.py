@@ -19,7 +19,7 @@ from evalsuite.canary.embedding.checks.retrieval import rank_overlap
 from evalsuite.canary.registry import run_check
 from evalsuite.canary.runner import run_canary
 
-from .conftest import Replica
+from .fault_server import Replica
 
 RUNS = 20  # seeded canary runs per fault (the acceptance: 20 of 20)
 
