@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_equivalence.py [--size 100000] [--queries 1000] [--chunk 65536]
                                                 [--block 65536] [--paths memory,blockwise,...] [--json out.json]
 
-Writes the synthetic BEIR corpus of ``bench_scale.py`` (the tiny random BERT of ``evalsuite/tiny_bert.py``), then runs
+Writes the synthetic BEIR corpus of ``bench_scale.py`` (the tiny random BERT of ``evalsuite/testing/tiny_bert.py``), then runs
 ``evalsuite run`` once per execution path, each as its own process:
 
 - ``memory``: the default in-process run, every vector in RAM, one exact search; it fills a fresh cache;

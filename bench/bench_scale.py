@@ -14,7 +14,7 @@ of this doc is the other modes.
 
 For each mode, corpus size and executor, one child process (so its peak RSS is its own) evaluates a
 synthetic corpus (deterministic word sequences from the tiny model's vocabulary) with the tiny random
-BERT of ``evalsuite/tiny_bert.py``: chunk by chunk into a memory-mapped vector store, searched block by block
+BERT of ``evalsuite/testing/tiny_bert.py``: chunk by chunk into a memory-mapped vector store, searched block by block
 (FAISS per block, per-query top-k merge), scored with ranx against synthetic qrels (each query is a
 prefix of one document, the relevant one).
 

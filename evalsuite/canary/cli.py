@@ -1,5 +1,5 @@
 """`evalsuite canary --endpoint URL [run options] [canary options] [--out DIR]`, and with
-`--reranker-endpoint URL --reranker DIR` the reranker checks (:mod:`.rerank_cli`) too; `rerank-canary` is
+`--reranker-endpoint URL --reranker DIR` the reranker checks (:mod:`.reranker.cli`) too; `rerank-canary` is
 its alias for the reranker alone. `--endpoint` repeated: a fleet, every check against each member on its own
 (:mod:`.fleet`), each failing member named.
 

@@ -1,7 +1,7 @@
 """What a canary check is (:class:`CanaryCheck`, one declaration each) and what it answers (:class:`CheckOutcome`).
 
 A check runs on the context of its family: a :class:`~..context.CanaryContext` for the embedding
-checks, a :class:`~..rerank_context.RerankCanaryContext` for the reranker's; both are a
+checks, a :class:`~evalsuite.canary.reranker.context.RerankCanaryContext` for the reranker's; both are a
 :class:`CheckContext`, which is all the one runner (:func:`.registry.judge`) needs.
 """
 

@@ -1,6 +1,6 @@
 """The reranker canary's agreement checks: a served reranker's answers against the local reference.
 
-Each is one :class:`CanaryCheck` on the shared :class:`~..rerank_context.RerankCanaryContext`, listed in
+Each is one :class:`CanaryCheck` on the shared :class:`~evalsuite.canary.reranker.context.RerankCanaryContext`, listed in
 run order in :data:`.registry.RERANK_CHECKS`; a check never raises for what the server does (a typed
 endpoint error becomes a failed verdict naming it). Every agreement is judged on the worst pair or query.
 """
