@@ -1,8 +1,8 @@
 """What a canary check is (:class:`CanaryCheck`, one declaration each) and what it answers (:class:`CheckOutcome`).
 
-A check runs on the context of its family: a :class:`~..context.CanaryContext` for the embedding
+A check runs on the context of its family: a :class:`~evalsuite.canary.embedding.context.CanaryContext` for the embedding
 checks, a :class:`~evalsuite.canary.reranker.context.RerankCanaryContext` for the reranker's; both are a
-:class:`CheckContext`, which is all the one runner (:func:`.registry.judge`) needs.
+:class:`CheckContext`, which is all the one runner (:func:`evalsuite.canary.registry.judge`) needs.
 """
 
 from __future__ import annotations
