@@ -59,7 +59,7 @@ def test_a_sidecar_with_fewer_or_more_ids(
     index, _ = ingest.write("good", ingest.vectors)
     n = len(ingest.ids)
     side = tmp_path / "ids.txt"
-    side.write_text("\n".join((ingest.ids + ["x1", "x2", "x3"])[: n + delta]) + "\n")
+    side.write_text("\n".join(([*ingest.ids, "x1", "x2", "x3"])[: n + delta]) + "\n")
     assert run(ingest, tmp_path / "out", f"faiss:{index}", "--ids", str(side)) == 2
     err = capsys.readouterr().err
     assert f"--ids {side}: {n + delta} ids for {n} vectors" in err and f"({word} ids than vectors)" in err

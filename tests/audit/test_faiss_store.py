@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -77,7 +78,7 @@ def test_every_index_type_streams_its_vectors_and_searches_exactly(kind: str, da
         assert np.allclose([[s for _, s in row] for row in exact], brute, atol=1e-5)
     else:
         assert [[c for c, _ in row] for row in exact] == [[f"c{j}" for j in row] for row in want]
-    assert all(a[1] >= b[1] for row in exact for a, b in zip(row, row[1:], strict=False))  # higher is better
+    assert all(a[1] >= b[1] for row in exact for a, b in itertools.pairwise(row))  # higher is better
     fetched = src.fetch(["c3", "c599", "nope"])
     assert set(fetched) == {"c3", "c599"} and np.allclose(fetched["c3"][0], got[3])
     if kind == "ivf":
