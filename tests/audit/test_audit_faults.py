@@ -203,8 +203,9 @@ def test_a_sample_states_its_detection_power(ingest: Ingest, tmp_path: Path) -> 
     code, data, report = audit(ingest, "sampled", index, ids, tmp_path, "--audit-detect", "0.05", "--audit-seed", "3")
     f = verdicts(data)["fidelity"]
     assert code == 0 and f["details"]["sampled"] == 90 and f["details"]["all"] is False
-    assert "a bad share >= 5% of the 160 stored vectors would have been found with probability 0.9901 >= 0.99" in (
-        f["message"]
+    assert (
+        "a bad share >= 5% of the 160 stored vectors would have been found with probability 0.9901 >= 0.99"
+        in (f["message"])
     )
     assert "Detection power: a bad share >= 5%" in report
 
