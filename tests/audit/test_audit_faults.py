@@ -226,3 +226,19 @@ def test_cutover_compares_the_new_index_with_the_one_in_production(ingest: Inges
     code, data, _ = audit(ingest, "same", old, old_ids, tmp_path, *extra)
     assert code == 0 and data["cutover"]["status"] == "PASS"
     assert all(r["delta"] == 0.0 for r in data["cutover"]["details"]["metrics"].values())
+
+
+def test_the_manifest_of_the_index_against_the_contract(ingest: Ingest, tmp_path: Path) -> None:
+    run_out = tmp_path / "run"
+    assert main(["run", "--dataset", str(ingest.dataset), "--doc-prefix", DOC_PREFIX, "--out", str(run_out)]) == 0
+    manifest = run_out / "manifest.json"
+    index, ids = ingest.write("faithful", ingest.vectors)
+    code, data, _ = audit(ingest, "manifest-ok", index, ids, tmp_path, "--manifest", str(manifest))
+    assert code == 0 and verdicts(data)["manifest"]["status"] == "PASS"
+    m = json.loads(manifest.read_text(encoding="utf-8"))
+    m["contract"]["pooling"] = "cls"  # the index was declared as made with another pooling
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(m), encoding="utf-8")
+    code, data, _ = audit(ingest, "manifest-bad", index, ids, tmp_path, "--manifest", str(other))
+    v = verdicts(data)["manifest"]
+    assert code == 1 and v["status"] == "FAIL" and "pooling: manifest 'cls', audit 'mean'" in v["message"]
