@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from ..gating.session import GateSession
     from .context import AuditContext
 
-STORE_PREFIXES = ("faiss:", "postgresql://", "postgres://", "lancedb:")
 # the plugin's audit options (--index itself is the run's, made lenient; --endpoint and --suspect-model are the
 # canary's, which the plugin already has)
 PLUGIN_OPTIONS: tuple[Option, ...] = tuple(
@@ -32,7 +31,10 @@ PLUGIN_OPTIONS: tuple[Option, ...] = tuple(
 
 
 def is_store_uri(text: str) -> bool:
-    return text.startswith(STORE_PREFIXES)
+    """Whether ``text`` starts with a scheme of a declared store (``faiss:``, ``postgresql://``, ...)."""
+    from .stores import STORE_KINDS
+
+    return text.startswith(tuple(s for kind in STORE_KINDS for s in kind.schemes))
 
 
 def lenient_index(parse: Any) -> Any:
