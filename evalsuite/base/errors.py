@@ -73,3 +73,8 @@ class SpoolError(StoreError):
 
 class MissingExtra(SpecError):
     """A setting needs an optional dependency that is not installed; the message names the extra to install."""
+
+
+class IndexSourceError(EvalsuiteError):
+    """A vector index or store (a FAISS file, its id sidecar, a pgvector table, a LanceDB table) cannot be read
+    as asked; the message names the file, table or column and what to do (a usage/input error, exit 2)."""

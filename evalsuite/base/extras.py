@@ -10,7 +10,7 @@ from importlib.util import find_spec
 
 from .errors import MissingExtra
 
-EXTRAS = {"ray": "ray"}  # module -> the extra that installs it
+EXTRAS = {"ray": "ray", "psycopg": "pgvector", "lancedb": "lancedb"}  # module -> the extra that installs it
 
 
 def require(module: str, feature: str) -> None:

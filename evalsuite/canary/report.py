@@ -1,7 +1,7 @@
 """`canary.json` and `report.md` of either family, written atomically and redacted. Settings carry the key's
 variable name only.
 
-Per-check text comes from the check declarations (:mod:`evalsuite.canary.checks.registry`).
+Per-check text comes from the check declarations (:mod:`evalsuite.canary.registry`).
 """
 
 from __future__ import annotations
