@@ -1,0 +1,222 @@
+"""Open an index, run the audit family's checks (the canary's runner), and compare a cutover pair."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..canary.checks.base import Verdict
+from ..verdict import exit_status
+from .settings import AuditSettings
+from .source import SourceOptions
+
+if TYPE_CHECKING:
+    from ..encode.base import Encoder
+    from ..encode.contract_encoder import ContractEncoder
+    from ..prepared import Prepared
+    from .context import AuditContext
+    from .source import IndexInfo
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class AuditTarget:
+    """One index to audit: its URI, how to open it, its manifest and the endpoint it is served with."""
+
+    uri: str
+    options: SourceOptions = field(default_factory=SourceOptions)
+    manifest: Path | None = None
+    endpoint: str | None = None
+    role: str = "index"
+
+
+@dataclass(frozen=True)
+class AuditOutcome:
+    """One index's verdicts (in the order of :data:`~.checks.AUDIT_CHECKS`)."""
+
+    role: str
+    info: IndexInfo
+    settings: AuditSettings
+    contract: dict[str, Any]
+    dataset: dict[str, Any]
+    verdicts: tuple[Verdict, ...]
+    created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed is not False for v in self.verdicts)
+
+    @property
+    def failed(self) -> list[str]:
+        return [v.check for v in self.verdicts if v.passed is False]
+
+    @property
+    def exit_status(self) -> int:
+        return exit_status(v.verdict for v in self.verdicts if v.verdict is not None)
+
+    def verdict(self, name: str) -> Verdict | None:
+        return next((v for v in self.verdicts if v.check == name), None)
+
+    def diagnosis_sentences(self) -> list[str]:
+        v = self.verdict("fidelity")
+        d = v.details.get("diagnosis") if v is not None else None
+        return list(d["sentences"]) if isinstance(d, dict) else []
+
+    def worst_ids(self) -> list[dict[str, Any]]:
+        v = self.verdict("fidelity")
+        return list(v.details.get("worst", [])) if v is not None else []
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "passed": self.passed,
+            "created": self.created,
+            "index": {**dataclasses.asdict(self.info), "search_params": dict(self.info.search_params)},
+            "settings": self.settings.to_dict(),
+            "contract": self.contract,
+            "dataset": self.dataset,
+            "verdicts": [v.to_dict() for v in self.verdicts],
+            "diagnosis": self.diagnosis_sentences(),
+        }
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """What `evalsuite audit` answers: the audited index, the baseline of a cutover, and their comparison."""
+
+    index: AuditOutcome
+    baseline: AuditOutcome | None = None
+    cutover: Verdict | None = None
+
+    @property
+    def outcomes(self) -> tuple[AuditOutcome, ...]:
+        return (self.index,) if self.baseline is None else (self.index, self.baseline)
+
+    @property
+    def passed(self) -> bool:
+        return all(o.passed for o in self.outcomes) and (self.cutover is None or self.cutover.passed is not False)
+
+    @property
+    def exit_status(self) -> int:
+        return 0 if self.passed else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "family": "audit",
+            "passed": self.passed,
+            "index": self.index.to_dict(),
+            "baseline": None if self.baseline is None else self.baseline.to_dict(),
+            "cutover": None if self.cutover is None else self.cutover.to_dict(),
+        }
+
+
+def reference_encoder(prepared: Prepared) -> Callable[[], Encoder]:
+    """The pinned reference's encoder, made (and its model loaded) once, on first use."""
+    from ..pipeline import make_encoder
+
+    @lru_cache(maxsize=1)
+    def encoder() -> Encoder:
+        return make_encoder(prepared)
+
+    return encoder
+
+
+def endpoint_encoder(prepared: Prepared, url: str) -> Callable[[], ContractEncoder]:
+    """The production query path: the queries encoded by the served endpoint under the same contract."""
+    from ..encode.contract_encoder import ContractEncoder
+    from ..pipeline import make_encoder
+
+    served = dataclasses.replace(prepared, spec=dataclasses.replace(prepared.spec, endpoints=(url,)))
+
+    @lru_cache(maxsize=1)
+    def encoder() -> ContractEncoder:
+        return ContractEncoder(make_encoder(served), prepared.contract)
+
+    return encoder
+
+
+def open_context(
+    target: AuditTarget, settings: AuditSettings, prepared: Prepared, encoder: Callable[[], Encoder]
+) -> AuditContext:
+    """The store opened (its typed errors first) and the context its checks share."""
+    from ..encode.http import Deadline
+    from .context import DEADLINE_WHAT, AuditContext
+    from .stores import open_source
+
+    source = open_source(target.uri, target.options)
+    try:
+        source.info()  # an unreadable store fails here, before any check
+    except BaseException:
+        source.close()
+        raise
+    return AuditContext(
+        settings,
+        source,
+        prepared,
+        Deadline.after(settings.deadline, DEADLINE_WHAT),
+        encoder,
+        manifest=target.manifest,
+        query_encoder=endpoint_encoder(prepared, target.endpoint) if target.endpoint else None,
+        role=target.role,
+    )
+
+
+def run_audit(ctx: AuditContext, on_verdict: Callable[[Verdict], None] | None = None) -> AuditOutcome:
+    """Every audit check in order under the canary's one error policy; the store is closed afterwards."""
+    from ..canary.runner import run_checks
+    from .checks import AUDIT_CHECKS
+
+    info = ctx.info()
+    verdicts = run_checks(AUDIT_CHECKS, ctx, on_verdict, close=False)
+    return AuditOutcome(
+        role=ctx.role,
+        info=info,
+        settings=ctx.settings,
+        contract=ctx.prepared.contract.to_dict(),
+        dataset=ctx.prepared.dataset.identity.to_dict(),
+        verdicts=verdicts,
+    )
+
+
+def compare_cutover(new: AuditContext, old: AuditContext) -> Verdict:
+    """The new index against the old one, query by query through each one's own search as deployed: every
+    metric non-inferior within the margin (paired bootstrap CI), so the switch (and its rollback) is proven."""
+    from ..stats import non_inferiority, paired_scores
+
+    a_side, b_side = new.index_retrieval(), old.index_retrieval()
+    metrics = [m for m in new.prepared.spec.metrics if m in a_side.per_query and m in b_side.per_query]
+    qids, a, b = paired_scores(a_side.per_query, b_side.per_query, metrics)
+    margin = new.settings.max_delta
+    decisions = non_inferiority(a, b, margin=margin)
+    rows = {
+        m: {
+            "new": round(a_side.result_metrics[m], 6),
+            "old": round(b_side.result_metrics[m], 6),
+            "delta": round(float(np.mean(a[:, j] - b[:, j])), 6),
+            "ci_low": round(decisions[j].ci.low, 6),
+            "ci_high": round(decisions[j].ci.high, 6),
+            "decision": decisions[j].decision,
+        }
+        for j, m in enumerate(metrics)
+    }
+    details = {"margin": margin, "queries": len(qids), "metrics": rows}
+    listed = "; ".join(
+        f"{m} new {r['new']:.4f} vs old {r['old']:.4f}, delta {r['delta']:+.4f} (95% CI {r['ci_low']:+.4f} .. "
+        f"{r['ci_high']:+.4f}, {r['decision']})"
+        for m, r in rows.items()
+    )
+    failing = [m for m, r in rows.items() if r["decision"] != "pass"]
+    if failing:
+        return Verdict(
+            "cutover", False, f"cutover: the new index is not non-inferior within {margin}: {listed}", details
+        )
+    return Verdict("cutover", True, f"cutover: the new index is non-inferior within {margin}: {listed}", details)

@@ -1,0 +1,89 @@
+"""One pass over every stored vector: the structure counts, and the sampled rows' vectors kept for fidelity.
+
+Memory is one block of vectors, the ids (one string per row, needed to find duplicates and missing chunks)
+and the sampled rows; the per-row norms are float32 (4 bytes a row).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from .source import IndexSource
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What one pass over the stored rows found."""
+
+    count: int
+    dim: int
+    ids: list[str]  # row -> chunk id, storage order
+    non_finite: tuple[int, ...]  # rows
+    zero: tuple[int, ...]
+    norms: np.ndarray  # row -> L2 norm (NaN for a non-finite row)
+    sample_rows: np.ndarray  # sorted rows audited for fidelity
+    sample_vectors: np.ndarray  # (len(sample_rows), dim) float32
+
+    def duplicated(self) -> dict[str, list[int]]:
+        """Each chunk id stored on more than one row, with its rows."""
+        counts = Counter(self.ids)
+        dup = {cid for cid, n in counts.items() if n > 1}
+        out: dict[str, list[int]] = {}
+        for row, cid in enumerate(self.ids):
+            if cid in dup:
+                out.setdefault(cid, []).append(row)
+        return out
+
+
+def sample_size(share: float, confidence: float, count: int) -> int:
+    """The fewest rows, drawn at random, that include a row of a bad share >= ``share`` with ``confidence``
+    (drawn with replacement: drawing without, as here, only catches more); at most ``count``."""
+    if share >= 1.0:
+        return min(1, count)
+    return min(count, max(1, math.ceil(math.log(1.0 - confidence) / math.log(1.0 - share))))
+
+
+def sample_rows(count: int, n: int, seed: int) -> np.ndarray:
+    if n >= count:
+        return np.arange(count, dtype=np.int64)
+    return np.sort(np.random.default_rng(seed).choice(count, size=n, replace=False)).astype(np.int64)
+
+
+def scan(source: IndexSource, rows: np.ndarray, block_rows: int) -> Scan:
+    """Stream every stored row once (``source.iter_vectors``), keeping the vectors of ``rows``."""
+    ids: list[str] = []
+    non_finite: list[int] = []
+    zero: list[int] = []
+    norms: list[np.ndarray] = []
+    kept: list[np.ndarray] = []
+    at, dim, want = 0, 0, 0
+    for chunk_ids, vectors in source.iter_vectors(block_rows):
+        v = np.asarray(vectors, dtype=np.float32)
+        n = len(v)
+        dim = int(v.shape[1])
+        ids.extend(chunk_ids)
+        finite = np.isfinite(v).all(axis=1)
+        norm = np.linalg.norm(np.where(np.isfinite(v), v, 0.0).astype(np.float64), axis=1)
+        norm = np.where(finite, norm, np.nan)
+        non_finite += (at + np.flatnonzero(~finite)).tolist()
+        zero += (at + np.flatnonzero(finite & (norm == 0))).tolist()
+        norms.append(norm.astype(np.float32))
+        stop = int(np.searchsorted(rows, at + n))
+        if stop > want:
+            kept.append(v[rows[want:stop] - at].copy())
+            want = stop
+        at += n
+    return Scan(
+        count=at,
+        dim=dim,
+        ids=ids,
+        non_finite=tuple(non_finite),
+        zero=tuple(zero),
+        norms=np.concatenate(norms) if norms else np.zeros(0, np.float32),
+        sample_rows=rows[:want],
+        sample_vectors=np.vstack(kept) if kept else np.zeros((0, dim), np.float32),
+    )
