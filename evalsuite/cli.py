@@ -111,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .verify.cli import register as register_verify
 
     register_verify(sub)
+    from .audit.cli import register as register_audit
+
+    register_audit(sub)
     return parser
 
 
