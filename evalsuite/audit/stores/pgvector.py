@@ -190,7 +190,8 @@ class PgvectorSource(IndexSource):
                 connect_timeout=10,
                 application_name="evalsuite-audit",
                 autocommit=True,
-            )
+                prepare_threshold=None,  # never prepared: a cached plan made with index scans off would serve
+            )  # the approximate search too (a prepared statement keeps its plan across SET)
         except psycopg.Error as exc:
             raise _connect_error(target, env, secret is not None, exc) from None
         del secret
@@ -475,12 +476,19 @@ class PgvectorSource(IndexSource):
         return out
 
     # -- searching -------------------------------------------------------------------------------------
-    def _query_sql(self) -> Any:
+    def _query_sql(self, *, exact: bool) -> Any:
+        """The top-k query; the exact one differs in its text too, so no server or driver cache shares a plan."""
         from psycopg import sql
 
         op = sql.SQL(OPERATOR[self.metric])
-        return sql.SQL("SELECT {i}::text, {v} {op} %s::vector FROM {t} ORDER BY {v} {op} %s::vector LIMIT %s").format(
-            i=self.id_sql, v=self.vec_sql, op=op, t=self.table_sql
+        return sql.SQL(
+            "SELECT {i}::text, {v} {op} %s::vector FROM {t} ORDER BY {v} {op} %s::vector LIMIT %s{tag}"
+        ).format(
+            i=self.id_sql,
+            v=self.vec_sql,
+            op=op,
+            t=self.table_sql,
+            tag=sql.SQL(" /* evalsuite audit: exact */" if exact else ""),
         )
 
     @staticmethod
@@ -514,7 +522,7 @@ class PgvectorSource(IndexSource):
                 self._exact_settings()
             lit = self._literal(np.nan_to_num(q, nan=1.0))
             row = self.conn.execute(
-                sql.SQL("EXPLAIN (FORMAT JSON) {}").format(self._query_sql()), [lit, lit, 10]
+                sql.SQL("EXPLAIN (FORMAT JSON) {}").format(self._query_sql(exact=exact)), [lit, lit, 10]
             ).fetchone()
         plan = row[0] if row else []
         if isinstance(plan, str):
@@ -534,7 +542,7 @@ class PgvectorSource(IndexSource):
     def search(self, queries: np.ndarray, k: int, *, exact: bool) -> list[list[tuple[str, float]]]:
         import psycopg
 
-        query = self._query_sql()
+        query = self._query_sql(exact=exact)
         out: list[list[tuple[str, float]]] = []
         try:
             with self.conn.transaction():

@@ -24,7 +24,7 @@ from ..pg import PASSWORD, PgServer, start_server
 DB = "audit"
 SHIFT_BATCH = (64, 96)  # a batch of 32 whose vectors are shifted by one chunk id
 UNNORMALIZED_SHARE = 0.1
-COLLAPSE_LISTS = 100  # IVFFlat lists over 458 rows, searched with the default probes = 1
+COLLAPSE_LISTS = 40  # IVFFlat lists over the 160 ingested rows, searched with the default probes = 1
 
 
 @dataclass(frozen=True)
