@@ -176,7 +176,8 @@ def _lance_table(db, name: str, ids: list, vectors: np.ndarray, texts: list[str]
 @pytest.fixture(scope="session")
 def lance(tables: Tables, tmp_path_factory: pytest.TempPathFactory) -> LanceFixture:
     """One LanceDB directory: faithful (IVF-Flat, all partitions probed in the URI), an IVF-PQ searched with one
-    probe (recall collapses), the shifted batch, the unnormalized share (a dot index), and the bad tables."""
+    probe (recall collapses), an 8-bit IVF-PQ over too few rows to train (LanceDB indexes none of them), the shifted
+    batch, the unnormalized share (a dot index), and the bad tables."""
     import lancedb
     import pyarrow as pa
     from lancedb.index import IvfFlat, IvfPq
@@ -187,9 +188,13 @@ def lance(tables: Tables, tmp_path_factory: pytest.TempPathFactory) -> LanceFixt
     _lance_table(db, "faithful", ids, v, texts).create_index(
         "vector", config=IvfFlat(distance_type="cosine", num_partitions=4)
     )
-    _lance_table(db, "pq", ids, v, texts).create_index(
-        "vector", config=IvfPq(distance_type="cosine", num_partitions=16, num_sub_vectors=8)
-    )
+    # coarse codes (2 sub-vectors of 4 bits; 4 bits: 16 rows train it) searched without a refine step
+    pq = IvfPq(distance_type="cosine", num_partitions=16, num_sub_vectors=2, num_bits=4)
+    _lance_table(db, "pq", ids, v, texts).create_index("vector", config=pq)
+    untrained = IvfPq(
+        distance_type="cosine", num_partitions=16, num_sub_vectors=8
+    )  # 8 bits need 256 rows: none indexed
+    _lance_table(db, "pq_untrained", ids, v, texts).create_index("vector", config=untrained)
     _lance_table(db, "shifted", ids, tables.shifted, texts).create_index(
         "vector", config=IvfFlat(distance_type="cosine", num_partitions=4)
     )
