@@ -19,6 +19,7 @@ from .errors import EvalsuiteError
 from .gating.start import plugin_options
 
 if TYPE_CHECKING:
+    from .audit.items import AuditRequest  # noqa: F401  (named by the StashKey below)
     from .datasets import Dataset
     from .encode.contract_encoder import ContractEncoder
     from .gating.report import SessionReport  # noqa: F401  (named by the StashKey below)
@@ -29,15 +30,26 @@ SESSION = pytest.StashKey["GateSession | None"]()
 REPORT = pytest.StashKey["SessionReport"]()
 WRITE_ERROR = pytest.StashKey[str]()
 SHARED = pytest.StashKey["Path | None"]()
+AUDIT = pytest.StashKey["AuditRequest | None"]()
 WORKER_OUTPUT = "evalsuite"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    import dataclasses
+
+    from .audit.items import PLUGIN_OPTIONS, lenient_index
     from .options import add_options
 
     group = parser.getgroup("evalsuite", "evalsuite: retrieval-quality gates for embedding models")
     for options, prefix in plugin_options():
+        options = tuple(  # --index also takes a store URI: the index audit (evalsuite.audit.items)
+            dataclasses.replace(o, kwargs={**o.kwargs, "type": lenient_index(o.kwargs["type"])})
+            if o.flag == "--index"
+            else o
+            for o in options
+        )
         add_options(group.addoption, options, prefix)
+    add_options(group.addoption, PLUGIN_OPTIONS, "evalsuite_")
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -46,8 +58,10 @@ def _is_worker(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    from .gating.start import start_session
+    from .audit.items import take_request
+    from .gating.start import PREFIX, start_session
 
+    config.stash[AUDIT] = take_request(config.option, PREFIX)
     config.addinivalue_line("markers", "evalsuite: items collected by the evalsuite plugin")
     if _is_worker(config):
         workerinput: dict[str, Any] = config.workerinput  # type: ignore[attr-defined]
@@ -90,6 +104,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
     anchor = Path(state.plan.source) if state.plan.source != "command line" else config.rootpath
     new = collect_items(state, session, anchor)
+    request = config.stash.get(AUDIT, None)
+    if request is not None:
+        from .audit.items import collect_audit_items
+
+        new += collect_audit_items(state, session, anchor, request)
     items.extend(new)
     # made after collection proper: report them as collected, so "collected N items" counts them too
     config.hook.pytest_collectreport(
@@ -131,6 +150,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(SESSION, None)
+    if config.stash.get(AUDIT, None) is not None:
+        from .audit.items import close_contexts
+
+        close_contexts()
     if state is not None:
         state.close()
     shared = config.stash.get(SHARED, None)

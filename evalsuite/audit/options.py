@@ -71,6 +71,12 @@ SETTING_OPTIONS: tuple[Option, ...] = (
         "min_cosine",
     ),
     _setting(
+        "--audit-norm-tol",
+        "norms: |norm - 1| above this is off 1 when the contract normalizes",
+        {"type": float, "metavar": "X"},
+        "norm_tol",
+    ),
+    _setting(
         "--audit-max-delta",
         "retrieval: the non-inferiority margin against the reference",
         {"type": float, "metavar": "X"},

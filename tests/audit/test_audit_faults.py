@@ -182,3 +182,63 @@ def test_ivf_with_many_lists_and_nprobe_one_fails_ann_recall_and_names_its_param
     assert x["fidelity"]["status"] == "PASS" and x["ids"]["status"] == "PASS"
     # its exact search over the same vectors is the reference's: the loss is the approximate search's alone
     assert x["retrieval"]["details"]["search"]["params"] == {"nlist": 40, "nprobe": 1}
+
+
+def test_one_stale_row_of_160_fails_fidelity_the_worst_case_decides(ingest: Ingest, tmp_path: Path) -> None:
+    # a median (or a mean) over 160 rows would pass this index: only the worst row decides
+    row = 77
+    v = ingest.vectors.copy()
+    v[[row]] = ingest.variant({"doc_prefix": DOC_PREFIX, "pooling": "cls", "dataset": str(ingest.dataset)}, [row])
+    index, ids = ingest.write("one", v)
+    code, data, _ = audit(ingest, "one", index, ids, tmp_path)
+    f = verdicts(data)["fidelity"]
+    assert code == 1 and f["status"] == "FAIL" and f["details"]["bad"] == 1
+    assert f["details"]["worst"][0]["id"] == ingest.ids[row] and f["details"]["worst"][0]["row"] == row
+    assert f["details"]["worst"][1]["cosine"] >= 0.999  # every other row is faithful
+    assert "0.6% of vectors (1 of 160 sampled" in f["message"] and "pooling=cls" in f["message"]
+
+
+def test_a_sample_states_its_detection_power(ingest: Ingest, tmp_path: Path) -> None:
+    index, ids = ingest.write("faithful", ingest.vectors)
+    code, data, report = audit(ingest, "sampled", index, ids, tmp_path, "--audit-detect", "0.05", "--audit-seed", "3")
+    f = verdicts(data)["fidelity"]
+    assert code == 0 and f["details"]["sampled"] == 90 and f["details"]["all"] is False
+    assert (
+        "a bad share >= 5% of the 160 stored vectors would have been found with probability 0.9901 >= 0.99"
+        in (f["message"])
+    )
+    assert "Detection power: a bad share >= 5%" in report
+
+
+def test_cutover_compares_the_new_index_with_the_one_in_production(ingest: Ingest, tmp_path: Path) -> None:
+    old, old_ids = ingest.write("faithful", ingest.vectors)
+    v = ingest.vectors.copy()
+    v[BATCH : 2 * BATCH] = np.roll(ingest.vectors[BATCH : 2 * BATCH], -1, axis=0)
+    new, new_ids = ingest.write("shift", v)
+    extra = ("--baseline-index", f"faiss:{old}", "--baseline-ids", str(old_ids))
+    code, data, report = audit(ingest, "cutover", new, new_ids, tmp_path, *extra)
+    assert code == 1 and data["baseline"]["passed"] is True and data["index"]["passed"] is False
+    cut = data["cutover"]
+    assert cut["status"] == "FAIL" and cut["details"]["metrics"]["ndcg@10"]["decision"] == "fail"
+    assert cut["details"]["metrics"]["ndcg@10"]["ci_high"] < -0.01
+    assert "## Cutover" in report
+    # the rollback pair: the faithful index against itself is non-inferior with every delta 0
+    code, data, _ = audit(ingest, "same", old, old_ids, tmp_path, *extra)
+    assert code == 0 and data["cutover"]["status"] == "PASS"
+    assert all(r["delta"] == 0.0 for r in data["cutover"]["details"]["metrics"].values())
+
+
+def test_the_manifest_of_the_index_against_the_contract(ingest: Ingest, tmp_path: Path) -> None:
+    run_out = tmp_path / "run"
+    assert main(["run", "--dataset", str(ingest.dataset), "--doc-prefix", DOC_PREFIX, "--out", str(run_out)]) == 0
+    manifest = run_out / "manifest.json"
+    index, ids = ingest.write("faithful", ingest.vectors)
+    code, data, _ = audit(ingest, "manifest-ok", index, ids, tmp_path, "--manifest", str(manifest))
+    assert code == 0 and verdicts(data)["manifest"]["status"] == "PASS"
+    m = json.loads(manifest.read_text(encoding="utf-8"))
+    m["contract"]["pooling"] = "cls"  # the index was declared as made with another pooling
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(m), encoding="utf-8")
+    code, data, _ = audit(ingest, "manifest-bad", index, ids, tmp_path, "--manifest", str(other))
+    v = verdicts(data)["manifest"]
+    assert code == 1 and v["status"] == "FAIL" and "pooling: manifest 'cls', audit 'mean'" in v["message"]
