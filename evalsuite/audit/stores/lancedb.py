@@ -322,8 +322,15 @@ class LanceSource(IndexSource):
         return 1.0 - distance  # cosine: 1 - cos; dot: 1 - x·y
 
     def search(self, queries: np.ndarray, k: int, *, exact: bool) -> list[list[tuple[str, float]]]:
+        q_all = np.asarray(queries, dtype=np.float32)
+        if q_all.ndim != 2 or q_all.shape[1] != self.dim:
+            raise self._fail(
+                f"vector column {self.target.table}.{self.target.vector_col} holds {self.dim}-dimensional vectors but "
+                f"the queries have {q_all.shape[-1]} dimensions: the table was written under another contract; point "
+                "vector= at the column this model wrote, or audit with the contract that made it"
+            )
         out: list[list[tuple[str, float]]] = []
-        for q in np.asarray(queries, dtype=np.float32):
+        for q in q_all:
             got = self._query(q, k, exact=exact).to_arrow()
             ids = self._ids(got.column(self.target.id_col))
             dists = got.column("_distance").to_pylist()

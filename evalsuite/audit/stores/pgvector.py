@@ -542,13 +542,20 @@ class PgvectorSource(IndexSource):
     def search(self, queries: np.ndarray, k: int, *, exact: bool) -> list[list[tuple[str, float]]]:
         import psycopg
 
+        q_all = np.asarray(queries, dtype=np.float32)
+        if q_all.ndim != 2 or q_all.shape[1] != self.dim:
+            raise self._fail(
+                f"vector column {self.target.column(self.target.vector_col)!r} holds {self.dim}-dimensional vectors "
+                f"but the queries have {q_all.shape[-1]} dimensions: the table was written under another contract; "
+                "point vector= at the column this model wrote, or audit with the contract that made it"
+            )
         query = self._query_sql(exact=exact)
         out: list[list[tuple[str, float]]] = []
         try:
             with self.conn.transaction():
                 if exact:
                     self._exact_settings()
-                for q in np.asarray(queries, dtype=np.float32):
+                for q in q_all:
                     lit = self._literal(q)
                     rows = self.conn.execute(query, [lit, lit, k]).fetchall()
                     out.append([(str(cid), self._score(float(d))) for cid, d in rows if d is not None])

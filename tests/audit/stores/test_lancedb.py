@@ -152,6 +152,13 @@ def test_bad_table_or_column_is_a_typed_error_naming_it(
         assert text in str(err.value)
 
 
+def test_a_vector_column_of_another_dimension_is_named_with_the_remedy(lance: LanceFixture) -> None:
+    src = _open(lance.uri("dim16", metric="cosine"))
+    assert src.info().dim == 16
+    with pytest.raises(IndexSourceError, match=r"dim16.vector holds 16-dimensional vectors but the queries have 384"):
+        src.search(lance.tables.faithful[:2], 5, exact=True)
+
+
 def test_a_missing_directory_and_a_missing_table_parameter(lance: LanceFixture) -> None:
     with pytest.raises(IndexSourceError, match="is not a directory; give the LanceDB directory"):
         _open(f"lancedb:{lance.path}/nope?table=faithful")

@@ -218,6 +218,17 @@ def test_a_table_without_index_opens_with_an_explicit_metric_and_searches_flat(p
     assert_same_ranking(src.search(q, 5, exact=False), brute_force(pg.tables.faithful, pg.tables.ids, q, 5, "ip"))
 
 
+def test_a_vector_column_of_another_dimension_is_named_with_the_remedy(pg: PgFixture, pg_password: str) -> None:
+    """A vector(16) column audited with 384-dimensional queries: info() says 16 (the audit's shape check compares
+    it with the contract) and a search is refused naming the column, not a driver error."""
+    src = _open(pg.uri("dim16"))
+    assert src.info().dim == 16
+    with pytest.raises(
+        IndexSourceError, match=r"'dim16.embedding' holds 16-dimensional vectors but the queries have 384"
+    ):
+        src.search(pg.tables.faithful[:2], 5, exact=False)
+
+
 def test_a_column_that_mixes_dimensions_names_the_row(pg: PgFixture, pg_password: str) -> None:
     src = _open(pg.uri("mixed", metric="cosine"))
     with pytest.raises(IndexSourceError, match=r"row with id 'd0005' holds a 3-dimensional vector .*'mixed.embedding'"):
