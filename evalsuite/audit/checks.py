@@ -216,52 +216,48 @@ def _no_relevant(qrels: Any, ranking: Any, qids: list[str], k: int) -> list[str]
 
 
 def check_retrieval(ctx: AuditContext) -> Verdict:
-    from ..stats import non_inferiority, paired_scores
+    from .gates import audit_gates, judge_sides
 
     ds, st = ctx.prepared.dataset, ctx.settings
     if not ds.qrels:
         return Verdict("retrieval", None, "retrieval: the dataset has no judged queries", {})
     ref, idx, info = ctx.reference_retrieval(), ctx.index_retrieval(), ctx.info()
     metrics = [m for m in ctx.prepared.spec.metrics if m in idx.per_query]
-    qids, a, b = paired_scores(idx.per_query, ref.per_query, metrics)
-    verdicts = non_inferiority(a, b, margin=st.max_delta)
-    rows = {}
-    for j, m in enumerate(metrics):
-        v = verdicts[j]
-        rows[m] = {
-            "index": round(idx.result_metrics[m], 6),
-            "reference": round(ref.result_metrics[m], 6),
-            "delta": round(float(np.mean(a[:, j] - b[:, j])), 6),
-            "ci_low": round(v.ci.low, 6),
-            "ci_high": round(v.ci.high, 6),
-            "decision": v.decision,
-        }
+    gates = audit_gates(st.gates, metrics, st.max_delta)
+    outcomes, rows = judge_sides(
+        gates,
+        ("index", idx.result_metrics, idx.per_query),
+        ("reference", ref.result_metrics, ref.per_query),
+        ds.queries,
+    )
+    qids = sorted(set(idx.deployed.doc_ids))
     k = st.k
-    none_idx = _no_relevant(ds.qrels, idx.deployed, list(qids), k)
-    none_ref = _no_relevant(ds.qrels, ref.deployed, list(qids), k)
+    none_idx = _no_relevant(ds.qrels, idx.deployed, qids, k)
+    none_ref = _no_relevant(ds.qrels, ref.deployed, qids, k)
     params = ", ".join(f"{p}={v}" for p, v in info.search_params.items()) or "no parameters"
     details: dict[str, Any] = {
         "margin": st.max_delta,
-        "metrics": rows,
+        "gates": rows,
+        "metrics": {r["metric"]: r for r in rows.values()},
         "queries": len(qids),
         "search": {"index_type": info.index_type, "params": dict(info.search_params)},
         "no_relevant_at_k": {"k": k, "index": len(none_idx), "reference": len(none_ref), "queries": none_idx[:50]},
         "encoded_by": "endpoint" if ctx.query_encoder is not None else "reference",
     }
-    failing = [m for m in metrics if rows[m]["decision"] != "pass"]
-    primary = "ndcg@10" if "ndcg@10" in rows else metrics[0]
-    p = rows[primary]
+    failing = [o for o in outcomes if not o.passed]
+    primary = next((r for r in rows.values() if r["metric"] == "ndcg@10" and r["delta"] is not None), None)
+    primary = primary or next(iter(rows.values()))
+    ci = f" (95% CI {primary['ci_low']:+.4f} .. {primary['ci_high']:+.4f})" if primary["ci_low"] is not None else ""
+    delta = f", delta {primary['delta']:+.4f}{ci}" if primary["delta"] is not None else ""
     head = (
-        f"{primary} index {p['index']:.4f} vs reference {p['reference']:.4f}, delta {p['delta']:+.4f} "
-        f"(95% CI {p['ci_low']:+.4f} .. {p['ci_high']:+.4f}); searched as deployed ({info.index_type}, {params}); "
-        f"queries with no relevant chunk in the top {k}: {len(none_idx)} of {len(qids)} (reference {len(none_ref)})"
+        f"{primary['metric']} index {primary['index']:.4f} vs reference {primary['reference'] or 0:.4f}{delta}; "
+        f"searched as deployed ({info.index_type}, {params}); queries with no relevant chunk in the top {k}: "
+        f"{len(none_idx)} of {len(qids)} (reference {len(none_ref)})"
     )
     if failing:
-        listed = ", ".join(f"{m} {rows[m]['delta']:+.4f} ({rows[m]['decision']})" for m in failing)
-        return Verdict(
-            "retrieval", False, f"retrieval: not non-inferior within {st.max_delta}: {listed}; {head}", details
-        )
-    return Verdict("retrieval", True, f"retrieval: non-inferior within {st.max_delta}: {head}", details)
+        listed = "; ".join(f"{o.gate.expr} {o.verdict.upper()}: {rows[o.gate.expr]['explanation']}" for o in failing)
+        return Verdict("retrieval", False, f"retrieval: {listed}; {head}", details)
+    return Verdict("retrieval", True, f"retrieval: {', '.join(g.expr for g in gates)} pass: {head}", details)
 
 
 def check_ann_recall(ctx: AuditContext) -> Verdict:

@@ -61,6 +61,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if not args.index_uri:
         raise SpecError("evalsuite audit needs --index URI (faiss:PATH, postgresql://..., lancedb:DIR?table=T)")
     settings = AuditSettings.from_mapping(collect(args, SETTING_OPTIONS))
+    if settings.gates:  # a malformed gate is a usage error now, not after the index is read
+        from .gates import audit_gates
+
+        audit_gates(settings.gates, (), settings.max_delta)
     mmap = args.mmap is not False
     targets = [
         AuditTarget(

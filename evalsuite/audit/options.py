@@ -104,6 +104,12 @@ SETTING_OPTIONS: tuple[Option, ...] = (
         "--audit-block-rows", "stored vectors read at once", {"type": int_at_least(1), "metavar": "N"}, "block_rows"
     ),
     Option(
+        "--audit-gate",
+        "retrieval and cutover gate in the release gates' syntax (e.g. ndcg@10:non_inferior=0.02, "
+        "recall@10:max_drop=0.01, mrr@10>=0.5), repeatable (default: METRIC:non_inferior=--audit-max-delta for each)",
+        {"action": "append", "metavar": "EXPR", "dest_name": "gates"},
+    ),
+    Option(
         "--suspect-model",
         "a model directory (e.g. the previous revision) a stale vector may have been made with; repeatable",
         {"action": "append", "metavar": "DIR", "dest_name": "suspect_models"},

@@ -52,7 +52,9 @@ def render_markdown(report: AuditReport) -> str:
         if o.diagnosis_sentences():
             out.append("")
     if report.cutover is not None:
-        out += ["## Cutover", "", report.cutover.message, ""]
+        out += ["## Cutover", "", f"**{report.cutover.status}**", ""]
+        if "gates" in report.cutover.details:
+            out += [_gate_table(report.cutover.details["gates"], "old index", "new index", "old", "new"), ""]
     for o in report.outcomes:
         out += [f"## {o.role.capitalize()}: {_head(o)}", ""]
         out.append(
@@ -63,38 +65,38 @@ def render_markdown(report: AuditReport) -> str:
         )
         out.append("")
         r = o.verdict("retrieval")
-        if r is not None and "metrics" in r.details:
-            rows: list[Any] = [
-                (
-                    m,
-                    d["reference"],
-                    d["index"],
-                    f"{d['delta']:+.4f}",
-                    f"{d['ci_low']:+.4f} .. {d['ci_high']:+.4f}",
-                    d["decision"],
-                )
-                for m, d in r.details["metrics"].items()
-            ]
+        if r is not None and "gates" in r.details:
             out += [
                 f"### Retrieval through the index (queries encoded by the {r.details['encoded_by']})",
                 "",
-                table(
-                    [
-                        "metric",
-                        "reference (exact)",
-                        "index (as deployed)",
-                        "delta",
-                        "95% CI",
-                        f"non-inferior within {r.details['margin']}",
-                    ],
-                    rows,
-                ),
+                _gate_table(r.details["gates"], "reference (exact)", "index (as deployed)", "reference", "index"),
                 "",
             ]
         f = o.verdict("fidelity")
         if f is not None and "detection" in f.details:
             out += [f"Detection power: {f.details['detection']['statement']}.", ""]
     return "\n".join(out)
+
+
+def _num(x: Any, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _gate_table(gates: dict[str, Any], ref_head: str, cand_head: str, ref: str, cand: str) -> str:
+    from ..reports.markdown import table
+
+    rows = [
+        (
+            expr,
+            _num(d[ref], ".4f"),
+            _num(d[cand], ".4f"),
+            _num(d["delta"], "+.4f"),
+            f"{d['ci_low']:+.4f} .. {d['ci_high']:+.4f}" if d["ci_low"] is not None else "-",
+            d["decision"].upper(),
+        )
+        for expr, d in gates.items()
+    ]
+    return table(["gate", ref_head, cand_head, "delta", "95% CI", "verdict"], rows)
 
 
 def write_reports(report: AuditReport, out: str | Path) -> dict[str, Path]:

@@ -10,8 +10,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..canary.checks.base import Verdict
 from ..verdict import exit_status
 from .settings import AuditSettings
@@ -188,35 +186,31 @@ def run_audit(ctx: AuditContext, on_verdict: Callable[[Verdict], None] | None = 
 
 
 def compare_cutover(new: AuditContext, old: AuditContext) -> Verdict:
-    """The new index against the old one, query by query through each one's own search as deployed: every
-    metric non-inferior within the margin (paired bootstrap CI), so the switch (and its rollback) is proven."""
-    from ..stats import non_inferiority, paired_scores
+    """The new index against the old one, query by query through each one's own search as deployed, under the
+    audit's gates (default: every metric non-inferior within the margin, paired bootstrap CI), so the switch (and
+    its rollback) is proven."""
+    from .gates import audit_gates, judge_sides
 
     a_side, b_side = new.index_retrieval(), old.index_retrieval()
     metrics = [m for m in new.prepared.spec.metrics if m in a_side.per_query and m in b_side.per_query]
-    qids, a, b = paired_scores(a_side.per_query, b_side.per_query, metrics)
-    margin = new.settings.max_delta
-    decisions = non_inferiority(a, b, margin=margin)
-    rows = {
-        m: {
-            "new": round(a_side.result_metrics[m], 6),
-            "old": round(b_side.result_metrics[m], 6),
-            "delta": round(float(np.mean(a[:, j] - b[:, j])), 6),
-            "ci_low": round(decisions[j].ci.low, 6),
-            "ci_high": round(decisions[j].ci.high, 6),
-            "decision": decisions[j].decision,
-        }
-        for j, m in enumerate(metrics)
-    }
-    details = {"margin": margin, "queries": len(qids), "metrics": rows}
-    listed = "; ".join(
-        f"{m} new {r['new']:.4f} vs old {r['old']:.4f}, delta {r['delta']:+.4f} (95% CI {r['ci_low']:+.4f} .. "
-        f"{r['ci_high']:+.4f}, {r['decision']})"
-        for m, r in rows.items()
+    gates = audit_gates(new.settings.gates, metrics, new.settings.max_delta)
+    outcomes, rows = judge_sides(
+        gates,
+        ("new", a_side.result_metrics, a_side.per_query),
+        ("old", b_side.result_metrics, b_side.per_query),
+        new.prepared.dataset.queries,
     )
-    failing = [m for m, r in rows.items() if r["decision"] != "pass"]
-    if failing:
-        return Verdict(
-            "cutover", False, f"cutover: the new index is not non-inferior within {margin}: {listed}", details
+    details = {"margin": new.settings.max_delta, "gates": rows, "metrics": {r["metric"]: r for r in rows.values()}}
+    listed = "; ".join(
+        f"{expr}: new {r['new']:.4f} vs old {r['old'] or 0:.4f}"
+        + (
+            f", delta {r['delta']:+.4f} (95% CI {r['ci_low']:+.4f} .. {r['ci_high']:+.4f})"
+            if r["delta"] is not None
+            else ""
         )
-    return Verdict("cutover", True, f"cutover: the new index is non-inferior within {margin}: {listed}", details)
+        + f" {r['decision'].upper()}"
+        for expr, r in rows.items()
+    )
+    if any(not o.passed for o in outcomes):
+        return Verdict("cutover", False, f"cutover: the new index fails the gates against the old: {listed}", details)
+    return Verdict("cutover", True, f"cutover: the new index passes the gates against the old: {listed}", details)

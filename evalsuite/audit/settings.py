@@ -19,6 +19,7 @@ class AuditSettings:
     min_cosine: float = 0.999  # a stored vector whose cosine with its chunk's reference is below this is infidel
     norm_tol: float = 1e-3  # |norm - 1| above this is "off 1" when the contract normalizes
     max_delta: float = 0.01  # retrieval: the non-inferiority margin of the index against the reference
+    gates: tuple[str, ...] = ()  # --audit-gate EXPR (release-gate syntax); none: METRIC:non_inferior=max_delta each
     min_ann_recall: float = 0.9  # the index's own search against its exact search, recall@k
     k: int = 10  # ANN recall@k and "no relevant chunk retrieved" cut-off
     window: int = 64  # rows either side of an infidel row searched for the chunk its vector belongs to
@@ -38,11 +39,13 @@ class AuditSettings:
     def from_mapping(cls, values: dict[str, Any]) -> AuditSettings:
         known = {f.name for f in dataclasses.fields(cls)}
         kw = {k: v for k, v in values.items() if k in known and v is not None}
-        if "suspect_models" in kw:
-            kw["suspect_models"] = tuple(kw["suspect_models"])
+        for name in ("suspect_models", "gates"):
+            if name in kw:
+                kw[name] = tuple(kw[name])
         return cls(**kw)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["suspect_models"] = list(self.suspect_models)
+        d["gates"] = list(self.gates)
         return d

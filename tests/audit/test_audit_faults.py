@@ -242,3 +242,17 @@ def test_the_manifest_of_the_index_against_the_contract(ingest: Ingest, tmp_path
     code, data, _ = audit(ingest, "manifest-bad", index, ids, tmp_path, "--manifest", str(other))
     v = verdicts(data)["manifest"]
     assert code == 1 and v["status"] == "FAIL" and "pooling: manifest 'cls', audit 'mean'" in v["message"]
+
+
+def test_retrieval_gates_in_the_release_gate_syntax(ingest: Ingest, tmp_path: Path) -> None:
+    v = ingest.vectors.copy()
+    v[BATCH : 2 * BATCH] = np.roll(ingest.vectors[BATCH : 2 * BATCH], -1, axis=0)
+    index, ids = ingest.write("shift", v)
+    gates = ("--audit-gate", "recall@100:max_drop=0.5", "--audit-gate", "ndcg@10>=0.99")
+    code, data, report = audit(ingest, "gates", index, ids, tmp_path, *gates)
+    r = verdicts(data)["retrieval"]
+    assert code == 1 and r["status"] == "FAIL"
+    assert r["details"]["gates"]["recall@100:max_drop=0.5"]["decision"] == "pass"
+    assert r["details"]["gates"]["ndcg@10>=0.99"]["decision"] == "fail"
+    assert "ndcg@10>=0.99 FAIL" in r["message"] and "| ndcg@10>=0.99 |" in report
+    assert main(["audit", "--index", f"faiss:{index}", "--audit-gate", "ndcg@10:bogus=1"]) == 2
