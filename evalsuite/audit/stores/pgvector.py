@@ -144,7 +144,7 @@ def parse_uri(uri: str) -> PgTarget:
     )
 
 
-def _connect_error(target: PgTarget, env: str, has_password: bool, exc: Exception) -> IndexSourceError:
+def _connect_error(target: PgTarget, env: str, exc: Exception) -> IndexSourceError:
     """A connection failure, named with what to do; the server's text redacted and cut."""
     text = str(exc)
     low = text.lower()
@@ -193,7 +193,7 @@ class PgvectorSource(IndexSource):
                 prepare_threshold=None,  # never prepared: a cached plan made with index scans off would serve
             )  # the approximate search too (a prepared statement keeps its plan across SET)
         except psycopg.Error as exc:
-            raise _connect_error(target, env, secret is not None, exc) from None
+            raise _connect_error(target, env, exc) from None
         del secret
         try:
             self._inspect()
@@ -409,7 +409,6 @@ class PgvectorSource(IndexSource):
             with self.conn.transaction():
                 self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 with self.conn.cursor(name="evalsuite_audit_vectors", binary=True) as cur:
-                    cur.itersize = batch_size
                     cur.execute(query)
                     while rows := cur.fetchmany(batch_size):
                         ids = ["" if r[0] is None else str(r[0]) for r in rows]
