@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PASSWORD_ENV = "PGPASSWORD"
 FETCH_CHUNK = 10_000  # ids per fetch / texts query
+FETCH_ROWS = 4096  # rows fetched from the cursor at once: a batch is decoded in steps this size
 OPCLASS_METRIC: Mapping[str, Metric] = {
     "vector_cosine_ops": "cosine",
     "vector_ip_ops": "ip",
@@ -410,9 +411,19 @@ class PgvectorSource(IndexSource):
                 self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 with self.conn.cursor(name="evalsuite_audit_vectors", binary=True) as cur:
                     cur.execute(query)
-                    while rows := cur.fetchmany(batch_size):
-                        ids = ["" if r[0] is None else str(r[0]) for r in rows]
-                        yield ids, self._decode([r[1] for r in rows], ids)
+                    step = min(batch_size, FETCH_ROWS)  # rows held as Python objects at once
+                    while True:
+                        ids: list[str] = []
+                        out = np.empty((min(batch_size, self.count), self.dim), dtype=np.float32)
+                        while len(ids) < len(out) and (rows := cur.fetchmany(min(step, len(out) - len(ids)))):
+                            got = ["" if r[0] is None else str(r[0]) for r in rows]
+                            out[len(ids) : len(ids) + len(got)] = self._decode([r[1] for r in rows], got)
+                            ids += got
+                        if not ids:
+                            break
+                        yield ids, out[: len(ids)]
+                        if len(ids) < len(out):
+                            break
         except psycopg.Error as exc:
             raise self._sql_error("streaming the vectors", exc) from None
 

@@ -24,8 +24,15 @@ def _open(uri: str, **options: object) -> IndexSource:
     return open_source(uri, SourceOptions(**options))  # type: ignore[arg-type]
 
 
-def test_every_row_streams_once_in_bounded_batches_through_a_server_cursor(pg: PgFixture, pg_password: str) -> None:
-    """Bugs: the last short batch dropped, a batch yielded twice, a client-side fetchall (unbounded memory)."""
+@pytest.mark.parametrize("fetch_rows", [4096, 7])  # 7: each batch of 50 assembled from several cursor fetches
+def test_every_row_streams_once_in_bounded_batches_through_a_server_cursor(
+    pg: PgFixture, pg_password: str, monkeypatch: pytest.MonkeyPatch, fetch_rows: int
+) -> None:
+    """Bugs: the last short batch dropped, a batch yielded twice, a step's rows written over another's, a
+    client-side fetchall (unbounded memory)."""
+    from evalsuite.audit.stores import pgvector
+
+    monkeypatch.setattr(pgvector, "FETCH_ROWS", fetch_rows)
     src = _open(pg.uri("shifted"))
     ids: list[str] = []
     vectors = []
