@@ -221,6 +221,9 @@ def check_retrieval(ctx: AuditContext) -> Verdict:
     ds, st = ctx.prepared.dataset, ctx.settings
     if not ds.qrels:
         return Verdict("retrieval", None, "retrieval: the dataset has no judged queries", {})
+    mismatch = _dim_mismatch(ctx, "retrieval")
+    if mismatch is not None:
+        return mismatch
     ref, idx, info = ctx.reference_retrieval(), ctx.index_retrieval(), ctx.info()
     metrics = [m for m in ctx.prepared.spec.metrics if m in idx.per_query]
     gates = audit_gates(st.gates, metrics, st.max_delta)
@@ -260,7 +263,23 @@ def check_retrieval(ctx: AuditContext) -> Verdict:
     return Verdict("retrieval", True, f"retrieval: {', '.join(g.expr for g in gates)} pass: {head}", details)
 
 
+def _dim_mismatch(ctx: AuditContext, name: str) -> Verdict | None:
+    """A check that searches the index with the contract's query vectors cannot run on another dimension."""
+    info, c = ctx.info(), ctx.prepared.contract
+    if info.dim == c.dim:
+        return None
+    return Verdict(
+        name,
+        None,
+        f"{name.replace('_', ' ')}: not run: the index holds {info.dim} dimensions, queries {c.dim} (shape)",
+        {},
+    )
+
+
 def check_ann_recall(ctx: AuditContext) -> Verdict:
+    mismatch = _dim_mismatch(ctx, "ann_recall")
+    if mismatch is not None:
+        return mismatch
     idx, info, k = ctx.index_retrieval(), ctx.info(), ctx.settings.k
     qids = list(idx.exact.doc_ids)
     per = {

@@ -256,3 +256,18 @@ def test_retrieval_gates_in_the_release_gate_syntax(ingest: Ingest, tmp_path: Pa
     assert r["details"]["gates"]["ndcg@10>=0.99"]["decision"] == "fail"
     assert "ndcg@10>=0.99 FAIL" in r["message"] and "| ndcg@10>=0.99 |" in report
     assert main(["audit", "--index", f"faiss:{index}", "--audit-gate", "ndcg@10:bogus=1"]) == 2
+
+
+def test_an_index_cut_to_fewer_dimensions_fails_shape_and_is_named_a_matryoshka_cut(
+    ingest: Ingest, tmp_path: Path
+) -> None:
+    cut = ingest.vectors[:, :256] / np.linalg.norm(ingest.vectors[:, :256], axis=1, keepdims=True)
+    index, ids = ingest.write("cut", cut)
+    code, data, _ = audit(ingest, "cut", index, ids, tmp_path)
+    x = verdicts(data)
+    assert (
+        code == 1 and x["shape"]["status"] == "FAIL" and "dimension 256, the contract's is 384" in x["shape"]["message"]
+    )
+    assert x["retrieval"]["status"] == "SKIP" and x["ann_recall"]["status"] == "SKIP"
+    (stale,) = x["fidelity"]["details"]["diagnosis"]["causes"]
+    assert stale["class"] == "stale" and stale["count"] == len(ingest.ids) and "256" in stale["alternative"], stale
