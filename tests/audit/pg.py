@@ -1,19 +1,20 @@
 """A real PostgreSQL 16 + pgvector server for the tests, from the ``pgserver`` wheel's binaries.
 
 Not ``pgserver.get_server``: that one listens on a Unix socket with trust authentication, and the audit must be
-tested over TCP with a password (a wrong one refused, never echoed). Its ``initdb``/``pg_ctl``/``postgres``
-binaries are used directly: a cluster in a temporary directory, password authentication (scram-sha-256) on
+tested over TCP with a password (a wrong one refused, never echoed). Its ``initdb`` and ``postgres`` binaries are
+used directly: a cluster in a temporary directory, password authentication (scram-sha-256) on
 127.0.0.1 at a free port, durability off (a test cluster), started once per test session. As root, PostgreSQL
 refuses to run, so the server runs as the unprivileged user ``pgserver`` creates for the same reason.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -68,14 +69,72 @@ class PgServer:
                 f"{Path(args[0]).name} failed ({done.returncode}): {done.stdout[-1500:]}{done.stderr[-1500:]}"
             )
 
+    def start(self) -> None:
+        """``postgres`` itself as a child of this process (not ``pg_ctl``, which detaches it), so it dies with a
+        killed test run (SIGTERM on the parent's death, Linux), and waited for until it accepts a connection."""
+        import psycopg
+
+        kw: dict[str, Any] = {"user": self.run_as} if self.run_as else {}
+        self._log = open(self.log, "ab")  # noqa: SIM115 - held open for the server's lifetime
+        self.proc = subprocess.Popen(
+            [
+                str(self.bin / "postgres"),
+                "-D",
+                str(self.data),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-k",
+                str(self.root / "sock"),
+                "-c",
+                "fsync=off",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "synchronous_commit=off",
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,  # runs after the switch to run_as, which would clear it
+            **kw,
+        )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"postgres exited with {self.proc.returncode}")
+            try:
+                self.connect().close()
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
     def stop(self) -> None:
-        with contextlib.suppress(RuntimeError, FileNotFoundError):
-            self._run(self.bin / "pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop")
+        proc = getattr(self, "proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGQUIT)  # immediate shutdown: a test cluster keeps nothing
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=15)
+        if getattr(self, "_log", None) is not None:
+            self._log.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def _die_with_parent() -> None:
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def start_server() -> PgServer:
-    """initdb + pg_ctl start (about 2 s); the caller stops it."""
+    """initdb, then postgres started and waited for (about 2 s); the caller stops it."""
     from pgserver._commands import POSTGRES_BIN_PATH
 
     run_as = None
@@ -116,20 +175,7 @@ def start_server() -> PgServer:
             "--locale=C",
         )
         pwfile.unlink()
-        opts = f"-h 127.0.0.1 -p {server.port} -k {root / 'sock'} -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
-        server._run(
-            POSTGRES_BIN_PATH / "pg_ctl",
-            "-D",
-            server.data,
-            "-l",
-            server.log,
-            "-o",
-            opts,
-            "-w",
-            "-t",
-            str(START_TIMEOUT_S),
-            "start",
-        )
+        server.start()
     except BaseException:
         tail = server.log.read_text(errors="replace")[-1500:] if server.log.exists() else ""
         server.stop()
