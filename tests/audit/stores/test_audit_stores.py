@@ -180,3 +180,35 @@ def test_lancedb_bad_input_exits_2_and_writes_nothing(
     cap = capsys.readouterr()
     assert code == 2 and expected in cap.err + cap.out
     assert written(out) == []
+
+
+# -- the pytest items -----------------------------------------------------------------------------------------
+@pytest.mark.xdist_group("pgvector")
+def test_pytest_items_over_a_pgvector_table(
+    ingest: Ingest, pg: PgFixture, pg_password: str, pytester: pytest.Pytester
+) -> None:
+    """`pytest --index 'postgresql://...'`: one item per check; the shifted batch fails fidelity with its cause in
+    the JUnit properties (and retrieval, a fifth of the chunks holding a neighbour's vector), the password nowhere in
+    the output or the JUnit file."""
+    import xml.etree.ElementTree as ET
+
+    from evalsuite.model import bundled_model_dir, directory_digest
+
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest(
+        "-p", "no:randomly", "-p", "no:cacheprovider",
+        "--model-rev", directory_digest(bundled_model_dir()),
+        "--dataset", str(ingest.dataset), "--doc-prefix", DOC_PREFIX,
+        "--index", pg.uri("shifted"),
+        f"--junitxml={junit}", "-k", "audit",
+    )  # fmt: skip
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed") == 2 and outcomes.get("passed") == 4 and outcomes.get("skipped") == 1, outcomes
+    props = {
+        p.get("name"): p.get("value")
+        for case in ET.parse(junit).getroot().iter("testcase")
+        for p in case.iter("property")
+    }
+    assert props["audit:fidelity"] == props["audit:retrieval"] == "FAIL" and props["audit:ann_recall"] == "PASS"
+    assert props["audit:fidelity:cause1"].startswith("mapping fault: ids shifted by +1")
+    assert PASSWORD not in "\n".join(result.outlines) and PASSWORD not in junit.read_text(encoding="utf-8")
