@@ -11,8 +11,10 @@ from ...base import extras
 from ...base.errors import SpecError
 from ..source import IndexSource, SourceOptions, StoreKind
 from . import faiss as _faiss
+from . import lancedb as _lancedb
+from . import pgvector as _pgvector
 
-STORE_KINDS: tuple[StoreKind, ...] = (_faiss.KIND,)
+STORE_KINDS: tuple[StoreKind, ...] = (_faiss.KIND, _pgvector.KIND, _lancedb.KIND)
 
 
 def store_for(uri: str) -> StoreKind:
