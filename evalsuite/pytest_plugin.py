@@ -19,7 +19,7 @@ from .base.errors import EvalsuiteError
 from .gating.start import plugin_options
 
 if TYPE_CHECKING:
-    from .audit.items import AuditRequest  # noqa: F401  (named by the StashKey below)
+    from .audit.items import AuditRequest, SessionAudit  # noqa: F401  (named by the StashKeys below)
     from .datasets import Dataset
     from .encode.contract_encoder import ContractEncoder
     from .gating.report import SessionReport  # noqa: F401  (named by the StashKey below)
@@ -31,6 +31,7 @@ REPORT = pytest.StashKey["SessionReport"]()
 WRITE_ERROR = pytest.StashKey[str]()
 SHARED = pytest.StashKey["Path | None"]()
 AUDIT = pytest.StashKey["AuditRequest | None"]()
+AUDIT_ITEMS = pytest.StashKey["SessionAudit"]()
 WORKER_OUTPUT = "evalsuite"
 
 
@@ -106,9 +107,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     new = collect_items(state, session, anchor)
     request = config.stash.get(AUDIT, None)
     if request is not None:
-        from .audit.items import collect_audit_items
+        from .audit.items import SessionAudit, collect_audit_items
 
-        new += collect_audit_items(state, session, anchor, request)
+        audit = config.stash[AUDIT_ITEMS] = SessionAudit(state, request)
+        new += collect_audit_items(audit, session, anchor)
     items.extend(new)
     # made after collection proper: report them as collected, so "collected N items" counts them too
     config.hook.pytest_collectreport(
@@ -152,10 +154,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(SESSION, None)
-    if config.stash.get(AUDIT, None) is not None:
-        from .audit.items import close_contexts
-
-        close_contexts()
+    audit = config.stash.get(AUDIT_ITEMS, None)
+    if audit is not None:
+        audit.close()
     if state is not None:
         state.close()
     shared = config.stash.get(SHARED, None)

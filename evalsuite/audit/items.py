@@ -9,7 +9,7 @@ session starts, and audited against each dataset's prepared reference (the sessi
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,27 +61,39 @@ def take_request(values: argparse.Namespace, prefix: str) -> AuditRequest | None
     return AuditRequest(uri, collect(values, PLUGIN_OPTIONS, prefix))
 
 
-_CONTEXTS: dict[tuple[int, str], AuditContext] = {}
+@dataclass
+class SessionAudit:
+    """The audited store of a gated session: one audit context per dataset (opened on the first item that needs
+    it, against the session's prepared reference and encoder), closed with the session."""
 
+    state: GateSession
+    request: AuditRequest
+    contexts: dict[str, AuditContext] = field(default_factory=dict)
 
-def _context(state: GateSession, dataset: str, request: AuditRequest) -> AuditContext:
-    key = (id(state), dataset)
-    if key not in _CONTEXTS:
-        from .runner import AuditTarget, open_context
-        from .settings import AuditSettings
-        from .source import SourceOptions
+    def context(self, dataset: str) -> AuditContext:
+        if dataset not in self.contexts:
+            from .runner import AuditTarget, open_context
+            from .settings import AuditSettings
+            from .source import SourceOptions
 
-        v = request.values
-        prepared = state.prepared[dataset]
-        target = AuditTarget(
-            request.uri,
-            SourceOptions(Path(v["ids"]) if v.get("ids") else None, v.get("password_env"), v.get("mmap") is not False),
-            Path(v["manifest"]) if v.get("manifest") else None,
-        )
-        _CONTEXTS[key] = open_context(
-            target, AuditSettings.from_mapping(collect_settings(v)), prepared, lambda: state.encoder(prepared)
-        )
-    return _CONTEXTS[key]
+            v, state = self.request.values, self.state
+            prepared = state.prepared[dataset]
+            target = AuditTarget(
+                self.request.uri,
+                SourceOptions(
+                    Path(v["ids"]) if v.get("ids") else None, v.get("password_env"), v.get("mmap") is not False
+                ),
+                Path(v["manifest"]) if v.get("manifest") else None,
+            )
+            self.contexts[dataset] = open_context(
+                target, AuditSettings.from_mapping(collect_settings(v)), prepared, lambda: state.encoder(prepared)
+            )
+        return self.contexts[dataset]
+
+    def close(self) -> None:
+        for ctx in self.contexts.values():
+            ctx.close()
+        self.contexts.clear()
 
 
 def collect_settings(values: dict[str, Any]) -> dict[str, Any]:
@@ -89,19 +101,13 @@ def collect_settings(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k in names}
 
 
-def close_contexts() -> None:
-    for ctx in _CONTEXTS.values():
-        ctx.close()
-    _CONTEXTS.clear()
-
-
 class AuditItem(EvalsuiteItem):
     """One audit check of the store against this dataset's reference."""
 
-    def __init__(self, *, check: str, request: AuditRequest, **kwargs: Any) -> None:
+    def __init__(self, *, check: str, audit: SessionAudit, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.check = check
-        self.request = request
+        self.audit = audit
 
     def runtest(self) -> None:
         __tracebackhide__ = True
@@ -109,7 +115,7 @@ class AuditItem(EvalsuiteItem):
         from .checks import AUDIT_CHECKS
 
         check = next(c for c in AUDIT_CHECKS if c.name == self.check)
-        verdict = judge(check, _context(self.state, self.dataset, self.request))
+        verdict = judge(check, self.audit.context(self.dataset))
         self.state.canary_items.record(self.dataset, verdict)
         self.user_properties.append((f"audit:{self.check}", verdict.status))
         diagnosis = verdict.details.get("diagnosis")
@@ -122,20 +128,19 @@ class AuditItem(EvalsuiteItem):
             raise EvalsuiteFailure(verdict.message)
 
 
-def collect_audit_items(
-    state: GateSession, parent: pytest.Session, anchor: Path, request: AuditRequest
-) -> list[pytest.Item]:
+def collect_audit_items(audit: SessionAudit, parent: pytest.Session, anchor: Path) -> list[pytest.Item]:
     """One item per audit check and dataset, marked ``evalsuite``, beside the session's own items."""
     from ..gating.items import DatasetCollector
     from .checks import AUDIT_CHECKS
 
     root = DatasetCollector.from_parent(parent, name="evalsuite-audit", path=anchor, nodeid="evalsuite-audit")
     items: list[pytest.Item] = []
+    state = audit.state
     for dp in state.datasets:
         node = DatasetCollector.from_parent(root, name=dp.name)
         for check in AUDIT_CHECKS:
             item = AuditItem.from_parent(
-                node, name=f"audit[{check.name}]", state=state, dataset=dp.name, check=check.name, request=request
+                node, name=f"audit[{check.name}]", state=state, dataset=dp.name, check=check.name, audit=audit
             )
             item.add_marker("evalsuite")
             items.append(item)
