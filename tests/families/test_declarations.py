@@ -88,10 +88,8 @@ def test_run_announces_departures_on_the_console_and_in_the_report(family_dir, s
     from evalsuite.cli import main
 
     out = tmp_path / "out"
-    rc = main(
-        ["run", "--model", str(family_dir("xlmr")), "--dataset", str(small_beir), "--pooling", "max"]
-        + ["--device", "cpu", "--no-cache", "--out", str(out)]
-    )
+    args = ["--pooling", "max", "--device", "cpu", "--no-cache", "--out", str(out)]
+    rc = main(["run", "--model", str(family_dir("xlmr")), "--dataset", str(small_beir), *args])
     assert rc == 0
     err = capsys.readouterr().err
     assert "evalsuite: contract departure: pooling max: the model declares mean (1_Pooling/config.json)" in err
