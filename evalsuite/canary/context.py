@@ -170,10 +170,15 @@ class CanaryContext:
             return None
         return [len(tokenizer(t, truncation=False)["input_ids"]) for t in texts]
 
+    def _document_tokens(self, text: str) -> int:
+        """Tokens of a document's model input (prefix and special tokens included; 0 without a tokenizer)."""
+        counts = self.token_counts([self.contract.render("document", text)])
+        return counts[0] if counts else 0
+
     # -- canary texts -----------------------------------------------------------------------------
     def canary_set(self) -> CanarySet:
         def make() -> CanarySet:
-            qs, ds = texts.queries(), texts.documents(self.contract.max_length)
+            qs, ds = texts.queries(), texts.documents(self.contract.max_length, self._document_tokens)
             return CanarySet(
                 ids=tuple(i for i, _ in qs + ds),
                 roles=("query",) * len(qs) + ("document",) * len(ds),
