@@ -117,13 +117,16 @@ NEAR_LIMIT_SHARE = 0.8
 def near_limit_document(max_length: int, tokens: Callable[[str], int] | None = None) -> tuple[str, str]:
     """A document of about 80% of the contract's max length: long, but not truncated. ``tokens`` counts a
     document's whole model input (prefix and the special tokens the tokenizer adds, an appended EOS included);
-    with it the words are cut until that input is at most 80% of ``max_length``, so a tokenizer that splits
-    words into several tokens (a decoder's byte-level BPE) cannot push the probe past a server's limit."""
+    when the text sized by words is over ``max_length`` tokens, its words are cut until that input is at most
+    80% of ``max_length``, so a tokenizer that splits words into several tokens (a decoder's byte-level BPE)
+    cannot push the probe past a server's limit. A text that fits is kept as it is."""
     target = max(1, int(max_length * NEAR_LIMIT_SHARE))
     n = max(1, target - 4)
     text = filler(n)
+    if tokens is None or tokens(text) <= max_length:  # it fits: the text every model has had so far
+        return "d_long", text
     for _ in range(16):
-        have = tokens(text) if tokens is not None else 0
+        have = tokens(text)
         if have <= target or n == 1:
             break
         n = max(1, min(n - 1, n * target // have))

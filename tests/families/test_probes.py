@@ -21,10 +21,10 @@ def test_near_limit_probe_fits_with_the_eos_a_decoder_appends(family_dir):
     for max_length in (64, 128, 512):
         target = int(max_length * probe_texts.NEAR_LIMIT_SHARE)
         _, words_only = probe_texts.near_limit_document(max_length)
-        assert tokens(words_only) > max_length * 0.9  # sized by words, a byte-level BPE text runs long
+        assert tokens(words_only) > max_length  # sized by words, a byte-level BPE text runs over the limit
         _, sized = probe_texts.near_limit_document(max_length, tokens)
         assert target * 0.75 <= tokens(sized) <= target  # long, and inside the limit with its EOS
-    _, plain = probe_texts.near_limit_document(128, lambda t: len(t.split()))  # a 1-token-a-word count: unchanged
+    _, plain = probe_texts.near_limit_document(128, lambda t: len(t.split()) + 30)  # fits: the text is unchanged
     assert plain == probe_texts.near_limit_document(128)[1]
 
 
