@@ -111,3 +111,57 @@ def write_bundled_cross_encoder(src: Path, dest: Path, *, seed: int = 0, head_sc
 @pytest.fixture(scope="session")
 def vllm_cross_encoder_dir(bundled_model_dir, tmp_path_factory) -> Path:
     return write_bundled_cross_encoder(Path(bundled_model_dir), tmp_path_factory.mktemp("vllm-ce") / "ce")
+
+
+DECODER_NAME = "tiny-qwen3"
+
+
+@dataclass(frozen=True)
+class VllmDecoder:
+    """The tiny Qwen3 decoder (evalsuite.tiny_families: last-token pooling, EOS appended by its tokenizer, a
+    query instruction) served as a user would, and the directory the canary's reference loads."""
+
+    url: str
+    model_dir: Path
+
+
+@dataclass(frozen=True)
+class VllmDecoderFaults:
+    """The ``vllm_full`` tier's broken decoder deployments: mean pooling instead of last token, and the model
+    served with a tokenizer that does not append EOS (its tokenizer.json without the post-processor)."""
+
+    mean: str
+    no_eos: str
+    model_dir: Path
+
+
+def _decoder_args(*extra: str) -> list[str]:
+    from evalsuite.tiny_families import MAX_LENGTH
+
+    return ["--served-model-name", DECODER_NAME, "--max-model-len", str(MAX_LENGTH), *extra]
+
+
+@pytest.fixture(scope="session")
+def decoder_model_dir(tmp_path_factory) -> Path:
+    from evalsuite.tiny_families import write_family
+
+    return write_family("qwen3", tmp_path_factory.mktemp("vllm-qwen3"))
+
+
+@pytest.fixture(scope="session")
+def vllm_decoder(decoder_model_dir, vllm_launcher) -> VllmDecoder:
+    servers = vllm_launcher("decoder", {"faithful": (decoder_model_dir, _decoder_args())})
+    return VllmDecoder(servers["faithful"].url, decoder_model_dir)
+
+
+@pytest.fixture(scope="session")
+def vllm_decoder_faults(decoder_model_dir, vllm_launcher, tmp_path_factory) -> VllmDecoderFaults:
+    import shutil
+
+    no_eos = shutil.copytree(decoder_model_dir, tmp_path_factory.mktemp("vllm-qwen3-no-eos") / "m")
+    tok = json.loads((no_eos / "tokenizer.json").read_text())
+    tok["post_processor"] = None  # what a conversion that drops the EOS leaves
+    (no_eos / "tokenizer.json").write_text(json.dumps(tok))
+    mean = _decoder_args("--pooler-config", json.dumps({"seq_pooling_type": "MEAN"}))
+    servers = vllm_launcher("decoder-faults", {"mean": (decoder_model_dir, mean), "no_eos": (no_eos, _decoder_args())})
+    return VllmDecoderFaults(servers["mean"].url, servers["no_eos"].url, decoder_model_dir)
