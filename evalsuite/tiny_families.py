@@ -189,6 +189,12 @@ def _write_transformer(family: Family, path: Path, seed: int) -> int:
         model = XLMRobertaModel(config, add_pooling_layer=False)
         hidden = 32
     tok.save_pretrained(str(path))
+    # transformers 5 names its generic fast tokenizer "TokenizersBackend", which transformers 4 (Infinity's,
+    # TEI's loaders) cannot load; "PreTrainedTokenizerFast" is the same class to both
+    cfg_file = path / "tokenizer_config.json"
+    cfg = json.loads(cfg_file.read_text())
+    cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+    cfg_file.write_text(json.dumps(cfg, indent=2))
     model.eval().save_pretrained(str(path))
     return hidden
 
@@ -221,10 +227,11 @@ def write_family(name: str, path: Path, *, seed: int = 0) -> Path:
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
     ]
-    pooling: dict[str, object] = {"embedding_dimension": hidden}
-    if family.single_key:
-        pooling["pooling_mode"] = ST_NAMES[family.pooling]
-    else:
+    pooling: dict[str, object] = {}
+    if family.single_key:  # sentence-transformers 6's form
+        pooling = {"embedding_dimension": hidden, "pooling_mode": ST_NAMES[family.pooling]}
+    else:  # the form before it (which sentence-transformers < 5, e.g. Infinity's, can only read)
+        pooling = {"word_embedding_dimension": hidden}
         pooling.update({f"pooling_mode_{k}": k == _LEGACY[family.pooling] for k in _LEGACY.values()})
     pooling["include_prompt"] = family.include_prompt
     (path / "1_Pooling").mkdir(exist_ok=True)
