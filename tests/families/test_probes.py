@@ -41,3 +41,12 @@ def test_an_all_zero_vector_for_the_empty_string_is_a_named_departure():
     assert ok and "cos 1.0000" in said
     ok, said = _empty_string_answer(np.array([[0.8, -0.6]], dtype=np.float32), ref, 0.99, "", {})
     assert not ok and "unlike the reference's" in said
+
+
+def test_batch_dependence_under_last_token_pooling_points_at_the_padding():
+    from evalsuite.canary.checks.agreement import padding_hint
+
+    assert padding_hint("mean", "right") == ""  # other poolings: padding is not the first suspect
+    hint = padding_hint("last", "left")
+    assert "padding side" in hint and "pads on the left" in hint and "remedy:" in hint
+    assert "tokenizer_config.json" not in padding_hint("last", None)
