@@ -156,3 +156,23 @@ def test_sweep_pooling_axis_offers_every_pooling():
     axis = parse_axis("pooling=max,weightedmean,mean_sqrt_len,last")
     assert [v.value for v in axis.values] == ["max", "weightedmean", "mean_sqrt_len", "last"]
     assert set(POOLINGS) == {"cls", "mean", "last", "max", "weightedmean", "mean_sqrt_len"}
+
+
+def test_cache_segments_written_before_the_head_field_still_decode(tmp_path):
+    """A plain encoder's shard keeps its directory (digest) and its segments (written without ``head``)."""
+    import dataclasses
+
+    import numpy as np
+
+    from evalsuite.encode.cache import ShardKey
+    from evalsuite.encode.segments import decode_segment, encode_segment
+
+    key = ShardKey("m" * 64, "t" * 64, "float32", 64, "truncate", "mean", "query", 2)
+    old_fields = [(f.name, f.type) for f in dataclasses.fields(ShardKey) if f.name != "head"]
+    OldKey = dataclasses.make_dataclass("OldKey", old_fields, frozen=True)
+    old = OldKey(**{n: getattr(key, n) for n, _ in old_fields})
+    data = encode_segment(old, [b"h" * 16], np.ones((1, 2), dtype=np.float32))
+    assert decode_segment(tmp_path / "s.seg", data, key).vectors.tolist() == [[1.0, 1.0]]
+    dense = ShardKey(**{**dataclasses.asdict(key), "head": "dense=abc"})
+    with pytest.raises(ValueError, match="another cache key"):
+        decode_segment(tmp_path / "s.seg", data, dense)
