@@ -176,3 +176,13 @@ def test_cache_segments_written_before_the_head_field_still_decode(tmp_path):
     dense = ShardKey(**{**dataclasses.asdict(key), "head": "dense=abc"})
     with pytest.raises(ValueError, match="another cache key"):
         decode_segment(tmp_path / "s.seg", data, dense)
+
+
+def test_canary_announces_departures_too(family_dir, small_beir, tmp_path, capsys):
+    from evalsuite.cli import main
+
+    model = ["--model", str(family_dir("xlmr")), "--dataset", str(small_beir), "--pooling", "max"]
+    # stops right after the contract is built (a usage error: 999 dimensions of 32), before any request
+    rc = main(["canary", "--endpoint", "http://127.0.0.1:9/v1", *model, "--canary-dimensions", "999"])
+    assert rc == 2
+    assert "evalsuite: contract departure: pooling max: the model declares mean" in capsys.readouterr().err
