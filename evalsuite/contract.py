@@ -16,7 +16,7 @@ from typing import Any
 from .base.errors import ContractError, SpecError
 from .retrieval.index.spec import canonical
 
-POOLINGS = ("cls", "mean", "last")
+POOLINGS = ("cls", "mean", "last", "max", "weightedmean", "mean_sqrt_len")
 DTYPES = ("float32", "bfloat16", "float16")
 TRUNCATIONS = ("truncate", "reject")
 SIMILARITIES = ("cosine", "dot", "l2")
@@ -46,6 +46,10 @@ class Contract:
     similarity: str = "cosine"
     index: str = "flat"  # the index searched (canonical text, see evalsuite.retrieval.index.spec); flat = exact
     matryoshka_dims: tuple[int, ...] | None = field(default=None, compare=False)
+    # what the model declared and was applied (records; vectors follow from the fields above)
+    query_prompt: str | None = field(default=None, compare=False)  # the declared prompt name applied to queries
+    doc_prompt: str | None = field(default=None, compare=False)  # ... to documents (document, passage, corpus)
+    departures: tuple[str, ...] = field(default=(), compare=False)  # settings overriding the model's declaration
 
     def __post_init__(self) -> None:
         _choice("pooling", self.pooling, POOLINGS)
@@ -90,6 +94,10 @@ class Contract:
     def to_dict(self) -> dict[str, object]:
         d = dataclasses.asdict(self)
         d["matryoshka_dims"] = list(self.matryoshka_dims) if self.matryoshka_dims else None
+        d["departures"] = list(self.departures)
+        for name in ("query_prompt", "doc_prompt", "departures"):  # unset records stay out (older contracts)
+            if not d[name]:
+                del d[name]
         return d
 
     @classmethod
@@ -104,11 +112,14 @@ class Contract:
         kwargs = dict(data)
         if kwargs.get("matryoshka_dims") is not None:
             kwargs["matryoshka_dims"] = tuple(kwargs["matryoshka_dims"])
+        kwargs["departures"] = tuple(kwargs.get("departures") or ())
         return cls(**kwargs)
 
     def fingerprint(self) -> str:
         d = self.to_dict()
         d.pop("matryoshka_dims")
+        for name in ("query_prompt", "doc_prompt", "departures"):  # records, not what makes a vector
+            d.pop(name, None)
         if d["index"] == "flat":  # contracts from before the index field keep their fingerprint
             d.pop("index")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -99,6 +100,8 @@ def embedding_canary(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else _default_out(members[0].endpoint, len(members))
     preflight.run_paths(spec, out)  # before loading anything
     prepared = prepare(spec)
+    for departure in prepared.contract.departures:  # a changed model is said, not evaluated in silence
+        print(f"evalsuite: contract departure: {departure}", file=sys.stderr)
     validate_dimensions(members[0].dimensions, int(prepared.model.hidden_size), prepared.model.matryoshka_dims)
     served = f"a fleet of {len(members)}: {', '.join(m.endpoint for m in members)}" if fleet else members[0].endpoint
     say(

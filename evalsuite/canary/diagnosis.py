@@ -127,7 +127,28 @@ def _reference_source(ctx: CanaryContext) -> ReferenceSource:
             progress=False,
         )
 
-    return ReferenceSource(encoder=encoder, suspect=suspect, token_counts=ctx.token_counts)
+    @cache
+    def no_eos(max_length: int, dtype: str) -> Encoder:
+        from ..encode.local import LocalEncoder
+
+        return LocalEncoder(
+            prepared.model,
+            dtype=dtype,
+            device=prepared.spec.device,
+            max_length=max_length,
+            progress=False,
+            append_eos=False,
+        )
+
+    tokenizer = ctx.tokenizer()
+    appends_eos = (
+        tokenizer is not None
+        and tokenizer.eos_token_id is not None
+        and tokenizer("a")["input_ids"][-1] == tokenizer.eos_token_id
+    )
+    return ReferenceSource(
+        encoder=encoder, suspect=suspect, token_counts=ctx.token_counts, no_eos=no_eos if appends_eos else None
+    )
 
 
 def diagnoses_for(ctx: CanaryContext, verdicts: list[CheckOutcome]) -> tuple[Diagnosis, ...]:

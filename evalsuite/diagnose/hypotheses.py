@@ -52,6 +52,7 @@ class Alternative:
     rounding: str | None = None
     model_dtype: str = "float32"
     model: str | None = None  # a --suspect-model directory; None: the pinned reference
+    eos: bool = True  # False: the EOS token the model's tokenizer appends is missing (a decoder's last token)
 
     @classmethod
     def of_contract(cls, contract: Contract, hidden: int) -> Alternative:
@@ -70,9 +71,9 @@ class Alternative:
     def replace(self, **changes: Any) -> Alternative:
         return dataclasses.replace(self, **changes)
 
-    def forward_key(self) -> tuple[str, int, str, str | None]:
+    def forward_key(self) -> tuple[str, int, str, str | None, bool]:
         """What needs its own forward pass (everything else is derived from one pooled pass)."""
-        return (self.prefix, self.max_length, self.model_dtype, self.model)
+        return (self.prefix, self.max_length, self.model_dtype, self.model, self.eos)
 
     def departures(self, base: Alternative, hidden: int) -> list[tuple[Factor, object]]:
         """The factors on which this alternative departs from ``base``, in triage order."""
@@ -139,6 +140,22 @@ FACTORS: tuple[Factor, ...] = (
         remedy={"": "deploy the pinned revision {contract.model_revision} of {contract.model}"},
     ),
     Factor(field="prefix", stage="input", cause=_prefix_cause, remedy={"": _PREFIX_FIX}),
+    Factor(
+        field="eos",
+        stage="input",
+        cause=lambda v, c: (
+            "the server does not append the EOS token the model's tokenizer appends (last-token "
+            "pooling reads the text's last word instead)"
+        ),
+        remedy={
+            "": "serve the model with its own tokenizer.json, whose post-processor appends EOS",
+            "vllm": "vLLM: serve the model directory with its own tokenizer (no --tokenizer pointing elsewhere, "
+            "and a tokenizer.json whose post-processor appends EOS)",
+            "tei": "TEI: serve a model directory whose tokenizer.json post-processor appends EOS",
+            "infinity": "Infinity: serve a model directory whose tokenizer.json post-processor appends EOS",
+            "sglang": "SGLang: serve the model with its own tokenizer (its post-processor appends EOS)",
+        },
+    ),
     Factor(
         field="pooling",
         stage="shape",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..contract import Contract
     from ..encode.base import Encoder
 
+Key = tuple[str, int, str, str | None, bool]  # Alternative.forward_key(): prefixes, max length, dtype, model, EOS
 TRUNCATION_LENGTHS = (64, 128, 256, 512)
 ROUNDINGS = ("float16", "bfloat16")
 MODEL_DTYPES = ("float16", "bfloat16")
@@ -46,6 +47,7 @@ class ReferenceSource:
     encoder: Callable[[int, str], Encoder]
     suspect: Callable[[str], Encoder]
     token_counts: Callable[[list[str]], list[int] | None]
+    no_eos: Callable[[int, str], Encoder] | None = None  # the reference without its appended EOS (decoders only)
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ class AlternativeVectors:
         self.source = source
         self.probes = probes
         self.not_tested: list[str] = []
-        self._pooled: dict[tuple[str, int, str, str | None], dict[str, np.ndarray] | None] = {}
+        self._pooled: dict[Key, dict[str, np.ndarray] | None] = {}
 
     def _render(self, mode: str) -> list[str] | None:
         pre = prefixes(mode, self.contract, self.prompts)
@@ -96,17 +98,21 @@ class AlternativeVectors:
                     out[p][idx] = got[p]
         return out
 
-    def pooled(self, key: tuple[str, int, str, str | None]) -> dict[str, np.ndarray] | None:
+    def pooled(self, key: Key) -> dict[str, np.ndarray] | None:
         """Pooled vectors per pooling for one forward key; None when it cannot be formed or run."""
         if key not in self._pooled:
             self._pooled[key] = self._compute(key)
         return self._pooled[key]
 
-    def _compute(self, key: tuple[str, int, str, str | None]) -> dict[str, np.ndarray] | None:
-        mode, length, dtype, model = key
+    def _compute(self, key: Key) -> dict[str, np.ndarray] | None:
+        mode, length, dtype, model, eos = key
         rendered = self._render(mode)
         if rendered is None:
             return None
+        if not eos:
+            if self.source.no_eos is None:
+                return None
+            return self._encode(self.source.no_eos(length, dtype), rendered, list(range(len(rendered))))
         rows = list(range(len(rendered)))
         c = self.contract
         try:
@@ -115,7 +121,7 @@ class AlternativeVectors:
             if length != c.max_length and mode == "contract" and dtype == c.dtype:
                 # only texts the other length cuts differently change: the rest are the contract's pass
                 counts = self.source.token_counts(rendered)
-                base = self.pooled(("contract", c.max_length, dtype, None))
+                base = self.pooled(("contract", c.max_length, dtype, None, True))
                 if counts is not None and base is not None:
                     rows = [i for i, n in enumerate(counts) if n > min(length, c.max_length)]
                     if not rows:
@@ -139,23 +145,22 @@ class AlternativeVectors:
         and suspect models, each with every pooling, normalization and cut. A caller stops asking once
         one explains the served vectors, so the expensive passes run only when needed."""
         m, n, dt = base.max_length, base.model_dtype, base.model
-        groups: list[list[tuple[str, int, str, str | None]]] = [
+        groups: list[list[Key]] = [
             [base.forward_key()],
-            [(mode, m, n, dt) for mode in PREFIX_MODES if mode != "contract"],
-            [("contract", length, n, dt) for length in hyps.lengths],
-            [("contract", m, d, dt) for d in hyps.model_dtypes],
-            [("contract", m, n, s) for s in hyps.suspects],
+            [(mode, m, n, dt, True) for mode in PREFIX_MODES if mode != "contract"],
+            [("contract", m, n, dt, False)] if self.source.no_eos is not None else [],
+            [("contract", length, n, dt, True) for length in hyps.lengths],
+            [("contract", m, d, dt, True) for d in hyps.model_dtypes],
+            [("contract", m, n, s, True) for s in hyps.suspects],
         ]
         for keys in groups:
             yield self._candidates(keys, base, width)
 
-    def _candidates(
-        self, keys: list[tuple[str, int, str, str | None]], base: Alternative, width: int
-    ) -> dict[Alternative, np.ndarray]:
+    def _candidates(self, keys: list[Key], base: Alternative, width: int) -> dict[Alternative, np.ndarray]:
         contract_inputs = self._render("contract")
         out: dict[Alternative, np.ndarray] = {}
         for key in keys:
-            mode, length, dtype, model = key
+            mode, length, dtype, model, eos = key
             if mode != "contract" and self._render(mode) == contract_inputs:
                 continue  # the same inputs as the contract's: the same vectors
             pooled = self.pooled(key)
@@ -163,7 +168,9 @@ class AlternativeVectors:
                 continue
             roundings = (None, *ROUNDINGS) if key == base.forward_key() else (None,)
             for pooling in POOLINGS:
-                around = base.replace(pooling=pooling, prefix=mode, max_length=length, model_dtype=dtype, model=model)
+                around = base.replace(
+                    pooling=pooling, prefix=mode, max_length=length, model_dtype=dtype, model=model, eos=eos
+                )
                 for alt in numeric_variants(around, width, self.hidden, roundings):
                     out[alt] = derive(pooled[pooling], alt)
         return out

@@ -86,11 +86,14 @@ class ShardKey:
     role: str
     dim: int
     source: str = "local"  # who made the vectors: "local" (the reference model) or a served deployment's identity
+    head: str = ""  # what a model family adds (ModelInfo.head_key: Dense heads' digests, include_prompt false)
 
     def digest(self) -> str:
         fields = asdict(self)
         if fields["source"] == "local":  # local keys stay what they were before served vectors were cached
             del fields["source"]
+        if not fields["head"]:  # as do those of a plain encoder
+            del fields["head"]
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:32]
 
 

@@ -109,6 +109,7 @@ class CachedEncoder:
             role=role,
             dim=self.dim,
             source=self.source,
+            head=self.info.head_key(),
         )
 
     def encode(

@@ -11,7 +11,7 @@ import itertools
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -108,6 +108,7 @@ class LocalEncoder(StreamingEncoder):
         max_batch_tokens: int = 16384,
         trust_remote_code: bool = False,
         progress: bool | None = None,
+        append_eos: bool = True,
     ) -> None:
         from transformers import AutoModel
 
@@ -121,6 +122,7 @@ class LocalEncoder(StreamingEncoder):
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
         self.progress = progress_enabled() if progress is None else progress
+        self.append_eos = append_eos  # False: a trailing EOS is dropped (the diagnosis's "EOS not appended")
         self.stats_by_role: dict[str, EncodeStats] = {}
         self.tokenizer, self.model = load_pretrained(
             info, AutoModel, _TORCH_DTYPES[dtype], trust_remote_code=trust_remote_code, what="model"
@@ -130,6 +132,32 @@ class LocalEncoder(StreamingEncoder):
         if self.pad_id is None:
             self.pad_id = self.tokenizer.eos_token_id or 0
         self.use_token_types = "token_type_ids" in self.tokenizer.model_input_names
+        self.heads: Any = None
+        if info.dense:
+            from .heads import DenseStack
+
+            self.heads = DenseStack(info.dense, self.device)
+        self.prompt_lengths = {} if info.include_prompt else self._prompt_lengths(info.prompts.values())
+
+    def _prompt_lengths(self, prompts: Iterable[str]) -> dict[str, int]:
+        """Tokens of each declared prompt that ``include_prompt: false`` leaves out of pooling, counted as
+        sentence-transformers counts them (the prompt tokenized alone, less a trailing special token)."""
+        special = set(self.tokenizer.all_special_ids)
+        out: dict[str, int] = {}
+        for prompt in dict.fromkeys(p for p in prompts if p):
+            ids = self.tokenizer(prompt)["input_ids"]
+            out[prompt] = len(ids) - (1 if ids and ids[-1] in special else 0)
+        return out
+
+    def _prompt_tokens(self, texts: Sequence[str]) -> np.ndarray:
+        """Per text, the tokens of the longest declared prompt it starts with (0 when include_prompt is true):
+        a function of the rendered text and the model alone, so cached vectors stay valid."""
+        out = np.zeros(len(texts), dtype=np.int64)
+        if self.prompt_lengths:
+            by_length = sorted(self.prompt_lengths.items(), key=lambda kv: -len(kv[0]))
+            for i, text in enumerate(texts):
+                out[i] = next((n for p, n in by_length if text.startswith(p)), 0)
+        return out
 
     def release(self) -> None:
         """Drop the model and tokenizer (counters stay); the encoder cannot encode afterwards."""
@@ -178,6 +206,9 @@ class LocalEncoder(StreamingEncoder):
                 for i, row in zip(long, fixed, strict=True):
                     enc[i] = row
                 truncated[[start + i for i in long]] = True
+            if not self.append_eos and self.tokenizer.eos_token_id is not None:
+                eos = self.tokenizer.eos_token_id
+                enc = [row[:-1] if len(row) > 1 and row[-1] == eos else row for row in enc]
             lengths[group.start : group.stop] = [len(row) for row in enc]
             count = int(lengths[group.start : group.stop].sum())
             parts.append(np.fromiter(itertools.chain.from_iterable(enc), dtype=np.int32, count=count))
@@ -215,7 +246,7 @@ class LocalEncoder(StreamingEncoder):
         grow batch by batch, so an interrupted stream still counts what it finished."""
         import torch
 
-        from .pooling import pool
+        from .pooling import exclude_prompt, pool
 
         t0 = time.perf_counter()
         poolings = list(dict.fromkeys(poolings))
@@ -225,6 +256,7 @@ class LocalEncoder(StreamingEncoder):
             return
         flat, offsets, truncated = self._tokenize(list(texts), ids)
         lengths = np.diff(offsets)
+        prompt_tokens = self._prompt_tokens(texts)
         stats.texts += n
         stats.tokens += int(lengths.sum())
         stats.truncated += int(truncated.sum())
@@ -249,7 +281,13 @@ class LocalEncoder(StreamingEncoder):
                     if self.use_token_types:
                         inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
                     h = self.model(**inputs).last_hidden_state.float()
-                    vectors = {p: pool(h, inputs["attention_mask"], p).cpu().numpy() for p in poolings}
+                    pool_mask = None
+                    if self.prompt_lengths:
+                        pool_mask = exclude_prompt(inputs["attention_mask"], torch.from_numpy(prompt_tokens[idx]))
+                    pooled = {p: pool(h, inputs["attention_mask"], p, pool_mask) for p in poolings}
+                    if self.heads is not None:
+                        pooled = {p: self.heads(v) for p, v in pooled.items()}
+                    vectors = {p: v.cpu().numpy() for p, v in pooled.items()}
                 stats.padded_tokens += len(idx) * width
                 stats.batches += 1
                 stats.seconds += time.perf_counter() - t0

@@ -70,7 +70,10 @@ def decode_segment(path: Path, data: bytes, key: Any) -> Segment:
     start = len(MAGIC) + 4
     header = json.loads(data[start : start + hlen])
     n, dim = int(header["n"]), int(header["dim"])
-    if header.get("key") != asdict(key) or dim != key.dim:
+    expected, found = asdict(key), header.get("key")
+    if isinstance(found, dict) and expected.get("head") == "":  # segments written before ShardKey.head
+        found.setdefault("head", "")
+    if found != expected or dim != key.dim:
         raise ValueError("segment belongs to another cache key")
     off = start + hlen
     if len(body) != off + n * HASH_BYTES + n * dim * 4 + (n * 5 if version == 2 else 0):

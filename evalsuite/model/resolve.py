@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.errors import ModelError, RevisionMismatch, SpecError
+from .st_layout import LEGACY_POOLING_KEYS, DenseHead, st_layout
 
 BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 TOKENIZER_FILES = (
@@ -34,14 +35,7 @@ TOKENIZER_FILES = (
     "tokenizer.model",
     "sentencepiece.bpe.model",
 )
-_ST_POOLING_KEYS = {
-    "pooling_mode_cls_token": "cls",
-    "pooling_mode_mean_tokens": "mean",
-    "pooling_mode_lasttoken": "last",
-    "pooling_mode_max_tokens": "max",
-    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len",
-    "pooling_mode_weightedmean_tokens": "weightedmean",
-}
+_ST_POOLING_KEYS = LEGACY_POOLING_KEYS  # both Pooling config forms are read in st_layout
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 MIN_REV_PREFIX = 7
 
@@ -66,6 +60,18 @@ class ModelInfo:
     is_matryoshka: bool
     prompts: dict[str, str] = field(default_factory=dict)
     needs_remote_code: bool = False
+    pooling_problem: str | None = None  # why the declared pooling cannot be run (refused unless --pooling is given)
+    include_prompt: bool = True  # False: the prompt's tokens are left out of the pooled tokens (1_Pooling)
+    dense: tuple[DenseHead, ...] = ()  # Dense heads after pooling, in order (hidden_size is the last one's output)
+    default_prompt_name: str | None = None
+
+    def head_key(self) -> str:
+        """What a family adds to the embedding cache key beyond the revisions: the Dense heads' digests and
+        whether prompt tokens are pooled ("" for a plain encoder, so its keys stay what they were)."""
+        parts = [f"dense={d.digest[:16]}" for d in self.dense]
+        if not self.include_prompt:
+            parts.append("include_prompt=false")
+        return ",".join(parts)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -79,6 +85,23 @@ class ModelInfo:
             "hidden_size": self.hidden_size,
             "max_positions": self.max_positions,
             "matryoshka_dims": list(self.matryoshka_dims) if self.matryoshka_dims else None,
+            **({"include_prompt": False} if not self.include_prompt else {}),
+            **(
+                {
+                    "dense": [
+                        {
+                            "path": d.path.name,
+                            "out_features": d.out_features,
+                            "activation": d.activation,
+                            "digest": d.digest,
+                        }
+                        for d in self.dense
+                    ]
+                }
+                if self.dense
+                else {}
+            ),
+            **({"prompts": dict(self.prompts)} if self.prompts else {}),
         }
 
 
@@ -187,45 +210,6 @@ def _hub_snapshot(repo_id: str, revision: str | None, what: str) -> tuple[Path, 
     return repo_dir / "snapshots" / matches[0], matches[0]
 
 
-def _st_layout(root: Path) -> tuple[Path, str | None, bool | None, int | None]:
-    """Transformer path, declared pooling, declared normalize, declared max length."""
-    modules_file = root / "modules.json"
-    if not modules_file.is_file():
-        return root, None, None, None
-    try:
-        modules = json.loads(modules_file.read_text())
-    except json.JSONDecodeError as exc:
-        raise ModelError(f"{modules_file}:{exc.lineno}: invalid JSON ({exc.msg})") from None
-    transformer, pooling, normalize, max_len = root, None, False, None
-    for m in modules:
-        kind = str(m.get("type", "")).rsplit(".", 1)[-1]
-        sub = root / m.get("path", "")
-        if kind == "Transformer":
-            transformer = sub
-            cfg = sub / "sentence_bert_config.json"
-            if not cfg.is_file():
-                cfg = root / "sentence_bert_config.json"
-            if cfg.is_file():
-                max_len = _read_json(cfg).get("max_seq_length")
-        elif kind == "Pooling":
-            cfg = _read_json(sub / "config.json")
-            modes = [name for key, name in _ST_POOLING_KEYS.items() if cfg.get(key)]
-            if len(modes) != 1:
-                raise ModelError(
-                    f"{sub / 'config.json'}: declares pooling modes {modes}; evalsuite's reference "
-                    "encoder needs exactly one of cls, mean, last (or pass --pooling)"
-                )
-            pooling = modes[0]
-        elif kind == "Normalize":
-            normalize = True
-        else:
-            raise ModelError(
-                f"{modules_file}: module {m.get('type')!r} is not supported by the reference encoder "
-                "(Transformer, Pooling and Normalize are)"
-            )
-    return transformer, pooling, normalize, max_len
-
-
 def resolve_model(
     model: str | None = None, *, revision: str | None = None, tokenizer_revision: str | None = None
 ) -> ModelInfo:
@@ -250,7 +234,8 @@ def resolve_model(
     else:
         raise ModelError(f"model {model!r}: no such directory and not a hub repository id (org/name)")
 
-    transformer, pooling, normalize, st_max = _st_layout(root)
+    layout = st_layout(root)
+    transformer, pooling, normalize, st_max = layout.transformer, layout.pooling, layout.normalize, layout.max_length
     config_file = transformer / "config.json"
     if not config_file.is_file():
         raise ModelError(f"{transformer}: no config.json; is this a transformers model directory?")
@@ -279,11 +264,23 @@ def resolve_model(
     default_max = min(int(st_max), max_pos) if st_max else max_pos
 
     prompts: dict[str, str] = {}
+    default_prompt: str | None = None
     st_cfg = root / "config_sentence_transformers.json"
     if st_cfg.is_file():
-        raw = _read_json(st_cfg).get("prompts") or {}
+        st_data = _read_json(st_cfg)
+        raw = st_data.get("prompts") or {}
         if isinstance(raw, dict):
             prompts = {k: v for k, v in raw.items() if isinstance(v, str)}
+        if isinstance(st_data.get("default_prompt_name"), str):
+            default_prompt = st_data["default_prompt_name"]
+    out_dim = hidden
+    for head in layout.dense:
+        if head.in_features != out_dim:
+            raise ModelError(
+                f"{head.path / 'config.json'}: in_features {head.in_features} does not match the vector before it "
+                f"({out_dim}: the model's hidden size or the previous Dense head's out_features)"
+            )
+        out_dim = head.out_features
     mdims = config.get("matryoshka_dimensions")
     return ModelInfo(
         name=name,
@@ -295,11 +292,15 @@ def resolve_model(
         tokenizer_revision=tok_rev,
         declared_pooling=pooling,
         declared_normalize=normalize,
-        hidden_size=hidden,
+        hidden_size=out_dim,
         default_max_length=default_max,
         max_positions=max_pos,
         matryoshka_dims=tuple(int(d) for d in mdims) if isinstance(mdims, list) and mdims else None,
         is_matryoshka=bool(config.get("is_matryoshka") or mdims),
         prompts=prompts,
         needs_remote_code=bool(config.get("auto_map")),
+        pooling_problem=layout.pooling_problem,
+        include_prompt=layout.include_prompt,
+        dense=layout.dense,
+        default_prompt_name=default_prompt,
     )

@@ -12,6 +12,15 @@ from .slices import slice_markdown
 from .trec import trec_run
 
 
+def departures_markdown(contract: dict[str, object]) -> str:
+    """The settings that override what the model declares (empty when none): the run is not the model as shipped."""
+    departures = contract.get("departures") or []
+    if not isinstance(departures, list) or not departures:
+        return ""
+    lines = "".join(f"- {d}\n" for d in departures)
+    return f"\n**Departures from the model's declaration** (this run evaluates a changed model):\n\n{lines}"
+
+
 def run_markdown(result: Result) -> str:
     m = result.manifest
     ident = result.dataset.identity
@@ -28,6 +37,7 @@ def run_markdown(result: Result) -> str:
         table(["count", "value"], list(counts.items())),
         "\n## Contract\n",
         table(["field", "value"], contract_rows(m["contract"])),
+        departures_markdown(m["contract"]),
         "\n## Timing\n",
         table(
             ["step", "value"],

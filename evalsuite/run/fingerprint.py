@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -78,13 +78,14 @@ class Fingerprint:
         )
 
 
-def probe_texts(max_length: int) -> list[tuple[str, str, str]]:
+def probe_texts(max_length: int, tokens: Callable[[str], int] | None = None) -> list[tuple[str, str, str]]:
     """(id, role, text) of the fixed probes: a few canary queries and documents, and the document of
-    about 80% of the max length (a server truncating shorter changes it)."""
+    about 80% of the max length (a server truncating shorter changes it; ``tokens`` counts a document's model
+    input, so it fits a server's limit with the special tokens the tokenizer adds)."""
     from . import probes as texts
 
     queries, documents = dict(texts.QUERIES), dict(texts.DOCUMENTS)
-    long_id, long_text = texts.near_limit_document(max_length)
+    long_id, long_text = texts.near_limit_document(max_length, tokens)
     return [
         *((i, "query", queries[i]) for i in QUERY_IDS),
         *((i, "document", documents[i]) for i in DOCUMENT_IDS),
@@ -92,11 +93,11 @@ def probe_texts(max_length: int) -> list[tuple[str, str, str]]:
     ]
 
 
-def fingerprint(encoder: Encoder, contract: Contract) -> Fingerprint:
+def fingerprint(encoder: Encoder, contract: Contract, tokens: Callable[[str], int] | None = None) -> Fingerprint:
     """The probes' vectors as ``encoder`` makes them under ``contract`` (the index's own vectors)."""
     from ..retrieval.vectors import finalize
 
-    probes = probe_texts(contract.max_length)
+    probes = probe_texts(contract.max_length, tokens)
     rows = np.zeros((len(probes), contract.dim), dtype=np.float32)
     for role in ("query", "document"):
         idx = [n for n, (_, r, _) in enumerate(probes) if r == role]

@@ -77,6 +77,14 @@ def make_encoder(
     return behind_cache(prepared, build, dtype=dtype, max_length=max_length, device=spec.device)
 
 
+def document_tokens(prepared: Prepared) -> Callable[[str], int]:
+    """Tokens of a document's model input (prefix and special tokens included) under the pinned tokenizer."""
+    from ..slicing.tokens import count_tokens
+
+    c, path = prepared.contract, prepared.model.tokenizer_path
+    return lambda text: count_tokens(path, [c.render("document", text)])[0]
+
+
 def behind_cache(
     prepared: Prepared, factory: Callable[[], Encoder], *, dtype: str, max_length: int, device: str, **served: Any
 ) -> Encoder:
@@ -310,5 +318,5 @@ def run(
             encoder=encoder_entry(encoder),
         )
         if with_fingerprint:
-            result.manifest["fingerprint"] = fingerprint(encoder, c).to_dict()
+            result.manifest["fingerprint"] = fingerprint(encoder, c, document_tokens(prepared)).to_dict()
         return result

@@ -34,6 +34,7 @@ def prepare(spec: RunSpec) -> Prepared:
     if contract.index != "flat" and spec.chunk_size:
         raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
     spec, notes = decide_chunking(spec, contract.index)
+    notes = tuple(f"contract departure: {d}" for d in contract.departures) + notes
     execution_of(spec)  # executor settings are checked before the dataset loads
     dataset = load_dataset(
         dataset_dir(spec.dataset),

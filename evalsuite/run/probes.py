@@ -5,6 +5,8 @@ Written for this project; nothing here is sensitive. Ids are stable so verdicts 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 QUERIES: tuple[tuple[str, str], ...] = (
     ("q1", "how does a database commit a transaction"),
     ("q2", "why does bread dough rise in a warm oven"),
@@ -109,9 +111,27 @@ def filler(n_words: int) -> str:
     return ". ".join(s.capitalize() for s in sentences) + "."
 
 
-def near_limit_document(max_length: int) -> tuple[str, str]:
-    """A document of about 80% of the contract's max length: long, but not truncated."""
-    return "d_long", filler(max(1, int(max_length * 0.8) - 4))
+NEAR_LIMIT_SHARE = 0.8
+
+
+def near_limit_document(max_length: int, tokens: Callable[[str], int] | None = None) -> tuple[str, str]:
+    """A document of about 80% of the contract's max length: long, but not truncated. ``tokens`` counts a
+    document's whole model input (prefix and the special tokens the tokenizer adds, an appended EOS included);
+    when the text sized by words is over ``max_length`` tokens, its words are cut until that input is at most
+    80% of ``max_length``, so a tokenizer that splits words into several tokens (a decoder's byte-level BPE)
+    cannot push the probe past a server's limit. A text that fits is kept as it is."""
+    target = max(1, int(max_length * NEAR_LIMIT_SHARE))
+    n = max(1, target - 4)
+    text = filler(n)
+    if tokens is None or tokens(text) <= max_length:  # it fits: the text every model has had so far
+        return "d_long", text
+    for _ in range(16):
+        have = tokens(text)
+        if have <= target or n == 1:
+            break
+        n = max(1, min(n - 1, n * target // have))
+        text = filler(n)
+    return "d_long", text
 
 
 def over_limit_document(max_length: int) -> tuple[str, str]:
@@ -123,5 +143,5 @@ def queries() -> list[tuple[str, str]]:
     return list(QUERIES)
 
 
-def documents(max_length: int) -> list[tuple[str, str]]:
-    return [*list(DOCUMENTS), near_limit_document(max_length)]
+def documents(max_length: int, tokens: Callable[[str], int] | None = None) -> list[tuple[str, str]]:
+    return [*list(DOCUMENTS), near_limit_document(max_length, tokens)]

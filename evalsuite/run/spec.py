@@ -9,12 +9,11 @@ from typing import Any
 
 from ..base.errors import SpecError
 from ..base.settings import check_fields
-from ..contract import Contract
+from ..contract import POOLINGS, Contract
 from ..model import ModelInfo
+from ..model.prompts import DOC_PROMPT_NAMES as DOC_PROMPT_NAMES  # the document role's prompt names
+from ..model.prompts import declared_prompt
 from ..scoring.metrics import DEFAULT_METRICS, parse_metrics
-
-DOC_PROMPT_NAMES = ("document", "passage", "doc", "corpus")
-
 
 # A corpus file this large is evaluated in bounded memory unless --chunk-size says otherwise: held in memory, a
 # corpus costs about twice its file size in Python objects on top of its vectors (measured: 77 MB per 100k short
@@ -124,13 +123,36 @@ def check_endpoint_settings(spec: RunSpec) -> None:
         )
 
 
+def _departures(spec: RunSpec, info: ModelInfo, pooling: str, normalize: bool, prefixes: dict[str, str]) -> list[str]:
+    """Each setting that overrides what the model declares, said in words (printed and kept in the contract)."""
+    out: list[str] = []
+    if spec.pooling is not None and info.pooling_problem is not None:
+        out.append(f"pooling {pooling}: --pooling chosen because the model's pooling declaration cannot be run")
+    elif spec.pooling is not None and info.declared_pooling is not None and spec.pooling != info.declared_pooling:
+        out.append(f"pooling {pooling}: the model declares {info.declared_pooling} (1_Pooling/config.json)")
+    if spec.normalize is not None and info.declared_normalize is not None and spec.normalize != info.declared_normalize:
+        declared = "a Normalize module" if info.declared_normalize else "no Normalize module"
+        out.append(f"normalize {str(normalize).lower()}: the model declares {declared} (modules.json)")
+    for role, given in (("query", spec.query_prefix), ("document", spec.doc_prefix)):
+        name, declared_text = declared_prompt(info.prompts, role)
+        if given is not None and name is not None and given != declared_text:
+            out.append(
+                f"{role} prefix {prefixes[role]!r}: the model declares the {name!r} prompt {declared_text!r} "
+                "(config_sentence_transformers.json)"
+            )
+    return out
+
+
 def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
-    """Resolve every default against what the model declares, and validate the result."""
+    """Resolve every default against what the model declares, and validate the result. A setting that overrides
+    a declaration is a departure recorded in the contract (``departures``)."""
+    if spec.pooling is None and info.pooling_problem is not None:
+        raise SpecError(info.pooling_problem)
     pooling = spec.pooling or info.declared_pooling or "mean"
-    if pooling not in ("cls", "mean", "last"):
+    if pooling not in POOLINGS:
         raise SpecError(
-            f"{info.root}: the model declares pooling {pooling!r}, which the reference encoder does "
-            "not implement; pass --pooling cls|mean|last"
+            f"{info.root}: pooling {pooling!r} is not one the reference encoder implements; "
+            f"pass --pooling {'|'.join(POOLINGS)}"
         )
     normalize = (
         spec.normalize
@@ -138,12 +160,11 @@ def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
         else (info.declared_normalize if info.declared_normalize is not None else True)
     )
     similarity = spec.similarity or ("cosine" if normalize else "dot")
-    query_prefix = spec.query_prefix if spec.query_prefix is not None else info.prompts.get("query", "")
-    doc_prefix = (
-        spec.doc_prefix
-        if spec.doc_prefix is not None
-        else next((info.prompts[n] for n in DOC_PROMPT_NAMES if n in info.prompts), "")
-    )
+    query_name, declared_query = declared_prompt(info.prompts, "query")
+    doc_name, declared_doc = declared_prompt(info.prompts, "document")
+    query_prefix = spec.query_prefix if spec.query_prefix is not None else declared_query
+    doc_prefix = spec.doc_prefix if spec.doc_prefix is not None else declared_doc
+    departures = _departures(spec, info, pooling, normalize, {"query": query_prefix, "document": doc_prefix})
     max_length = spec.max_length or info.default_max_length
     if max_length > info.max_positions:
         raise SpecError(f"max_length {max_length} exceeds what the model supports ({info.max_positions} tokens)")
@@ -169,6 +190,9 @@ def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
         similarity=similarity,
         matryoshka_dims=info.matryoshka_dims,
         index=spec.index,
+        query_prompt=query_name if spec.query_prefix is None else None,
+        doc_prompt=doc_name if spec.doc_prefix is None else None,
+        departures=tuple(departures),
     )
 
 

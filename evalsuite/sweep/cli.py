@@ -86,6 +86,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     grid = bool(args.grid)
     preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
     prepared = prepare(spec)
+    for departure in prepared.contract.departures:  # a changed model is said, not evaluated in silence
+        print(f"evalsuite: contract departure: {departure}", file=sys.stderr)
     cells = plan_cells(prepared.contract, axes, grid, info=prepared.model)
     out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name, prepared.model.name) / "sweep"
     preflight.out_dir(out)

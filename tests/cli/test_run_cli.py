@@ -37,7 +37,7 @@ def test_broken_json_line_names_file_and_line(tiny_model_dir, small_beir, capsys
 
 def test_bad_option_values_are_rejected_at_parse_time(capsys):
     for argv, needle in (
-        (["run", "--pooling", "max"], "invalid choice"),
+        (["run", "--pooling", "median"], "invalid choice"),
         (["run", "--max-length", "1"], "must be >= 2"),
         (["run", "--metrics", "ndcg@10,bogus@3"], "not a ranx metric"),
         (["run", "--device", "tpu"], "not a device"),

@@ -29,7 +29,7 @@ def test_diff_names_fields():
 @pytest.mark.parametrize(
     "kw, msg",
     [
-        ({"pooling": "max"}, "pooling='max' is not valid"),
+        ({"pooling": "median"}, "pooling='median' is not valid"),
         ({"dtype": "int8"}, "dtype='int8' is not valid"),
         ({"max_length": 1}, "max_length=1"),
         ({"dim": 0}, "dim=0"),

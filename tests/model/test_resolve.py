@@ -45,11 +45,11 @@ def test_plain_transformers_layout(make_tiny_bert, tmp_path):
 
 
 def test_unsupported_module_is_refused(tiny_model_dir, tmp_path):
-    d = shutil.copytree(tiny_model_dir, tmp_path / "dense")
+    d = shutil.copytree(tiny_model_dir, tmp_path / "lstm")
     modules = json.loads((d / "modules.json").read_text())
-    modules.append({"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"})
+    modules.append({"idx": 3, "name": "3", "path": "3_LSTM", "type": "sentence_transformers.models.LSTM"})
     (d / "modules.json").write_text(json.dumps(modules))
-    with pytest.raises(ModelError, match="Dense"):
+    with pytest.raises(ModelError, match=r"'sentence_transformers.models.LSTM' is not supported.*--endpoint"):
         resolve_model(str(d))
 
 

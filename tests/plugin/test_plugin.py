@@ -81,9 +81,9 @@ def test_wrong_revision_stops_before_encoding(run_evalsuite, pytester, tiny, sma
 
 
 def test_bad_values_rejected_at_parse_time(pytester):
-    result = pytester.runpytest(*BASE, "--pooling", "max")
+    result = pytester.runpytest(*BASE, "--pooling", "median")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "invalid choice: 'max'" in result.stderr.str()
+    assert "invalid choice: 'median'" in result.stderr.str()
     result = pytester.runpytest(*BASE, "--gate", "ndcg@10~0.3")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "is not understood" in result.stderr.str()

@@ -60,7 +60,7 @@ def test_normalize_false_switches_cosine_to_dot():
     [
         ("pooling", "expected AXIS=V1,V2"),
         ("colour=red", "unknown axis 'colour'"),
-        ("pooling=cls,max", "'max' is not valid; choose from cls, mean, last"),
+        ("pooling=cls,median", "'median' is not valid; choose from cls, mean, last, max"),
         ("dim=256,abc", "'abc' is not an integer"),
         ("dim=0", "too small"),
         ("max_length=128,,256", "empty value"),
@@ -90,5 +90,5 @@ def test_spec_file_table():
     assert not grid and axes[0].labels == ("cls",)
     with pytest.raises(SpecError, match=r"evalsuite\.toml: unknown sweep setting"):
         sweep_from_mapping({"vary": ["pooling=cls"], "grdi": True}, source="evalsuite.toml")
-    with pytest.raises(SpecError, match="x: --vary pooling: 'max'"):
-        sweep_from_mapping({"vary": {"pooling": ["max"]}}, source="x")
+    with pytest.raises(SpecError, match="x: --vary pooling: 'median'"):
+        sweep_from_mapping({"vary": {"pooling": ["median"]}}, source="x")

@@ -4,7 +4,7 @@ Every test module here is in the xdist group "vllm": under ``-n N --dist loadgro
 all, so each session fixture below starts its servers once (the root conftest's ``vllm_launcher`` stops them
 at the end). A start costs minutes on 2 cores, so the servers of one fixture start together.
 
-CI runs the faithful, CLS and reranker servers; the no-normalization, short-max-length and token_embed
+CI runs the faithful, CLS, reranker and decoder (a tiny Qwen3) servers; the no-normalization, short-max-length and token_embed
 servers are the ``vllm_full`` tier (``pytest -m vllm_full tests/vllm``).
 """
 
@@ -25,7 +25,7 @@ MATRYOSHKA = json.dumps({"matryoshka_dimensions": [384, 256, 128, 64]})
 
 @dataclass(frozen=True)
 class VllmServers:
-    """CI's three servers, started together. ``faithful``: the bundled model as a user would serve it,
+    """CI's four servers, started together. ``faithful``: the bundled model as a user would serve it,
     flagged Matryoshka through --hf-overrides. ``cls``: the same model with CLS pooling, behind an API key
     (so the canary's auth check meets vLLM's auth). ``reranker``: a one-label cross-encoder."""
 
@@ -33,6 +33,7 @@ class VllmServers:
     cls: str
     key: str
     reranker: str
+    decoder: str  # the tiny Qwen3 decoder served faithfully (decoder_model_dir), started with the others
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def _embed_args(*extra: str) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def vllm_servers(bundled_model_dir, vllm_cross_encoder_dir, vllm_launcher) -> VllmServers:
+def vllm_servers(bundled_model_dir, vllm_cross_encoder_dir, decoder_model_dir, vllm_launcher) -> VllmServers:
     key = "sk-vllm-" + secrets.token_hex(12)
     model = Path(bundled_model_dir)
     cls = _embed_args("--pooler-config", json.dumps({"seq_pooling_type": "CLS"}), "--api-key", key)
@@ -59,9 +60,11 @@ def vllm_servers(bundled_model_dir, vllm_cross_encoder_dir, vllm_launcher) -> Vl
             "faithful": (model, _embed_args("--hf-overrides", MATRYOSHKA)),
             "cls": (model, cls),
             "reranker": (vllm_cross_encoder_dir, []),
+            "decoder": (decoder_model_dir, _decoder_args()),
         },
     )
-    return VllmServers(servers["faithful"].url, servers["cls"].url, key, servers["reranker"].url)
+    urls = {name: server.url for name, server in servers.items()}
+    return VllmServers(urls["faithful"], urls["cls"], key, urls["reranker"], urls["decoder"])
 
 
 @pytest.fixture(scope="session")
@@ -111,3 +114,56 @@ def write_bundled_cross_encoder(src: Path, dest: Path, *, seed: int = 0, head_sc
 @pytest.fixture(scope="session")
 def vllm_cross_encoder_dir(bundled_model_dir, tmp_path_factory) -> Path:
     return write_bundled_cross_encoder(Path(bundled_model_dir), tmp_path_factory.mktemp("vllm-ce") / "ce")
+
+
+DECODER_NAME = "tiny-qwen3"
+
+
+@dataclass(frozen=True)
+class VllmDecoder:
+    """The tiny Qwen3 decoder (evalsuite.testing.tiny_families: last-token pooling, EOS appended by its tokenizer, a
+    query instruction) served as a user would, and the directory the canary's reference loads."""
+
+    url: str
+    model_dir: Path
+
+
+@dataclass(frozen=True)
+class VllmDecoderFaults:
+    """The ``vllm_full`` tier's broken decoder deployments: mean pooling instead of last token, and the model
+    served with a tokenizer that does not append EOS (its tokenizer.json without the post-processor)."""
+
+    mean: str
+    no_eos: str
+    model_dir: Path
+
+
+def _decoder_args(*extra: str) -> list[str]:
+    from evalsuite.testing.tiny_families import MAX_LENGTH
+
+    return ["--served-model-name", DECODER_NAME, "--max-model-len", str(MAX_LENGTH), *extra]
+
+
+@pytest.fixture(scope="session")
+def decoder_model_dir(tmp_path_factory) -> Path:
+    from evalsuite.testing.tiny_families import write_family
+
+    return write_family("qwen3", tmp_path_factory.mktemp("vllm-qwen3"))
+
+
+@pytest.fixture(scope="session")
+def vllm_decoder(vllm_servers, decoder_model_dir) -> VllmDecoder:
+    return VllmDecoder(vllm_servers.decoder, decoder_model_dir)
+
+
+@pytest.fixture(scope="session")
+def vllm_decoder_faults(decoder_model_dir, vllm_launcher, tmp_path_factory) -> VllmDecoderFaults:
+    import shutil
+
+    no_eos = shutil.copytree(decoder_model_dir, tmp_path_factory.mktemp("vllm-qwen3-no-eos") / "m")
+    tok = json.loads((no_eos / "tokenizer.json").read_text())
+    tok["post_processor"] = None  # what a conversion that drops the EOS leaves
+    (no_eos / "tokenizer.json").write_text(json.dumps(tok))
+    mean = _decoder_args("--pooler-config", json.dumps({"seq_pooling_type": "MEAN"}))
+    servers = vllm_launcher("decoder-faults", {"mean": (decoder_model_dir, mean), "no_eos": (no_eos, _decoder_args())})
+    return VllmDecoderFaults(servers["mean"].url, servers["no_eos"].url, decoder_model_dir)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ...base.errors import EndpointError
 from ...encode.served import ServedModel, discover_served_model
@@ -165,15 +165,42 @@ class CanaryContext:
     def token_counts(self, texts: list[str]) -> list[int] | None:
         """Tokens of each model input (special tokens included, nothing truncated) under the reference's
         tokenizer; None when the reference has no tokenizer to ask."""
-        tokenizer = getattr(self.reference().encoder, "tokenizer", None)
+        tokenizer = self.tokenizer()
         if tokenizer is None:
             return None
         return [len(tokenizer(t, truncation=False)["input_ids"]) for t in texts]
 
+    def tokenizer(self) -> Any:
+        """The reference's tokenizer: the local encoder's, or (behind the embedding cache, which loads no model
+        on a hit) the pinned tokenizer files loaded alone; None when there is none to load."""
+
+        def make() -> Any:
+            found = getattr(self.reference().encoder, "tokenizer", None)
+            if found is not None:
+                return found
+            from transformers import AutoTokenizer
+
+            info = self.prepared.model
+            try:
+                return AutoTokenizer.from_pretrained(
+                    str(info.tokenizer_path),
+                    local_files_only=True,
+                    trust_remote_code=self.prepared.spec.trust_remote_code,
+                )
+            except (OSError, ValueError):
+                return None
+
+        return self._memo("tokenizer", make)
+
+    def _document_tokens(self, text: str) -> int:
+        """Tokens of a document's model input (prefix and special tokens included; 0 without a tokenizer)."""
+        counts = self.token_counts([self.contract.render("document", text)])
+        return counts[0] if counts else 0
+
     # -- canary texts -----------------------------------------------------------------------------
     def canary_set(self) -> CanarySet:
         def make() -> CanarySet:
-            qs, ds = texts.queries(), texts.documents(self.contract.max_length)
+            qs, ds = texts.queries(), texts.documents(self.contract.max_length, self._document_tokens)
             return CanarySet(
                 ids=tuple(i for i, _ in qs + ds),
                 roles=("query",) * len(qs) + ("document",) * len(ds),

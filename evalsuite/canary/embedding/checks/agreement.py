@@ -133,6 +133,20 @@ def check_norm_agreement(ctx: CanaryContext) -> CheckOutcome:
     )
 
 
+def padding_hint(pooling: str, padding_side: str | None) -> str:
+    """Where batching changes vectors under last-token pooling, the padding is the likely cause (TEI's Qwen3
+    and vLLM's gte-Qwen2 reports): say so, with the model's declared padding side and the remedy."""
+    if pooling != "last":
+        return ""
+    declared = f" (the model's tokenizer_config.json pads on the {padding_side})" if padding_side else ""
+    return (
+        "; with last-token pooling that is the padding side: a right-padded batch whose last position (a pad) is "
+        "pooled, or left padding that shifts the positions" + declared + "; remedy: pool each text's last real "
+        "token (the attention mask's last 1) and give padded rows their own position ids, or serve with the "
+        "padding side the model declares"
+    )
+
+
 def check_batch_invariance(ctx: CanaryContext) -> CheckOutcome:
     import numpy as np
 
@@ -156,7 +170,8 @@ def check_batch_invariance(ctx: CanaryContext) -> CheckOutcome:
             "batch_invariance",
             False,
             f"batch invariance: {what}: min cosine {summary['min']:.5f} < {s.batch_min_cosine} on "
-            f"{summary['worst']}; the server's batching (padding or order) changes vectors",
+            f"{summary['worst']}; the server's batching (padding or order) changes vectors"
+            + padding_hint(ctx.contract.pooling, getattr(ctx.tokenizer(), "padding_side", None)),
             details,
         )
     return CheckOutcome(

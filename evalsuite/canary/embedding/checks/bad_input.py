@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ....base.errors import EndpointError
+from ....encode.response import ZeroVector
 from ....run import probes as texts
 from ...checks.base import CanaryCheck, CheckOutcome
 from ...checks.measure import is_input_rejection, row_cosine
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
 
 
 def check_bad_input(ctx: CanaryContext) -> CheckOutcome:
+    import numpy as np
+
     from ....retrieval.vectors import finalize
 
     s, c = ctx.settings, ctx.contract
@@ -43,15 +46,12 @@ def check_bad_input(ctx: CanaryContext) -> CheckOutcome:
     if is_input_rejection(resp.status_code):
         notes.append(f"empty string -> HTTP {resp.status_code}")
     elif resp.status_code == 200:
-        vec = client.parse_response(resp, ['item empty-string ""'])
-        cos = float(row_cosine(vec[:, : c.dim], reference_raw(""))[0])
-        details["empty_string_cosine"] = round(cos, 6)
-        if cos >= s.min_cosine:
-            notes.append(f"empty string -> HTTP 200 with the reference's vector for '' (cos {cos:.4f})")
-        else:
-            failures.append(
-                f"empty string -> HTTP 200 with a vector unlike the reference's for '' (cos {cos:.4f} < {s.min_cosine})"
-            )
+        try:
+            vec = client.parse_response(resp, ['item empty-string ""'])[:, : c.dim]
+        except ZeroVector:  # the parser refuses a zero vector: for "" it is an answer to judge, not a transport error
+            vec = np.zeros((1, c.dim), dtype=np.float32)
+        ok, said = _empty_string_answer(vec, reference_raw(""), s.min_cosine, c.doc_prefix, details)
+        (notes if ok else failures).append(said)
     else:
         failures.append(
             f"empty string -> HTTP {resp.status_code}{_why(resp)}, expected a 4xx refusing it or the reference's vector"
@@ -128,6 +128,33 @@ def _over_long_cause(ctx: CanaryContext) -> str:
         f"canary texts of {min(bad)} tokens disagree too (min cosine {float(cos.min()):.4f}), so truncation is "
         "not the first cause: see vector agreement and the diagnosis"
     )
+
+
+def _empty_string_answer(
+    vec: np.ndarray, reference: np.ndarray, min_cosine: float, doc_prefix: str, details: dict[str, Any]
+) -> tuple[bool, str]:
+    """Judge a served vector for "": the reference's vector (cosine), or an all-zero vector where the reference's
+    is zero too (the model's own answer: e.g. a decoder whose EOS embedding is zero). An all-zero vector where the
+    reference's is not is a departure named with its remedy: the engine pooled no token (it added no EOS or [CLS]
+    to the empty input)."""
+    import numpy as np
+
+    if not np.any(vec):
+        details["empty_string_zero_vector"] = True
+        if not np.any(reference):
+            return True, "empty string -> HTTP 200 with an all-zero vector, as the reference gives for ''"
+        where = f" (with the document prefix {doc_prefix!r})" if doc_prefix else ""
+        return False, (
+            f"empty string -> HTTP 200 with an all-zero vector, but the reference's vector for ''{where} is not "
+            "zero: the engine pooled no token for it (no EOS or [CLS] added to an empty input); remedy: keep empty "
+            "texts away from the server (--empty-docs skip, --empty-queries skip) or serve the model with a "
+            "tokenizer that adds its special tokens to every input"
+        )
+    cos = float(row_cosine(vec, reference)[0])
+    details["empty_string_cosine"] = round(cos, 6)
+    if cos >= min_cosine:
+        return True, f"empty string -> HTTP 200 with the reference's vector for '' (cos {cos:.4f})"
+    return False, f"empty string -> HTTP 200 with a vector unlike the reference's for '' (cos {cos:.4f} < {min_cosine})"
 
 
 def _why(resp: EndpointResponse) -> str:

@@ -1,0 +1,73 @@
+"""A decoder embedding model (a tiny random Qwen3: last-token pooling, the EOS its tokenizer appends, a query
+instruction) on a real vLLM: served faithfully it passes the canary against the reference, its probes inside the
+server's max length with the EOS counted, and `run --endpoint` equals the local run. Served broken (the
+``vllm_full`` tier: two more server starts), each departure is named by the diagnosis with vLLM's remedy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evalsuite.cli import main
+
+from .conftest import DECODER_NAME
+from .test_vllm_canary import canary
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("vllm")]
+
+
+@pytest.fixture(scope="module")
+def reference_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("vllm-decoder-cache")
+
+
+def test_canary_passes_against_the_faithful_vllm_decoder(vllm_decoder, small_beir, tmp_path, reference_cache, capsys):
+    rc, verdicts = canary(
+        vllm_decoder.url, small_beir, tmp_path, reference_cache, "--model", str(vllm_decoder.model_dir)
+    )
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert all(v["passed"] is not False for v in verdicts.values()), out
+    assert json.loads((tmp_path / "canary.json").read_text())["served_model"] == DECODER_NAME
+    assert verdicts["vector_agreement"]["details"]["min"] >= 0.9999
+    bad = verdicts["bad_input"]["message"]
+    assert "empty string -> HTTP 200 with the reference's vector for ''" in bad, bad  # [EOS] alone, pooled
+    assert verdicts["bad_input"]["details"]["over_long"]["status"] == 400  # refused: no truncate_prompt_tokens
+
+
+def test_run_against_the_vllm_decoder_equals_the_local_run(vllm_decoder, small_beir, tmp_path, capsys):
+    model = ["--model", str(vllm_decoder.model_dir), "--dataset", str(small_beir), "--device", "cpu", "--no-cache"]
+    assert main(["run", *model, "--out", str(tmp_path / "local")]) == 0
+    assert main(["run", *model, "--endpoint", vllm_decoder.url, "--out", str(tmp_path / "served")]) == 0
+    local, served = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("local", "served"))
+    assert served["metrics"] == pytest.approx(local["metrics"], abs=1e-6)
+    assert served["metrics"]["ndcg@10"] > 0
+
+
+@pytest.mark.vllm_full
+def test_mean_pooling_decoder_is_named(vllm_decoder_faults, small_beir, tmp_path, reference_cache, capsys):
+    rc, verdicts = canary(
+        vllm_decoder_faults.mean, small_beir, tmp_path, reference_cache, "--model", str(vllm_decoder_faults.model_dir)
+    )
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert verdicts["vector_agreement"]["passed"] is False
+    assert "cause: the server pools with MEAN (the contract's: last)" in out, out
+    assert '"seq_pooling_type":"LAST"' in out, out
+    [diagnosis] = json.loads((tmp_path / "canary.json").read_text())["diagnosis"]
+    assert [c["factor"] for c in diagnosis["causes"]] == ["pooling"]
+
+
+@pytest.mark.vllm_full
+def test_decoder_served_without_eos_is_named(vllm_decoder_faults, small_beir, tmp_path, reference_cache, capsys):
+    rc, verdicts = canary(
+        vllm_decoder_faults.no_eos, small_beir, tmp_path, reference_cache, "--model", str(vllm_decoder_faults.model_dir)
+    )
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert verdicts["vector_agreement"]["passed"] is False
+    assert "does not append the EOS token" in out, out
+    assert "vLLM: serve the model directory with its own tokenizer" in out, out
+    [diagnosis] = json.loads((tmp_path / "canary.json").read_text())["diagnosis"]
+    assert [c["factor"] for c in diagnosis["causes"]] == ["eos"]
