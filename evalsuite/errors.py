@@ -73,3 +73,8 @@ class SpoolError(StoreError):
 
 class MissingExtra(SpecError):
     """A setting needs an optional dependency that is not installed; the message names the extra to install."""
+
+
+class HistoryError(EvalsuiteError):
+    """The release history (a record file or its directory) cannot be read or written as asked; the message
+    names the file and what to do."""

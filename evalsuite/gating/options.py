@@ -42,6 +42,13 @@ GATE_OPTIONS: tuple[Option, ...] = (
     ),
     Option("--reports-dir", "where results.json and report.md go", default=DEFAULT_REPORTS_DIR),
     Option(
+        "--history",
+        "release history directory: the session adds one record per dataset (model, revision, metrics with CIs, "
+        "per-query scores, verdicts); max_drop_from_first, max_drop_from_best and trend gates compare with it",
+    ),
+    Option("--history-anchor", "the revision max_drop_from_first compares with (default: the first recorded)"),
+    Option("--summary-md", "write a Markdown verdict summary here (also appended to $GITHUB_STEP_SUMMARY when set)"),
+    Option(
         "--evalsuite-spec",
         "spec file (default: ./evalsuite.toml, else [tool.evalsuite] in ./pyproject.toml)",
         {"dest_name": "spec"},

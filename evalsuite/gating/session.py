@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from ..canary.rerank_context import RerankCanaryContext
     from ..canary.rerank_settings import RerankCanarySettings
     from ..canary.settings import CanarySettings
+    from ..history.record import HistoryRecord
     from ..sweep.plan import Cell
     from ..sweep.results import SweepResult
 
@@ -300,6 +301,8 @@ class GateSession:
 
     def labels(self, name: str, gate: Gate) -> tuple[str, str]:
         """How a gate's messages name its (reference, candidate) sides."""
+        if kind_of(gate).against == "history":
+            return self.history_label(name, gate), "candidate"
         ref = self.reference(name) if gate.needs_reference else None
         return side_labels(kind_of(gate).against, ref.label if ref else "baseline")
 
@@ -319,6 +322,12 @@ class GateSession:
                     if reference is None and g.needs_reference:
                         continue
                     key = self.verdict_key(dp.name, g)
+                    if kind_of(g).against == "history":  # earlier releases: `releases.py`
+                        try:
+                            errors[key] = self.history_outcome(dp.name, g, candidate.first)
+                        except EvalsuiteError as exc:
+                            errors[key] = exc
+                        continue
                     try:
                         requests.append(GateRequest(key, g, *gate_sides(g, kind_of(g).against, candidate, reference)))
                     except EvalsuiteError as exc:
@@ -326,6 +335,28 @@ class GateSession:
             return {**errors, **judge_all(requests, self.plan.verdicts.multiplicity)}
 
         return self.shared.get("verdicts", compute)[0]
+
+    def history_records(self) -> list[HistoryRecord]:
+        """The release history as it was when the session began (its own records are written at the end)."""
+        from ..history.store import HistoryStore
+
+        if self.plan.history is None:
+            return []
+        return self.shared.get("history-records", lambda: HistoryStore(self.plan.history or ".").records())[0]
+
+    def history_outcome(self, name: str, gate: Gate, candidate: Scores) -> Outcome:
+        """A history gate's outcome: the candidate paired with the earlier release(s) its kind compares with."""
+        from .releases import candidate_of, judge_history_gate
+
+        who = candidate_of(name, self.prepared[name])
+        return judge_history_gate(gate, candidate, self.history_records(), who, self.plan.history_anchor)
+
+    def history_label(self, name: str, gate: Gate) -> str:
+        """How messages name the release(s) a history gate compares with."""
+        from .releases import anchor_label, anchor_of, candidate_of
+
+        who = candidate_of(name, self.prepared[name])
+        return anchor_label(gate, anchor_of(gate, self.history_records(), who, self.plan.history_anchor))
 
     @staticmethod
     def verdict_key(dataset: str, gate: Gate) -> str:
