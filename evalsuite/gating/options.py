@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..history.options import HISTORY_ANCHOR_OPTION, HISTORY_OPTION, SUMMARY_MD_OPTION
 from ..options import Option, spec_type
 from .kinds import gate_help, parse_gate
 from .plan import DEFAULT_REPORTS_DIR
@@ -41,13 +42,9 @@ GATE_OPTIONS: tuple[Option, ...] = (
         {"action": "store_const", "const": True},
     ),
     Option("--reports-dir", "where results.json and report.md go", default=DEFAULT_REPORTS_DIR),
-    Option(
-        "--history",
-        "release history directory: the session adds one record per dataset (model, revision, metrics with CIs, "
-        "per-query scores, verdicts); max_drop_from_first, max_drop_from_best and trend gates compare with it",
-    ),
-    Option("--history-anchor", "the revision max_drop_from_first compares with (default: the first recorded)"),
-    Option("--summary-md", "write a Markdown verdict summary here (also appended to $GITHUB_STEP_SUMMARY when set)"),
+    HISTORY_OPTION,
+    HISTORY_ANCHOR_OPTION,
+    SUMMARY_MD_OPTION,
     Option(
         "--evalsuite-spec",
         "spec file (default: ./evalsuite.toml, else [tool.evalsuite] in ./pyproject.toml)",
