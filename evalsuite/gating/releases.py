@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from .plan import SessionPlan
 
 
+# what a new release changes: with a release history, a refreshed baseline is the previous release, so the contract
+# item compares every other field with it (`GateSession.contract_problems`); the policy says so in a note
+RELEASE_FIELDS = ("model_revision", "tokenizer_revision")
+
+
 def is_history_gate(gate: Gate) -> bool:
     return kind_of(gate).against == "history"
 

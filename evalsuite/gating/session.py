@@ -21,6 +21,7 @@ from ..result import Result
 from ..slicing import SliceIndex
 from ..slicing.attach import slice_index
 from .baseline import Baseline, load_baseline, write_baseline
+from .releases import RELEASE_FIELDS
 from .gates import Gate, Outcome, Scores
 from .kinds import kind_of
 from .ledger import (
@@ -389,6 +390,8 @@ class GateSession:
             return []
         p = self.prepared[name]
         problems = ref.problems(p.contract, p.dataset.identity.sha256)
+        if self.plan.history is not None and ref.kind == "baseline":  # a release pipeline: the baseline is the
+            problems = [x for x in problems if x.split(":")[0] not in RELEASE_FIELDS]  # previous release's revision
         stage = self.baselines[name].reranked if name in self.baselines else None
         staged = any(g.needs_reranker and g.needs_reference for g in self.dataset_policy(name).gates)
         if self.reranker is not None and stage is not None and staged:
