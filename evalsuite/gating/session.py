@@ -21,7 +21,6 @@ from ..result import Result
 from ..slicing import SliceIndex
 from ..slicing.attach import slice_index
 from .baseline import Baseline, load_baseline, write_baseline
-from .releases import RELEASE_FIELDS
 from .gates import Gate, Outcome, Scores
 from .kinds import kind_of
 from .ledger import (
@@ -38,6 +37,7 @@ from .ledger import (
 from .plan import DatasetPlan, SessionPlan
 from .policy import DatasetPolicy, SessionPolicy, session_policy
 from .reference import Reference
+from .releases import RELEASE_FIELDS
 from .report import SessionReport
 from .reranker import SessionReranker
 from .shared import ComputeOnce
