@@ -58,6 +58,7 @@ class Series:
     project: Path
     releases: list[Release]
     step_summary: Path
+    models: list[Path]
 
 
 def _pytest(project: Path, *args: str) -> tuple[int, object]:
@@ -81,9 +82,10 @@ def series(tmp_path_factory: pytest.TempPathFactory, bundled_model_dir: Path, bu
     project = base / "project"
     shutil.copytree(REPO / "examples" / "history_ci", project)
     step_summary = base / "step_summary.md"
-    releases = []
+    releases, models = [], []
     for i, scale in enumerate(SCALES):
         model = noisy_release(bundled_model_dir, base / f"r{i}" / "minilm", scale)
+        models.append(model)
         rev = resolve_model(str(model)).revision
         flags = ("--model", str(model), "--model-rev", rev)
         if i == 0:  # the first release: its baseline, and its record (no gate judged)
@@ -103,7 +105,7 @@ def series(tmp_path_factory: pytest.TempPathFactory, bundled_model_dir: Path, bu
         if code == 0:  # CI refreshes the baseline after a passing release
             refreshed, _ = _pytest(project, *flags, "--update-baseline")
             assert refreshed == 0
-    return Series(project, releases, step_summary)
+    return Series(project, releases, step_summary, models)
 
 
 def _gate(release: Release, expr: str) -> dict:
@@ -191,3 +193,53 @@ def test_the_markdown_summary_is_written_for_the_gated_session_and_the_step_summ
     assert "reports: `" in text and "history: `" in text
     assert series.step_summary.read_text() == text + "\n"
     assert series.releases[1].summary is not None and series.releases[1].summary.startswith("### evalsuite: PASS")
+
+
+def test_evalsuite_run_records_an_ungated_run(series: Series, tmp_path: Path, capsys):
+    history = tmp_path / "history"
+    argv = ["run", "--model", str(series.models[0]), "--device", "cpu", "--metrics", "ndcg@10,mrr@10"]
+    assert main([*argv, "--out", str(tmp_path / "out"), "--history", str(history)]) == 0  # the embeddings are cached
+    (rec,) = HistoryStore(history).records()
+    first = HistoryStore(series.project / "history").records()[0]
+    assert rec.key == first.key and rec.gates == ()
+    assert rec.metrics == first.metrics and rec.per_query == first.per_query
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    capsys.readouterr()
+    assert main([*argv, "--out", str(tmp_path / "out2"), "--history", str(blocker / "h")]) == 2
+    err = capsys.readouterr().err
+    assert f"history directory {blocker / 'h'}: cannot be written" in err
+    assert not (tmp_path / "out2").exists()  # refused before anything was encoded or written
+
+
+def test_a_gated_pytester_session_writes_the_summary_and_the_step_summary(
+    series: Series, pytester: pytest.Pytester, monkeypatch
+):
+    step = pytester.path / "step.md"
+    step.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    model = str(series.models[0])
+    result = pytester.runpytest(
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:xdist",
+        "--model",
+        model,
+        "--device",
+        "cpu",
+        "--metrics",
+        "ndcg@10",
+        "--gate",
+        "ndcg@10>=0.9",
+        "--gate",
+        "ndcg@10>=0.5",
+        "--summary-md",
+        "out/summary.md",
+    )
+    assert result.ret == 1
+    text = (pytester.path / "out" / "summary.md").read_text()
+    assert text.startswith("### evalsuite: FAIL\n\n2 gate(s): 1 PASS, 1 FAIL.")
+    assert "| minibeir | `ndcg@10>=0.9` | **FAIL** | - | - | - |" in text
+    assert "| minibeir | `ndcg@10>=0.5` | PASS |" in text
+    assert step.read_text() == "earlier step\n" + text + "\n"  # appended, as GitHub collects each step's
