@@ -194,10 +194,11 @@ class HistoryWrite:
     records: tuple[HistoryRecord, ...]
     summary: str
     summary_path: Path | None
+    gated: bool = True  # a session that judged no gate (a baseline refresh) adds nothing to $GITHUB_STEP_SUMMARY
 
     def write(self) -> list[Path]:
         paths = [self.store.put(r) for r in self.records] if self.store is not None else []
-        return paths + write_summary(self.summary, self.summary_path)
+        return paths + write_summary(self.summary, self.summary_path, step_summary=self.gated)
 
 
 def history_write(
@@ -213,5 +214,8 @@ def history_write(
         for name, prepared, result in datasets
         if result is not None
     )
-    text = summary_markdown(summary_gates(outcomes, labels), reports_dir=reports_dir, history_dir=history)
-    return HistoryWrite(HistoryStore(history) if history is not None else None, records, text, summary_path)
+    gates = summary_gates(outcomes, labels)
+    text = summary_markdown(gates, reports_dir=reports_dir, history_dir=history)
+    return HistoryWrite(
+        HistoryStore(history) if history is not None else None, records, text, summary_path, bool(gates)
+    )

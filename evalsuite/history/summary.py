@@ -77,15 +77,15 @@ def summary_markdown(
     return head + table + ("; ".join(where) + "\n" if where else "")
 
 
-def write_summary(text: str, path: Path | None) -> list[Path]:
-    """Write ``text`` to ``path`` (replaced atomically) and append it to ``$GITHUB_STEP_SUMMARY`` when set (GitHub
-    collects every step's additions there); the paths written."""
+def write_summary(text: str, path: Path | None, *, step_summary: bool = True) -> list[Path]:
+    """Write ``text`` to ``path`` (replaced atomically) and, with ``step_summary``, append it to
+    ``$GITHUB_STEP_SUMMARY`` when set (GitHub collects every step's additions there); the paths written."""
     from ..io import atomic_write_text
 
     out = []
     if path is not None:
         out.append(atomic_write_text(path, text))
-    step = os.environ.get(STEP_SUMMARY_VARIABLE, "").strip()
+    step = os.environ.get(STEP_SUMMARY_VARIABLE, "").strip() if step_summary else ""
     if step:
         with open(step, "a", encoding="utf-8") as fh:
             fh.write(text + "\n")

@@ -145,7 +145,7 @@ def test_drop_from_first_fails_at_the_first_release_that_crosses_it_with_the_pai
     expected = float(np.mean([cand[q] - ref[q] for q in sorted(ref)]))
     assert g["delta"] == pytest.approx(expected, abs=1e-6)
     assert g["ci"]["n_queries"] == len(ref) == 190
-    assert g["ci"]["low"] < expected < g["ci"]["high"] < 0
+    assert g["ci"]["low"] < expected < g["ci"]["high"]  # reported with the verdict (judged on the point estimate)
     assert g["reference"] == pytest.approx(anchor.metrics["ndcg@10"].value)
     assert first["metrics"]["ndcg@10"] == pytest.approx(series.releases[-2].results["metrics"]["ndcg@10"])
 
@@ -170,6 +170,15 @@ def test_evalsuite_history_shows_the_releases_as_a_table_and_a_plot(series: Seri
     rows = [line for line in out.splitlines() if re.match(r"^\s+\d+\s+[0-9a-f]{12}\s", line)]
     assert [line.split()[1] for line in rows] == [r.revision[:12] for r in series.releases]
     assert re.search(r"ndcg@10:max_drop_from_first=0\.02 FAIL", rows[-1]) and rows[-1].split()[-1] == "FAIL"
+    from evalsuite.history.plot import thresholds
+
+    records = HistoryStore(series.project / "history").records()
+    lines = thresholds(records, "ndcg@10")  # the dashed lines: the lowest value each release needed to pass
+    first = records[0].metrics["ndcg@10"].value
+    assert lines["ndcg@10:max_drop_from_first=0.02"] == [(i, pytest.approx(first - 0.02)) for i in range(1, 6)]
+    assert lines["ndcg@10:max_drop=0.01"] == [
+        (i, pytest.approx(records[i - 1].metrics["ndcg@10"].value - 0.01, abs=1e-6)) for i in range(1, 6)
+    ]
     page = html.read_text()
     assert page.count('<img src="data:image/png;base64,') == 2  # ndcg@10 and mrr@10
     assert "http://" not in page and "https://" not in page  # self-contained
