@@ -212,7 +212,7 @@ def history_write(
     records = tuple(
         record_of(name, prepared, result, outcomes.get(name, ()), labels)
         for name, prepared, result in datasets
-        if result is not None
+        if result is not None and history is not None
     )
     gates = summary_gates(outcomes, labels)
     text = summary_markdown(gates, reports_dir=reports_dir, history_dir=history)
