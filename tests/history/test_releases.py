@@ -196,7 +196,7 @@ def test_the_markdown_summary_is_written_for_the_gated_session_and_the_step_summ
     assert text is not None and text.startswith("### evalsuite: FAIL")
     row = next(line for line in text.splitlines() if "max_drop_from_first" in line)
     g = _gate(series.releases[-1], "ndcg@10:max_drop_from_first=0.02")
-    delta = f"{g['ci']['delta']:+.4f} ({g['ci']['low']:+.4f} .. {g['ci']['high']:+.4f})"
+    delta = f"{g['delta']:+.4f} ({g['ci']['low']:+.4f} .. {g['ci']['high']:+.4f})"
     assert "**FAIL**" in row and delta in row and f"first release {series.releases[0].revision[:12]}" in row
     assert re.search(r"`[^`]+` \d\.\d{3}→\d\.\d{3}", row)  # the queries that lost most
     assert "reports: `" in text and "history: `" in text
