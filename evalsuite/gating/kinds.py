@@ -12,6 +12,12 @@ Forms::
     ndcg@10:min_gain=0.01           the reranker's gain (reranked - first stage, same queries): one-sided
                                     95% lower bound >= 0.01 (pass), two-sided upper bound < 0.01 (fail),
                                     else inconclusive; needs --reranker, no reference
+    ndcg@10:max_drop_from_first=0.02  drop against the first recorded release (or history_anchor) of the
+                                    release history (--history DIR), paired; another dataset or contract:
+                                    inconclusive, saying why (`history/anchors.py`, `releases.py`)
+    ndcg@10:max_drop_from_best=0.02 ... against the best comparable recorded release
+    ndcg@10:trend=0.005@5           least-squares slope over the last 5 releases (the candidate last) with its
+                                    paired CI: fails below -0.005 per release, passes at or above, else inconclusive
 
 Every kind takes a slice after the metric: ``ndcg@10[topic=finance]:max_drop=0.02``,
 ``recall@100[doclen>256]>=0.6`` judge that slice's queries only (`slices.py` says how). In a session
