@@ -25,6 +25,8 @@ from evalsuite.testing.tiny_bert import write_tiny_bert
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# Tests never append their gated sessions' verdict summaries to the CI job's own step summary (docs/history.md).
+os.environ.pop("GITHUB_STEP_SUMMARY", None)
 # Tests never touch the user's embedding cache.
 os.environ.setdefault("EVALSUITE_CACHE_DIR", tempfile.mkdtemp(prefix="evalsuite-test-cache-"))
 

@@ -34,6 +34,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     spec = RunSpec.from_mapping(collect(args, (*RUN_OPTIONS, *RUN_ENDPOINT_OPTIONS)), source="command line")
     preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
+    if getattr(args, "history", None):  # the release history: writable, its records readable
+        from .history.store import HistoryStore
+
+        HistoryStore(args.history).check_writable()
+        HistoryStore(args.history).records()
     prepared = prepare(spec)
     for note in prepared.notes:
         print(f"evalsuite: {note}", file=sys.stderr)
@@ -43,6 +48,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = run(spec, prepared, with_fingerprint=True)  # manifest.json carries it for `evalsuite verify`
     result.slices = slices
     paths = write_run_reports(result, out)
+    if getattr(args, "history", None):
+        from .history.cli import record_run
+
+        paths["history"] = record_run(args.history, prepared.dataset.identity.name, prepared, result)
     ident = prepared.dataset.identity
     print(f"model    {prepared.model.name} @ {prepared.contract.model_revision[:16]}")
     encoder = result.manifest.get("encoder", {})
@@ -86,10 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p_run = sub.add_parser("run", help="evaluate one contract on one dataset and write reports")
+    from .history.options import HISTORY_OPTION
     from .rerank.options import DEPTH_OPTION, RERANK_OPTIONS
     from .run.options import RUN_ENDPOINT_OPTIONS
 
-    add_options(p_run.add_argument, (*RUN_OPTIONS, *RUN_ENDPOINT_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, OUT))
+    add_options(
+        p_run.add_argument, (*RUN_OPTIONS, *RUN_ENDPOINT_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, OUT, HISTORY_OPTION)
+    )
     p_run.set_defaults(func=cmd_run)
 
     p_rev = sub.add_parser("model-rev", help="print the revision that pins a model directory (or cached hub model)")
@@ -114,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .audit.cli import register as register_audit
 
     register_audit(sub)
+
+    from .history.cli import register as register_history
+
+    register_history(sub)
     return parser
 
 

@@ -139,6 +139,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             "pass --reports-dir a directory you can write"
         )
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
+    except EvalsuiteError as exc:  # the release history could not take this session's record: said, not a traceback
+        config.stash[WRITE_ERROR] = f"evalsuite: error: {exc}"
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:

@@ -78,3 +78,8 @@ class MissingExtra(SpecError):
 class IndexSourceError(EvalsuiteError):
     """A vector index or store (a FAISS file, its id sidecar, a pgvector table, a LanceDB table) cannot be read
     as asked; the message names the file, table or column and what to do (a usage/input error, exit 2)."""
+
+
+class HistoryError(EvalsuiteError):
+    """The release history (a record file or its directory) cannot be read or written as asked; the message
+    names the file and what to do."""

@@ -13,6 +13,7 @@ from .stages import RerankedStage
 from .verdicts import applied_statement
 
 if TYPE_CHECKING:
+    from .releases import HistoryWrite
     from .session import GateSession
 
 
@@ -47,6 +48,7 @@ def session_report(session: GateSession) -> SessionReport:
             )
         )
     return SessionReport(
+        history=history_of(session),
         notes=session.policy.notes,
         canary=tuple(session.ledger.canary()),
         computations=tuple(session.ledger.computations()),
@@ -63,3 +65,26 @@ def reference_side(session: GateSession, name: str) -> Reference | None:
         return Reference.from_baseline(session.baselines[name])
     computed = session.shared.peek(f"reference-{name}")
     return Reference.from_result(computed) if isinstance(computed, Result) else None
+
+
+def history_of(session: GateSession) -> HistoryWrite:
+    """The session's history records (one per dataset whose candidate was computed, when ``--history`` is set) and its
+    Markdown verdict summary."""
+    from .ledger import GateRecord
+    from .releases import history_write, is_history_gate
+
+    outcomes = {
+        dp.name: [r for r in session.ledger.outcomes(dp.name) if isinstance(r, GateRecord)] for dp in session.datasets
+    }
+    labels = {
+        session.verdict_key(name, r.outcome.gate): session.history_label(name, r.outcome.gate)
+        for name, records in outcomes.items()
+        for r in records
+        if is_history_gate(r.outcome.gate)
+    }
+    results = []
+    for dp in session.datasets:
+        result = session.shared.peek(f"candidate-{dp.name}")
+        results.append((dp.name, session.prepared[dp.name], result if isinstance(result, Result) else None))
+    plan = session.plan
+    return history_write(plan.history, plan.summary_md, plan.reports_dir, results, outcomes, labels)

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 GateVerdict = Verdict  # the one verdict type (evalsuite.base.verdict)
 # what a kind pairs the candidate with: the baseline or reference run (same stage), the candidate's own first
 # stage (the reranker's gain), or nothing (a floor)
-Against = Literal["reference", "first stage"] | None
+# or earlier releases in the release history (`history/`, the ``*_from_first`` / ``*_from_best`` / ``trend`` kinds)
+Against = Literal["reference", "first stage", "history"] | None
 
 
 @dataclass(frozen=True)

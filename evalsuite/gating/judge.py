@@ -92,7 +92,8 @@ def explain(
     for the reranker's gain)."""
     g, kind = outcome.gate, kind_of(outcome.gate)
     if outcome.note is not None:
-        head = f"{g.subject} on [{g.selector}]: {candidate_label} {outcome.candidate:.4f}"
+        where = f" on [{g.selector}]" if g.selector is not None else ""  # a history gate's note is on all queries
+        head = f"{g.subject}{where}: {candidate_label} {outcome.candidate:.4f}"
         if outcome.reference is not None:
             head += f", {reference_label} {outcome.reference:.4f}, {outcome.uncertainty()}"
         head += f"; {outcome.note} (gate {g.expr})"

@@ -12,6 +12,12 @@ Forms::
     ndcg@10:min_gain=0.01           the reranker's gain (reranked - first stage, same queries): one-sided
                                     95% lower bound >= 0.01 (pass), two-sided upper bound < 0.01 (fail),
                                     else inconclusive; needs --reranker, no reference
+    ndcg@10:max_drop_from_first=0.02  drop against the first recorded release (or history_anchor) of the
+                                    release history (--history DIR), paired; another dataset or contract:
+                                    inconclusive, saying why (`history/anchors.py`, `releases.py`)
+    ndcg@10:max_drop_from_best=0.02 ... against the best comparable recorded release
+    ndcg@10:trend=0.005@5           least-squares slope over the last 5 releases (the candidate last) with its
+                                    paired CI: fails below -0.005 per release, passes at or above, else inconclusive
 
 Every kind takes a slice after the metric: ``ndcg@10[topic=finance]:max_drop=0.02``,
 ``recall@100[doclen>256]>=0.6`` judge that slice's queries only (`slices.py` says how). In a session
@@ -29,10 +35,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import ClassVar
 
 from ..base.errors import SpecError
 from ..scoring.metrics import paired_test, parse_metric
-from .gates import Evidence, Gate, GateKind, Judgement, Outcome, Scores, number
+from .gates import Evidence, Gate, GateKind, Judgement, Outcome, Scores, number, signed
 from .slices import split_selector, with_selector
 
 DEFAULT_MAX_DROP = 0.01
@@ -297,7 +304,131 @@ class MinGain(_Valued):
         )
 
 
-GATE_KINDS: tuple[GateKind, ...] = (Floor(), MaxDrop(), MaxRelDrop(), NoSignificantDrop(), NonInferior(), MinGain())
+class _FromHistory(_Drop):
+    """A drop against an earlier release in the release history (``--history DIR``), paired query by query."""
+
+    against = "history"
+    stage = "first"  # a history record holds the first stage
+    anchor: ClassVar[str]  # "first" or "best": which release (`history/anchors.py`)
+
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
+        assert ref_value is not None
+        return Judgement.of(ref_value - value <= gate.threshold + _TOLERANCE)
+
+    def explain(self, outcome: Outcome) -> str:
+        return f"allowed drop {outcome.gate.threshold:g} from the {self.anchor} release (gate {outcome.gate.expr})"
+
+
+class MaxDropFromFirst(_FromHistory):
+    name = "max_drop_from_first"
+    anchor = "first"
+    form = "METRIC:max_drop_from_first=VALUE"
+    example = "ndcg@10:max_drop_from_first=0.02"
+    fails_when = (
+        "candidate − the first recorded release (or the pinned `history_anchor`) < −0.02: the drift a refreshed "
+        "baseline lets through; paired over queries on the same dataset sha256, else INCONCLUSIVE saying why"
+    )
+
+
+class MaxDropFromBest(_FromHistory):
+    name = "max_drop_from_best"
+    anchor = "best"
+    form = "METRIC:max_drop_from_best=VALUE"
+    example = "ndcg@10:max_drop_from_best=0.02"
+    fails_when = "candidate − the best comparable recorded release < −0.02 (paired over queries)"
+
+
+DEFAULT_TREND_WINDOW = 5
+
+
+def trend_window(gate: Gate) -> int:
+    """N of a trend gate ``METRIC:trend=SLOPE@N``: the candidate and the N − 1 releases before it."""
+    m = re.search(r"@\s*(\d+)\s*$", gate.expr)
+    return int(m.group(1)) if m else DEFAULT_TREND_WINDOW
+
+
+class Trend(_Drop):
+    """The least-squares slope of the metric over the last N releases (the candidate last), per release."""
+
+    name = "trend"
+    against = "history"
+    stage = "first"
+    form = "METRIC:trend=FALL[@N]"
+    example = "ndcg@10:trend=0.005"
+    optional_value = "@5"
+    fails_when = (
+        "the slope of the metric over the last N releases (default 5, the candidate last) is shown to fall faster "
+        "than 0.005 per release: the two-sided 95% upper bound of the slope (paired bootstrap over queries) is "
+        "below −0.005; passes when the one-sided lower bound is ≥ −0.005; otherwise, or with fewer than 3 "
+        "comparable releases, INCONCLUSIVE"
+    )
+
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(
+            r"^\s*(?P<metric>[^:\s]+)\s*:\s*trend\s*(?:=\s*(?P<value>[-+0-9.eE]+%?))?(?:\s*@\s*(?P<window>\d+))?\s*$"
+        )
+
+    def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
+        value, canonical = super().threshold(raw, metric, expr)
+        m = re.search(r"@\s*(\d+)\s*$", expr)
+        if m is None:
+            return value, canonical
+        if int(m.group(1)) < 3:
+            raise SpecError(f"gate {expr!r}: a trend needs a window of at least 3 releases (@3 or more)")
+        return value, f"{canonical}@{int(m.group(1))}"
+
+    def judge(
+        self,
+        gate: Gate,
+        candidate: Scores,
+        reference: Scores | None,
+        value: float,
+        ref_value: float | None,
+        evidence: Evidence,
+    ) -> Judgement:
+        assert evidence.comparison is not None
+        ci = evidence.comparison.ci
+        if ci.lower_bound >= -gate.threshold - _TOLERANCE:
+            return Judgement("pass")
+        if ci.high < -gate.threshold:
+            return Judgement("fail")
+        return Judgement("inconclusive")
+
+    def explain(self, outcome: Outcome) -> str:
+        g, c = outcome.gate, outcome.comparison
+        assert c is not None
+        bounds = (
+            f"slope per release {signed(c.ci.delta)}, two-sided 95% CI {signed(c.ci.low)} .. {signed(c.ci.high)}, "
+            f"one-sided lower bound {signed(c.ci.lower_bound)}, against the allowed fall -{g.threshold:g} over "
+            f"{trend_window(g)} releases"
+        )
+        return decided(
+            outcome,
+            bounds,
+            "the metric falls faster than allowed",
+            f"neither a fall beyond the allowance nor its absence is shown (MDE {c.mde:.4f})",
+        )
+
+
+GATE_KINDS: tuple[GateKind, ...] = (
+    Floor(),
+    MaxDrop(),
+    MaxRelDrop(),
+    NoSignificantDrop(),
+    NonInferior(),
+    MinGain(),
+    MaxDropFromFirst(),
+    MaxDropFromBest(),
+    Trend(),
+)
 _BY_NAME = {k.name: k for k in GATE_KINDS}
 
 

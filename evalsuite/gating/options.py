@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..history.options import HISTORY_ANCHOR_OPTION, HISTORY_OPTION, SUMMARY_MD_OPTION
 from ..run.options import Option, spec_type
 from .kinds import gate_help, parse_gate
 from .plan import DEFAULT_REPORTS_DIR
@@ -41,6 +42,9 @@ GATE_OPTIONS: tuple[Option, ...] = (
         {"action": "store_const", "const": True},
     ),
     Option("--reports-dir", "where results.json and report.md go", default=DEFAULT_REPORTS_DIR),
+    HISTORY_OPTION,
+    HISTORY_ANCHOR_OPTION,
+    SUMMARY_MD_OPTION,
     Option(
         "--evalsuite-spec",
         "spec file (default: ./evalsuite.toml, else [tool.evalsuite] in ./pyproject.toml)",

@@ -8,6 +8,7 @@
     gates = ["ndcg@10:max_drop=0.01"]  # defaults for every dataset
     inconclusive = "fail"             # or "xfail" / "skip": what an inconclusive gate does to the exit status
     multiplicity = "holm"             # or "none": correction of the significance-based gates, all together
+    history = "history"               # the release history: one record per dataset per session (docs/history.md)
 
     [[datasets]]
     name = "minibeir"
@@ -54,6 +55,9 @@ SESSION_KEYS: dict[str, Any] = {
     "update_baseline": bool,
     "inconclusive": str,
     "multiplicity": str,
+    "history": str,  # the release history directory (`history/`): a record per dataset, the history gates read it
+    "history_anchor": str,  # the revision max_drop_from_first compares with (default: the first recorded release)
+    "summary_md": str,  # the Markdown verdict summary (also appended to $GITHUB_STEP_SUMMARY when set)
 }
 DEFAULT_REPORTS_DIR = Path("reports") / "evalsuite"  # relative to the directory pytest runs in
 RERANK_KEY = "rerank"  # the spec file's [rerank] table
@@ -92,6 +96,9 @@ class SessionPlan:
     source: str
     verdicts: VerdictPolicy = field(default_factory=VerdictPolicy)
     rerank: RerankSpec | None = None  # the second stage every dataset's first stage is reranked by; None: none
+    history: Path | None = None  # the release history directory; None: nothing recorded, no history gate
+    history_anchor: str | None = None  # the pinned anchor revision of max_drop_from_first (a prefix is enough)
+    summary_md: Path | None = None  # where the Markdown verdict summary goes
 
     @property
     def has_reference_run(self) -> bool:
@@ -312,6 +319,10 @@ def build_plan(
         if reports
         else cwd / DEFAULT_REPORTS_DIR
     )
+    history, summary_md = (
+        _path(cwd if session_flags.get(key) else base_dir, session(key), key) if session(key) else None
+        for key in ("history", "summary_md")
+    )
     verdicts = VerdictPolicy(
         inconclusive=session("inconclusive", VerdictPolicy.default("inconclusive")),
         multiplicity=session("multiplicity", VerdictPolicy.default("multiplicity")),
@@ -325,4 +336,7 @@ def build_plan(
         source=src,
         verdicts=verdicts,
         rerank=rerank,
+        history=history,
+        history_anchor=str(session("history_anchor")) if session("history_anchor") else None,
+        summary_md=summary_md,
     )

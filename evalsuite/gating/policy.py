@@ -59,6 +59,11 @@ def dataset_policy(plan: SessionPlan, dp: DatasetPlan, baseline_metrics: Sequenc
             f"{dp.name}: the model revision is not pinned (--model-rev): the gates judge whatever "
             f"{dp.spec.model or 'the bundled model'} holds now; 'evalsuite model-rev' prints the revision to pin"
         )
+    if plan.history is not None and side == "baseline" and not update:
+        notes.append(
+            f"{dp.name}: with a release history the baseline is the previous release: the contract item compares "
+            "every field but the model and tokenizer revisions with it"
+        )
     if dp.replaced_gates:
         notes.append(
             f"{dp.name}: --gate replaces the spec file's gates; not judged: "

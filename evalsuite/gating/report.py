@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..scoring.stats import Comparison
     from ..slicing.compare import SliceMove
     from ..sweep.results import SweepResult
+    from .releases import HistoryWrite
     from .stages import RerankedStage
 
 SUMMARY_HEADERS = ("metric", "{side}", "candidate", "delta", "95% CI", "MDE", "verdict")
@@ -294,6 +295,7 @@ class SessionReport:
     datasets: tuple[DatasetReport, ...]
     reports_dir: Path
     statement: str | None = None  # the verdict policy (multiplicity, inconclusive), when gates ran
+    history: HistoryWrite | None = None  # the release history's records and the Markdown summary (`releases.py`)
 
     def dataset(self, name: str) -> DatasetReport:
         return next(d for d in self.datasets if d.name == name)
@@ -314,7 +316,10 @@ class SessionReport:
             out += ["  " + line for line in d.gate_lines]
             out += ["  " + line for line in d.slice_lines]
         out.append(f"reports: {self.reports_dir}")
+        if self.history is not None and self.history.store is not None and self.history.records:
+            out.append(f"history: {len(self.history.records)} record(s) in {self.history.store.root}")
         return out
 
     def write(self) -> list[Path]:
-        return [p for d in self.datasets for p in d.write()]
+        paths = [p for d in self.datasets for p in d.write()]
+        return paths + (self.history.write() if self.history is not None else [])

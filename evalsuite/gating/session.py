@@ -37,6 +37,7 @@ from .ledger import (
 from .plan import DatasetPlan, SessionPlan
 from .policy import DatasetPolicy, SessionPolicy, session_policy
 from .reference import Reference
+from .releases import RELEASE_FIELDS
 from .reranker import SessionReranker
 from .shared import ComputeOnce
 from .slices import check_gate_slices
@@ -47,6 +48,7 @@ from .verdicts import GateRequest, judge_all
 if TYPE_CHECKING:
     from ..canary.embedding.settings import CanarySettings
     from ..canary.reranker.settings import RerankCanarySettings
+    from ..history.record import HistoryRecord
 
 T = TypeVar("T")
 EncoderKey = tuple[str, str, str, int, str]
@@ -268,6 +270,8 @@ class GateSession:
 
     def labels(self, name: str, gate: Gate) -> tuple[str, str]:
         """How a gate's messages name its (reference, candidate) sides."""
+        if kind_of(gate).against == "history":
+            return self.history_label(name, gate), "candidate"
         ref = self.reference(name) if gate.needs_reference else None
         return side_labels(kind_of(gate).against, ref.label if ref else "baseline")
 
@@ -287,6 +291,12 @@ class GateSession:
                     if reference is None and g.needs_reference:
                         continue
                     key = self.verdict_key(dp.name, g)
+                    if kind_of(g).against == "history":  # earlier releases: `releases.py`
+                        try:
+                            errors[key] = self.history_outcome(dp.name, g, candidate.first)
+                        except EvalsuiteError as exc:
+                            errors[key] = exc
+                        continue
                     try:
                         requests.append(GateRequest(key, g, *gate_sides(g, kind_of(g).against, candidate, reference)))
                     except EvalsuiteError as exc:
@@ -294,6 +304,28 @@ class GateSession:
             return {**errors, **judge_all(requests, self.plan.verdicts.multiplicity)}
 
         return self.shared.get("verdicts", compute)[0]
+
+    def history_records(self) -> list[HistoryRecord]:
+        """The release history as it was when the session began (its own records are written at the end)."""
+        from ..history.store import HistoryStore
+
+        if self.plan.history is None:
+            return []
+        return self.shared.get("history-records", lambda: HistoryStore(self.plan.history or ".").records())[0]
+
+    def history_outcome(self, name: str, gate: Gate, candidate: Scores) -> Outcome:
+        """A history gate's outcome: the candidate paired with the earlier release(s) its kind compares with."""
+        from .releases import candidate_of, judge_history_gate
+
+        who = candidate_of(name, self.prepared[name])
+        return judge_history_gate(gate, candidate, self.history_records(), who, self.plan.history_anchor)
+
+    def history_label(self, name: str, gate: Gate) -> str:
+        """How messages name the release(s) a history gate compares with."""
+        from .releases import anchor_label, anchor_of, candidate_of
+
+        who = candidate_of(name, self.prepared[name])
+        return anchor_label(gate, anchor_of(gate, self.history_records(), who, self.plan.history_anchor))
 
     @staticmethod
     def verdict_key(dataset: str, gate: Gate) -> str:
@@ -307,6 +339,8 @@ class GateSession:
             return []
         p = self.prepared[name]
         problems = ref.problems(p.contract, p.dataset.identity.sha256)
+        if self.plan.history is not None and ref.kind == "baseline":  # a release pipeline: the baseline is the
+            problems = [x for x in problems if x.split(":")[0] not in RELEASE_FIELDS]  # previous release's revision
         stage = self.baselines[name].reranked if name in self.baselines else None
         staged = any(g.needs_reranker and g.needs_reference for g in self.dataset_policy(name).gates)
         if self.reranker is not None and stage is not None and staged:

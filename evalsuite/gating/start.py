@@ -123,6 +123,9 @@ def prepared_session(
     from .shared import ComputeOnce
 
     preflight.session_plan(plan)  # paths it writes, gates vs metrics: before loading anything
+    from .releases import check_history
+
+    check_history(plan)  # the history directory writable, its records readable, history gates have one
     session = GateSession(
         plan,
         ComputeOnce(shared_dir),

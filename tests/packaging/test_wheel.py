@@ -159,3 +159,57 @@ def test_a_users_project_gates_a_release_with_the_installed_plugin(installed: Pa
     regressed = _sh([*pytest_argv, "--pooling", "cls"], project, user_env)
     assert regressed.returncode == 1, regressed.stdout[-4000:] + regressed.stderr[-2000:]
     assert re.search(r"^\s+FAIL\s+ndcg@10:max_drop=0\.01: delta -", regressed.stdout, re.M), regressed.stdout[-4000:]
+
+
+def _workflow_steps(project: Path) -> list[dict[str, str]]:
+    """The GitHub Actions job's steps that run a command (not an action), in order."""
+    import yaml
+
+    workflow = yaml.safe_load((project / ".github" / "workflows" / "release-gate.yml").read_text())
+    (job,) = workflow["jobs"].values()
+    return [{**workflow["env"], **s} for s in job["steps"] if "run" in s]
+
+
+def test_the_history_ci_example_runs_its_workflow_steps_from_the_installed_wheel(
+    installed: Path, tmp_path: Path, user_env, bundled_model_dir: Path
+):
+    import yaml
+
+    project = tmp_path / "project"  # examples/history_ci copied out of the repository
+    shutil.copytree(REPO / "examples" / "history_ci", project, ignore=shutil.ignore_patterns("reports", "history"))
+    steps = _workflow_steps(project)
+    install, gate, refresh, history = steps
+    assert install["run"].startswith("pip install evalsuite")  # the one step this machine cannot run (offline)
+    # GitLab runs the same commands
+    gitlab = yaml.safe_load((project / ".gitlab-ci.yml").read_text())["release-gate"]
+    assert gitlab["before_script"] == [install["run"]]
+    assert gitlab["script"][0] == gate["run"] and refresh["run"] in gitlab["script"][1]
+    assert gitlab["after_script"] == [history["run"]]
+
+    env = {k: str(v) for k, v in gate.items() if k.isupper()}
+    (project / env["MODEL_DIR"]).parent.mkdir(parents=True)
+    (project / env["MODEL_DIR"]).symlink_to(bundled_model_dir)
+    summary = tmp_path / "step_summary.md"
+    shell = {
+        **user_env,
+        **env,
+        "PATH": f"{installed}{os.pathsep}{user_env['PATH']}",
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_SHA": "c0ffee" + "0" * 34,
+    }
+
+    def step(s: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return _sh(["bash", "-eo", "pipefail", "-c", s["run"]], project, shell)
+
+    first = step(refresh)  # the first release: its baseline (and its record)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+    for s in (gate, refresh, history):  # the workflow on main: gate, refresh, show
+        done = step(s)
+        assert done.returncode == 0, f"{s['name']}: " + done.stdout[-3000:] + done.stderr[-2000:]
+    assert re.search(r"^\s+PASS\s+ndcg@10:max_drop_from_first=0\.02: ", done.stdout, re.M) is None  # history step
+    assert re.search(r"^  1\s+[0-9a-f]{12}\s.*PASS\s+ndcg@10:max_drop=0\.01 pass; ", done.stdout, re.M), done.stdout
+    assert (project / "reports" / "history.html").is_file()
+    text = summary.read_text()
+    assert text.startswith("### evalsuite: PASS") and "`ndcg@10:max_drop_from_first=0.02` | PASS" in text
+    (record,) = (project / "history").rglob("*.json")
+    assert '"commit": "c0ffee' in record.read_text() and '"commit_source": "GITHUB_SHA"' in record.read_text()

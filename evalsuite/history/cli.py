@@ -1,0 +1,76 @@
+"""`evalsuite history [DIR]`: the releases a history directory holds, as a table per model and dataset, and a
+self-contained HTML page with one plot per metric (CI bands, gate thresholds). DIR defaults to ``history`` of
+./evalsuite.toml (or ``[tool.evalsuite]`` of ./pyproject.toml). Also: the record `evalsuite run --history DIR`
+adds. Exit 0, or 2 for a usage error or an unreadable record (the message names the file)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..base.errors import SpecError
+
+if TYPE_CHECKING:
+    from ..run.pipeline import Prepared
+    from ..run.result import Result
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "history", help="the release history: a table of releases and an HTML page with a plot per metric"
+    )
+    p.add_argument("dir", nargs="?", default=None, help="history directory (default: history of ./evalsuite.toml)")
+    p.add_argument("--model", default=None, help="only this model's releases (its name as recorded)")
+    p.add_argument("--dataset", default=None, help="only this dataset's releases")
+    p.add_argument("--html", default=None, help="write the HTML page here (default: DIR/../reports/history.html)")
+    p.set_defaults(func=cmd_history)
+
+
+def history_dir(given: str | None, cwd: Path) -> Path:
+    """DIR as given, else the spec file's ``history`` (relative to the spec file)."""
+    if given:
+        return Path(given)
+    from ..gating.plan import find_spec_file
+
+    found = find_spec_file(cwd)
+    value = found[1].get("history") if found else None
+    if not isinstance(value, str) or not value:
+        raise SpecError('evalsuite history: no history directory; pass DIR or set history = "DIR" in evalsuite.toml')
+    assert found is not None
+    return found[0].parent / value
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from ..base.io import atomic_write_text
+    from .plot import history_html
+    from .store import HistoryStore
+    from .table import text_table
+
+    root = history_dir(args.dir, Path.cwd())
+    if not root.is_dir():
+        raise SpecError(f"history directory {root} does not exist; a gated session with --history {root} makes it")
+    series = {
+        key: records
+        for key, records in HistoryStore(root).series().items()
+        if (args.model is None or key[0] == args.model) and (args.dataset is None or key[1] == args.dataset)
+    }
+    if not series:
+        print(f"{root}: no release recorded" + (" for that model / dataset" if args.model or args.dataset else ""))
+        return 0
+    for (model, dataset), records in series.items():
+        print(f"{model} on {dataset}: {len(records)} release(s)")
+        for line in text_table(records):
+            print("  " + line)
+    out = Path(args.html) if args.html else root.parent / "reports" / "history.html"
+    atomic_write_text(out, history_html(series, str(root)))
+    print(f"wrote {out}")
+    return 0
+
+
+def record_run(history: str, name: str, prepared: Prepared, result: Result) -> Path:
+    """`evalsuite run --history DIR`: the run's record (no gate judged), written atomically under the lock."""
+    from ..gating.releases import record_of
+    from .store import HistoryStore
+
+    return HistoryStore(history).put(record_of(name, prepared, result, (), {}))
