@@ -100,8 +100,9 @@ class Factor:
     """One field of :class:`Alternative` a deployment can get wrong.
 
     ``cause(value, contract)`` reads as a clause ("the server pools with CLS"); ``remedy`` maps an
-    engine ("vllm", "infinity", "tei", "sglang", or "" for any) to what to change, formatted with
-    ``value`` and ``contract``.
+    engine ("vllm", "infinity", "tei", "sglang", "llamacpp", "llama-cpp-python", or "" for any) to what to
+    change, formatted with ``value``, ``contract``, ``upper`` (the pooling in capitals), ``normalize``
+    ("true"/"false") and ``llama_pooling`` (llama.cpp's pooling type number for the contract's pooling).
     """
 
     field: str
@@ -113,8 +114,16 @@ class Factor:
     def remedy_for(self, engine: str | None, value: object, contract: Contract) -> str:
         template = self.remedy.get(engine or "", self.remedy[""])
         return template.format(
-            value=value, contract=contract, upper=contract.pooling.upper(), normalize=str(contract.normalize).lower()
+            value=value,
+            contract=contract,
+            upper=contract.pooling.upper(),
+            normalize=str(contract.normalize).lower(),
+            llama_pooling=LLAMA_POOLING_TYPES.get(contract.pooling, "?"),
         )
+
+
+# llama.cpp's ``enum llama_pooling_type`` (llama.h): what llama-cpp-python's --pooling_type takes
+LLAMA_POOLING_TYPES = {"none": 0, "mean": 1, "cls": 2, "last": 3}
 
 
 def _prefix_cause(mode: str, c: Contract) -> str:
@@ -150,6 +159,9 @@ FACTORS: tuple[Factor, ...] = (
             "infinity": "Infinity: fix 1_Pooling/config.json in the served model directory to {contract.pooling} "
             "pooling (--pooling-method is ignored by the torch engine)",
             "tei": "TEI: --pooling {contract.pooling}",
+            "llama-cpp-python": "llama-cpp-python: --pooling_type {llama_pooling} ({contract.pooling}); the default -1 "
+            "takes the GGUF's <arch>.pooling_type, which convert_hf_to_gguf.py copies from 1_Pooling/config.json",
+            "llamacpp": "llama.cpp: --pooling {contract.pooling} (unset: the GGUF's <arch>.pooling_type)",
         },
     ),
     Factor(
@@ -162,6 +174,11 @@ FACTORS: tuple[Factor, ...] = (
             "infinity": "Infinity: max_seq_length {contract.max_length} in the model's sentence_bert_config.json",
             "tei": "TEI: serve the model with max_seq_length {contract.max_length} (and --auto-truncate)",
             "sglang": "SGLang: --context-length {contract.max_length}",
+            "llama-cpp-python": "llama-cpp-python: --n_ctx {contract.max_length} --n_batch {contract.max_length} "
+            "--n_ubatch {contract.max_length} (it silently keeps the first min(n_ctx, n_batch) tokens of each "
+            "input; the GGUF keeps no max_seq_length)",
+            "llamacpp": "llama.cpp: --ctx-size {contract.max_length} --batch-size {contract.max_length} "
+            "--ubatch-size {contract.max_length}",
         },
     ),
     Factor(
@@ -172,6 +189,11 @@ FACTORS: tuple[Factor, ...] = (
             "": "make the server's normalization match the contract (normalize={normalize})",
             "vllm": "vLLM: --pooler-config '{{\"normalize\":{normalize}}}'",
             "tei": "TEI: the OpenAI route always normalizes; use /embed with normalize={normalize}",
+            "llama-cpp-python": "llama-cpp-python's server never L2-normalizes (/v1/embeddings calls "
+            "embed(normalize=False)) and has no setting for it: L2-normalize the served vectors in the client "
+            "before indexing and check the raw vectors with a contract that says so (--no-normalize), or serve "
+            "the GGUF with llama.cpp's llama-server, whose /v1/embeddings normalizes (--embd-normalize 2)",
+            "llamacpp": "llama.cpp: --embd-normalize 2 normalizes, -1 does not (the contract: normalize={normalize})",
         },
     ),
     Factor(
@@ -211,6 +233,10 @@ FACTORS: tuple[Factor, ...] = (
             "infinity": "Infinity: --dtype {contract.dtype}",
             "tei": "TEI: --dtype {contract.dtype}",
             "sglang": "SGLang: --dtype {contract.dtype}",
+            "llama-cpp-python": "llama-cpp-python: serve a GGUF converted at the contract's dtype "
+            "(convert_hf_to_gguf.py --outtype f32 for float32); an f16 or quantized file changes the vectors",
+            "llamacpp": "llama.cpp: serve a GGUF converted at the contract's dtype (convert_hf_to_gguf.py --outtype "
+            "f32 for float32); an f16 or quantized file changes the vectors",
         },
     ),
 )
