@@ -127,7 +127,21 @@ def _reference_source(ctx: CanaryContext) -> ReferenceSource:
             progress=False,
         )
 
-    return ReferenceSource(encoder=encoder, suspect=suspect, token_counts=ctx.token_counts)
+    @cache
+    def no_closing(max_length: int, dtype: str) -> Encoder | None:
+        from ..encode.no_closing import NoClosingTokenEncoder
+
+        enc = NoClosingTokenEncoder(
+            prepared.model,
+            dtype=dtype,
+            device=prepared.spec.device,
+            max_length=max_length,
+            truncation="truncate",
+            progress=False,
+        )
+        return enc if enc.closing_id is not None else None
+
+    return ReferenceSource(encoder=encoder, suspect=suspect, token_counts=ctx.token_counts, no_closing=no_closing)
 
 
 def diagnoses_for(ctx: CanaryContext, verdicts: list[Verdict]) -> tuple[Diagnosis, ...]:

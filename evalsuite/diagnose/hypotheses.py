@@ -35,6 +35,13 @@ STAGES: tuple[tuple[str, str], ...] = (
 STAGE_NAMES = tuple(name for name, _ in STAGES)
 
 PREFIX_MODES = ("contract", "none", "swapped", "query_on_both", "declared")
+# The special tokens around each input: the reference tokenizer's ("contract"), or without the closing one
+# ([SEP] for BERT, EOS for decoders) as a GGUF converted without it serves (issue 31).
+SPECIAL_MODES = ("contract", "no_closing")
+
+
+# (prefix mode, max length, model dtype, suspect model, special-token mode): one forward pass each
+ForwardKey = tuple[str, int, str, str | None, str]
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class Alternative:
     rounding: str | None = None
     model_dtype: str = "float32"
     model: str | None = None  # a --suspect-model directory; None: the pinned reference
+    special: str = "contract"  # one of SPECIAL_MODES
 
     @classmethod
     def of_contract(cls, contract: Contract, hidden: int) -> Alternative:
@@ -70,9 +78,9 @@ class Alternative:
     def replace(self, **changes: Any) -> Alternative:
         return dataclasses.replace(self, **changes)
 
-    def forward_key(self) -> tuple[str, int, str, str | None]:
+    def forward_key(self) -> ForwardKey:
         """What needs its own forward pass (everything else is derived from one pooled pass)."""
-        return (self.prefix, self.max_length, self.model_dtype, self.model)
+        return (self.prefix, self.max_length, self.model_dtype, self.model, self.special)
 
     def departures(self, base: Alternative, hidden: int) -> list[tuple[Factor, object]]:
         """The factors on which this alternative departs from ``base``, in triage order."""
@@ -148,6 +156,22 @@ FACTORS: tuple[Factor, ...] = (
         remedy={"": "deploy the pinned revision {contract.model_revision} of {contract.model}"},
     ),
     Factor(field="prefix", stage="input", cause=_prefix_cause, remedy={"": _PREFIX_FIX}),
+    Factor(
+        field="special",
+        stage="input",
+        cause=lambda v, c: (
+            "the server's tokenizer does not add the closing special token ([SEP] or EOS) that the reference's adds"
+        ),
+        remedy={
+            "": "serve a tokenizer that adds the closing special token as the reference's does (its post-processor)",
+            "llama-cpp-python": "llama-cpp-python: the GGUF says not to add it; re-convert with convert_hf_to_gguf.py "
+            "from the model's own tokenizer.json, or set tokenizer.ggml.add_sep_token (BERT; add_eos_token for "
+            "decoders) to true with gguf-py's gguf_set_metadata.py",
+            "llamacpp": "llama.cpp: the GGUF says not to add it; re-convert with convert_hf_to_gguf.py from the "
+            "model's own tokenizer.json, or set tokenizer.ggml.add_sep_token (BERT; add_eos_token for decoders) "
+            "to true with gguf-py's gguf_set_metadata.py",
+        },
+    ),
     Factor(
         field="pooling",
         stage="shape",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..contract import POOLINGS
-from .hypotheses import PREFIX_MODES, Alternative, prefixes
+from .hypotheses import PREFIX_MODES, Alternative, ForwardKey, prefixes
 from .score import derive, numeric_variants
 
 if TYPE_CHECKING:
@@ -41,11 +41,14 @@ class Probes:
 @dataclass(frozen=True)
 class ReferenceSource:
     """Where the local vectors come from: the pinned reference at a (max length, dtype), a suspect model
-    directory, and the reference tokenizer's token counts of rendered texts (None: unknown)."""
+    directory, and the reference tokenizer's token counts of rendered texts (None: unknown). ``no_closing``:
+    the reference at a (max length, dtype) without the closing special token, None when its tokenizer adds
+    none (or the source cannot make one)."""
 
     encoder: Callable[[int, str], Encoder]
     suspect: Callable[[str], Encoder]
     token_counts: Callable[[list[str]], list[int] | None]
+    no_closing: Callable[[int, str], Encoder | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ class AlternativeVectors:
         self.source = source
         self.probes = probes
         self.not_tested: list[str] = []
-        self._pooled: dict[tuple[str, int, str, str | None], dict[str, np.ndarray] | None] = {}
+        self._pooled: dict[ForwardKey, dict[str, np.ndarray] | None] = {}
 
     def _render(self, mode: str) -> list[str] | None:
         pre = prefixes(mode, self.contract, self.prompts)
@@ -96,14 +99,14 @@ class AlternativeVectors:
                     out[p][idx] = got[p]
         return out
 
-    def pooled(self, key: tuple[str, int, str, str | None]) -> dict[str, np.ndarray] | None:
+    def pooled(self, key: ForwardKey) -> dict[str, np.ndarray] | None:
         """Pooled vectors per pooling for one forward key; None when it cannot be formed or run."""
         if key not in self._pooled:
             self._pooled[key] = self._compute(key)
         return self._pooled[key]
 
-    def _compute(self, key: tuple[str, int, str, str | None]) -> dict[str, np.ndarray] | None:
-        mode, length, dtype, model = key
+    def _compute(self, key: ForwardKey) -> dict[str, np.ndarray] | None:
+        mode, length, dtype, model, special = key
         rendered = self._render(mode)
         if rendered is None:
             return None
@@ -112,10 +115,13 @@ class AlternativeVectors:
         try:
             if model is not None:
                 return self._encode(self.source.suspect(model), rendered, rows)
+            if special != "contract":
+                encoder = self.source.no_closing(length, dtype) if self.source.no_closing is not None else None
+                return None if encoder is None else self._encode(encoder, rendered, rows)
             if length != c.max_length and mode == "contract" and dtype == c.dtype:
                 # only texts the other length cuts differently change: the rest are the contract's pass
                 counts = self.source.token_counts(rendered)
-                base = self.pooled(("contract", c.max_length, dtype, None))
+                base = self.pooled(("contract", c.max_length, dtype, None, "contract"))
                 if counts is not None and base is not None:
                     rows = [i for i, n in enumerate(counts) if n > min(length, c.max_length)]
                     if not rows:
@@ -135,27 +141,27 @@ class AlternativeVectors:
         self, base: Alternative, width: int, hyps: Hypotheses
     ) -> Iterator[dict[Alternative, np.ndarray]]:
         """The alternatives of ``width`` dimensions, cheapest passes first: the contract's own pass (every
-        pooling, normalization, cut and output rounding), then other prefixes, max lengths, model dtypes
-        and suspect models, each with every pooling, normalization and cut. A caller stops asking once
-        one explains the served vectors, so the expensive passes run only when needed."""
-        m, n, dt = base.max_length, base.model_dtype, base.model
-        groups: list[list[tuple[str, int, str, str | None]]] = [
+        pooling, normalization, cut and output rounding), then other prefixes, the input without its closing
+        special token, max lengths, model dtypes and suspect models, each with every pooling, normalization and
+        cut. A caller stops asking once one explains the served vectors, so the expensive passes run only when
+        needed."""
+        m, n, dt, sp = base.max_length, base.model_dtype, base.model, base.special
+        groups: list[list[ForwardKey]] = [
             [base.forward_key()],
-            [(mode, m, n, dt) for mode in PREFIX_MODES if mode != "contract"],
-            [("contract", length, n, dt) for length in hyps.lengths],
-            [("contract", m, d, dt) for d in hyps.model_dtypes],
-            [("contract", m, n, s) for s in hyps.suspects],
+            [(mode, m, n, dt, sp) for mode in PREFIX_MODES if mode != "contract"],
+            [("contract", m, n, dt, "no_closing")],
+            [("contract", length, n, dt, sp) for length in hyps.lengths],
+            [("contract", m, d, dt, sp) for d in hyps.model_dtypes],
+            [("contract", m, n, s, sp) for s in hyps.suspects],
         ]
         for keys in groups:
             yield self._candidates(keys, base, width)
 
-    def _candidates(
-        self, keys: list[tuple[str, int, str, str | None]], base: Alternative, width: int
-    ) -> dict[Alternative, np.ndarray]:
+    def _candidates(self, keys: list[ForwardKey], base: Alternative, width: int) -> dict[Alternative, np.ndarray]:
         contract_inputs = self._render("contract")
         out: dict[Alternative, np.ndarray] = {}
         for key in keys:
-            mode, length, dtype, model = key
+            mode, length, dtype, model, special = key
             if mode != "contract" and self._render(mode) == contract_inputs:
                 continue  # the same inputs as the contract's: the same vectors
             pooled = self.pooled(key)
@@ -163,7 +169,9 @@ class AlternativeVectors:
                 continue
             roundings = (None, *ROUNDINGS) if key == base.forward_key() else (None,)
             for pooling in POOLINGS:
-                around = base.replace(pooling=pooling, prefix=mode, max_length=length, model_dtype=dtype, model=model)
+                around = base.replace(
+                    pooling=pooling, prefix=mode, max_length=length, model_dtype=dtype, model=model, special=special
+                )
                 for alt in numeric_variants(around, width, self.hidden, roundings):
                     out[alt] = derive(pooled[pooling], alt)
         return out
