@@ -1,0 +1,130 @@
+"""The embedding canary against real llama-cpp-python servers (started once per session, see conftest).
+
+The faithful configuration (f32 GGUF, the model's mean pooling from the file, n_ctx/n_batch/n_ubatch at the
+contract's 256 tokens; the server never normalizes, so the contract is the model's with ``--no-normalize``)
+passes every check, identity included although the server has no /health. Every other configuration fails
+and the diagnosis names its cause with llama-cpp-python's remedy: the default server (no normalization, and it
+keeps 512 tokens), the f16 file (precision), a GGUF without the closing [SEP], ``--pooling_type 2`` (CLS) and
+``--n_ctx 128``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evalsuite.cli import main
+
+from .conftest import KEY_ENV, SERVED_NAME
+
+pytestmark = [pytest.mark.integration, pytest.mark.llamacpp, pytest.mark.xdist_group("llamacpp")]
+
+
+@pytest.fixture(scope="module")
+def reference_cache(tmp_path_factory):
+    """One embedding cache for the module: the reference is encoded once per contract for every run."""
+    return tmp_path_factory.mktemp("llamacpp-canary-cache")
+
+
+def canary(url, dataset, out, cache, *extra):
+    argv = ["canary", "--endpoint", url, "--dataset", str(dataset), "--device", "cpu"]
+    rc = main([*argv, "--cache-dir", str(cache), "--out", str(out), *extra])
+    report = json.loads((out / "canary.json").read_text())
+    return rc, {v["check"]: v for v in report["verdicts"]}, report
+
+
+def causes(report) -> list[tuple[str, object]]:
+    [diagnosis] = report["diagnosis"]
+    assert diagnosis["engine"] == "llama-cpp-python", diagnosis
+    return [(c["factor"], c["value"]) for c in diagnosis["causes"]]
+
+
+def test_the_faithful_configuration_passes_every_check(
+    llamacpp_servers, minibeir_dir, tmp_path, reference_cache, capsys
+):
+    rc, verdicts, report = canary(llamacpp_servers.faithful, minibeir_dir, tmp_path, reference_cache, "--no-normalize")
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert all(v["passed"] is not False for v in verdicts.values()), out
+    assert report["served_model"] == SERVED_NAME
+    # vLLM's tolerances (tests/vllm/test_vllm_canary.py)
+    assert verdicts["vector_agreement"]["details"]["min"] >= 0.9999
+    assert abs(verdicts["retrieval_agreement"]["details"]["metrics"]["ndcg@10"]["delta"]) <= 0.002
+    # no /health: an engine-aware identity verdict, not a 404 failure
+    identity = verdicts["identity"]
+    assert identity["passed"] is True, identity["message"]
+    assert "no health route" in identity["message"] and "llama-cpp-python serves none" in identity["message"]
+    assert set(identity["details"]["health"].values()) == {404}
+    # llama-cpp-python's own behaviours, accepted as the contract allows (docs/engines.md)
+    bad = verdicts["bad_input"]["message"]
+    assert "empty string -> HTTP 200 with the reference's vector for ''" in bad, bad
+
+
+def test_the_default_server_is_named_not_normalizing_with_llamacpps_remedy(
+    llamacpp_servers, small_beir, tmp_path, reference_cache, capsys
+):
+    rc, verdicts, report = canary(llamacpp_servers.default, small_beir, tmp_path, reference_cache)
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert report["served_model"] == llamacpp_servers.default_model  # named by its GGUF path
+    assert verdicts["identity"]["passed"] is True, verdicts["identity"]["message"]
+    assert verdicts["vector_agreement"]["passed"] is False
+    found = causes(report)
+    assert ("normalize", False) in found, found
+    assert "cause: " in out and "the server does not normalize the vectors" in out, out
+    assert "llama-cpp-python's server never L2-normalizes" in out, out
+
+
+def test_an_f16_file_is_named_as_precision_behind_its_api_key(
+    llamacpp_servers, small_beir, tmp_path, reference_cache, monkeypatch, capsys
+):
+    monkeypatch.setenv(KEY_ENV, llamacpp_servers.key)
+    rc, verdicts, report = canary(
+        llamacpp_servers.f16,
+        small_beir,
+        tmp_path,
+        reference_cache,
+        "--no-normalize",
+        "--api-key-env",
+        KEY_ENV,
+        "--canary-min-cosine",
+        "0.99999",
+    )
+    out, err = capsys.readouterr()
+    assert verdicts["auth"]["passed"] is True, verdicts["auth"]["message"]  # --api_key: 401 without it
+    for text in (out, err, (tmp_path / "report.md").read_text(), (tmp_path / "canary.json").read_text()):
+        assert llamacpp_servers.key not in text
+    assert rc == 1, out
+    vector = verdicts["vector_agreement"]
+    assert vector["passed"] is False
+    assert 0.9999 < vector["details"]["min"] < 0.99999, vector["details"]
+    assert causes(report) == [("model_dtype", "float16")], out
+    assert "convert_hf_to_gguf.py --outtype f32" in out
+
+
+def test_a_gguf_without_the_closing_token_is_named(llamacpp_servers, small_beir, tmp_path, reference_cache, capsys):
+    rc, verdicts, report = canary(llamacpp_servers.nosep, small_beir, tmp_path, reference_cache, "--no-normalize")
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert verdicts["vector_agreement"]["passed"] is False
+    assert causes(report) == [("special", "no_closing")], out
+    assert "does not add the closing special token" in out and "tokenizer.ggml.add_sep_token" in out
+
+
+def test_a_wrong_pooling_type_is_named(llamacpp_servers, small_beir, tmp_path, reference_cache, capsys):
+    rc, _, report = canary(llamacpp_servers.cls, small_beir, tmp_path, reference_cache, "--no-normalize")
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert causes(report) == [("pooling", "cls")], out
+    assert "llama-cpp-python: --pooling_type 1 (mean)" in out
+
+
+def test_a_context_below_the_contracts_max_length_is_named(
+    llamacpp_servers, small_beir, tmp_path, reference_cache, capsys
+):
+    rc, _, report = canary(llamacpp_servers.short, small_beir, tmp_path, reference_cache, "--no-normalize")
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert causes(report) == [("max_length", 128)], out
+    assert "llama-cpp-python: --n_ctx 256 --n_batch 256 --n_ubatch 256" in out
