@@ -128,11 +128,12 @@ def _reference_source(ctx: CanaryContext) -> ReferenceSource:
         )
 
     @cache
-    def no_closing(max_length: int, dtype: str) -> Encoder | None:
-        from ..encode.no_closing import NoClosingTokenEncoder
+    def special(mode: str, max_length: int, dtype: str) -> Encoder | None:
+        from ..encode.closing_token import ClosingTokenEncoder
 
-        enc = NoClosingTokenEncoder(
+        enc = ClosingTokenEncoder(
             prepared.model,
+            mode=mode,
             dtype=dtype,
             device=prepared.spec.device,
             max_length=max_length,
@@ -141,7 +142,7 @@ def _reference_source(ctx: CanaryContext) -> ReferenceSource:
         )
         return enc if enc.closing_id is not None else None
 
-    return ReferenceSource(encoder=encoder, suspect=suspect, token_counts=ctx.token_counts, no_closing=no_closing)
+    return ReferenceSource(encoder=encoder, suspect=suspect, token_counts=ctx.token_counts, special=special)
 
 
 def diagnoses_for(ctx: CanaryContext, verdicts: list[Verdict]) -> tuple[Diagnosis, ...]:

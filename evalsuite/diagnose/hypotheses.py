@@ -35,9 +35,10 @@ STAGES: tuple[tuple[str, str], ...] = (
 STAGE_NAMES = tuple(name for name, _ in STAGES)
 
 PREFIX_MODES = ("contract", "none", "swapped", "query_on_both", "declared")
-# The special tokens around each input: the reference tokenizer's ("contract"), or without the closing one
-# ([SEP] for BERT, EOS for decoders) as a GGUF converted without it serves (issue 31).
-SPECIAL_MODES = ("contract", "no_closing")
+# The special tokens around each input: the reference tokenizer's ("contract"); without the closing one ([SEP] for
+# BERT, EOS for decoders) as a GGUF converted without it serves ("no_closing"); or lost by over-long inputs only,
+# when the server truncates by cutting the token list after adding it ("cut": llama-cpp-python) (issue 31).
+SPECIAL_MODES = ("contract", "no_closing", "cut")
 
 
 # (prefix mode, max length, model dtype, suspect model, special-token mode): one forward pass each
@@ -110,7 +111,8 @@ class Factor:
     ``cause(value, contract)`` reads as a clause ("the server pools with CLS"); ``remedy`` maps an
     engine ("vllm", "infinity", "tei", "sglang", "llamacpp", "llama-cpp-python", or "" for any) to what to
     change, formatted with ``value``, ``contract``, ``upper`` (the pooling in capitals), ``normalize``
-    ("true"/"false") and ``llama_pooling`` (llama.cpp's pooling type number for the contract's pooling).
+    ("true"/"false"), ``llama_pooling`` (llama.cpp's pooling type number for the contract's pooling) and
+    ``special_fix`` (llama.cpp's fix for a special-token mode).
     """
 
     field: str
@@ -127,11 +129,35 @@ class Factor:
             upper=contract.pooling.upper(),
             normalize=str(contract.normalize).lower(),
             llama_pooling=LLAMA_POOLING_TYPES.get(contract.pooling, "?"),
+            special_fix=_special_fix(value),
         )
 
 
 # llama.cpp's ``enum llama_pooling_type`` (llama.h): what llama-cpp-python's --pooling_type takes
 LLAMA_POOLING_TYPES = {"none": 0, "mean": 1, "cls": 2, "last": 3}
+
+
+def _special_cause(mode: str, c: Contract) -> str:
+    if mode == "cut":
+        return (
+            "the server truncates by cutting the token list, so over-long inputs lose their closing special token "
+            "([SEP] or EOS; the reference truncates before adding it)"
+        )
+    return "the server's tokenizer does not add the closing special token ([SEP] or EOS) that the reference's adds"
+
+
+def _special_fix(mode: object) -> str:
+    """llama.cpp's remedy for a special-token mode (llama-cpp-python and llama-server read the same GGUF keys)."""
+    if mode == "cut":
+        return (
+            "it keeps the first n_batch tokens of [CLS] text [SEP], and no setting changes that: chunk documents to "
+            "the contract's max length (special tokens included) before sending them"
+        )
+    return (
+        "the GGUF says not to add it; re-convert with convert_hf_to_gguf.py from the model's own tokenizer.json, "
+        "or set tokenizer.ggml.add_eos_token to true with gguf-py's gguf_set_metadata.py (the converter writes it "
+        "from the tokenizer's post-processor; BERT's [SEP] is the EOS token there)"
+    )
 
 
 def _prefix_cause(mode: str, c: Contract) -> str:
@@ -159,17 +185,12 @@ FACTORS: tuple[Factor, ...] = (
     Factor(
         field="special",
         stage="input",
-        cause=lambda v, c: (
-            "the server's tokenizer does not add the closing special token ([SEP] or EOS) that the reference's adds"
-        ),
+        cause=_special_cause,
         remedy={
-            "": "serve a tokenizer that adds the closing special token as the reference's does (its post-processor)",
-            "llama-cpp-python": "llama-cpp-python: the GGUF says not to add it; re-convert with convert_hf_to_gguf.py "
-            "from the model's own tokenizer.json, or set tokenizer.ggml.add_sep_token (BERT; add_eos_token for "
-            "decoders) to true with gguf-py's gguf_set_metadata.py",
-            "llamacpp": "llama.cpp: the GGUF says not to add it; re-convert with convert_hf_to_gguf.py from the "
-            "model's own tokenizer.json, or set tokenizer.ggml.add_sep_token (BERT; add_eos_token for decoders) "
-            "to true with gguf-py's gguf_set_metadata.py",
+            "": "serve a tokenizer that adds the closing special token as the reference's does (its post-processor), "
+            "and truncate before adding it (or chunk documents to the contract's max length before sending)",
+            "llama-cpp-python": "llama-cpp-python: {special_fix}",
+            "llamacpp": "llama.cpp: {special_fix}",
         },
     ),
     Factor(

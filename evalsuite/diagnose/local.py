@@ -41,14 +41,14 @@ class Probes:
 @dataclass(frozen=True)
 class ReferenceSource:
     """Where the local vectors come from: the pinned reference at a (max length, dtype), a suspect model
-    directory, and the reference tokenizer's token counts of rendered texts (None: unknown). ``no_closing``:
-    the reference at a (max length, dtype) without the closing special token, None when its tokenizer adds
-    none (or the source cannot make one)."""
+    directory, and the reference tokenizer's token counts of rendered texts (None: unknown). ``special``: the
+    reference at a (special-token mode, max length, dtype) that loses the closing special token (see
+    ``SPECIAL_MODES``), None when its tokenizer adds none (or the source cannot make one)."""
 
     encoder: Callable[[int, str], Encoder]
     suspect: Callable[[str], Encoder]
     token_counts: Callable[[list[str]], list[int] | None]
-    no_closing: Callable[[int, str], Encoder | None] | None = None
+    special: Callable[[str, int, str], Encoder | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,12 @@ class AlternativeVectors:
         try:
             if model is not None:
                 return self._encode(self.source.suspect(model), rendered, rows)
+            if special == "cut":
+                counts = self.source.token_counts(rendered)
+                if counts is not None and all(n <= length for n in counts):
+                    return None  # nothing is cut: the reference's pass at this length
             if special != "contract":
-                encoder = self.source.no_closing(length, dtype) if self.source.no_closing is not None else None
+                encoder = self.source.special(special, length, dtype) if self.source.special is not None else None
                 return None if encoder is None else self._encode(encoder, rendered, rows)
             if length != c.max_length and mode == "contract" and dtype == c.dtype:
                 # only texts the other length cuts differently change: the rest are the contract's pass
@@ -142,15 +146,20 @@ class AlternativeVectors:
     ) -> Iterator[dict[Alternative, np.ndarray]]:
         """The alternatives of ``width`` dimensions, cheapest passes first: the contract's own pass (every
         pooling, normalization, cut and output rounding), then other prefixes, the input without its closing
-        special token, max lengths, model dtypes and suspect models, each with every pooling, normalization and
-        cut. A caller stops asking once one explains the served vectors, so the expensive passes run only when
-        needed."""
+        special token, max lengths (each also cut after the closing token, as llama-cpp-python truncates), model
+        dtypes and suspect models, each with every pooling, normalization and cut. A caller stops asking once one
+        explains the served vectors, so the expensive passes run only when needed."""
         m, n, dt, sp = base.max_length, base.model_dtype, base.model, base.special
         groups: list[list[ForwardKey]] = [
             [base.forward_key()],
             [(mode, m, n, dt, sp) for mode in PREFIX_MODES if mode != "contract"],
             [("contract", m, n, dt, "no_closing")],
-            [("contract", length, n, dt, sp) for length in hyps.lengths],
+            [
+                ("contract", length, n, dt, s)
+                for length in (m, *hyps.lengths)
+                for s in (sp, "cut")
+                if (length, s) != (m, sp)
+            ],
             [("contract", m, d, dt, sp) for d in hyps.model_dtypes],
             [("contract", m, n, s, sp) for s in hyps.suspects],
         ]

@@ -1,9 +1,12 @@
-"""The reference encoder without the closing special token: the diagnosis's model of a server whose tokenizer
-lost it (a GGUF converted with ``tokenizer.ggml.add_sep_token`` / ``add_eos_token`` false, issue 31).
+"""The reference encoder with the closing special token dropped: the diagnosis's model of a server whose
+tokenizer lost it (``no_closing``: a GGUF converted with ``tokenizer.ggml.add_eos_token`` false), or of one that
+truncates by cutting the token list after adding it (``cut``: llama-cpp-python keeps ``tokens[:n_batch]``, so an
+over-long input loses its [SEP]) (issue 31).
 
-The text is tokenized by the reference tokenizer one token longer, then its closing special token ([SEP] for
-BERT, EOS for decoders that add one) is dropped: an over-long text keeps exactly the tokens a server that cuts
-at ``max_length`` without the closing token keeps.
+The text is tokenized by the reference tokenizer one token longer than ``max_length``, then its closing special
+token ([SEP] for BERT, EOS for decoders that add one) is dropped: from every text (``no_closing``) or only from the
+texts that reached that longer limit (``cut``). Either way an over-long text keeps exactly the first
+``max_length`` tokens such a server keeps.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from .local import LocalEncoder
+
+CLOSING_MODES = ("no_closing", "cut")
 
 
 def closing_token_id(tokenizer: Any) -> int | None:
@@ -26,12 +31,16 @@ def closing_token_id(tokenizer: Any) -> int | None:
     return last if last in set(tokenizer.all_special_ids) else None
 
 
-class NoClosingTokenEncoder(LocalEncoder):
-    """:class:`LocalEncoder` whose inputs lack the closing special token (``closing_id``: None when the
-    tokenizer adds none, and then it encodes as the reference does)."""
+class ClosingTokenEncoder(LocalEncoder):
+    """:class:`LocalEncoder` whose inputs lose the closing special token as ``mode`` says (``closing_id``: None
+    when the tokenizer adds none, and then it encodes as the reference does)."""
 
-    def __init__(self, *args: Any, max_length: int, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, mode: str, max_length: int, **kwargs: Any) -> None:
+        if mode not in CLOSING_MODES:
+            raise ValueError(f"unknown closing-token mode {mode!r}; choose one of {', '.join(CLOSING_MODES)}")
         super().__init__(*args, max_length=max_length, **kwargs)
+        self.mode = mode
+        self.limit = max_length
         self.closing_id = closing_token_id(self.tokenizer)
         if self.closing_id is not None:
             self.max_length = min(max_length + 1, self.info.max_positions)
@@ -43,6 +52,8 @@ class NoClosingTokenEncoder(LocalEncoder):
         lengths = np.diff(offsets)
         last = offsets[1:] - 1
         drop = (lengths > 0) & (flat[np.maximum(last, 0)] == self.closing_id)
+        if self.mode == "cut":
+            drop &= lengths > self.limit
         keep = np.ones(len(flat), dtype=bool)
         keep[last[drop]] = False
         new_offsets = np.zeros_like(offsets)
