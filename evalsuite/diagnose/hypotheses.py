@@ -204,8 +204,10 @@ FACTORS: tuple[Factor, ...] = (
             "infinity": "Infinity: fix 1_Pooling/config.json in the served model directory to {contract.pooling} "
             "pooling (--pooling-method is ignored by the torch engine)",
             "tei": "TEI: --pooling {contract.pooling}",
-            "llama-cpp-python": "llama-cpp-python: --pooling_type {llama_pooling} ({contract.pooling}); the default -1 "
-            "takes the GGUF's <arch>.pooling_type, which convert_hf_to_gguf.py copies from 1_Pooling/config.json",
+            "llama-cpp-python": "llama-cpp-python's server has no pooling setting: it pools as the GGUF's "
+            "<arch>.pooling_type says; set it to {llama_pooling} ({contract.pooling}) with gguf-py's "
+            "gguf_set_metadata.py, or re-convert with convert_hf_to_gguf.py from a model directory whose "
+            "1_Pooling/config.json says {contract.pooling}",
             "llamacpp": "llama.cpp: --pooling {contract.pooling} (unset: the GGUF's <arch>.pooling_type)",
         },
     ),

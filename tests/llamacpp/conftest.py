@@ -12,8 +12,9 @@ stops them at the end). Each server loads the bundled model converted to GGUF by
   so the faithful contract is the model's with ``--no-normalize`` (see docs/engines.md);
 - ``f16``: the f16 file, otherwise faithful, behind an API key (the canary's auth check meets its auth);
 - ``nosep``: a copy of the f32 file whose tokenizer metadata says not to add the closing [SEP]
-  (``tokenizer.ggml.add_sep_token`` false, set with the sdist's gguf-py, as a conversion that lost it);
-- ``cls``: the f32 file with the server setting ``--pooling_type 2`` (CLS);
+  (``tokenizer.ggml.add_eos_token`` false, set with the sdist's gguf-py, as a conversion that lost it);
+- ``cls``: a copy of the f32 file whose ``bert.pooling_type`` says CLS (2): the server has no pooling setting,
+  it pools as the file says;
 - ``short``: the f32 file with ``--n_ctx 128`` (below the contract's 256).
 """
 
@@ -52,15 +53,17 @@ def at_contract_length(*extra: str) -> list[str]:
     return ["--model_alias", SERVED_NAME, "--n_ctx", n, "--n_batch", n, "--n_ubatch", n, *extra]
 
 
-def without_closing_token(src: Path, dest: Path) -> Path:
-    """A copy of ``src`` whose tokenizer does not add the closing [SEP]: the sdist's gguf-py sets
-    ``tokenizer.ggml.add_sep_token`` to false in place (gguf_set_metadata.py), in the llama.cpp venv."""
+def with_metadata(src: Path, dest: Path, key: str, value: str) -> Path:
+    """A copy of ``src`` with one metadata value changed in place by the sdist's gguf-py (gguf_set_metadata.py,
+    in the llama.cpp venv). ``tokenizer.ggml.add_eos_token`` 0: the closing [SEP] is not added (the converter
+    writes add_eos_token true and add_sep_token false for this BERT: [SEP] is its EOS); ``bert.pooling_type``
+    2: CLS pooling."""
     import shutil
 
     shutil.copyfile(src, dest)
     script = CONVERTER / "gguf-py" / "gguf" / "scripts" / "gguf_set_metadata.py"
     subprocess.run(
-        [str(VENV / "bin" / "python"), str(script), "--force", str(dest), "tokenizer.ggml.add_sep_token", "0"],
+        [str(VENV / "bin" / "python"), str(script), "--force", str(dest), key, value],
         check=True,
         capture_output=True,
         env={"PYTHONPATH": str(CONVERTER / "gguf-py"), "PATH": "/usr/bin:/bin"},
@@ -74,7 +77,9 @@ def llamacpp_servers(llamacpp_launcher, tmp_path_factory) -> LlamaCppServers:
     key = "sk-llamacpp-" + secrets.token_hex(12)
     if not F16.exists():
         llamacpp_launcher("ci", {})  # skips (or fails under CI) with the install command
-    nosep = without_closing_token(F32, tmp_path_factory.mktemp("llamacpp-nosep") / "minilm-f32-nosep.gguf")
+    variants = tmp_path_factory.mktemp("llamacpp-gguf")
+    nosep = with_metadata(F32, variants / "minilm-f32-nosep.gguf", "tokenizer.ggml.add_eos_token", "0")
+    cls = with_metadata(F32, variants / "minilm-f32-cls.gguf", "bert.pooling_type", "2")
     servers = llamacpp_launcher(
         "ci",
         {
@@ -82,7 +87,7 @@ def llamacpp_servers(llamacpp_launcher, tmp_path_factory) -> LlamaCppServers:
             "faithful": (F32, at_contract_length()),
             "f16": (F16, at_contract_length("--api_key", key)),
             "nosep": (nosep, at_contract_length()),
-            "cls": (F32, at_contract_length("--pooling_type", "2")),
+            "cls": (cls, at_contract_length()),
             "short": (F32, ["--model_alias", SERVED_NAME, "--n_ctx", "128"]),
         },
     )
