@@ -29,7 +29,7 @@ source "$REPO_ROOT/.ci/lib.sh"
 DEFAULT_VENV="$REPO_ROOT/.llamacpp-venv"
 
 usage() {
-    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
