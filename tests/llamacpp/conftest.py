@@ -11,8 +11,8 @@ stops them at the end). Each server loads the bundled model converted to GGUF by
   the file (mean, as the model's 1_Pooling says), served as ``all-MiniLM-L6-v2``. The server never normalizes,
   so the faithful contract is the model's with ``--no-normalize`` (see docs/engines.md);
 - ``f16``: the f16 file, otherwise faithful, behind an API key (the canary's auth check meets its auth);
-- ``nosep``: a copy of the f32 file whose tokenizer metadata says not to add the closing [SEP]
-  (``tokenizer.ggml.add_eos_token`` false, set with the sdist's gguf-py, as a conversion that lost it);
+- ``nosep``: a copy of the f32 file whose tokenizer metadata says not to add the closing token
+  (``tokenizer.ggml.add_eos_token`` false, set with the sdist's gguf-py): llama.cpp ignores it for BERT;
 - ``cls``: a copy of the f32 file whose ``bert.pooling_type`` says CLS (2): the server has no pooling setting,
   it pools as the file says;
 - ``short``: the f32 file with ``--n_ctx 128`` (below the contract's 256).
