@@ -73,7 +73,11 @@ def test_verify_passes_the_faithful_server_and_names_the_default_ones_normalizat
     assert ok.returncode == 0, ok.stdout + ok.stderr
     bad = verify(tmp_path / "model" / "manifest.json", llamacpp_servers.default)
     assert bad.returncode == 1, bad.stdout + bad.stderr
-    assert "the server does not normalize the vectors" in bad.stdout, bad.stdout
+    assert "FAIL  norm: served norms " in bad.stdout and "expected 1 (the contract normalizes)" in bad.stdout
+    # the fingerprint holds unit vectors, so no derived alternative has the served norms: the equal directions
+    # name the cause
+    assert "every direction matches (min cosine 1.0000" in bad.stdout, bad.stdout
+    assert "cause: the server does not normalize the vectors" in bad.stdout, bad.stdout
     assert "llama-cpp-python's server never L2-normalizes" in bad.stdout, bad.stdout
 
 
@@ -90,14 +94,20 @@ def test_load_profile_and_cutover_from_infinity_to_llamacpp(llamacpp_servers, in
     for lv in levels:
         assert lv["ok"] == 8 and lv["errors"] == 0 and lv["p95_ms"] >= lv["p50_ms"] > 0
 
-    # the model's own (normalized) contract: Infinity serves it, the default llama.cpp server cannot
+    # the raw-vector contract: Infinity -> llama.cpp runs both sides and writes the cutover report
     cut = ["--old-endpoint", infinity, "--endpoint", llamacpp_servers.faithful, "--out", str(tmp_path / "cut")]
-    rc = load_main([*base, *cut])
+    rc = load_main([*base, "--no-normalize", *cut])
     out = capsys.readouterr().out
     report = json.loads((tmp_path / "cut" / "load.json").read_text())["cutover"]
-    assert rc == 1, out
-    assert report["stands"] is False, report
+    assert rc == (0 if report["stands"] else 1), out
+    assert {q["metric"] for q in report["quality"]} and all("delta" in q for q in report["quality"]), report
     assert (tmp_path / "cut" / "report.md").read_text().startswith("# Cutover: ")
+
+    # the model's own (normalized) contract: llama.cpp's first answer breaks it, and the cutover stops there
+    rc = main(["load", *base, *cut[:-1], str(tmp_path / "cut-normalized")])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "but the contract says normalized" in err, err
 
 
 def test_a_fleet_of_llamacpp_and_infinity_is_stopped_by_the_member_check(
