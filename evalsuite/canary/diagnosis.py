@@ -128,27 +128,21 @@ def _reference_source(ctx: CanaryContext) -> ReferenceSource:
         )
 
     @cache
-    def no_eos(max_length: int, dtype: str) -> Encoder:
-        from ..encode.local import LocalEncoder
+    def special(mode: str, max_length: int, dtype: str) -> Encoder | None:
+        from ..encode.closing_token import ClosingTokenEncoder
 
-        return LocalEncoder(
+        enc = ClosingTokenEncoder(
             prepared.model,
+            mode=mode,
             dtype=dtype,
             device=prepared.spec.device,
             max_length=max_length,
+            truncation="truncate",
             progress=False,
-            append_eos=False,
         )
+        return enc if enc.closing_id is not None else None
 
-    tokenizer = ctx.tokenizer()
-    appends_eos = (
-        tokenizer is not None
-        and tokenizer.eos_token_id is not None
-        and tokenizer("a")["input_ids"][-1] == tokenizer.eos_token_id
-    )
-    return ReferenceSource(
-        encoder=encoder, suspect=suspect, token_counts=ctx.token_counts, no_eos=no_eos if appends_eos else None
-    )
+    return ReferenceSource(encoder=encoder, suspect=suspect, token_counts=ctx.token_counts, special=special)
 
 
 def diagnoses_for(ctx: CanaryContext, verdicts: list[CheckOutcome]) -> tuple[Diagnosis, ...]:

@@ -35,6 +35,14 @@ STAGES: tuple[tuple[str, str], ...] = (
 STAGE_NAMES = tuple(name for name, _ in STAGES)
 
 PREFIX_MODES = ("contract", "none", "swapped", "query_on_both", "declared")
+# The special tokens around each input: the reference tokenizer's ("contract"); without the closing one ([SEP] for
+# BERT, EOS for decoders) as a GGUF converted without it serves ("no_closing"); or lost by over-long inputs only,
+# when the server truncates by cutting the token list after adding it ("cut": llama-cpp-python) (issue 31).
+SPECIAL_MODES = ("contract", "no_closing", "cut")
+
+
+# (prefix mode, max length, model dtype, suspect model, special-token mode): one forward pass each
+ForwardKey = tuple[str, int, str, str | None, str]
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,7 @@ class Alternative:
     rounding: str | None = None
     model_dtype: str = "float32"
     model: str | None = None  # a --suspect-model directory; None: the pinned reference
-    eos: bool = True  # False: the EOS token the model's tokenizer appends is missing (a decoder's last token)
+    special: str = "contract"  # one of SPECIAL_MODES
 
     @classmethod
     def of_contract(cls, contract: Contract, hidden: int) -> Alternative:
@@ -71,9 +79,9 @@ class Alternative:
     def replace(self, **changes: Any) -> Alternative:
         return dataclasses.replace(self, **changes)
 
-    def forward_key(self) -> tuple[str, int, str, str | None, bool]:
+    def forward_key(self) -> ForwardKey:
         """What needs its own forward pass (everything else is derived from one pooled pass)."""
-        return (self.prefix, self.max_length, self.model_dtype, self.model, self.eos)
+        return (self.prefix, self.max_length, self.model_dtype, self.model, self.special)
 
     def departures(self, base: Alternative, hidden: int) -> list[tuple[Factor, object]]:
         """The factors on which this alternative departs from ``base``, in triage order."""
@@ -101,8 +109,10 @@ class Factor:
     """One field of :class:`Alternative` a deployment can get wrong.
 
     ``cause(value, contract)`` reads as a clause ("the server pools with CLS"); ``remedy`` maps an
-    engine ("vllm", "infinity", "tei", "sglang", or "" for any) to what to change, formatted with
-    ``value`` and ``contract``.
+    engine ("vllm", "infinity", "tei", "sglang", "llamacpp", "llama-cpp-python", or "" for any) to what to
+    change, formatted with ``value``, ``contract``, ``upper`` (the pooling in capitals), ``normalize``
+    ("true"/"false"), ``llama_pooling`` (llama.cpp's pooling type number for the contract's pooling) and
+    ``special_fix`` (llama.cpp's fix for a special-token mode).
     """
 
     field: str
@@ -114,8 +124,45 @@ class Factor:
     def remedy_for(self, engine: str | None, value: object, contract: Contract) -> str:
         template = self.remedy.get(engine or "", self.remedy[""])
         return template.format(
-            value=value, contract=contract, upper=contract.pooling.upper(), normalize=str(contract.normalize).lower()
+            value=value,
+            contract=contract,
+            upper=contract.pooling.upper(),
+            normalize=str(contract.normalize).lower(),
+            llama_pooling=LLAMA_POOLING_TYPES.get(contract.pooling, "?"),
+            special_fix=_special_fix(value),
         )
+
+
+# llama.cpp's ``enum llama_pooling_type`` (llama.h): what llama-cpp-python's --pooling_type takes
+LLAMA_POOLING_TYPES = {"none": 0, "mean": 1, "cls": 2, "last": 3}
+
+
+def _special_cause(mode: str, c: Contract) -> str:
+    if mode == "cut":
+        return (
+            "the server truncates by cutting the token list, so over-long inputs lose their closing special token "
+            "([SEP] or EOS; the reference truncates before adding it)"
+        )
+    if c.pooling == "last":  # a decoder: the appended EOS is the token its last-token pooling reads
+        return (
+            "the server does not append the EOS token the model's tokenizer appends (last-token pooling reads the "
+            "text's last word instead)"
+        )
+    return "the server's tokenizer does not add the closing special token ([SEP] or EOS) that the reference's adds"
+
+
+def _special_fix(mode: object) -> str:
+    """llama.cpp's remedy for a special-token mode (llama-cpp-python and llama-server read the same GGUF keys)."""
+    if mode == "cut":
+        return (
+            "it keeps the first n_batch tokens of [CLS] text [SEP], and no setting changes that: chunk documents to "
+            "the contract's max length (special tokens included) before sending them"
+        )
+    return (
+        "the GGUF says not to add it; re-convert with convert_hf_to_gguf.py from the model's own tokenizer.json, "
+        "or set tokenizer.ggml.add_eos_token to true with gguf-py's gguf_set_metadata.py (the converter writes it "
+        "from the tokenizer's post-processor; BERT's [SEP] is the EOS token there)"
+    )
 
 
 def _prefix_cause(mode: str, c: Contract) -> str:
@@ -141,19 +188,19 @@ FACTORS: tuple[Factor, ...] = (
     ),
     Factor(field="prefix", stage="input", cause=_prefix_cause, remedy={"": _PREFIX_FIX}),
     Factor(
-        field="eos",
+        field="special",
         stage="input",
-        cause=lambda v, c: (
-            "the server does not append the EOS token the model's tokenizer appends (last-token "
-            "pooling reads the text's last word instead)"
-        ),
+        cause=_special_cause,
         remedy={
-            "": "serve the model with its own tokenizer.json, whose post-processor appends EOS",
+            "": "serve a tokenizer that adds the closing special token as the reference's does (its post-processor), "
+            "and truncate before adding it (or chunk documents to the contract's max length before sending)",
+            "llama-cpp-python": "llama-cpp-python: {special_fix}",
+            "llamacpp": "llama.cpp: {special_fix}",
             "vllm": "vLLM: serve the model directory with its own tokenizer (no --tokenizer pointing elsewhere, "
-            "and a tokenizer.json whose post-processor appends EOS)",
-            "tei": "TEI: serve a model directory whose tokenizer.json post-processor appends EOS",
-            "infinity": "Infinity: serve a model directory whose tokenizer.json post-processor appends EOS",
-            "sglang": "SGLang: serve the model with its own tokenizer (its post-processor appends EOS)",
+            "and a tokenizer.json whose post-processor adds the closing token: EOS for a decoder, [SEP] for BERT)",
+            "tei": "TEI: serve a model directory whose tokenizer.json post-processor adds the closing token",
+            "infinity": "Infinity: serve a model directory whose tokenizer.json post-processor adds the closing token",
+            "sglang": "SGLang: serve the model with its own tokenizer (its post-processor adds the closing token)",
         },
     ),
     Factor(
@@ -167,6 +214,11 @@ FACTORS: tuple[Factor, ...] = (
             "infinity": "Infinity: fix 1_Pooling/config.json in the served model directory to {contract.pooling} "
             "pooling (--pooling-method is ignored by the torch engine)",
             "tei": "TEI: --pooling {contract.pooling}",
+            "llama-cpp-python": "llama-cpp-python's server has no pooling setting: it pools as the GGUF's "
+            "<arch>.pooling_type says; set it to {llama_pooling} ({contract.pooling}) with gguf-py's "
+            "gguf_set_metadata.py, or re-convert with convert_hf_to_gguf.py from a model directory whose "
+            "1_Pooling/config.json says {contract.pooling}",
+            "llamacpp": "llama.cpp: --pooling {contract.pooling} (unset: the GGUF's <arch>.pooling_type)",
         },
     ),
     Factor(
@@ -179,6 +231,11 @@ FACTORS: tuple[Factor, ...] = (
             "infinity": "Infinity: max_seq_length {contract.max_length} in the model's sentence_bert_config.json",
             "tei": "TEI: serve the model with max_seq_length {contract.max_length} (and --auto-truncate)",
             "sglang": "SGLang: --context-length {contract.max_length}",
+            "llama-cpp-python": "llama-cpp-python: --n_ctx {contract.max_length} --n_batch {contract.max_length} "
+            "--n_ubatch {contract.max_length} (it silently keeps the first min(n_ctx, n_batch) tokens of each "
+            "input; the GGUF keeps no max_seq_length)",
+            "llamacpp": "llama.cpp: --ctx-size {contract.max_length} --batch-size {contract.max_length} "
+            "--ubatch-size {contract.max_length}",
         },
     ),
     Factor(
@@ -189,6 +246,11 @@ FACTORS: tuple[Factor, ...] = (
             "": "make the server's normalization match the contract (normalize={normalize})",
             "vllm": "vLLM: --pooler-config '{{\"normalize\":{normalize}}}'",
             "tei": "TEI: the OpenAI route always normalizes; use /embed with normalize={normalize}",
+            "llama-cpp-python": "llama-cpp-python's server never L2-normalizes (/v1/embeddings calls "
+            "embed(normalize=False)) and has no setting for it: L2-normalize the served vectors in the client "
+            "before indexing and check the raw vectors with a contract that says so (--no-normalize), or serve "
+            "the GGUF with llama.cpp's llama-server, whose /v1/embeddings normalizes (--embd-normalize 2)",
+            "llamacpp": "llama.cpp: --embd-normalize 2 normalizes, -1 does not (the contract: normalize={normalize})",
         },
     ),
     Factor(
@@ -228,6 +290,10 @@ FACTORS: tuple[Factor, ...] = (
             "infinity": "Infinity: --dtype {contract.dtype}",
             "tei": "TEI: --dtype {contract.dtype}",
             "sglang": "SGLang: --dtype {contract.dtype}",
+            "llama-cpp-python": "llama-cpp-python: serve a GGUF converted at the contract's dtype "
+            "(convert_hf_to_gguf.py --outtype f32 for float32); an f16 or quantized file changes the vectors",
+            "llamacpp": "llama.cpp: serve a GGUF converted at the contract's dtype (convert_hf_to_gguf.py --outtype "
+            "f32 for float32); an f16 or quantized file changes the vectors",
         },
     ),
 )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..contract import POOLINGS
-from .hypotheses import PREFIX_MODES, Alternative, prefixes
+from .hypotheses import PREFIX_MODES, Alternative, ForwardKey, prefixes
 from .score import derive, numeric_variants
 
 if TYPE_CHECKING:
@@ -42,12 +42,14 @@ class Probes:
 @dataclass(frozen=True)
 class ReferenceSource:
     """Where the local vectors come from: the pinned reference at a (max length, dtype), a suspect model
-    directory, and the reference tokenizer's token counts of rendered texts (None: unknown)."""
+    directory, and the reference tokenizer's token counts of rendered texts (None: unknown). ``special``: the
+    reference at a (special-token mode, max length, dtype) that loses the closing special token (see
+    ``SPECIAL_MODES``), None when its tokenizer adds none (or the source cannot make one)."""
 
     encoder: Callable[[int, str], Encoder]
     suspect: Callable[[str], Encoder]
     token_counts: Callable[[list[str]], list[int] | None]
-    no_eos: Callable[[int, str], Encoder] | None = None  # the reference without its appended EOS (decoders only)
+    special: Callable[[str, int, str], Encoder | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ class AlternativeVectors:
         self.source = source
         self.probes = probes
         self.not_tested: list[str] = []
-        self._pooled: dict[Key, dict[str, np.ndarray] | None] = {}
+        self._pooled: dict[ForwardKey, dict[str, np.ndarray] | None] = {}
 
     def _render(self, mode: str) -> list[str] | None:
         pre = prefixes(mode, self.contract, self.prompts)
@@ -98,30 +100,33 @@ class AlternativeVectors:
                     out[p][idx] = got[p]
         return out
 
-    def pooled(self, key: Key) -> dict[str, np.ndarray] | None:
+    def pooled(self, key: ForwardKey) -> dict[str, np.ndarray] | None:
         """Pooled vectors per pooling for one forward key; None when it cannot be formed or run."""
         if key not in self._pooled:
             self._pooled[key] = self._compute(key)
         return self._pooled[key]
 
-    def _compute(self, key: Key) -> dict[str, np.ndarray] | None:
-        mode, length, dtype, model, eos = key
+    def _compute(self, key: ForwardKey) -> dict[str, np.ndarray] | None:
+        mode, length, dtype, model, special = key
         rendered = self._render(mode)
         if rendered is None:
             return None
-        if not eos:
-            if self.source.no_eos is None:
-                return None
-            return self._encode(self.source.no_eos(length, dtype), rendered, list(range(len(rendered))))
         rows = list(range(len(rendered)))
         c = self.contract
         try:
             if model is not None:
                 return self._encode(self.source.suspect(model), rendered, rows)
+            if special == "cut":
+                counts = self.source.token_counts(rendered)
+                if counts is not None and all(n <= length for n in counts):
+                    return None  # nothing is cut: the reference's pass at this length
+            if special != "contract":
+                encoder = self.source.special(special, length, dtype) if self.source.special is not None else None
+                return None if encoder is None else self._encode(encoder, rendered, rows)
             if length != c.max_length and mode == "contract" and dtype == c.dtype:
                 # only texts the other length cuts differently change: the rest are the contract's pass
                 counts = self.source.token_counts(rendered)
-                base = self.pooled(("contract", c.max_length, dtype, None, True))
+                base = self.pooled(("contract", c.max_length, dtype, None, "contract"))
                 if counts is not None and base is not None:
                     rows = [i for i, n in enumerate(counts) if n > min(length, c.max_length)]
                     if not rows:
@@ -141,26 +146,32 @@ class AlternativeVectors:
         self, base: Alternative, width: int, hyps: Hypotheses
     ) -> Iterator[dict[Alternative, np.ndarray]]:
         """The alternatives of ``width`` dimensions, cheapest passes first: the contract's own pass (every
-        pooling, normalization, cut and output rounding), then other prefixes, max lengths, model dtypes
-        and suspect models, each with every pooling, normalization and cut. A caller stops asking once
-        one explains the served vectors, so the expensive passes run only when needed."""
-        m, n, dt = base.max_length, base.model_dtype, base.model
-        groups: list[list[Key]] = [
+        pooling, normalization, cut and output rounding), then other prefixes, the input without its closing
+        special token, max lengths (each also cut after the closing token, as llama-cpp-python truncates), model
+        dtypes and suspect models, each with every pooling, normalization and cut. A caller stops asking once one
+        explains the served vectors, so the expensive passes run only when needed."""
+        m, n, dt, sp = base.max_length, base.model_dtype, base.model, base.special
+        groups: list[list[ForwardKey]] = [
             [base.forward_key()],
-            [(mode, m, n, dt, True) for mode in PREFIX_MODES if mode != "contract"],
-            [("contract", m, n, dt, False)] if self.source.no_eos is not None else [],
-            [("contract", length, n, dt, True) for length in hyps.lengths],
-            [("contract", m, d, dt, True) for d in hyps.model_dtypes],
-            [("contract", m, n, s, True) for s in hyps.suspects],
+            [(mode, m, n, dt, sp) for mode in PREFIX_MODES if mode != "contract"],
+            [("contract", m, n, dt, "no_closing")],
+            [
+                ("contract", length, n, dt, s)
+                for length in (m, *hyps.lengths)
+                for s in (sp, "cut")
+                if (length, s) != (m, sp)
+            ],
+            [("contract", m, d, dt, sp) for d in hyps.model_dtypes],
+            [("contract", m, n, s, sp) for s in hyps.suspects],
         ]
         for keys in groups:
             yield self._candidates(keys, base, width)
 
-    def _candidates(self, keys: list[Key], base: Alternative, width: int) -> dict[Alternative, np.ndarray]:
+    def _candidates(self, keys: list[ForwardKey], base: Alternative, width: int) -> dict[Alternative, np.ndarray]:
         contract_inputs = self._render("contract")
         out: dict[Alternative, np.ndarray] = {}
         for key in keys:
-            mode, length, dtype, model, eos = key
+            mode, length, dtype, model, special = key
             if mode != "contract" and self._render(mode) == contract_inputs:
                 continue  # the same inputs as the contract's: the same vectors
             pooled = self.pooled(key)
@@ -169,7 +180,7 @@ class AlternativeVectors:
             roundings = (None, *ROUNDINGS) if key == base.forward_key() else (None,)
             for pooling in POOLINGS:
                 around = base.replace(
-                    pooling=pooling, prefix=mode, max_length=length, model_dtype=dtype, model=model, eos=eos
+                    pooling=pooling, prefix=mode, max_length=length, model_dtype=dtype, model=model, special=special
                 )
                 for alt in numeric_variants(around, width, self.hidden, roundings):
                     out[alt] = derive(pooled[pooling], alt)

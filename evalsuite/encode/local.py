@@ -108,7 +108,6 @@ class LocalEncoder(StreamingEncoder):
         max_batch_tokens: int = 16384,
         trust_remote_code: bool = False,
         progress: bool | None = None,
-        append_eos: bool = True,
     ) -> None:
         from transformers import AutoModel
 
@@ -122,7 +121,6 @@ class LocalEncoder(StreamingEncoder):
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
         self.progress = progress_enabled() if progress is None else progress
-        self.append_eos = append_eos  # False: a trailing EOS is dropped (the diagnosis's "EOS not appended")
         self.stats_by_role: dict[str, EncodeStats] = {}
         self.tokenizer, self.model = load_pretrained(
             info, AutoModel, _TORCH_DTYPES[dtype], trust_remote_code=trust_remote_code, what="model"
@@ -206,9 +204,6 @@ class LocalEncoder(StreamingEncoder):
                 for i, row in zip(long, fixed, strict=True):
                     enc[i] = row
                 truncated[[start + i for i in long]] = True
-            if not self.append_eos and self.tokenizer.eos_token_id is not None:
-                eos = self.tokenizer.eos_token_id
-                enc = [row[:-1] if len(row) > 1 and row[-1] == eos else row for row in enc]
             lengths[group.start : group.stop] = [len(row) for row in enc]
             count = int(lengths[group.start : group.stop].sum())
             parts.append(np.fromiter(itertools.chain.from_iterable(enc), dtype=np.int32, count=count))

@@ -18,7 +18,7 @@ import numpy as np
 from ..base.errors import ContractError, EndpointError, SpecError
 from ..contract import Contract
 from ..diagnose.engines import server_facts
-from ..diagnose.hypotheses import Alternative
+from ..diagnose.hypotheses import FACTORS, Alternative
 from ..diagnose.score import Diagnosis, derive, diagnose, fit, numeric_variants
 from ..run.fingerprint import Fingerprint
 
@@ -130,6 +130,19 @@ def check_vectors(served: np.ndarray, manifest: Manifest, min_cosine: float, eng
     cos = fit(served, fp.vectors, fp.ids, base, "the contract").min_cosine if got == want else None
     if cos is not None and cos >= min_cosine and all(f.passed for f in found):
         found.append(Finding("vectors", True, f"vectors: {len(fp.ids)} probe texts, min cosine {cos:.5f}"))
+        return found
+    if c.normalize and not ok and cos is not None and cos >= min_cosine:
+        # the fingerprint holds unit vectors only: no derived alternative has the served norms, but equal
+        # directions with other norms is exactly a server that does not normalize
+        factor = next(f for f in FACTORS if f.field == "normalize")
+        found.append(
+            Finding(
+                "vectors",
+                False,
+                f"vectors: every direction matches (min cosine {cos:.5f}) but not the norms; cause: "
+                f"{factor.cause(False, c)}; fix: {factor.remedy_for(engine, False, c)}",
+            )
+        )
         return found
     diagnosis = None
     if candidates:

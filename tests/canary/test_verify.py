@@ -66,6 +66,8 @@ def test_unnormalized_server_mismatches_on_norms(manifest, named_server, capsys)
     assert verify(manifest, named_server.url) == 1
     out = capsys.readouterr().out
     assert "FAIL  norm: served norms" in out and "expected 1 (the contract normalizes)" in out
+    # equal directions, other norms: named even though no alternative derived from unit vectors has those norms
+    assert "every direction matches" in out and "cause: the server does not normalize the vectors" in out, out
 
 
 def test_float16_rounding_is_named_without_the_model(manifest, named_server, capsys):

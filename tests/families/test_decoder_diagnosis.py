@@ -9,6 +9,7 @@ import pytest
 from evalsuite.diagnose.hypotheses import Alternative
 from evalsuite.diagnose.local import AlternativeVectors, Hypotheses, Probes, ReferenceSource
 from evalsuite.diagnose.score import diagnose
+from evalsuite.encode.closing_token import ClosingTokenEncoder
 from evalsuite.encode.local import LocalEncoder
 from evalsuite.model import resolve_model
 from evalsuite.retrieval.vectors import finalize
@@ -21,7 +22,7 @@ def decoder(family_dir):
     info = resolve_model(str(family_dir("qwen3")))
     contract = build_contract(RunSpec(model=str(family_dir("qwen3"))), info)
     encoder = LocalEncoder(info, device="cpu", progress=False)
-    no_eos = LocalEncoder(info, device="cpu", progress=False, append_eos=False)
+    no_eos = ClosingTokenEncoder(info, mode="no_closing", max_length=contract.max_length, device="cpu", progress=False)
     pairs = probe_texts.queries()[:6] + probe_texts.documents(contract.max_length)[:8]
     probes = Probes(
         tuple(i for i, _ in pairs), tuple("query" if i.startswith("q") else "document" for i, _ in pairs),
@@ -46,7 +47,7 @@ def named(decoder, served):
         encoder=lambda length, dtype: encoder,
         suspect=lambda path: encoder,
         token_counts=lambda texts: None,
-        no_eos=lambda length, dtype: no_eos,
+        special=lambda mode, length, dtype: no_eos if mode == "no_closing" else None,
     )
     vectors = AlternativeVectors(c, info.hidden_size, info.prompts, source, probes)
     base = Alternative.of_contract(c, info.hidden_size)
@@ -66,7 +67,7 @@ def named(decoder, served):
         ({"query_prefix": ""}, "prefix", "none", "the server gets no prefixes"),
         ({"doc_prefix": "query"}, "prefix", "query_on_both", "is on documents too"),
         ({"pooling": "mean"}, "pooling", "mean", '"seq_pooling_type":"LAST"'),
-        ({"eos": False}, "eos", False, "vLLM: serve the model directory with its own tokenizer"),
+        ({"eos": False}, "special", "no_closing", "does not append the EOS token"),
     ],
 )
 def test_each_decoder_departure_is_named(decoder, departure, factor, value, says):
@@ -75,6 +76,8 @@ def test_each_decoder_departure_is_named(decoder, departure, factor, value, says
     found = named(decoder, served_as(decoder, **departure))
     assert {c.factor: c.value for c in found.causes} == {factor: value}, found.sentence()
     assert says in found.sentence(), found.sentence()
+    if factor == "special":
+        assert "vLLM: serve the model directory with its own tokenizer" in found.sentence()
 
 
 def test_a_faithful_decoder_deployment_names_nothing(decoder):

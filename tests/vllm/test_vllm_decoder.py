@@ -70,4 +70,4 @@ def test_decoder_served_without_eos_is_named(vllm_decoder_faults, small_beir, tm
     assert "does not append the EOS token" in out, out
     assert "vLLM: serve the model directory with its own tokenizer" in out, out
     [diagnosis] = json.loads((tmp_path / "canary.json").read_text())["diagnosis"]
-    assert [c["factor"] for c in diagnosis["causes"]] == ["eos"]
+    assert [c["factor"] for c in diagnosis["causes"]] == ["special"]

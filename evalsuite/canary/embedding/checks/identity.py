@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ....base.errors import EndpointError
+from ....diagnose.engines import NO_HEALTH_ROUTE, server_facts
 from ....encode.secret import cut
 from ....encode.served import quote_names
 from ...checks.base import CanaryCheck, CheckOutcome
@@ -37,9 +38,17 @@ def check_identity(ctx: CanaryContext) -> CheckOutcome:
         "listed": [cut(m, 100) for m in served.listed[:LISTED_IN_DETAILS]],
         "listed_count": len(served.listed),
     }
+    tried = ", ".join(f"{u} -> {s}" for u, s in health.items())
+    health_note = f"health 200 at {healthy}"
     if healthy is None:
-        tried = ", ".join(f"{u} -> {s}" for u, s in health.items())
-        return CheckOutcome("identity", False, f"identity: health does not answer 200 ({tried})", details)
+        engine = _healthless_engine(ctx, health, served.name)
+        if engine is None:
+            return CheckOutcome("identity", False, f"identity: health does not answer 200 ({tried})", details)
+        details["engine"] = engine
+        health_note = (
+            f"no health route ({tried}): {engine} serves none, so the model list and an embedding below are "
+            "the liveness proof (probe a load balancer with GET /v1/models)"
+        )
     if served.name not in served.listed:
         return CheckOutcome(
             "identity",
@@ -64,9 +73,18 @@ def check_identity(ctx: CanaryContext) -> CheckOutcome:
         "identity",
         True,
         f"identity: {name} is listed by {served.source} and named in responses; "
-        f"health 200 at {healthy}; {vec.shape[1]} dimensions{note}",
+        f"{health_note}; {vec.shape[1]} dimensions{note}",
         details,
     )
+
+
+def _healthless_engine(ctx: CanaryContext, health: dict[str, int | str], served: str) -> str | None:
+    """The engine, when every health URL answered 404 and the server is one that has no health route
+    (diagnose/engines.py: NO_HEALTH_ROUTE); None otherwise (a missing route then fails identity)."""
+    if not health or any(status != 404 for status in health.values()):
+        return None
+    facts = ctx.shared("server_facts", lambda: server_facts(ctx.probe_client(), served))
+    return facts.engine if facts.engine in NO_HEALTH_ROUTE else None
 
 
 def check_auth(ctx: CanaryContext) -> CheckOutcome:
@@ -105,7 +123,8 @@ IDENTITY = CanaryCheck(
     name="identity",
     label="identity",
     run=check_identity,
-    explanation="health answers 200, the server lists the served model (/v1/models or TEI's /info) and names it "
+    explanation="health answers 200 (or, on an engine that has no health route, 404 while the model list and an "
+    "embedding answer), the server lists the served model (/v1/models or TEI's /info) and names it "
     "in every response, and the vectors have the model's dimension",
     example="identity: served model 'prod-embed' is not listed by /v1/models (it lists 'other-model'); pass the "
     "served name with --served-model, or the server loaded another model",
