@@ -23,6 +23,28 @@ RUN_ARGS = ["--doc-prefix", DOC_PREFIX]  # the audited contract: the bundled mod
 CHUNKS = 160  # the first chunks of the bundled corpus: five ingest batches of 32
 
 
+# the statuses of an audit whose every check passes (no manifest given: that check is skipped)
+ALL_PASS = {
+    "shape": "PASS",
+    "ids": "PASS",
+    "norms": "PASS",
+    "fidelity": "PASS",
+    "retrieval": "PASS",
+    "ann_recall": "PASS",
+    "manifest": "SKIP",
+}
+
+
+def audit_argv(dataset: Path, index: str, out: Path, *extra: str) -> list[str]:
+    """``evalsuite audit`` of ``index`` (a store URI) against the ingest's contract and dataset."""
+    return ["audit", "--index", index, "--dataset", str(dataset), *RUN_ARGS, "--out", str(out), *extra]
+
+
+def written(out: Path) -> list[Path]:
+    """Every file under ``out`` (an input error must leave none)."""
+    return [p for p in out.rglob("*") if p.is_file()] if out.exists() else []
+
+
 @dataclass(frozen=True)
 class Ingest:
     dataset: Path  # the bundled dataset cut to CHUNKS chunks and the queries judged on them

@@ -10,28 +10,11 @@ import pytest
 
 from evalsuite.cli import main
 
-from .conftest import DOC_PREFIX, Ingest
+from .conftest import Ingest, audit_argv, written
 
 
 def run(ingest: Ingest, out: Path, index: str, *extra: str) -> int:
-    return main(
-        [
-            "audit",
-            "--index",
-            index,
-            "--dataset",
-            str(ingest.dataset),
-            "--doc-prefix",
-            DOC_PREFIX,
-            "--out",
-            str(out),
-            *extra,
-        ]
-    )
-
-
-def written(out: Path) -> list[Path]:
-    return [p for p in out.rglob("*") if p.is_file()] if out.exists() else []
+    return main(audit_argv(ingest.dataset, index, out, *extra))
 
 
 def test_a_truncated_faiss_file(ingest: Ingest, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,11 +17,9 @@ from evalsuite.cli import main
 
 @pytest.fixture
 def served(tiny_model_dir: Path) -> Iterator[Any]:
-    from pytest_httpserver import HTTPServer
-
     from evalsuite.encode.local import LocalEncoder
     from evalsuite.model import resolve_model
-    from tests.canary.fault_server import FaultServer
+    from tests.canary.fault_server import serving
 
     info = resolve_model(str(tiny_model_dir))
     encoders: dict[int, Any] = {}
@@ -31,15 +29,8 @@ def served(tiny_model_dir: Path) -> Iterator[Any]:
             encoders[max_length] = LocalEncoder(info, device="cpu", max_length=max_length, progress=False)
         return encoders[max_length]
 
-    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
-    server.start()
-    fs = FaultServer(server, get, hidden=info.hidden_size, max_length=info.default_max_length)
-    try:
+    with serving(get, info.hidden_size, info.default_max_length) as fs:
         yield fs
-    finally:
-        fs.release.set()
-        server.clear()
-        server.stop()
 
 
 def test_queries_through_a_served_endpoint(served: Any, tiny_model_dir: Path, small_beir: Path, tmp_path: Path) -> None:

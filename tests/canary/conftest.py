@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .fault_server import FaultServer
+from .fault_server import FaultServer, serving
 from .raw_server import RawServer
 
 API_KEY_ENV = "EVALSUITE_CANARY_TEST_KEY"
@@ -110,17 +110,8 @@ def fault_server(_loopback_httpserver, server_encoders, tiny_info):
 
 def _own_server(server_encoders, tiny_info):
     """A FaultServer on its own loopback port (the first is ``fault_server``), stopped after the test."""
-    from pytest_httpserver import HTTPServer
-
-    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
-    server.start()
-    fs = FaultServer(server, server_encoders, hidden=tiny_info.hidden_size, max_length=tiny_info.default_max_length)
-    try:
+    with serving(server_encoders, tiny_info.hidden_size, tiny_info.default_max_length) as fs:
         yield fs
-    finally:
-        fs.release.set()
-        server.clear()
-        server.stop()
 
 
 @pytest.fixture
@@ -144,11 +135,22 @@ def api_key(monkeypatch) -> str:
 
 
 @pytest.fixture
-def tiny_prepared(tiny_model_dir, canary_dataset):
+def tiny_prepared(prepared_with):
+    return prepared_with()
+
+
+@pytest.fixture
+def prepared_with(tiny_model_dir, canary_dataset):
+    """``prepared_with(**changes)``: the tiny model on the canary dataset (CPU, no cache) under a changed spec."""
     from evalsuite.run.pipeline import prepare
     from evalsuite.run.spec import RunSpec
 
-    return prepare(RunSpec(model=str(tiny_model_dir), dataset=str(canary_dataset), device="cpu", use_cache=False))
+    def make(**changes: Any):
+        return prepare(
+            RunSpec(model=str(tiny_model_dir), dataset=str(canary_dataset), device="cpu", use_cache=False, **changes)
+        )
+
+    return make
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ loopback, vectors from the real tiny reference model), and its replicas."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import threading
@@ -262,3 +263,19 @@ def echo_error_body(auth: str) -> str:
     escaped = json.dumps(auth)[1:-1].replace("/", "\\/")
     forms = [auth, urllib.parse.quote(auth, safe=""), base64.b64encode(auth.encode()).decode()]
     return '{"message": "bad request from ' + escaped + '", "forms": ' + json.dumps(forms) + "}"
+
+
+@contextlib.contextmanager
+def serving(encoders: Callable[[int], Any], hidden: int, max_length: int) -> Any:
+    """A FaultServer on its own loopback port, vectors from ``encoders(max_length)``; stopped on exit."""
+    from pytest_httpserver import HTTPServer
+
+    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    server.start()
+    fs = FaultServer(server, encoders, hidden=hidden, max_length=max_length)
+    try:
+        yield fs
+    finally:
+        fs.release.set()
+        server.clear()
+        server.stop()

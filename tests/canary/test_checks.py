@@ -58,21 +58,8 @@ def test_every_check_passes_against_a_faithful_server(fault_server, make_context
     assert api_key not in seen
 
 
-def test_a_server_that_drops_the_query_prefix_fails_vector_agreement(
-    fault_server, make_context, tiny_model_dir, canary_dataset
-):
-    from evalsuite.run.pipeline import prepare
-    from evalsuite.run.spec import RunSpec
-
-    prepared = prepare(
-        RunSpec(
-            model=str(tiny_model_dir),
-            dataset=str(canary_dataset),
-            device="cpu",
-            use_cache=False,
-            query_prefix="query: ",
-        )
-    )
+def test_a_server_that_drops_the_query_prefix_fails_vector_agreement(prepared_with, fault_server, make_context):
+    prepared = prepared_with(query_prefix="query: ")
     fault_server.strip_prefix = "query: "
     v = run_check("vector_agreement", make_context(fault_server.url, prepared))
     assert v.passed is False

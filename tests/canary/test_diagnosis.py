@@ -130,19 +130,8 @@ def test_dimensions_without_renormalizing_are_named(fault_server, make_context):
     assert "cuts without re-normalizing" in d.sentence()
 
 
-def test_dropped_query_prefix_is_named(fault_server, make_context, tiny_model_dir, canary_dataset):
-    from evalsuite.run.pipeline import prepare
-    from evalsuite.run.spec import RunSpec
-
-    prepared = prepare(
-        RunSpec(
-            model=str(tiny_model_dir),
-            dataset=str(canary_dataset),
-            device="cpu",
-            use_cache=False,
-            query_prefix="query: ",
-        )
-    )
+def test_dropped_query_prefix_is_named(prepared_with, fault_server, make_context):
+    prepared = prepared_with(query_prefix="query: ")
     fault_server.strip_prefix = "query: "
     outcome = run_canary(make_context(fault_server.url, prepared))
     assert causes(outcome) == {"prefix": "none"}

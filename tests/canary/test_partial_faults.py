@@ -156,21 +156,9 @@ def test_one_wrong_vector_per_batch_fails_batch_invariance_on_its_min_not_its_me
 
 
 def test_one_vector_per_batch_with_a_wrong_norm_fails_norm_agreement_naming_it(
-    fault_server, make_context, tiny_model_dir, canary_dataset
+    prepared_with, fault_server, make_context
 ):
-    from evalsuite.run.pipeline import prepare
-    from evalsuite.run.spec import RunSpec
-
-    prepared = prepare(
-        RunSpec(
-            model=str(tiny_model_dir),
-            dataset=str(canary_dataset),
-            device="cpu",
-            use_cache=False,
-            normalize=False,
-            similarity="dot",
-        )
-    )
+    prepared = prepared_with(normalize=False, similarity="dot")
     fault_server.normalize = False
     ctx = make_context(fault_server.url, prepared)
     assert run_check("norm_agreement", ctx).passed is True  # faithful unnormalized vectors agree

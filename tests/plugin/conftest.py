@@ -1,6 +1,29 @@
+import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+
+BASE = ["-p", "no:randomly", "-p", "no:cacheprovider"]
+
+
+@functools.cache
+def _revision(model_dir: str) -> str:
+    from evalsuite.model import directory_digest
+
+    return directory_digest(Path(model_dir))
+
+
+def plugin_args(model_dir: object, dataset: object, *extra: str, no_cache: bool = True) -> list[str]:
+    """A gated pytester session's arguments: the model pinned to its own digest, the dataset, on the CPU."""
+    model = str(model_dir)
+    pinned = ["--model", model, "--model-rev", _revision(model), "--dataset", str(dataset)]
+    return [*BASE, *pinned, *(["--no-cache"] if no_cache else []), "--device", "cpu", *extra]
+
+
+@pytest.fixture
+def tiny(tiny_model_dir):
+    return str(tiny_model_dir), _revision(str(tiny_model_dir))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,25 +6,7 @@ import shutil
 
 import pytest
 
-from evalsuite.model import directory_digest
-
-BASE = ["-p", "no:randomly", "-p", "no:cacheprovider"]
-
-
-def _args(model_dir, dataset, *extra):
-    return [
-        *BASE,
-        "--model",
-        str(model_dir),
-        "--model-rev",
-        directory_digest(model_dir),
-        "--dataset",
-        str(dataset),
-        "--no-cache",
-        "--device",
-        "cpu",
-        *extra,
-    ]
+from .conftest import plugin_args as _args
 
 
 @pytest.mark.parametrize(

@@ -8,29 +8,11 @@ import pytest
 
 from evalsuite.model import directory_digest
 
-BASE = ["-p", "no:randomly", "-p", "no:cacheprovider"]
-
-
-@pytest.fixture
-def tiny(tiny_model_dir):
-    return str(tiny_model_dir), directory_digest(tiny_model_dir)
+from .conftest import BASE, plugin_args
 
 
 def _args(tiny, small_beir, *extra):
-    model, rev = tiny
-    return [
-        *BASE,
-        "--model",
-        model,
-        "--model-rev",
-        rev,
-        "--dataset",
-        str(small_beir),
-        "--no-cache",
-        "--device",
-        "cpu",
-        *extra,
-    ]
+    return plugin_args(tiny[0], small_beir, *extra)
 
 
 def test_plugin_import_is_light():

@@ -13,7 +13,9 @@ import pytest
 
 from evalsuite.model import directory_digest
 
-BASE = ["-p", "no:randomly", "-p", "no:cacheprovider"]
+from .conftest import BASE
+from .conftest import plugin_args as _args
+
 GATE = "ndcg@10:non_inferior=0.01"
 
 
@@ -35,22 +37,6 @@ def coded(make_beir, tmp_path, tiny_model_dir):
     full = _length_coded(make_beir, tmp_path / "coded", list(range(1, 61)) * 2)
     cut = _length_coded(make_beir, tmp_path / "coded20", [*range(1, 20), 40])
     return full, cut
-
-
-def _args(tiny_model_dir, dataset, *extra):
-    return [
-        *BASE,
-        "--model",
-        str(tiny_model_dir),
-        "--model-rev",
-        directory_digest(tiny_model_dir),
-        "--dataset",
-        str(dataset),
-        "--no-cache",
-        "--device",
-        "cpu",
-        *extra,
-    ]
 
 
 def _baseline(pytester, tiny_model_dir, dataset, name="b.json"):
@@ -107,41 +93,15 @@ def test_non_inferior_passes_fails_and_is_inconclusive(run_evalsuite, pytester, 
     assert f"INCONCLUSIVE {GATE}: delta " in out
 
     # the policy decides what inconclusive does to the exit status
-    skip = run_evalsuite(
-        *_args(
-            tiny_model_dir,
-            cut,
-            "--baseline",
-            str(cut_baseline),
-            "--max-length",
-            "24",
-            "--gate",
-            GATE,
-            "-k",
-            "gate",
-            "--inconclusive",
-            "skip",
-        )
-    )
+    def inconclusive(mode: str) -> list[str]:
+        extra = ("--baseline", str(cut_baseline), "--max-length", "24", "--gate", GATE, "-k", "gate")
+        return _args(tiny_model_dir, cut, *extra, "--inconclusive", mode)
+
+    skip = run_evalsuite(*inconclusive("skip"))
     assert skip.result.ret == 0
     skip.result.assert_outcomes(skipped=1)
     assert "an inconclusive gate is skipped (exit status unaffected)" in skip.result.stdout.str()
-    xfail = pytester.runpytest(
-        *_args(
-            tiny_model_dir,
-            cut,
-            "--baseline",
-            str(cut_baseline),
-            "--max-length",
-            "24",
-            "--gate",
-            GATE,
-            "-k",
-            "gate",
-            "--inconclusive",
-            "xfail",
-        )
-    )
+    xfail = pytester.runpytest(*inconclusive("xfail"))
     assert xfail.ret == 0
     xfail.assert_outcomes(xfailed=1)
 

@@ -46,28 +46,26 @@ def test_run_against_the_vllm_decoder_equals_the_local_run(vllm_decoder, small_b
 
 
 @pytest.mark.vllm_full
-def test_mean_pooling_decoder_is_named(vllm_decoder_faults, small_beir, tmp_path, reference_cache, capsys):
-    rc, verdicts = canary(
-        vllm_decoder_faults.mean, small_beir, tmp_path, reference_cache, "--model", str(vllm_decoder_faults.model_dir)
-    )
+@pytest.mark.parametrize(
+    ("server", "factor", "says"),
+    [
+        ("mean", "pooling", ("cause: the server pools with MEAN (the contract's: last)", '"seq_pooling_type":"LAST"')),
+        (
+            "no_eos",
+            "special",
+            ("does not append the EOS token", "vLLM: serve the model directory with its own tokenizer"),
+        ),
+    ],
+)
+def test_each_decoder_departure_is_named(
+    vllm_decoder_faults, small_beir, tmp_path, reference_cache, capsys, server, factor, says
+):
+    url = getattr(vllm_decoder_faults, server)
+    rc, verdicts = canary(url, small_beir, tmp_path, reference_cache, "--model", str(vllm_decoder_faults.model_dir))
     out = capsys.readouterr().out
     assert rc == 1, out
     assert verdicts["vector_agreement"]["passed"] is False
-    assert "cause: the server pools with MEAN (the contract's: last)" in out, out
-    assert '"seq_pooling_type":"LAST"' in out, out
+    for text in says:
+        assert text in out, out
     [diagnosis] = json.loads((tmp_path / "canary.json").read_text())["diagnosis"]
-    assert [c["factor"] for c in diagnosis["causes"]] == ["pooling"]
-
-
-@pytest.mark.vllm_full
-def test_decoder_served_without_eos_is_named(vllm_decoder_faults, small_beir, tmp_path, reference_cache, capsys):
-    rc, verdicts = canary(
-        vllm_decoder_faults.no_eos, small_beir, tmp_path, reference_cache, "--model", str(vllm_decoder_faults.model_dir)
-    )
-    out = capsys.readouterr().out
-    assert rc == 1, out
-    assert verdicts["vector_agreement"]["passed"] is False
-    assert "does not append the EOS token" in out, out
-    assert "vLLM: serve the model directory with its own tokenizer" in out, out
-    [diagnosis] = json.loads((tmp_path / "canary.json").read_text())["diagnosis"]
-    assert [c["factor"] for c in diagnosis["causes"]] == ["special"]
+    assert [c["factor"] for c in diagnosis["causes"]] == [factor]

@@ -12,42 +12,15 @@ import pytest
 
 from evalsuite.cli import main
 
-from ..conftest import DOC_PREFIX, Ingest
+from ..conftest import ALL_PASS, DOC_PREFIX, Ingest, audit_argv, written
 from ..pg import PASSWORD
 from .conftest import SHIFT_BATCH, LanceFixture, PgFixture
 
-ALL_PASS = {
-    "shape": "PASS",
-    "ids": "PASS",
-    "norms": "PASS",
-    "fidelity": "PASS",
-    "retrieval": "PASS",
-    "ann_recall": "PASS",
-    "manifest": "SKIP",
-}
-
 
 def audit(ingest: Ingest, uri: str, out: Path, *extra: str) -> tuple[int, dict[str, dict[str, Any]], dict[str, Any]]:
-    code = main(
-        [
-            "audit",
-            "--index",
-            uri,
-            "--dataset",
-            str(ingest.dataset),
-            "--doc-prefix",
-            DOC_PREFIX,
-            "--out",
-            str(out),
-            *extra,
-        ]
-    )
+    code = main(audit_argv(ingest.dataset, uri, out, *extra))
     data = json.loads((out / "audit.json").read_text(encoding="utf-8"))
     return code, {v["check"]: v for v in data["index"]["verdicts"]}, data
-
-
-def written(out: Path) -> list[Path]:
-    return [p for p in out.rglob("*") if p.is_file()] if out.exists() else []
 
 
 # -- pgvector ---------------------------------------------------------------------------------------------
