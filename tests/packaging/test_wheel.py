@@ -14,6 +14,7 @@ not processed, so `import evalsuite` can only find the wheel's copy.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -213,3 +214,85 @@ def test_the_history_ci_example_runs_its_workflow_steps_from_the_installed_wheel
     assert text.startswith("### evalsuite: PASS") and "`ndcg@10:max_drop_from_first=0.02` | PASS" in text
     (record,) = (project / "history").rglob("*.json")
     assert '"commit": "c0ffee' in record.read_text() and '"commit_source": "GITHUB_SHA"' in record.read_text()
+
+
+def test_model_families_run_and_sweep_from_the_installed_wheel(installed: Path, tmp_path: Path, user_env):
+    """A decoder (last token, EOS, left padding, a query instruction), an XLM-R with `query: `/`passage: ` prompts and a
+    model with Dense heads, each saved as a sentence-transformers directory, run and sweep from the wheel."""
+    make = (
+        "import sys; from pathlib import Path; from evalsuite.testing.tiny_families import write_family; "
+        "[write_family(n, Path(sys.argv[1]) / n) for n in ('qwen3', 'xlmr', 'dense')]"
+    )
+    _ok([installed / "python", "-c", make, tmp_path / "models"], cwd=tmp_path, env=user_env)
+    for name, pooling in (("qwen3", "last"), ("xlmr", "mean"), ("dense", "mean")):
+        model = tmp_path / "models" / name
+        out = _ok(
+            [
+                installed / "evalsuite",
+                "run",
+                "--model",
+                model,
+                "--device",
+                "cpu",
+                "--no-cache",
+                "--out",
+                tmp_path / name,
+            ],
+            cwd=tmp_path,
+            env=user_env,
+        )
+        results = json.loads((tmp_path / name / "results.json").read_text())
+        assert results["manifest"]["contract"]["pooling"] == pooling, out
+        assert 0.0 <= results["metrics"]["ndcg@10"] <= 1.0
+    decoder = tmp_path / "models" / "qwen3"
+    argv = [installed / "evalsuite", "sweep", "--model", decoder, "--device", "cpu", "--no-cache"]
+    out = _ok([*argv, "--vary", "pooling=last,mean", "--out", tmp_path / "sweep"], cwd=tmp_path, env=user_env)
+    assert re.search(r"^\s+pooling=mean\s+\d", out, re.M), out
+
+
+_INGEST = """
+import sys
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from evalsuite.encode.contract_encoder import ContractEncoder
+from evalsuite.run.pipeline import make_encoder, prepare
+from evalsuite.run.spec import RunSpec
+
+root = Path(sys.argv[1])
+prepared = prepare(RunSpec(dataset="bundled", device="cpu", use_cache=False))
+ids = list(prepared.dataset.doc_ids)
+vectors = ContractEncoder(make_encoder(prepared), prepared.contract).embed_documents(
+    [prepared.dataset.corpus[i] for i in ids]
+)
+for name, rows in (("faithful", vectors), ("shifted", np.vstack([vectors[:32], vectors[33:65], vectors[32:33], vectors[65:]]))):
+    index = faiss.IndexFlatIP(rows.shape[1])
+    index.add(np.ascontiguousarray(rows, dtype=np.float32))
+    faiss.write_index(index, str(root / f"{name}.faiss"))
+(root / "ids.txt").write_text("\\n".join(ids) + "\\n")
+"""
+
+
+def test_an_index_is_audited_from_the_installed_wheel(installed: Path, tmp_path: Path, user_env):
+    """`evalsuite audit` and the plugin's `--index` items from the wheel: a faithful FAISS file passes, one whose
+    second batch of 32 is shifted by one fails naming the mapping fault."""
+    _ok([installed / "python", "-c", _INGEST, tmp_path], cwd=tmp_path, env=user_env)
+    audit = [installed / "evalsuite", "audit", "--ids", tmp_path / "ids.txt", "--device", "cpu"]
+    _ok(
+        [*audit, "--index", f"faiss:{tmp_path / 'faithful.faiss'}", "--out", tmp_path / "a"], cwd=tmp_path, env=user_env
+    )
+    shifted = _sh(
+        [*audit, "--index", f"faiss:{tmp_path / 'shifted.faiss'}", "--out", tmp_path / "b"], tmp_path, user_env
+    )
+    assert shifted.returncode == 1, shifted.stdout[-3000:] + shifted.stderr[-2000:]
+    assert "mapping fault" in shifted.stdout or "shifted" in shifted.stdout, shifted.stdout[-3000:]
+    rev = _ok([installed / "evalsuite", "model-rev"], cwd=tmp_path, env=user_env).strip()
+    empty = tmp_path / "project"
+    empty.mkdir()
+    items = [installed / "python", "-m", "pytest", "-v", "-p", "no:randomly", "-p", "no:xdist", "--model-rev", rev]
+    items += ["--index", f"faiss:{tmp_path / 'faithful.faiss'}", "--ids", str(tmp_path / "ids.txt"), "-k", "audit"]
+    proc = _sh(items, empty, user_env)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert re.search(r"audit\[fidelity\] PASSED", proc.stdout), proc.stdout[-3000:]
