@@ -96,7 +96,7 @@ class AuditContext:
         def make() -> Scan:
             n, _ = self.sample_plan()
             rows = sample_rows(self.info().count, n, self.settings.seed)
-            return scan(self.source, rows, self.settings.block_rows)
+            return scan(self.source, rows, self.settings.scan_rows)
 
         return self.shared("scan", make)
 

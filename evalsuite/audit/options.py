@@ -101,7 +101,7 @@ SETTING_OPTIONS: tuple[Option, ...] = (
         "window",
     ),
     _setting(
-        "--audit-block-rows", "stored vectors read at once", {"type": int_at_least(1), "metavar": "N"}, "block_rows"
+        "--audit-block-rows", "stored vectors read at once", {"type": int_at_least(1), "metavar": "N"}, "scan_rows"
     ),
     Option(
         "--audit-gate",

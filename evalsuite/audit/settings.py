@@ -24,7 +24,7 @@ class AuditSettings:
     k: int = 10  # ANN recall@k and "no relevant chunk retrieved" cut-off
     window: int = 64  # rows either side of an infidel row searched for the chunk its vector belongs to
     suspect_models: tuple[str, ...] = ()  # --suspect-model DIR: a previous revision a stale vector may come from
-    block_rows: int = 65536  # stored vectors read at once
+    scan_rows: int = 65536  # stored vectors read at once (--audit-block-rows)
     deadline: float = 86400.0  # seconds; the audit reads and encodes locally, so this only bounds a hang
 
     def __post_init__(self) -> None:

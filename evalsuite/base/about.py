@@ -15,7 +15,7 @@ from .. import __version__
 def version_line() -> str:
     """``evalsuite 0.1.0 from /site-packages/evalsuite (python 3.11)``; a source tree that was never
     installed says so and reports the version its ``__init__`` declares (the one the build uses)."""
-    where = Path(__file__).resolve().parent
+    where = Path(__file__).resolve().parents[1]  # the evalsuite package (this module is in its base/)
     py = f"python {sys.version_info.major}.{sys.version_info.minor}"
     try:
         version = metadata.version("evalsuite")
