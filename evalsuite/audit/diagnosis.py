@@ -19,13 +19,12 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..encode.base import Encoder
+    from ..diagnose.local import ReferenceSource
     from .context import AuditContext, Fidelity
 
 MAX_WINDOW_ROWS = 4096  # rows re-encoded to find where misplaced vectors belong
@@ -291,33 +290,7 @@ def _stale(
     return stale, unexplained, tuple(vectors.not_tested)
 
 
-def _reference_source(ctx: AuditContext) -> Any:
-    from ..diagnose.local import ReferenceSource
-    from ..run.pipeline import make_encoder
+def _reference_source(ctx: AuditContext) -> ReferenceSource:
+    from ..canary.diagnosis import reference_source
 
-    c, prepared = ctx.prepared.contract, ctx.prepared
-
-    @cache
-    def encoder(max_length: int, dtype: str) -> Encoder:
-        if (max_length, dtype) == (c.max_length, c.dtype):
-            return ctx.encoder()
-        return make_encoder(prepared, dtype=dtype, max_length=max_length)
-
-    @cache
-    def suspect(path: str) -> Encoder:
-        from ..encode.local import LocalEncoder
-        from ..model import resolve_model
-
-        info = resolve_model(path)
-        if info.hidden_size != prepared.model.hidden_size:
-            raise ValueError(f"{path} has {info.hidden_size} dimensions, the reference {prepared.model.hidden_size}")
-        return LocalEncoder(
-            info,
-            dtype=c.dtype,
-            device=prepared.spec.device,
-            max_length=c.max_length,
-            truncation="truncate",
-            progress=False,
-        )
-
-    return ReferenceSource(encoder=encoder, suspect=suspect, token_counts=lambda texts: None)
+    return reference_source(ctx.prepared, ctx.encoder, ctx.prepared.model.hidden_size)

@@ -10,8 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..base.verdict import exit_status
-from ..canary.checks.base import CheckOutcome
+from ..canary.checks.base import CheckOutcome, CheckOutcomes
 from .settings import AuditSettings
 from .source import SourceOptions
 
@@ -37,7 +36,7 @@ class AuditTarget:
 
 
 @dataclass(frozen=True)
-class AuditOutcome:
+class AuditOutcome(CheckOutcomes):
     """One index's verdicts (in the order of :data:`~.checks.AUDIT_CHECKS`)."""
 
     role: str
@@ -47,18 +46,6 @@ class AuditOutcome:
     dataset: dict[str, Any]
     verdicts: tuple[CheckOutcome, ...]
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
-
-    @property
-    def passed(self) -> bool:
-        return all(v.passed is not False for v in self.verdicts)
-
-    @property
-    def failed(self) -> list[str]:
-        return [v.check for v in self.verdicts if v.passed is False]
-
-    @property
-    def exit_status(self) -> int:
-        return exit_status(v.verdict for v in self.verdicts if v.verdict is not None)
 
     def verdict(self, name: str) -> CheckOutcome | None:
         return next((v for v in self.verdicts if v.check == name), None)

@@ -18,9 +18,12 @@ from ..diagnose.local import AlternativeVectors, Hypotheses, Probes, ReferenceSo
 from ..diagnose.score import Diagnosis, diagnose
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import numpy as np
 
     from ..encode.base import Encoder
+    from ..run.prepared import Prepared
     from .checks.base import CheckOutcome
     from .embedding.context import CanaryContext
 
@@ -100,14 +103,30 @@ def _served(ctx: CanaryContext, dims: int | None) -> tuple[Probes, np.ndarray]:
 
 
 def _reference_source(ctx: CanaryContext) -> ReferenceSource:
+    return reference_source(
+        ctx.prepared, lambda: ctx.reference().encoder, ctx.hidden_size, token_counts=ctx.token_counts
+    )
+
+
+def reference_source(
+    prepared: Prepared,
+    reference: Callable[[], Encoder],
+    hidden: int,
+    *,
+    token_counts: Callable[[list[str]], list[int] | None] = lambda texts: None,
+) -> ReferenceSource:
+    """Where the diagnosis gets the reference's vectors under each alternative: the pinned ``reference`` encoder
+    at the contract's length and dtype (another one for another length or dtype), a suspect model directory of the
+    same width, the input without its closing special token (``special``); each made once. The canary's and the
+    index audit's diagnoses share it."""
     from ..run.pipeline import make_encoder
 
-    c, prepared = ctx.contract, ctx.prepared
+    c = prepared.contract
 
     @cache
     def encoder(max_length: int, dtype: str) -> Encoder:
         if (max_length, dtype) == (c.max_length, c.dtype):
-            return ctx.reference().encoder
+            return reference()
         return make_encoder(prepared, dtype=dtype, max_length=max_length)
 
     @cache
@@ -116,8 +135,8 @@ def _reference_source(ctx: CanaryContext) -> ReferenceSource:
         from ..model import resolve_model
 
         info = resolve_model(path)
-        if info.hidden_size != ctx.hidden_size:
-            raise ValueError(f"{path} has {info.hidden_size} dimensions, the reference {ctx.hidden_size}")
+        if info.hidden_size != hidden:
+            raise ValueError(f"{path} has {info.hidden_size} dimensions, the reference {hidden}")
         return LocalEncoder(
             info,
             dtype=c.dtype,
@@ -142,7 +161,7 @@ def _reference_source(ctx: CanaryContext) -> ReferenceSource:
         )
         return enc if enc.closing_id is not None else None
 
-    return ReferenceSource(encoder=encoder, suspect=suspect, token_counts=ctx.token_counts, special=special)
+    return ReferenceSource(encoder=encoder, suspect=suspect, token_counts=token_counts, special=special)
 
 
 def diagnoses_for(ctx: CanaryContext, verdicts: list[CheckOutcome]) -> tuple[Diagnosis, ...]:

@@ -9,9 +9,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..base.verdict import exit_status
 from ..encode.secret import cut
-from .checks import CanaryCheck, CheckOutcome
+from .checks import CanaryCheck, CheckOutcome, CheckOutcomes
 from .checks.base import C
 from .embedding.context import CanaryContext
 from .embedding.settings import CanarySettings
@@ -30,7 +29,7 @@ Family = Literal["embedding", "reranker"]
 
 
 @dataclass(frozen=True)
-class CanaryOutcome:
+class CanaryOutcome(CheckOutcomes):
     """One canary's verdicts; ``family`` says which checks ran (the contract is the reranker's for ``reranker``)."""
 
     settings: CanarySettings | RerankCanarySettings
@@ -42,19 +41,6 @@ class CanaryOutcome:
     request_fields: dict[str, int | bool] = field(default_factory=dict)  # sent with every request beyond the API's
     diagnoses: tuple[Diagnosis, ...] = ()
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
-
-    @property
-    def passed(self) -> bool:
-        return all(v.passed is not False for v in self.verdicts)
-
-    @property
-    def failed(self) -> list[str]:
-        return [v.check for v in self.verdicts if v.passed is False]
-
-    @property
-    def exit_status(self) -> int:
-        """1 when a check failed, else 0."""
-        return exit_status(v.verdict for v in self.verdicts if v.verdict is not None)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -8,6 +8,6 @@ light (no torch, faiss, ranx or transformers until a check runs).
 
 from __future__ import annotations
 
-from .base import CanaryCheck, CheckContext, CheckOutcome
+from .base import CanaryCheck, CheckContext, CheckOutcome, CheckOutcomes
 
-__all__ = ["CanaryCheck", "CheckContext", "CheckOutcome"]
+__all__ = ["CanaryCheck", "CheckContext", "CheckOutcome", "CheckOutcomes"]

@@ -115,3 +115,23 @@ class CanaryCheck(Generic[C]):
 
         option = CanarySettings.option_of(self.requires or "")
         return CheckOutcome(self.name, None, f"{self.label}: no --{option.replace('_', '-')} given", {})
+
+
+class CheckOutcomes:
+    """What a run of checks answers as a whole, over its ``verdicts`` (a canary's, a fleet member's, an index
+    audit's): passed unless a check failed (a skipped check fails nothing), the failed checks, the exit status."""
+
+    verdicts: tuple[CheckOutcome, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed is not False for v in self.verdicts)
+
+    @property
+    def failed(self) -> list[str]:
+        return [v.check for v in self.verdicts if v.passed is False]
+
+    @property
+    def exit_status(self) -> int:
+        """1 when a check failed, else 0."""
+        return verdicts.exit_status(v.verdict for v in self.verdicts if v.verdict is not None)
