@@ -304,24 +304,13 @@ class MinGain(_Valued):
         )
 
 
-class _FromHistory(_Drop):
-    """A drop against an earlier release in the release history (``--history DIR``), paired query by query."""
+class _FromHistory(MaxDrop):
+    """A drop against an earlier release in the release history (``--history DIR``), paired query by query, judged
+    as ``max_drop`` is."""
 
     against = "history"
     stage = "first"  # a history record holds the first stage
     anchor: ClassVar[str]  # "first" or "best": which release (`history/anchors.py`)
-
-    def judge(
-        self,
-        gate: Gate,
-        candidate: Scores,
-        reference: Scores | None,
-        value: float,
-        ref_value: float | None,
-        evidence: Evidence,
-    ) -> Judgement:
-        assert ref_value is not None
-        return Judgement.of(ref_value - value <= gate.threshold + _TOLERANCE)
 
     def explain(self, outcome: Outcome) -> str:
         return f"allowed drop {outcome.gate.threshold:g} from the {self.anchor} release (gate {outcome.gate.expr})"
