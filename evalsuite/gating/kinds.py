@@ -338,9 +338,12 @@ class MaxDropFromBest(_FromHistory):
 DEFAULT_TREND_WINDOW = 5
 
 
+_WINDOW = re.compile(r"@\s*(\d+)\s*$")  # the @N of a trend gate's expression
+
+
 def trend_window(gate: Gate) -> int:
     """N of a trend gate ``METRIC:trend=SLOPE@N``: the candidate and the N − 1 releases before it."""
-    m = re.search(r"@\s*(\d+)\s*$", gate.expr)
+    m = _WINDOW.search(gate.expr)
     return int(m.group(1)) if m else DEFAULT_TREND_WINDOW
 
 
@@ -367,7 +370,7 @@ class Trend(_Drop):
 
     def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
         value, canonical = super().threshold(raw, metric, expr)
-        m = re.search(r"@\s*(\d+)\s*$", expr)
+        m = _WINDOW.search(expr)
         if m is None:
             return value, canonical
         if int(m.group(1)) < 3:
