@@ -57,6 +57,7 @@ class FaultServer:
         self.rounding: str | None = None  # "float16": every value rounded to float16
         self.model_extra: dict[str, Any] = {}  # more fields of the /v1/models entry (e.g. max_model_len)
         self.empty_list_status = 422
+        self.empty_list_body: object = {"detail": [{"msg": "empty"}]}  # a str: sent as text/plain, not JSON
         self.hang = False
         # partial faults (each off by default): see the class docstring
         self.latency = 0.01
@@ -142,7 +143,9 @@ class FaultServer:
         if isinstance(texts, str):
             texts = [texts]
         if not texts:
-            return reply({"detail": [{"msg": "empty"}]}, self.empty_list_status)
+            if isinstance(self.empty_list_body, str):
+                return Response(self.empty_list_body, status=self.empty_list_status, content_type="text/plain")
+            return reply(self.empty_list_body, self.empty_list_status)
         dims = body.get("dimensions") or self.hidden
         if dims > self.hidden or dims < 1:
             return reply({"error": {"message": f"dimensions {dims} not in 1..{self.hidden}", "code": 400}}, 400)

@@ -464,3 +464,31 @@ def test_rate_limiting_or_a_timeout_is_not_a_refusal_of_the_input(fault_server, 
     assert f"empty list -> HTTP {status} ([{{'msg': 'empty'}}]), expected a 4xx refusing it" in v.message
     assert v.message.count("->") == 1  # only the empty list failed
     assert v.details["empty_string"] == 200 and v.details["empty_list"] == status
+
+
+def test_an_engine_error_on_an_empty_list_passes_with_a_warning(fault_server, make_context):
+    """llama-cpp-python answers an empty list with HTTP 500 and an error object, and keeps serving: nothing came
+    back, so the check passes and says it. Bugs: any 5xx accepted (a gateway's 502 is no answer from the engine),
+    a bare 500 accepted (no error object: nothing says the input was refused), the warning dropped."""
+    from evalsuite.canary.registry import run_check
+
+    fault_server.empty_list_status = 500
+    fault_server.empty_list_body = {"error": {"message": "llama_decode returned -1", "type": "internal_server_error"}}
+    v = run_check("bad_input", make_context(fault_server.url, max_retries=0))
+    assert v.passed is True, v.message
+    assert "warning: empty list -> HTTP 500 (llama_decode returned -1): the engine fails on an empty batch" in v.message
+    assert v.details["empty_list"] == 500 and len(v.details["warnings"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "body"), [(500, "Internal Server Error"), (502, {"error": {"message": "bad gateway"}})]
+)
+def test_an_empty_list_answered_by_no_error_object_or_a_gateway_fails(fault_server, make_context, status, body):
+    from evalsuite.canary.registry import run_check
+
+    fault_server.empty_list_status = status
+    fault_server.empty_list_body = body
+    v = run_check("bad_input", make_context(fault_server.url, max_retries=0))
+    assert v.passed is False
+    assert f"empty list -> HTTP {status}" in v.message and "expected a 4xx refusing it" in v.message
+    assert "warnings" not in v.details

@@ -2,7 +2,7 @@
 
 The faithful configuration (f32 GGUF, the model's mean pooling from the file, n_ctx/n_batch/n_ubatch at the
 contract's 256 tokens; the server never normalizes, so the contract is the model's with ``--no-normalize``)
-passes every check but the empty list (a 500 from llama-cpp-python), identity included although the server has
+passes every check (the empty list's HTTP 500 is a warning), identity included although the server has
 no /health; so does the f16 file, within every tolerance. Every other configuration fails
 and the diagnosis names its cause with llama-cpp-python's remedy: the default server (no normalization, and it
 keeps 512 tokens), a GGUF whose pooling type says
@@ -45,33 +45,28 @@ def causes(report) -> list[tuple[str, object]]:
     return [(c["factor"], c["value"]) for c in diagnosis["causes"]]
 
 
-def test_the_faithful_configuration_passes_every_check_but_the_empty_list(
-    llamacpp_servers, small_beir, tmp_path, reference_cache, capsys
-):
+def test_the_faithful_configuration_passes_every_check(llamacpp_servers, small_beir, tmp_path, reference_cache, capsys):
     rc, verdicts, report = canary(llamacpp_servers.faithful, small_beir, tmp_path, reference_cache, "--no-normalize")
     out = capsys.readouterr().out
+    assert rc == 0, out
     assert report["served_model"] == SERVED_NAME
+    assert all(v["passed"] is not False for v in verdicts.values()), out
     # vLLM's tolerances (tests/vllm/test_vllm_canary.py)
-    assert verdicts["vector_agreement"]["passed"] is True, out
     assert verdicts["vector_agreement"]["details"]["min"] >= 0.9999
     assert abs(verdicts["retrieval_agreement"]["details"]["metrics"]["ndcg@10"]["delta"]) <= 0.002
     # no /health: an engine-aware identity verdict, not a 404 failure
     identity = verdicts["identity"]
-    assert identity["passed"] is True, identity["message"]
     assert "no health route" in identity["message"] and "llama-cpp-python serves none" in identity["message"]
     assert set(identity["details"]["health"].values()) == {404}
-    # llama-cpp-python's one defect here: an empty list crashes the decode with a 500 (docs/engines.md); the
-    # empty string and the over-long text (cut after its [SEP], cos >= 0.99) are within the contract
-    assert rc == 1, out
-    assert [c for c, v in verdicts.items() if v["passed"] is False] == ["bad_input"], out
+    # llama-cpp-python's one defect here: an empty list fails the decode with a 500 and an error object
+    # (docs/engines.md); nothing comes back and the server keeps answering, so it is a warning, said on the console
     bad = verdicts["bad_input"]
-    assert bad["message"] == (
-        "bad input: empty list -> HTTP 500 (llama_decode returned -1), expected a 4xx refusing it"
-    ), bad["message"]
+    assert bad["details"]["empty_list"] == 500, bad
+    assert "warning: empty list -> HTTP 500 (llama_decode returned -1)" in bad["message"], bad["message"]
+    assert "warning: empty list -> HTTP 500" in out
+    # the empty string is the reference's; the over-long text is cut after its [SEP], within the tolerance
     assert bad["details"]["empty_string"] == 200 and bad["details"]["empty_string_cosine"] >= 0.9999
     assert 0.99 <= bad["details"]["over_long"]["cosine"] < 0.9999, bad["details"]
-    # and the over-long text's vector is named: llama-cpp-python cuts the token list after adding [SEP]
-    assert causes(report) == [("special", "cut")], out
 
 
 def test_the_default_server_is_named_not_normalizing_with_llamacpps_remedy(
@@ -103,8 +98,7 @@ def test_an_f16_file_is_within_every_tolerance_behind_its_api_key(
     assert verdicts["auth"]["passed"] is True, verdicts["auth"]["message"]  # --api_key: 401 without it
     for text in (out, err, (tmp_path / "report.md").read_text(), (tmp_path / "canary.json").read_text()):
         assert llamacpp_servers.key not in text
-    assert rc == 1, out
-    assert [c for c, v in verdicts.items() if v["passed"] is False] == ["bad_input"], out  # the empty list's 500
+    assert rc == 0, out
     assert 0.99999 <= verdicts["vector_agreement"]["details"]["min"] < 1.0, verdicts["vector_agreement"]["details"]
 
 
