@@ -77,7 +77,7 @@ def history_of(session: GateSession) -> HistoryWrite:
         dp.name: [r for r in session.ledger.outcomes(dp.name) if isinstance(r, GateRecord)] for dp in session.datasets
     }
     labels = {
-        session.verdict_key(name, r.outcome.gate): session.history_label(name, r.outcome.gate)
+        session.verdict_key(name, r.outcome.gate): session.history.label(name, r.outcome.gate)
         for name, records in outcomes.items()
         for r in records
         if is_history_gate(r.outcome.gate)

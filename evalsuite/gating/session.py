@@ -1,8 +1,9 @@
 """One gated pytest session: prepared datasets and baselines, the policy, results computed once and the
 ledger of what happened. Its jobs beside the gates have their own objects: the sweep cells' items
-(:class:`~.sweeps.SessionSweeps`, ``session.sweeps``) and the canary's items (:class:`~.canary_items.SessionCanary`,
-``session.canary_items``); the report at the end is made from the session by :func:`.finish.session_report`
-(syrupy's split: the session owns state, the report owns presentation).
+(:class:`~.sweeps.SessionSweeps`, ``session.sweeps``), the canary's items (:class:`~.canary_items.SessionCanary`,
+``session.canary_items``) and the release history (:class:`~.history_items.SessionHistory`, ``session.history``);
+the report at the end is made from the session by :func:`.finish.session_report` (syrupy's split: the session
+owns state, the report owns presentation).
 
 Under pytest-xdist every worker holds one of these: results are computed once per session by
 whichever worker asks first (`shared.py`), outcomes travel to the controller in the ledger.
@@ -23,6 +24,7 @@ from ..slicing import SliceIndex
 from .baseline import Baseline, load_baseline, write_baseline
 from .canary_items import SessionCanary
 from .gates import Gate, Outcome, Scores
+from .history_items import SessionHistory
 from .kinds import kind_of
 from .ledger import (
     BaselineWritten,
@@ -48,7 +50,6 @@ from .verdicts import GateRequest, judge_all
 if TYPE_CHECKING:
     from ..canary.embedding.settings import CanarySettings
     from ..canary.reranker.settings import RerankCanarySettings
-    from ..history.record import HistoryRecord
 
 T = TypeVar("T")
 EncoderKey = tuple[str, str, str, int, str]
@@ -87,6 +88,7 @@ class GateSession:
         self.reranker: SessionReranker | None = None  # the second stage, when the plan has a reranker
         self.sweeps = SessionSweeps(self)  # the sweep cells' items
         self.canary_items = SessionCanary(self)  # the canary's items (both families)
+        self.history = SessionHistory(self)  # the earlier releases the history gates compare with
 
     @property
     def datasets(self) -> tuple[DatasetPlan, ...]:
@@ -271,7 +273,7 @@ class GateSession:
     def labels(self, name: str, gate: Gate) -> tuple[str, str]:
         """How a gate's messages name its (reference, candidate) sides."""
         if kind_of(gate).against == "history":
-            return self.history_label(name, gate), "candidate"
+            return self.history.label(name, gate), "candidate"
         ref = self.reference(name) if gate.needs_reference else None
         return side_labels(kind_of(gate).against, ref.label if ref else "baseline")
 
@@ -293,7 +295,7 @@ class GateSession:
                     key = self.verdict_key(dp.name, g)
                     if kind_of(g).against == "history":  # earlier releases: `releases.py`
                         try:
-                            errors[key] = self.history_outcome(dp.name, g, candidate.first)
+                            errors[key] = self.history.outcome(dp.name, g, candidate.first)
                         except EvalsuiteError as exc:
                             errors[key] = exc
                         continue
@@ -304,28 +306,6 @@ class GateSession:
             return {**errors, **judge_all(requests, self.plan.verdicts.multiplicity)}
 
         return self.shared.get("verdicts", compute)[0]
-
-    def history_records(self) -> list[HistoryRecord]:
-        """The release history as it was when the session began (its own records are written at the end)."""
-        from ..history.store import HistoryStore
-
-        if self.plan.history is None:
-            return []
-        return self.shared.get("history-records", lambda: HistoryStore(self.plan.history or ".").records())[0]
-
-    def history_outcome(self, name: str, gate: Gate, candidate: Scores) -> Outcome:
-        """A history gate's outcome: the candidate paired with the earlier release(s) its kind compares with."""
-        from .releases import candidate_of, judge_history_gate
-
-        who = candidate_of(name, self.prepared[name])
-        return judge_history_gate(gate, candidate, self.history_records(), who, self.plan.history_anchor)
-
-    def history_label(self, name: str, gate: Gate) -> str:
-        """How messages name the release(s) a history gate compares with."""
-        from .releases import anchor_label, anchor_of, candidate_of
-
-        who = candidate_of(name, self.prepared[name])
-        return anchor_label(gate, anchor_of(gate, self.history_records(), who, self.plan.history_anchor))
 
     @staticmethod
     def verdict_key(dataset: str, gate: Gate) -> str:
