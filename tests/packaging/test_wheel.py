@@ -298,15 +298,19 @@ def test_an_index_is_audited_from_the_installed_wheel(installed: Path, tmp_path:
     assert re.search(r"audit\[fidelity\] PASSED", proc.stdout), proc.stdout[-3000:]
 
 
-def test_a_decoder_canary_from_the_installed_wheel(installed: Path, tmp_path: Path, user_env, small_beir: Path):
-    """The wheel's `evalsuite canary` against a served tiny decoder (a loopback server pooling its last token with the
-    reference's own model): faithful passes; the same server pooling with mean fails, the cause named."""
+@pytest.mark.parametrize("family", ["qwen3", "xlmr", "dense"])
+def test_a_family_canary_from_the_installed_wheel(
+    installed: Path, tmp_path: Path, user_env, small_beir: Path, family: str
+):
+    """The wheel's `evalsuite canary` against each family served by a loopback server that runs the reference's own
+    model (the decoder pooling its last token, the XLM-R with its prompts sent by the client, the Dense heads applied):
+    faithful passes; the same server pooling otherwise fails, the cause named."""
     from evalsuite.encode.local import LocalEncoder
     from evalsuite.model import resolve_model
     from evalsuite.testing.tiny_families import write_family
     from tests.canary.fault_server import serving
 
-    model = write_family("qwen3", tmp_path / "qwen3")
+    model = write_family(family, tmp_path / family)
     info = resolve_model(str(model))
     encoders: dict[int, LocalEncoder] = {}
 
@@ -315,13 +319,15 @@ def test_a_decoder_canary_from_the_installed_wheel(installed: Path, tmp_path: Pa
             encoders[max_length] = LocalEncoder(info, device="cpu", max_length=max_length, progress=False)
         return encoders[max_length]
 
+    pooling, other = ("last", "mean") if family == "qwen3" else ("mean", "cls")
     with serving(encoder, info.hidden_size, info.default_max_length) as server:
-        server.pooling = "last"
+        server.pooling = pooling
         argv = [installed / "evalsuite", "canary", "--endpoint", server.url, "--model", model, "--device", "cpu"]
         argv += ["--dataset", small_beir, "--no-cache", "--metrics", "ndcg@10,recall@10"]
         faithful = _sh([*argv, "--out", tmp_path / "faithful"], tmp_path, user_env)
         assert faithful.returncode == 0, faithful.stdout[-4000:] + faithful.stderr[-2000:]
-        server.pooling = "mean"
-        departed = _sh([*argv, "--out", tmp_path / "mean"], tmp_path, user_env)
+        server.pooling = other
+        departed = _sh([*argv, "--out", tmp_path / other, "--canary-detect", "0.5"], tmp_path, user_env)
     assert departed.returncode == 1, departed.stdout[-4000:] + departed.stderr[-2000:]
-    assert "the server pools with MEAN (the contract's: last)" in departed.stdout, departed.stdout[-4000:]
+    cause = f"the server pools with {other.upper()} (the contract's: {pooling})"
+    assert cause in departed.stdout, departed.stdout[-4000:]
