@@ -58,3 +58,28 @@ def test_run_against_vllm_equals_the_local_run_and_a_mixed_fleet_is_one_encoder(
     for name, value in local.items():
         assert abs(fleet_metrics[name] - value) <= 0.002, name
     assert overlap(tmp_path / "local" / "run.trec", tmp_path / "fleet" / "run.trec") >= 0.99
+
+
+@pytest.mark.llamacpp
+def test_a_fleet_of_vllm_and_llamacpp_is_stopped_by_the_member_check(
+    vllm_servers, llamacpp_launcher, small_beir, tmp_path, capsys
+):
+    """vLLM normalizes, llama-cpp-python never does: one name, one model, two normalizations (issue 31). Under the
+    raw-vector contract the member check stops the run before any batch is spread over them, naming both members and
+    the norms; under the model's normalized contract the llama.cpp member is stopped by its own norm."""
+    from evalsuite.base.errors import FleetMismatch
+    from tests.llamacpp.conftest import F32, at_contract_length
+
+    llamacpp = llamacpp_launcher("vllm-fleet", {"raw": (F32, at_contract_length())})["raw"].url
+    argv = ["run", "--dataset", str(small_beir), "--device", "cpu", "--no-cache", "--out", str(tmp_path / "fleet")]
+    argv += ["--endpoint", vllm_servers.faithful, "--endpoint", llamacpp]
+    assert main([*argv, "--no-normalize"]) != 0
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert FleetMismatch.__name__ in text or "disagree" in text, text
+    assert "norms off by" in text, text
+    assert vllm_servers.faithful in text and llamacpp in text, text
+    assert main(argv) != 0
+    text = capsys.readouterr().err
+    assert f"fleet member {llamacpp} failed" in text and "but the contract says normalized" in text, text
+    assert not (tmp_path / "fleet" / "results.json").exists()
