@@ -31,7 +31,7 @@ TEXTS = [
     "x",
     "",
 ]
-DETECT = ("--canary-detect", "0.5")  # the variants: fewer repeated requests (a whole-server fault shows in the first)
+DETECT = ("--canary-detect", "0.5")  # fewer repeated requests (the BERT tests check a replica share of 0.1)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,9 @@ def test_the_driver_names_only_a_bare_gpt2_byte_level_pre_tokenizer(llamacpp_dec
 def test_the_faithful_decoder_gguf_agrees_with_the_reference(
     llamacpp_decoders, small_beir, tmp_path, reference_cache, capsys
 ):
-    rc, verdicts, report = canary(llamacpp_decoders, llamacpp_decoders.faithful, small_beir, tmp_path, reference_cache)
+    rc, verdicts, report = canary(
+        llamacpp_decoders, llamacpp_decoders.faithful, small_beir, tmp_path, reference_cache, *DETECT
+    )
     out = capsys.readouterr().out
     assert report["served_model"] == DECODER_NAME
     # vLLM's tolerances (tests/vllm/test_vllm_canary.py)
@@ -107,6 +109,7 @@ def test_the_faithful_decoder_gguf_agrees_with_the_reference(
     assert "empty list -> HTTP 500" in bad["message"], bad["message"]
     assert bad["details"]["over_long"]["cosine"] < 0.9, bad["details"]
     assert causes(report) == [("special", "cut")], out
+    assert "(special tokens included) before sending them" in out and "text EOS for a decoder" in out, out
 
 
 def test_a_decoder_gguf_without_the_eos_is_named_no_closing(
