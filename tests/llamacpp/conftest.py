@@ -16,6 +16,9 @@ stops them at the end). Each server loads the bundled model converted to GGUF by
 - ``cls``: a copy of the f32 file whose ``bert.pooling_type`` says CLS (2): the server has no pooling setting,
   it pools as the file says;
 - ``short``: the f32 file with ``--n_ctx 128`` (below the contract's 256).
+
+``llamacpp_decoders`` (below, a second launcher call, only for test_llamacpp_decoder.py) serves a tiny Qwen3 decoder
+converted to GGUF in the session: faithful, without its EOS, and with mean pooling.
 """
 
 from __future__ import annotations
