@@ -155,7 +155,8 @@ def _special_fix(mode: object) -> str:
     """llama.cpp's remedy for a special-token mode (llama-cpp-python and llama-server read the same GGUF keys)."""
     if mode == "cut":
         return (
-            "it keeps the first n_batch tokens of [CLS] text [SEP], and no setting changes that: chunk documents to "
+            "it keeps the first n_batch tokens of the text with its special tokens ([CLS] text [SEP]; text EOS for a "
+            "decoder), and no setting changes that: chunk documents to "
             "the contract's max length (special tokens included) before sending them"
         )
     return (

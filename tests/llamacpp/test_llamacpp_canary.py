@@ -105,8 +105,8 @@ def test_an_f16_file_is_within_every_tolerance_behind_its_api_key(
 def test_add_eos_token_false_does_not_drop_berts_sep(llamacpp_servers):
     """A BERT (WPM) GGUF whose ``tokenizer.ggml.add_eos_token`` says false still gets [CLS] ... [SEP]: llama.cpp adds
     both whenever it adds special tokens (src/llama-vocab.cpp), so the closing-token loss a conversion causes
-    for BPE/SentencePiece models cannot be served from the bundled BERT (docs/engines.md). Its vectors are the
-    faithful file's, and its tokenizer says so."""
+    for BPE/SentencePiece models cannot be served from the bundled BERT (test_llamacpp_decoder.py serves it from
+    a BPE decoder). Its vectors are the faithful file's, and its tokenizer says so."""
     import httpx
     import numpy as np
 
