@@ -179,6 +179,15 @@ _PREFIX_FIX = (
     "client adds them, so check that neither the client nor the server adds or strips another prompt"
 )
 
+# vLLM 0.32's /v1/embeddings embeds ``input`` as sent; only its Cohere route (/v2/embed, ``input_type``) prepends the
+# model's declared prompts (config_sentence_transformers.json), so a wrong prefix comes from in front of it
+_VLLM_PREFIX_FIX = (
+    "vLLM's /v1/embeddings applies no prompt of its own (it embeds each input as sent): the client, or a gateway "
+    "or proxy in front of vLLM, must send the contract's prefixes (query {contract.query_prefix!r}, document "
+    "{contract.doc_prefix!r}); find what drops or adds them on the way (or call vLLM's /v2/embed with input_type "
+    "query / document, which prepends the model's declared prompts)"
+)
+
 FACTORS: tuple[Factor, ...] = (
     Factor(
         field="model",
@@ -186,7 +195,7 @@ FACTORS: tuple[Factor, ...] = (
         cause=lambda v, c: f"the server runs another model or revision ({v})",
         remedy={"": "deploy the pinned revision {contract.model_revision} of {contract.model}"},
     ),
-    Factor(field="prefix", stage="input", cause=_prefix_cause, remedy={"": _PREFIX_FIX}),
+    Factor(field="prefix", stage="input", cause=_prefix_cause, remedy={"": _PREFIX_FIX, "vllm": _VLLM_PREFIX_FIX}),
     Factor(
         field="special",
         stage="input",

@@ -32,11 +32,14 @@ MODEL_DTYPES = ("float16", "bfloat16")
 
 @dataclass(frozen=True)
 class Probes:
-    """The texts diagnosed: ids, roles and texts as given (no prefix)."""
+    """The texts diagnosed: ids, roles and texts as given (no prefix). ``batches``: the rows of each request the
+    served vectors came from (empty: unknown); ``refused``: ids of texts the server refused, left out."""
 
     ids: tuple[str, ...]
     roles: tuple[str, ...]
     texts: tuple[str, ...]
+    batches: tuple[tuple[int, ...], ...] = ()
+    refused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
