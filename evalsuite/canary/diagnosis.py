@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..encode.base import Encoder
+    from ..encode.right_padded import RightPaddedLastEncoder
     from ..run.prepared import Prepared
     from .checks.base import CheckOutcome
     from .embedding.context import CanaryContext
@@ -185,7 +186,8 @@ def reference_source(
 ) -> ReferenceSource:
     """Where the diagnosis gets the reference's vectors under each alternative: the pinned ``reference`` encoder
     at the contract's length and dtype (another one for another length or dtype), a suspect model directory of the
-    same width, the input without its closing special token (``special``); each made once. The canary's and the
+    same width, the input without its closing special token (``special``), the batches right-padded and pooled at
+    their last position (``right_padded``); each made once. The canary's and the
     index audit's diagnoses share it."""
     from ..run.pipeline import make_encoder
 
@@ -229,7 +231,22 @@ def reference_source(
         )
         return enc if enc.closing_id is not None else None
 
-    return ReferenceSource(encoder=encoder, suspect=suspect, token_counts=token_counts, special=special)
+    @cache
+    def right_padded(max_length: int, dtype: str) -> RightPaddedLastEncoder | None:
+        from ..encode.right_padded import RightPaddedLastEncoder
+
+        return RightPaddedLastEncoder(
+            prepared.model,
+            dtype=dtype,
+            device=prepared.spec.device,
+            max_length=max_length,
+            truncation="truncate",
+            progress=False,
+        )
+
+    return ReferenceSource(
+        encoder=encoder, suspect=suspect, token_counts=token_counts, special=special, right_padded=right_padded
+    )
 
 
 def diagnoses_for(ctx: CanaryContext, verdicts: list[CheckOutcome]) -> tuple[Diagnosis, ...]:

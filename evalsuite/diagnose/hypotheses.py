@@ -39,10 +39,14 @@ PREFIX_MODES = ("contract", "none", "swapped", "query_on_both", "declared")
 # BERT, EOS for decoders) as a GGUF converted without it serves ("no_closing"); or lost by over-long inputs only,
 # when the server truncates by cutting the token list after adding it ("cut": llama-cpp-python) (issue 31).
 SPECIAL_MODES = ("contract", "no_closing", "cut")
+# How a batch's texts are padded and where last-token pooling reads: the reference's ("contract": each text's own
+# last token), or "right": right-padded and pooled at the batch's last position, so a text shorter than the longest
+# in its batch is pooled at a pad token (TEI's Qwen3 bug). Formed over the batches the served vectors came from.
+PADDING_MODES = ("contract", "right")
 
 
-# (prefix mode, max length, model dtype, suspect model, special-token mode): one forward pass each
-ForwardKey = tuple[str, int, str, str | None, str]
+# (prefix mode, max length, model dtype, suspect model, special-token mode, padding mode): one forward pass each
+ForwardKey = tuple[str, int, str, str | None, str, str]
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class Alternative:
     model_dtype: str = "float32"
     model: str | None = None  # a --suspect-model directory; None: the pinned reference
     special: str = "contract"  # one of SPECIAL_MODES
+    padding: str = "contract"  # one of PADDING_MODES
 
     @classmethod
     def of_contract(cls, contract: Contract, hidden: int) -> Alternative:
@@ -81,7 +86,7 @@ class Alternative:
 
     def forward_key(self) -> ForwardKey:
         """What needs its own forward pass (everything else is derived from one pooled pass)."""
-        return (self.prefix, self.max_length, self.model_dtype, self.model, self.special)
+        return (self.prefix, self.max_length, self.model_dtype, self.model, self.special, self.padding)
 
     def departures(self, base: Alternative, hidden: int) -> list[tuple[Factor, object]]:
         """The factors on which this alternative departs from ``base``, in triage order."""
@@ -186,6 +191,11 @@ _VLLM_PREFIX_FIX = (
     "or proxy in front of vLLM, must send the contract's prefixes (query {contract.query_prefix!r}, document "
     "{contract.doc_prefix!r}); find what drops or adds them on the way (or call vLLM's /v2/embed with input_type "
     "query / document, which prepends the model's declared prompts)"
+)
+
+_PADDING_CAUSE = (
+    "the server right-pads each batch and pools its last position, so every text shorter than the longest in its "
+    "batch is pooled at a pad token (its vector depends on the batch it is sent in)"
 )
 
 FACTORS: tuple[Factor, ...] = (
@@ -304,6 +314,20 @@ FACTORS: tuple[Factor, ...] = (
             "llamacpp": "llama.cpp: serve a GGUF converted at the contract's dtype (convert_hf_to_gguf.py --outtype "
             "f32 for float32); an f16 or quantized file changes the vectors",
         },
+    ),
+    Factor(
+        field="padding",
+        stage="batch",
+        cause=lambda v, c: _PADDING_CAUSE,
+        remedy={
+            "": "pool the last real token of each text (the attention mask's last 1), not the batch's last position, "
+            "or pad batches on the left (the model's tokenizer_config.json padding_side); until then send one text "
+            "a request",
+            "tei": "TEI: upgrade to a release whose last-token pooling reads each text's last real token (its "
+            "Qwen3 fixes: left padding, batched last-token pooling); until then one text a batch "
+            "(--max-client-batch-size 1 --max-batch-requests 1)",
+        },
+        relevant=lambda alt, hidden: alt.pooling == "last",
     ),
 )
 
