@@ -124,7 +124,7 @@ def _served(ctx: CanaryContext, dims: int | None) -> tuple[Probes, np.ndarray]:
         try:
             got = [(batch, send(batch))]
         except EndpointHTTPError as exc:
-            if not 400 <= exc.status < 500 or exc.status in (401, 403):
+            if not _refusal(exc):
                 raise
             first = first or exc
             got = []
@@ -132,7 +132,7 @@ def _served(ctx: CanaryContext, dims: int | None) -> tuple[Probes, np.ndarray]:
                 try:
                     got.append(([i], send([i])))
                 except EndpointHTTPError as one:
-                    if not 400 <= one.status < 500 or one.status in (401, 403):
+                    if not _refusal(one):
                         raise
                     refused.append(i)
         for sent, vecs in got:
@@ -169,6 +169,11 @@ def _served(ctx: CanaryContext, dims: int | None) -> tuple[Probes, np.ndarray]:
         ),
         np.vstack([served, extra]),
     )
+
+
+def _refusal(exc: EndpointHTTPError) -> bool:
+    """The server refused these inputs (a 4xx other than auth and rate limits): another batch may pass."""
+    return 400 <= exc.status < 500 and exc.status not in (401, 403, 429)
 
 
 def _reference_source(ctx: CanaryContext) -> ReferenceSource:
