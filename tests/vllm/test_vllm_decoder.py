@@ -77,6 +77,7 @@ def test_each_decoder_departure_is_named(
         ("strip", "none", "cause: the server gets no prefixes (the contract's: query 'Instruct: "),
         ("add", "query_on_both", "cause: the query prefix 'Instruct: "),
     ],
+    ids=["strip", "add"],
 )
 def test_a_gateway_that_drops_or_spreads_the_query_instruction_is_named(
     vllm_decoder, small_beir, tmp_path, reference_cache, capsys, mode, value, says
