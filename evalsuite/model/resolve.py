@@ -273,7 +273,8 @@ def resolve_model(
             prompts = {k: v for k, v in raw.items() if isinstance(v, str)}
         if isinstance(st_data.get("default_prompt_name"), str):
             default_prompt = st_data["default_prompt_name"]
-            if default_prompt not in prompts:  # sentence-transformers refuses to load it too
+            # sentence-transformers refuses to load it too (6.x knows implicit empty 'query' and 'document' prompts)
+            if default_prompt not in (*prompts, "query", "document"):
                 raise ModelError(
                     f"{st_cfg}: default_prompt_name {default_prompt!r} names no prompt in 'prompts' "
                     f"({sorted(prompts)}): add that prompt, or set default_prompt_name to null"

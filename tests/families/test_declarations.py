@@ -206,3 +206,7 @@ def test_overriding_the_default_prompt_is_a_departure(family_dir, tmp_path):
     (bad / "config_sentence_transformers.json").write_text(json.dumps({**cfg, "default_prompt_name": "search"}))
     with pytest.raises(ModelError, match=r"config_sentence_transformers.json: default_prompt_name 'search' names no"):
         resolve_model(str(bad))
+    # sentence-transformers 6 knows an implicit empty 'document' prompt, so it loads this one (applying nothing)
+    (bad / "config_sentence_transformers.json").write_text(json.dumps({**cfg, "default_prompt_name": "document"}))
+    plain = build_contract(RunSpec(model=str(bad)), resolve_model(str(bad)))
+    assert (plain.doc_prompt, plain.doc_prefix) == (None, "")
