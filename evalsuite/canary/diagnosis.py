@@ -16,6 +16,7 @@ from ..diagnose.engines import ServerFacts, server_facts
 from ..diagnose.hypotheses import Alternative
 from ..diagnose.local import AlternativeVectors, Hypotheses, Probes, ReferenceSource
 from ..diagnose.score import Diagnosis, diagnose
+from ..encode.http import EndpointHTTPError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..encode.base import Encoder
+    from ..encode.right_padded import RightPaddedLastEncoder
     from ..run.prepared import Prepared
     from .checks.base import CheckOutcome
     from .embedding.context import CanaryContext
@@ -67,6 +69,8 @@ def _diagnose(ctx: CanaryContext, dims: int | None) -> Diagnosis:
     )
     base = Alternative.of_contract(c if dims is None else c.replace(dim=dims), hidden)
     what = f"{len(probes.ids)} canary texts" + (f" with dimensions={dims}" if dims else "")
+    if probes.refused:
+        what += f" ({len(probes.refused)} refused by the server and left out: {', '.join(probes.refused)})"
     candidates: dict[Alternative, np.ndarray] = {}
     for group in vectors.candidate_groups(base, int(served.shape[1]), hyps):
         candidates.update(group)
@@ -84,14 +88,69 @@ def _facts(ctx: CanaryContext) -> ServerFacts:
 
 def _served(ctx: CanaryContext, dims: int | None) -> tuple[Probes, np.ndarray]:
     """The served vectors of the canary texts as they come (norms unchecked), and of the over-long
-    document too when the server embeds it (it tests truncation above the contract's max length)."""
+    document too when the server embeds it (it tests truncation above the contract's max length).
+
+    The texts go in the batches the client sends them in (sorted by length, ``batch_size`` a request), one request
+    each, and ``Probes.batches`` says which: a server whose vectors depend on the batch (it pools a pad token) is
+    diagnosed against a forward pass over the same batches. A batch the server refuses (a 4xx: a text over its
+    limit once a gateway adds an instruction) is sent again one text a request, and the texts it still refuses are
+    left out of the diagnosis (``refused``)."""
     import numpy as np
 
     from ..run import probes as texts
 
     c, cs, client = ctx.contract, ctx.canary_set(), ctx.client()
-    served = client.embed(cs.rendered(c), ids=list(cs.ids), dimensions=dims, check_norm=False)
-    probes = Probes(cs.ids, cs.roles, cs.texts)
+    rendered = cs.rendered(c)
+    order = sorted(range(len(rendered)), key=lambda i: len(rendered[i]))  # as EndpointEncoder.embed batches them
+    size = client.config.batch_size
+    rows: list[int] = []
+    vectors: list[np.ndarray] = []
+    batches: list[tuple[int, ...]] = []
+    refused: list[int] = []
+
+    def send(batch: list[int]) -> np.ndarray:
+        return client.embed(
+            [rendered[i] for i in batch],
+            ids=[cs.ids[i] for i in batch],
+            dimensions=dims,
+            check_norm=False,
+            batch_size=len(batch),
+            sort_by_length=False,
+        )
+
+    first: EndpointHTTPError | None = None
+    for start in range(0, len(order), size):
+        batch = order[start : start + size]
+        try:
+            got = [(batch, send(batch))]
+        except EndpointHTTPError as exc:
+            if not _refusal(exc):
+                raise
+            first = first or exc
+            got = []
+            for i in batch:
+                try:
+                    got.append(([i], send([i])))
+                except EndpointHTTPError as one:
+                    if not _refusal(one):
+                        raise
+                    refused.append(i)
+        for sent, vecs in got:
+            batches.append(tuple(range(len(rows), len(rows) + len(sent))))
+            rows.extend(sent)
+            vectors.append(vecs)
+    if not rows and first is not None:
+        raise first
+    keep = sorted(range(len(rows)), key=lambda k: rows[k])  # back to the canary set's order
+    position = {k: n for n, k in enumerate(keep)}
+    served = np.vstack(vectors)[keep]
+    probes = Probes(
+        tuple(cs.ids[rows[k]] for k in keep),
+        tuple(cs.roles[rows[k]] for k in keep),
+        tuple(cs.texts[rows[k]] for k in keep),
+        batches=tuple(tuple(sorted(position[k] for k in b)) for b in batches),
+        refused=tuple(cs.ids[i] for i in sorted(refused)),
+    )
     if c.truncation != "truncate":
         return probes, served
     doc_id, text = texts.over_limit_document(c.max_length)
@@ -99,7 +158,22 @@ def _served(ctx: CanaryContext, dims: int | None) -> tuple[Probes, np.ndarray]:
         extra = client.embed([c.render("document", text)], ids=[doc_id], dimensions=dims, check_norm=False)
     except EndpointError:  # refused (a 4xx is fine): diagnose without it
         return probes, served
-    return Probes((*cs.ids, doc_id), (*cs.roles, "document"), (*cs.texts, text)), np.vstack([served, extra])
+    n = len(probes.ids)
+    return (
+        dataclasses.replace(
+            probes,
+            ids=(*probes.ids, doc_id),
+            roles=(*probes.roles, "document"),
+            texts=(*probes.texts, text),
+            batches=(*probes.batches, (n,)),
+        ),
+        np.vstack([served, extra]),
+    )
+
+
+def _refusal(exc: EndpointHTTPError) -> bool:
+    """The server refused these inputs (a 4xx other than auth and rate limits): another batch may pass."""
+    return 400 <= exc.status < 500 and exc.status not in (401, 403, 429)
 
 
 def _reference_source(ctx: CanaryContext) -> ReferenceSource:
@@ -117,7 +191,8 @@ def reference_source(
 ) -> ReferenceSource:
     """Where the diagnosis gets the reference's vectors under each alternative: the pinned ``reference`` encoder
     at the contract's length and dtype (another one for another length or dtype), a suspect model directory of the
-    same width, the input without its closing special token (``special``); each made once. The canary's and the
+    same width, the input without its closing special token (``special``), the batches right-padded and pooled at
+    their last position (``right_padded``); each made once. The canary's and the
     index audit's diagnoses share it."""
     from ..run.pipeline import make_encoder
 
@@ -161,7 +236,22 @@ def reference_source(
         )
         return enc if enc.closing_id is not None else None
 
-    return ReferenceSource(encoder=encoder, suspect=suspect, token_counts=token_counts, special=special)
+    @cache
+    def right_padded(max_length: int, dtype: str) -> RightPaddedLastEncoder | None:
+        from ..encode.right_padded import RightPaddedLastEncoder
+
+        return RightPaddedLastEncoder(
+            prepared.model,
+            dtype=dtype,
+            device=prepared.spec.device,
+            max_length=max_length,
+            truncation="truncate",
+            progress=False,
+        )
+
+    return ReferenceSource(
+        encoder=encoder, suspect=suspect, token_counts=token_counts, special=special, right_padded=right_padded
+    )
 
 
 def diagnoses_for(ctx: CanaryContext, verdicts: list[CheckOutcome]) -> tuple[Diagnosis, ...]:

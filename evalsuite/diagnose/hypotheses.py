@@ -39,10 +39,14 @@ PREFIX_MODES = ("contract", "none", "swapped", "query_on_both", "declared")
 # BERT, EOS for decoders) as a GGUF converted without it serves ("no_closing"); or lost by over-long inputs only,
 # when the server truncates by cutting the token list after adding it ("cut": llama-cpp-python) (issue 31).
 SPECIAL_MODES = ("contract", "no_closing", "cut")
+# How a batch's texts are padded and where last-token pooling reads: the reference's ("contract": each text's own
+# last token), or "right": right-padded and pooled at the batch's last position, so a text shorter than the longest
+# in its batch is pooled at a pad token (TEI's Qwen3 bug). Formed over the batches the served vectors came from.
+PADDING_MODES = ("contract", "right")
 
 
-# (prefix mode, max length, model dtype, suspect model, special-token mode): one forward pass each
-ForwardKey = tuple[str, int, str, str | None, str]
+# (prefix mode, max length, model dtype, suspect model, special-token mode, padding mode): one forward pass each
+ForwardKey = tuple[str, int, str, str | None, str, str]
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class Alternative:
     model_dtype: str = "float32"
     model: str | None = None  # a --suspect-model directory; None: the pinned reference
     special: str = "contract"  # one of SPECIAL_MODES
+    padding: str = "contract"  # one of PADDING_MODES
 
     @classmethod
     def of_contract(cls, contract: Contract, hidden: int) -> Alternative:
@@ -81,7 +86,7 @@ class Alternative:
 
     def forward_key(self) -> ForwardKey:
         """What needs its own forward pass (everything else is derived from one pooled pass)."""
-        return (self.prefix, self.max_length, self.model_dtype, self.model, self.special)
+        return (self.prefix, self.max_length, self.model_dtype, self.model, self.special, self.padding)
 
     def departures(self, base: Alternative, hidden: int) -> list[tuple[Factor, object]]:
         """The factors on which this alternative departs from ``base``, in triage order."""
@@ -180,6 +185,20 @@ _PREFIX_FIX = (
     "client adds them, so check that neither the client nor the server adds or strips another prompt"
 )
 
+# vLLM 0.32's /v1/embeddings embeds ``input`` as sent; only its Cohere route (/v2/embed, ``input_type``) prepends the
+# model's declared prompts (config_sentence_transformers.json), so a wrong prefix comes from in front of it
+_VLLM_PREFIX_FIX = (
+    "vLLM's /v1/embeddings applies no prompt of its own (it embeds each input as sent): the client, or a gateway "
+    "or proxy in front of vLLM, must send the contract's prefixes (query {contract.query_prefix!r}, document "
+    "{contract.doc_prefix!r}); find what drops or adds them on the way (or call vLLM's /v2/embed with input_type "
+    "query / document, which prepends the model's declared prompts)"
+)
+
+_PADDING_CAUSE = (
+    "the server right-pads each batch and pools its last position, so every text shorter than the longest in its "
+    "batch is pooled at a pad token (its vector depends on the batch it is sent in)"
+)
+
 FACTORS: tuple[Factor, ...] = (
     Factor(
         field="model",
@@ -187,7 +206,7 @@ FACTORS: tuple[Factor, ...] = (
         cause=lambda v, c: f"the server runs another model or revision ({v})",
         remedy={"": "deploy the pinned revision {contract.model_revision} of {contract.model}"},
     ),
-    Factor(field="prefix", stage="input", cause=_prefix_cause, remedy={"": _PREFIX_FIX}),
+    Factor(field="prefix", stage="input", cause=_prefix_cause, remedy={"": _PREFIX_FIX, "vllm": _VLLM_PREFIX_FIX}),
     Factor(
         field="special",
         stage="input",
@@ -296,6 +315,20 @@ FACTORS: tuple[Factor, ...] = (
             "llamacpp": "llama.cpp: serve a GGUF converted at the contract's dtype (convert_hf_to_gguf.py --outtype "
             "f32 for float32); an f16 or quantized file changes the vectors",
         },
+    ),
+    Factor(
+        field="padding",
+        stage="batch",
+        cause=lambda v, c: _PADDING_CAUSE,
+        remedy={
+            "": "pool the last real token of each text (the attention mask's last 1), not the batch's last position, "
+            "or pad batches on the left (the model's tokenizer_config.json padding_side); until then send one text "
+            "a request",
+            "tei": "TEI: upgrade to a release whose last-token pooling reads each text's last real token (its "
+            "Qwen3 fixes: left padding, batched last-token pooling); until then one text a batch "
+            "(--max-client-batch-size 1 --max-batch-requests 1)",
+        },
+        relevant=lambda alt, hidden: alt.pooling == "last",
     ),
 )
 

@@ -23,8 +23,8 @@ from .score import derive, numeric_variants
 if TYPE_CHECKING:
     from ..contract import Contract
     from ..encode.base import Encoder
+    from ..encode.right_padded import RightPaddedLastEncoder
 
-Key = tuple[str, int, str, str | None, bool]  # Alternative.forward_key(): prefixes, max length, dtype, model, EOS
 TRUNCATION_LENGTHS = (64, 128, 256, 512)
 ROUNDINGS = ("float16", "bfloat16")
 MODEL_DTYPES = ("float16", "bfloat16")
@@ -32,11 +32,14 @@ MODEL_DTYPES = ("float16", "bfloat16")
 
 @dataclass(frozen=True)
 class Probes:
-    """The texts diagnosed: ids, roles and texts as given (no prefix)."""
+    """The texts diagnosed: ids, roles and texts as given (no prefix). ``batches``: the rows of each request the
+    served vectors came from (empty: unknown); ``refused``: ids of texts the server refused, left out."""
 
     ids: tuple[str, ...]
     roles: tuple[str, ...]
     texts: tuple[str, ...]
+    batches: tuple[tuple[int, ...], ...] = ()
+    refused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class ReferenceSource:
     suspect: Callable[[str], Encoder]
     token_counts: Callable[[list[str]], list[int] | None]
     special: Callable[[str, int, str], Encoder | None] | None = None
+    # the reference at a (max length, dtype) run as an engine that right-pads a batch and pools its last position
+    right_padded: Callable[[int, str], RightPaddedLastEncoder | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,7 +112,7 @@ class AlternativeVectors:
         return self._pooled[key]
 
     def _compute(self, key: ForwardKey) -> dict[str, np.ndarray] | None:
-        mode, length, dtype, model, special = key
+        mode, length, dtype, model, special, padding = key
         rendered = self._render(mode)
         if rendered is None:
             return None
@@ -116,6 +121,11 @@ class AlternativeVectors:
         try:
             if model is not None:
                 return self._encode(self.source.suspect(model), rendered, rows)
+            if padding != "contract":  # last-token pooling only: the batch's last position, over the served batches
+                padded = self.source.right_padded(length, dtype) if self.source.right_padded is not None else None
+                if padded is None or not self.probes.batches:
+                    return None
+                return {"last": padded.encode_batches(rendered, self.probes.batches)}
             if special == "cut":
                 counts = self.source.token_counts(rendered)
                 if counts is not None and all(n <= length for n in counts):
@@ -126,7 +136,7 @@ class AlternativeVectors:
             if length != c.max_length and mode == "contract" and dtype == c.dtype:
                 # only texts the other length cuts differently change: the rest are the contract's pass
                 counts = self.source.token_counts(rendered)
-                base = self.pooled(("contract", c.max_length, dtype, None, "contract"))
+                base = self.pooled(("contract", c.max_length, dtype, None, "contract", "contract"))
                 if counts is not None and base is not None:
                     rows = [i for i, n in enumerate(counts) if n > min(length, c.max_length)]
                     if not rows:
@@ -147,22 +157,26 @@ class AlternativeVectors:
     ) -> Iterator[dict[Alternative, np.ndarray]]:
         """The alternatives of ``width`` dimensions, cheapest passes first: the contract's own pass (every
         pooling, normalization, cut and output rounding), then other prefixes, the input without its closing
-        special token, max lengths (each also cut after the closing token, as llama-cpp-python truncates), model
+        special token, the served batches right-padded and pooled at their last position (last-token pooling), max
+        lengths (each also cut after the closing token, as llama-cpp-python truncates), model
         dtypes and suspect models, each with every pooling, normalization and cut. A caller stops asking once one
         explains the served vectors, so the expensive passes run only when needed."""
-        m, n, dt, sp = base.max_length, base.model_dtype, base.model, base.special
+        m, n, dt, sp, pd = base.max_length, base.model_dtype, base.model, base.special, base.padding
+        # a batch of texts of several lengths pads some of them: only then can right padding change a vector
+        padded = base.pooling == "last" and any(len(b) > 1 for b in self.probes.batches)
         groups: list[list[ForwardKey]] = [
             [base.forward_key()],
-            [(mode, m, n, dt, sp) for mode in PREFIX_MODES if mode != "contract"],
-            [("contract", m, n, dt, "no_closing")],
+            [(mode, m, n, dt, sp, pd) for mode in PREFIX_MODES if mode != "contract"],
+            [("contract", m, n, dt, "no_closing", pd)],
+            [("contract", m, n, dt, sp, "right")] if padded else [],
             [
-                ("contract", length, n, dt, s)
+                ("contract", length, n, dt, s, pd)
                 for length in (m, *hyps.lengths)
                 for s in (sp, "cut")
                 if (length, s) != (m, sp)
             ],
-            [("contract", m, d, dt, sp) for d in hyps.model_dtypes],
-            [("contract", m, n, s, sp) for s in hyps.suspects],
+            [("contract", m, d, dt, sp, pd) for d in hyps.model_dtypes],
+            [("contract", m, n, s, sp, pd) for s in hyps.suspects],
         ]
         for keys in groups:
             yield self._candidates(keys, base, width)
@@ -171,7 +185,7 @@ class AlternativeVectors:
         contract_inputs = self._render("contract")
         out: dict[Alternative, np.ndarray] = {}
         for key in keys:
-            mode, length, dtype, model, special = key
+            mode, length, dtype, model, special, padding = key
             if mode != "contract" and self._render(mode) == contract_inputs:
                 continue  # the same inputs as the contract's: the same vectors
             pooled = self.pooled(key)
@@ -179,8 +193,16 @@ class AlternativeVectors:
                 continue
             roundings = (None, *ROUNDINGS) if key == base.forward_key() else (None,)
             for pooling in POOLINGS:
+                if pooling not in pooled:
+                    continue  # a pass that pools one way only (right padding: last)
                 around = base.replace(
-                    pooling=pooling, prefix=mode, max_length=length, model_dtype=dtype, model=model, special=special
+                    pooling=pooling,
+                    prefix=mode,
+                    max_length=length,
+                    model_dtype=dtype,
+                    model=model,
+                    special=special,
+                    padding=padding,
                 )
                 for alt in numeric_variants(around, width, self.hidden, roundings):
                     out[alt] = derive(pooled[pooling], alt)

@@ -273,6 +273,12 @@ def resolve_model(
             prompts = {k: v for k, v in raw.items() if isinstance(v, str)}
         if isinstance(st_data.get("default_prompt_name"), str):
             default_prompt = st_data["default_prompt_name"]
+            # sentence-transformers refuses to load it too (6.x knows implicit empty 'query' and 'document' prompts)
+            if default_prompt not in (*prompts, "query", "document"):
+                raise ModelError(
+                    f"{st_cfg}: default_prompt_name {default_prompt!r} names no prompt in 'prompts' "
+                    f"({sorted(prompts)}): add that prompt, or set default_prompt_name to null"
+                )
     out_dim = hidden
     for head in layout.dense:
         if head.in_features != out_dim:

@@ -134,11 +134,12 @@ def _departures(spec: RunSpec, info: ModelInfo, pooling: str, normalize: bool, p
         declared = "a Normalize module" if info.declared_normalize else "no Normalize module"
         out.append(f"normalize {str(normalize).lower()}: the model declares {declared} (modules.json)")
     for role, given in (("query", spec.query_prefix), ("document", spec.doc_prefix)):
-        name, declared_text = declared_prompt(info.prompts, role)
+        name, declared_text = declared_prompt(info.prompts, role, info.default_prompt_name)
         if given is not None and name is not None and given != declared_text:
+            which = ", its default_prompt_name" if name == info.default_prompt_name else ""
             out.append(
                 f"{role} prefix {prefixes[role]!r}: the model declares the {name!r} prompt {declared_text!r} "
-                "(config_sentence_transformers.json)"
+                f"(config_sentence_transformers.json{which})"
             )
     return out
 
@@ -160,8 +161,8 @@ def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
         else (info.declared_normalize if info.declared_normalize is not None else True)
     )
     similarity = spec.similarity or ("cosine" if normalize else "dot")
-    query_name, declared_query = declared_prompt(info.prompts, "query")
-    doc_name, declared_doc = declared_prompt(info.prompts, "document")
+    query_name, declared_query = declared_prompt(info.prompts, "query", info.default_prompt_name)
+    doc_name, declared_doc = declared_prompt(info.prompts, "document", info.default_prompt_name)
     query_prefix = spec.query_prefix if spec.query_prefix is not None else declared_query
     doc_prefix = spec.doc_prefix if spec.doc_prefix is not None else declared_doc
     departures = _departures(spec, info, pooling, normalize, {"query": query_prefix, "document": doc_prefix})

@@ -21,6 +21,7 @@ from .tiny_bert import WORDS, write_tiny_bert
 
 QWEN_QUERY_PROMPT = "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: "
 BGE_QUERY_PROMPT = "Represent this sentence for searching relevant passages: "
+RETRIEVAL_PROMPT = "Represent this text for retrieval: "
 EOS = "<|endoftext|>"
 ST_NAMES = {  # the contract's pooling names -> sentence-transformers' pooling_mode names
     "cls": "cls",
@@ -46,6 +47,7 @@ class Family:
     dense: tuple[tuple[int, str], ...] = ()  # (out_features, activation class name) per Dense head
     normalize: bool = True
     doc_prompt_name: str | None = None  # the name of the document prompt (for the oracle's prompt_name)
+    default_prompt_name: str | None = None  # config_sentence_transformers.json's default_prompt_name
 
 
 FAMILIES: dict[str, Family] = {
@@ -60,6 +62,15 @@ FAMILIES: dict[str, Family] = {
         Family("max", "bert", "max"),
         Family("mean_sqrt_len", "bert", "mean_sqrt_len", normalize=False),
         Family("no_prompt_pooling", "bert", "mean", {"query": BGE_QUERY_PROMPT}, include_prompt=False),
+        # documents declare no prompt of their own: they get the default one (as sentence-transformers' encode)
+        Family(
+            "default_prompt",
+            "qwen3",
+            "last",
+            {"query": QWEN_QUERY_PROMPT, "retrieval": RETRIEVAL_PROMPT},
+            padding_side="left",
+            default_prompt_name="retrieval",
+        ),
     )
 }
 MAX_LENGTH = 128  # sentence_bert_config.json's max_seq_length (the decoders support 512 positions)
@@ -256,7 +267,7 @@ def write_family(name: str, path: Path, *, seed: int = 0) -> Path:
         )
     (path / "modules.json").write_text(json.dumps(modules, indent=2))
     (path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": MAX_LENGTH, "do_lower_case": False}))
-    st_config: dict[str, object] = {"prompts": dict(family.prompts), "default_prompt_name": None}
+    st_config: dict[str, object] = {"prompts": dict(family.prompts), "default_prompt_name": family.default_prompt_name}
     st_config["similarity_fn_name"] = "cosine" if family.normalize else "dot"
     (path / "config_sentence_transformers.json").write_text(json.dumps(st_config, indent=2))
     return path

@@ -58,6 +58,7 @@ class FaultServer:
         self.model_extra: dict[str, Any] = {}  # more fields of the /v1/models entry (e.g. max_model_len)
         self.empty_list_status = 422
         self.empty_list_body: object = {"detail": [{"msg": "empty"}]}  # a str: sent as text/plain, not JSON
+        self.refuse_tokens: int | None = None  # a request holding a longer text is refused with 400 (as vLLM's)
         self.hang = False
         # partial faults (each off by default): see the class docstring
         self.latency = 0.01
@@ -152,6 +153,12 @@ class FaultServer:
         texts = [
             t[len(self.strip_prefix) :] if self.strip_prefix and t.startswith(self.strip_prefix) else t for t in texts
         ]
+        if self.refuse_tokens is not None:
+            tokenizer = self.encoders(self.max_length).tokenizer
+            longest = max(len(tokenizer(t)["input_ids"]) for t in texts)
+            if longest > self.refuse_tokens:
+                said = f"maximum context length is {self.refuse_tokens} tokens; an input has {longest}"
+                return reply({"error": {"message": said, "code": 400}}, 400)
         with self._lock:
             faulty = self.answered >= self.fault_after
             self.answered += 1

@@ -1,7 +1,8 @@
 """A load balancer in front of real servers, for the fleet tests: a loopback HTTP proxy that forwards each
 request, headers (Authorization included) and body as they are, to one of N upstream URLs, chosen by a
 :class:`Router` (round robin, or seeded at random with a given share to one member), and returns the
-upstream's status, headers and body as they are."""
+upstream's status, headers and body as they are. With ``rewrite`` it is a gateway that edits each request body on
+its way (:func:`prefix_rewrite`: one that drops a query instruction, or adds it to every input)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import http.client
 import random
 import threading
 import urllib.parse
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -49,12 +51,19 @@ class Router:
 class Proxy:
     """The proxy on 127.0.0.1 (a free port); ``url`` is its OpenAI base URL (``.../v1``), like its upstreams'."""
 
-    def __init__(self, upstreams: list[str], router: Router, timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        upstreams: list[str],
+        router: Router,
+        timeout: float = 120.0,
+        rewrite: Callable[[str, bytes], bytes] | None = None,
+    ) -> None:
         if len(upstreams) != router.members:
             raise ValueError(f"{len(upstreams)} upstreams for a router of {router.members}")
         self.upstreams = [urllib.parse.urlsplit(u) for u in upstreams]
         self.router = router
         self.timeout = timeout
+        self.rewrite = rewrite  # (path, request body) -> the body forwarded: a gateway that edits requests
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -90,6 +99,8 @@ class Proxy:
     ) -> tuple[int, list[tuple[str, str]], bytes]:
         """One request to the upstream the router picks: its status, headers (less hop-by-hop) and body."""
         up = self.upstreams[self.router.pick()]
+        if self.rewrite is not None and method == "POST":
+            body = self.rewrite(path, body)
         conn = http.client.HTTPConnection(up.hostname or "127.0.0.1", up.port, timeout=self.timeout)
         try:
             sent = {k: v for k, v in headers.items() if k.lower() not in _NOT_FORWARDED | {"content-length"}}
@@ -111,3 +122,35 @@ class Proxy:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
+
+
+def prefix_rewrite(prefix: str, mode: str) -> Callable[[str, bytes], bytes]:
+    """A gateway's edit of the ``input`` of every ``/embeddings`` request: ``strip`` removes ``prefix`` from each
+    input that starts with it (the query instruction dropped); ``add`` prepends it to each input that lacks it (the
+    instruction applied to documents too). Other routes and bodies pass as they are."""
+    import json
+
+    if mode not in ("strip", "add") or not prefix:
+        raise ValueError(f"mode {mode!r} with prefix {prefix!r}: choose strip or add, and a non-empty prefix")
+
+    def edit(text: object) -> object:
+        if not isinstance(text, str):
+            return text  # token ids pass as they are
+        if mode == "strip":
+            return text[len(prefix) :] if text.startswith(prefix) else text
+        return text if text.startswith(prefix) else prefix + text
+
+    def rewrite(path: str, body: bytes) -> bytes:
+        if not path.rstrip("/").endswith("/embeddings"):
+            return body
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            return body
+        if not isinstance(payload, dict) or "input" not in payload:
+            return body
+        given = payload["input"]
+        payload["input"] = [edit(t) for t in given] if isinstance(given, list) else edit(given)
+        return json.dumps(payload).encode()
+
+    return rewrite

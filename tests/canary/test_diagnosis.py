@@ -138,6 +138,22 @@ def test_dropped_query_prefix_is_named(prepared_with, fault_server, make_context
     assert "the server gets no prefixes" in outcome.diagnoses[0].sentence()
 
 
+def test_texts_the_server_refuses_are_left_out_and_the_rest_diagnosed(prepared_with, fault_server, make_context):
+    """A server that refuses the requests holding the long canary documents (HTTP 400) still has its cause named
+    from the texts it embeds, sent again one a request; the texts it refuses are named."""
+    prepared = prepared_with(query_prefix="query: ")
+    fault_server.strip_prefix = "query: "
+    fault_server.refuse_tokens = 40
+    ctx = make_context(fault_server.url, prepared)
+    outcome = run_canary(ctx)
+    assert causes(outcome) == {"prefix": "none"}
+    [d] = outcome.diagnoses
+    assert "refused by the server and left out: " in d.what and "d_long" in d.what, d.what
+    refused = int(d.what.split("(")[1].split(" ")[0])
+    assert refused >= 1 and d.texts == len(ctx.canary_set().ids) - refused  # every other canary text is diagnosed
+    assert [len(b["input"]) for b in fault_server.bodies].count(1) >= refused  # resent one text a request
+
+
 def test_float16_rounded_vectors_are_named(fault_server, make_context):
     fault_server.rounding = "float16"
     outcome = run_canary(make_context(fault_server.url, min_cosine=0.999999999))

@@ -186,3 +186,27 @@ def test_canary_announces_departures_too(family_dir, small_beir, tmp_path, capsy
     rc = main(["canary", "--endpoint", "http://127.0.0.1:9/v1", *model, "--canary-dimensions", "999"])
     assert rc == 2
     assert "evalsuite: contract departure: pooling max: the model declares mean" in capsys.readouterr().err
+
+
+def test_overriding_the_default_prompt_is_a_departure(family_dir, tmp_path):
+    from evalsuite.testing.tiny_families import RETRIEVAL_PROMPT
+
+    d = family_dir("default_prompt")  # a 'query' prompt, and default_prompt_name 'retrieval' for the rest
+    info = resolve_model(str(d))
+    assert info.default_prompt_name == "retrieval"
+    c = build_contract(RunSpec(model=str(d), doc_prefix=""), info)
+    assert c.departures == (
+        f"document prefix '': the model declares the 'retrieval' prompt {RETRIEVAL_PROMPT!r} "
+        "(config_sentence_transformers.json, its default_prompt_name)",
+    )
+    assert c.doc_prompt is None and c.doc_prefix == ""
+    assert build_contract(RunSpec(model=str(d), doc_prefix=RETRIEVAL_PROMPT), info).departures == ()
+    bad = shutil.copytree(d, tmp_path / "m")
+    cfg = json.loads((bad / "config_sentence_transformers.json").read_text())
+    (bad / "config_sentence_transformers.json").write_text(json.dumps({**cfg, "default_prompt_name": "search"}))
+    with pytest.raises(ModelError, match=r"config_sentence_transformers.json: default_prompt_name 'search' names no"):
+        resolve_model(str(bad))
+    # sentence-transformers 6 knows an implicit empty 'document' prompt, so it loads this one (applying nothing)
+    (bad / "config_sentence_transformers.json").write_text(json.dumps({**cfg, "default_prompt_name": "document"}))
+    plain = build_contract(RunSpec(model=str(bad)), resolve_model(str(bad)))
+    assert (plain.doc_prompt, plain.doc_prefix) == (None, "")

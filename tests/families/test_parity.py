@@ -25,6 +25,8 @@ def oracle_prompt(family: Family, role: str) -> dict[str, str]:
     if role == "query":
         return {"prompt_name": "query"} if "query" in family.prompts else {"prompt": ""}
     name = family.doc_prompt_name or ("document" if "document" in family.prompts else None)
+    if name is None and family.default_prompt_name is not None:
+        return {}  # no prompt named: sentence-transformers' encode applies default_prompt_name
     return {"prompt_name": name} if name else {"prompt": ""}
 
 
@@ -109,3 +111,24 @@ def test_one_forward_pass_serves_every_pooling(family_dir):
         assert together[p].shape == (len(TEXTS), info.hidden_size)
     assert not np.allclose(together["mean"], together["weightedmean"])  # the poolings really differ
     assert not np.allclose(together["max"], together["mean"])
+
+
+def test_default_prompt_name_applies_to_a_role_without_its_own_prompt(family_dir, st_oracle):
+    """Documents of a model declaring no document prompt but a default_prompt_name get the default prompt, as
+    sentence-transformers' encode gives them (its 6.x encode_document does not: its implicit empty 'document'
+    prompt comes first); queries keep their own 'query' prompt. The contract records both names."""
+    from evalsuite.testing.tiny_families import RETRIEVAL_PROMPT
+
+    encoder, contract = ours(family_dir, "default_prompt")
+    assert (contract.doc_prompt, contract.doc_prefix) == ("retrieval", RETRIEVAL_PROMPT)
+    assert contract.query_prompt == "query" and contract.to_dict()["doc_prompt"] == "retrieval"
+    st = st_oracle(family_dir("default_prompt"))
+    assert st.default_prompt_name == "retrieval"
+    docs = encoder.embed(TEXTS, "document")
+    assert cosines(docs, st.encode(TEXTS, convert_to_numpy=True)).min() >= MIN_COSINE
+    assert cosines(docs, st.encode(TEXTS, prompt_name="retrieval", convert_to_numpy=True)).min() >= MIN_COSINE
+    bare = st.encode(TEXTS, prompt="", convert_to_numpy=True)  # what ignoring the default would give
+    assert cosines(docs, bare).min() < 0.999
+    assert cosines(st.encode_document(TEXTS, convert_to_numpy=True), bare).min() >= MIN_COSINE  # 6.x's divergence
+    queries = encoder.embed(TEXTS, "query")
+    assert cosines(queries, st.encode_query(TEXTS, convert_to_numpy=True)).min() >= MIN_COSINE

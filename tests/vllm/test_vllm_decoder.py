@@ -69,3 +69,41 @@ def test_each_decoder_departure_is_named(
         assert text in out, out
     [diagnosis] = json.loads((tmp_path / "canary.json").read_text())["diagnosis"]
     assert [c["factor"] for c in diagnosis["causes"]] == [factor]
+
+
+@pytest.mark.parametrize(
+    ("mode", "value", "says"),
+    [
+        ("strip", "none", "cause: the server gets no prefixes (the contract's: query 'Instruct: "),
+        ("add", "query_on_both", "cause: the query prefix 'Instruct: "),
+    ],
+    ids=["strip", "add"],
+)
+def test_a_gateway_that_drops_or_spreads_the_query_instruction_is_named(
+    vllm_decoder, small_beir, tmp_path, reference_cache, capsys, mode, value, says
+):
+    """vLLM embeds each input as sent, so a wrong instruction comes from in front of it: a real loopback gateway
+    before the faithful decoder server that drops the contract's query instruction from every input (``strip``),
+    or prepends it to every input without it (``add``: documents too), is named by the diagnosis with vLLM's
+    remedy."""
+    from evalsuite.model import resolve_model
+    from evalsuite.run.spec import RunSpec, build_contract
+
+    from ..canary.proxy import Proxy, Router, prefix_rewrite
+
+    d = vllm_decoder.model_dir
+    contract = build_contract(RunSpec(model=str(d)), resolve_model(str(d)))
+    assert contract.query_prefix.startswith("Instruct: ") and contract.doc_prefix == ""  # declared by the model
+    gateway = Proxy([vllm_decoder.url], Router(1), rewrite=prefix_rewrite(contract.query_prefix, mode))
+    try:
+        rc, verdicts = canary(gateway.url, small_beir, tmp_path, reference_cache, "--model", str(d))
+    finally:
+        gateway.stop()
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert verdicts["vector_agreement"]["passed"] is False
+    [diagnosis] = json.loads((tmp_path / "canary.json").read_text())["diagnosis"]
+    assert diagnosis["engine"] == "vllm"  # the gateway forwards /v1/models: the engine behind it is named
+    assert {c["factor"]: c["value"] for c in diagnosis["causes"]} == {"prefix": value}, out
+    assert says in out, out
+    assert "vLLM's /v1/embeddings applies no prompt of its own" in out, out
