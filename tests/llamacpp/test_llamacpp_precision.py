@@ -52,3 +52,15 @@ def test_a_q4_0_file_is_named_precision_with_its_cosine_and_remedy(
     assert "llama-cpp-python: serve the f32 GGUF" in out and "not a quantized one" in out, out
     batch = next(link for link in report["triage"] if link["stage"] == "batch")
     assert batch["status"] == "FAIL" and any("lower precision" in e for e in batch["evidence"]), batch
+
+
+def test_verify_names_the_q4_0_files_precision_without_the_model(llamacpp_q4_0, small_beir, tmp_path, capsys):
+    """`verify` against the raw-vector manifest: the fingerprint's 8 probe texts depart evenly too."""
+    run = ["run", "--dataset", str(small_beir), "--device", "cpu", "--no-normalize", "--no-cache"]
+    assert main([*run, "--out", str(tmp_path / "raw")]) == 0
+    capsys.readouterr()
+    rc = main(["verify", "--manifest", str(tmp_path / "raw" / "manifest.json"), "--endpoint", llamacpp_q4_0])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert "cause: the served vectors are made at lower precision than the reference's (min cosine 0." in out, out
+    assert "llama-cpp-python: serve the f32 GGUF" in out, out
