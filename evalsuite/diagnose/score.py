@@ -4,7 +4,8 @@ the served vectors best (no model, no HTTP; :mod:`evalsuite.verify` uses it with
 How well an alternative fits is the largest relative difference ``|served - candidate| / |candidate|``
 over the texts: it sees direction and norm at once (a vector of the right direction but another norm
 does not fit), and is 0 for the same encoding. An alternative *explains* the served vectors when that
-difference is at most :data:`EXPLAIN_TOL` and clearly smaller than the contract's own.
+difference is at most :data:`EXPLAIN_TOL` and clearly smaller than the contract's own. When none does,
+:func:`name_precision` may still name reduced precision from how the vectors depart (:mod:`.precision`).
 """
 
 from __future__ import annotations
