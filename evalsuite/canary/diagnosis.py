@@ -15,7 +15,7 @@ from ..base.errors import EndpointError
 from ..diagnose.engines import ServerFacts, server_facts
 from ..diagnose.hypotheses import Alternative
 from ..diagnose.local import AlternativeVectors, Hypotheses, Probes, ReferenceSource
-from ..diagnose.score import Diagnosis, diagnose
+from ..diagnose.score import Diagnosis, diagnose, name_precision
 from ..encode.http import EndpointHTTPError
 
 if TYPE_CHECKING:
@@ -79,6 +79,8 @@ def _diagnose(ctx: CanaryContext, dims: int | None) -> Diagnosis:
         )
         if found.explained:
             break
+    # only once every alternative is in: a quantized server's vectors are near several of them
+    found = name_precision(found, served, candidates, probes.ids, base=base, hidden=hidden, contract=c)
     return dataclasses.replace(found, not_tested=tuple(vectors.not_tested))
 
 

@@ -5,6 +5,7 @@
   the :class:`~.hypotheses.Alternative` a served vector may have been made under;
 - :mod:`.score` is pure numpy: the cheap derivations (normalization, Matryoshka cut, re-normalization,
   output rounding) and how well each alternative explains the served vectors (:class:`~.score.Diagnosis`);
+- :mod:`.precision` judges whether vectors no alternative explains depart as reduced precision makes them;
 - :mod:`.engines` reads what a server says about itself (engine, max length) from ``/v1/models``;
 - :mod:`.local` computes the alternatives' pooled vectors with the local reference, in as few forward
   passes as the hypotheses need (torch only here);

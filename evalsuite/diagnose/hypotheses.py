@@ -352,3 +352,29 @@ def prefixes(mode: str, contract: Contract, prompts: Mapping[str, str]) -> dict[
             return None
         return {"query": pq or "", "document": pd or ""}
     raise ValueError(f"unknown prefix mode {mode!r}; choose one of {', '.join(PREFIX_MODES)}")
+
+
+# Not a field of Alternative: no reference pass reproduces a quantized file's or a low-precision kernel's rounding,
+# so :func:`evalsuite.diagnose.score.name_precision` names it from how the served vectors depart from the best
+# alternative's (evenly, on every text, at high cosine). Its value is the min cosine to that alternative (issue 31).
+PRECISION = Factor(
+    field="precision",
+    stage="batch",
+    cause=lambda v, c: (
+        f"the served vectors are made at lower precision than the reference's (min cosine {v}): quantized weights "
+        "or reduced-precision compute"
+    ),
+    remedy={
+        "": "serve the model's weights unquantized and compute in the contract's dtype ({contract.dtype})",
+        "vllm": "vLLM: --dtype {contract.dtype} and no --quantization (serve unquantized weights)",
+        "sglang": "SGLang: --dtype {contract.dtype} and no --quantization",
+        "infinity": "Infinity: --dtype {contract.dtype} (not int8 or fp8)",
+        "tei": "TEI: --dtype {contract.dtype}",
+        "llama-cpp-python": "llama-cpp-python: serve the f32 GGUF (convert_hf_to_gguf.py --outtype f32; f16 is "
+        "usually within tolerance), not a quantized one (q8_0, q4_0, q4_K_M, ...: llama-quantize or "
+        "llama_model_quantize output; the GGUF's general.file_type says which)",
+        "llamacpp": "llama.cpp: serve the f32 GGUF (convert_hf_to_gguf.py --outtype f32; f16 is usually within "
+        "tolerance), not a quantized one (q8_0, q4_0, q4_K_M, ...: llama-quantize output; the GGUF's "
+        "general.file_type says which)",
+    },
+)

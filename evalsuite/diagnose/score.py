@@ -4,18 +4,20 @@ the served vectors best (no model, no HTTP; :mod:`evalsuite.verify` uses it with
 How well an alternative fits is the largest relative difference ``|served - candidate| / |candidate|``
 over the texts: it sees direction and norm at once (a vector of the right direction but another norm
 does not fit), and is 0 for the same encoding. An alternative *explains* the served vectors when that
-difference is at most :data:`EXPLAIN_TOL` and clearly smaller than the contract's own.
+difference is at most :data:`EXPLAIN_TOL` and clearly smaller than the contract's own. When none does,
+:func:`name_precision` may still name reduced precision from how the vectors depart (:mod:`.precision`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from .hypotheses import STAGES, Alternative, Factor
+from .hypotheses import PRECISION, STAGES, Alternative, Factor
+from .precision import Spread, spread
 
 EXPLAIN_TOL = 0.02  # max relative difference of an explaining alternative (cosine >= ~0.9998 at equal norms)
 MARGIN = 2.0  # the best must fit this many times better than the contract, and ties within it prefer fewer causes
@@ -127,6 +129,7 @@ class Diagnosis:
     causes: tuple[Cause, ...]
     engine: str | None
     not_tested: tuple[str, ...] = ()
+    precision: Spread | None = None  # set when the last cause is reduced precision (:func:`name_precision`)
 
     @property
     def best(self) -> Fit:
@@ -144,6 +147,19 @@ class Diagnosis:
     def sentence(self) -> str:
         """One line for the terminal and the pytest message."""
         c = self.contract
+        if self.precision is not None:
+            b = self.best
+            closest = (
+                f"the contract's own (max relative difference {c.max_difference:.2g})"
+                if b.label == c.label
+                else f"{b.label} of the reference (max relative difference {b.max_difference:.2g}; the contract's: "
+                f"{c.max_difference:.2g})"
+            )
+            return (
+                f"cause: {' and '.join(x.text for x in self.causes)}; evidence: no alternative explains the served "
+                f"vectors, the closest is {closest} and {self.precision.evidence()}; fix: "
+                f"{'; '.join(dict.fromkeys(x.remedy for x in self.causes))}"
+            )
         if self.explained:
             b = self.best
             ev = (
@@ -172,6 +188,7 @@ class Diagnosis:
             "contract": self.contract.to_dict(0),
             "ranked": [f.to_dict(i + 1) for i, f in enumerate(self.ranked[:SHOWN])],
             "not_tested": list(self.not_tested),
+            **({"precision": self.precision.to_dict()} if self.precision is not None else {}),
         }
 
 
@@ -214,6 +231,33 @@ def diagnose(
     ):
         causes = tuple(_cause(f, v, contract, engine) for f, v in best.alternative.departures(base, hidden))
     return Diagnosis(what, len(ids), ranked, own, causes, engine, tuple(not_tested))
+
+
+def name_precision(
+    found: Diagnosis,
+    served: np.ndarray,
+    candidates: Mapping[Alternative, np.ndarray],
+    ids: Sequence[str],
+    *,
+    base: Alternative,
+    hidden: int,
+    contract: object,
+) -> Diagnosis:
+    """``found`` (a diagnosis over every alternative), with reduced precision named when nothing explains the
+    served vectors but they depart evenly, at high cosine, from the best alternative's (:mod:`.precision`): the
+    best one's departures from ``base`` (none when it is the contract) then precision are the causes. The best
+    must be the contract or fit :data:`MARGIN` times better than it, as :func:`diagnose` asks of a named one."""
+    best = found.best
+    if found.explained or found.agrees or best.alternative not in candidates:
+        return found
+    if best.alternative != base and best.max_difference * MARGIN > found.contract.max_difference:
+        return found
+    evidence = spread(served, candidates[best.alternative], ids)
+    if not evidence.reduced_precision(EXPLAIN_TOL):
+        return found
+    causes = [_cause(f, v, contract, found.engine) for f, v in best.alternative.departures(base, hidden)]
+    causes.append(_cause(PRECISION, round(evidence.min_cosine, 4), contract, found.engine))
+    return replace(found, causes=tuple(causes), precision=evidence)
 
 
 def _cause(factor: Factor, value: Any, contract: Any, engine: str | None) -> Cause:

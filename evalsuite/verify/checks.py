@@ -19,7 +19,7 @@ from ..base.errors import ContractError, EndpointError, SpecError
 from ..contract import Contract
 from ..diagnose.engines import server_facts
 from ..diagnose.hypotheses import FACTORS, Alternative
-from ..diagnose.score import Diagnosis, derive, diagnose, fit, numeric_variants
+from ..diagnose.score import Diagnosis, derive, diagnose, fit, name_precision, numeric_variants
 from ..run.fingerprint import Fingerprint
 
 if TYPE_CHECKING:
@@ -148,6 +148,7 @@ def check_vectors(served: np.ndarray, manifest: Manifest, min_cosine: float, eng
     if candidates:
         what = f"{len(fp.ids)} probe texts of the manifest"
         diagnosis = diagnose(served, candidates, fp.ids, base=base, hidden=want, contract=c, what=what, engine=engine)
+        diagnosis = name_precision(diagnosis, served, candidates, fp.ids, base=base, hidden=want, contract=c)
     shown = "" if cos is None else f"min cosine {cos:.5f} (< {min_cosine} or norms differ); "
     cause = "" if diagnosis is None else diagnosis.sentence()
     found.append(Finding("vectors", False, f"vectors: {shown}{cause}".rstrip("; "), diagnosis))

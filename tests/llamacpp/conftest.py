@@ -181,3 +181,37 @@ def llamacpp_decoders(llamacpp_launcher, tmp_path_factory) -> LlamaCppDecoders:
         model_dir=model_dir,
         gguf=gguf,
     )
+
+
+# -- a quantized file (issue 31): its own server, started once when a test asks for it --------------------------
+Q4_0 = 2  # llama.h's LLAMA_FTYPE_MOSTLY_Q4_0 (7: Q8_0, 15: Q4_K_M)
+_QUANTIZE = (
+    "import ctypes, sys\n"
+    "from llama_cpp import llama_cpp as C\n"
+    "p = C.llama_model_quantize_default_params()\n"
+    "p.ftype, p.nthread = int(sys.argv[3]), 1\n"
+    "sys.exit(C.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), ctypes.byref(p)))\n"
+)
+
+
+def quantized(src: Path, dest: Path, ftype: int) -> Path:
+    """``src`` quantized to ``ftype`` by llama.cpp's own quantizer (``llama_model_quantize``, what ``llama-quantize``
+    runs), through the venv's llama-cpp-python: under a second for this model."""
+    subprocess.run(
+        [str(VENV / "bin" / "python"), "-c", _QUANTIZE, str(src), str(dest), str(ftype)],
+        check=True,
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+    return dest
+
+
+@pytest.fixture(scope="session")
+def llamacpp_q4_0(llamacpp_launcher, tmp_path_factory) -> str:
+    """The URL of a faithful server (contract length, served as ``all-MiniLM-L6-v2``) of the f32 file quantized
+    to q4_0."""
+    if not F16.exists():
+        llamacpp_launcher("precision", {})  # skips (or fails under CI) with the install command
+    q4 = quantized(F32, tmp_path_factory.mktemp("llamacpp-q4_0") / "minilm-q4_0.gguf", Q4_0)
+    return llamacpp_launcher("precision", {"q4_0": (q4, at_contract_length())})["q4_0"].url
