@@ -257,7 +257,7 @@ def _stale(
     corpus = p.dataset.corpus
     probes = Probes(tuple(ids), ("document",) * len(ids), tuple(corpus[i] for i in ids))
     stored = fid.stored[rest]
-    vectors = AlternativeVectors(c, hidden, info.prompts, _reference_source(ctx), probes)
+    vectors = AlternativeVectors(c, hidden, info.prompts, _reference_source(ctx), probes, info.default_prompt_name)
     hyps = Hypotheses.for_contract(
         c,
         model_max=info.default_max_length,

@@ -59,7 +59,7 @@ def _diagnose(ctx: CanaryContext, dims: int | None) -> Diagnosis:
     probes, served = _served(ctx, dims)
     facts = _facts(ctx)
     source = _reference_source(ctx)
-    vectors = AlternativeVectors(c, hidden, info.prompts, source, probes)
+    vectors = AlternativeVectors(c, hidden, info.prompts, source, probes, info.default_prompt_name)
     hyps = Hypotheses.for_contract(
         c,
         model_max=info.default_max_length,

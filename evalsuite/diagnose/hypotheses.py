@@ -333,9 +333,12 @@ FACTORS: tuple[Factor, ...] = (
 )
 
 
-def prefixes(mode: str, contract: Contract, prompts: Mapping[str, str]) -> dict[str, str] | None:
+def prefixes(
+    mode: str, contract: Contract, prompts: Mapping[str, str], default: str | None = None
+) -> dict[str, str] | None:
     """The (query, document) prefixes a prefix mode sends, or None when the mode cannot be formed
-    (the model declares no prompts)."""
+    (the model declares no prompts). ``declared``: each role's prompt as :func:`~evalsuite.model.prompts.declared_prompt`
+    picks it, the model's ``default`` (``default_prompt_name``) for a role without its own."""
     q, d = contract.query_prefix, contract.doc_prefix
     if mode == "contract":
         return {"query": q, "document": d}
@@ -346,11 +349,12 @@ def prefixes(mode: str, contract: Contract, prompts: Mapping[str, str]) -> dict[
     if mode == "query_on_both":
         return {"query": q, "document": q}
     if mode == "declared":
-        pq = prompts.get("query")
-        pd = prompts.get("document", prompts.get("passage", prompts.get("corpus")))
-        if pq is None and pd is None:
+        from ..model.prompts import declared_prompt
+
+        (qn, pq), (dn, pd) = (declared_prompt(prompts, role, default) for role in ("query", "document"))
+        if qn is None and dn is None:
             return None
-        return {"query": pq or "", "document": pd or ""}
+        return {"query": pq, "document": pd}
     raise ValueError(f"unknown prefix mode {mode!r}; choose one of {', '.join(PREFIX_MODES)}")
 
 

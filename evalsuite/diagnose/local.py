@@ -79,18 +79,25 @@ class AlternativeVectors:
     """Every alternative's vectors for ``probes`` at the served width, one forward pass per key."""
 
     def __init__(
-        self, contract: Contract, hidden: int, prompts: Mapping[str, str], source: ReferenceSource, probes: Probes
+        self,
+        contract: Contract,
+        hidden: int,
+        prompts: Mapping[str, str],
+        source: ReferenceSource,
+        probes: Probes,
+        default_prompt: str | None = None,
     ) -> None:
         self.contract = contract
         self.hidden = hidden
         self.prompts = prompts
+        self.default_prompt = default_prompt  # the model's default_prompt_name
         self.source = source
         self.probes = probes
         self.not_tested: list[str] = []
         self._pooled: dict[ForwardKey, dict[str, np.ndarray] | None] = {}
 
     def _render(self, mode: str) -> list[str] | None:
-        pre = prefixes(mode, self.contract, self.prompts)
+        pre = prefixes(mode, self.contract, self.prompts, self.default_prompt)
         if pre is None:
             return None
         return [pre[r] + t for r, t in zip(self.probes.roles, self.probes.texts, strict=True)]
