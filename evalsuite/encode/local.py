@@ -228,6 +228,29 @@ class LocalEncoder(StreamingEncoder):
             batches.append(np.array(cur))
         return batches
 
+    def _padded_forward(
+        self, flat: np.ndarray, offsets: np.ndarray, idx: np.ndarray, min_width: int = 0
+    ) -> tuple[Any, Any, int]:
+        """One forward pass over the tokenized texts ``idx`` (rows of ``flat``/``offsets``), right-padded with the
+        pad token to the longest of them (at least ``min_width``): (last hidden states as float32, the attention
+        mask, the padded width). Call it under ``torch.inference_mode()``."""
+        import torch
+
+        lengths = np.diff(offsets)
+        width = max(int(lengths[idx].max()), min_width)
+        ids_arr = np.full((len(idx), width), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(idx), width), dtype=np.int64)
+        for row, i in enumerate(idx):
+            ids_arr[row, : lengths[i]] = flat[offsets[i] : offsets[i + 1]]
+            mask[row, : lengths[i]] = 1
+        inputs = {
+            "input_ids": torch.from_numpy(ids_arr).to(self.device),
+            "attention_mask": torch.from_numpy(mask).to(self.device),
+        }
+        if self.use_token_types:
+            inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
+        return self.model(**inputs).last_hidden_state.float(), inputs["attention_mask"], width
+
     # -- encoding -----------------------------------------------------------------------------
     def encode_stream(
         self,
@@ -263,23 +286,11 @@ class LocalEncoder(StreamingEncoder):
         try:
             for idx in self._batches(lengths):
                 with torch.inference_mode():
-                    width = int(lengths[idx].max())
-                    ids_arr = np.full((len(idx), width), self.pad_id, dtype=np.int64)
-                    mask = np.zeros((len(idx), width), dtype=np.int64)
-                    for row, i in enumerate(idx):
-                        ids_arr[row, : lengths[i]] = flat[offsets[i] : offsets[i + 1]]
-                        mask[row, : lengths[i]] = 1
-                    inputs = {
-                        "input_ids": torch.from_numpy(ids_arr).to(self.device),
-                        "attention_mask": torch.from_numpy(mask).to(self.device),
-                    }
-                    if self.use_token_types:
-                        inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
-                    h = self.model(**inputs).last_hidden_state.float()
+                    h, attention, width = self._padded_forward(flat, offsets, idx)
                     pool_mask = None
                     if self.prompt_lengths:
-                        pool_mask = exclude_prompt(inputs["attention_mask"], torch.from_numpy(prompt_tokens[idx]))
-                    pooled = {p: pool(h, inputs["attention_mask"], p, pool_mask) for p in poolings}
+                        pool_mask = exclude_prompt(attention, torch.from_numpy(prompt_tokens[idx]))
+                    pooled = {p: pool(h, attention, p, pool_mask) for p in poolings}
                     if self.heads is not None:
                         pooled = {p: self.heads(v) for p, v in pooled.items()}
                     vectors = {p: v.cpu().numpy() for p, v in pooled.items()}

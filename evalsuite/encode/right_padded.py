@@ -24,26 +24,14 @@ class RightPaddedLastEncoder(LocalEncoder):
         import torch
 
         flat, offsets, _ = self._tokenize(list(texts), None)
-        lengths = np.diff(offsets)
         out = np.zeros((len(texts), self.info.hidden_size), dtype=np.float32)
         for batch in batches:
             idx = np.asarray(batch, dtype=np.int64)
             if len(idx) == 0:
                 continue
-            width = max(int(lengths[idx].max()), 1)
-            ids_arr = np.full((len(idx), width), self.pad_id, dtype=np.int64)
-            mask = np.zeros((len(idx), width), dtype=np.int64)
-            for row, i in enumerate(idx):
-                ids_arr[row, : lengths[i]] = flat[offsets[i] : offsets[i + 1]]
-                mask[row, : lengths[i]] = 1
             with torch.inference_mode():
-                inputs = {
-                    "input_ids": torch.from_numpy(ids_arr).to(self.device),
-                    "attention_mask": torch.from_numpy(mask).to(self.device),
-                }
-                if self.use_token_types:
-                    inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
-                vectors = self.model(**inputs).last_hidden_state.float()[:, -1]
+                hidden, _, _ = self._padded_forward(flat, offsets, idx, min_width=1)
+                vectors = hidden[:, -1]
                 if self.heads is not None:
                     vectors = self.heads(vectors)
                 out[idx] = vectors.cpu().numpy()
