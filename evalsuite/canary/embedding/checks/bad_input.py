@@ -112,7 +112,7 @@ def check_bad_input(ctx: CanaryContext) -> CheckOutcome:
     alive("over-long input")
 
     if failures:
-        warned = [n for n in notes if n.startswith("warning: ")]
+        warned = ["warning: " + w for w in details.get("warnings", [])]
         return CheckOutcome("bad_input", False, "bad input: " + "; ".join(failures + warned), details)
     return CheckOutcome(
         "bad_input", True, "bad input: " + "; ".join(notes) + "; the server answered after each", details
