@@ -8,7 +8,7 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from .blocksearch import block_search
 
 if TYPE_CHECKING:
     from ..encode.fleet import FleetConfig
+    from ..retrieval.index.measure import IndexRun
 from ..base.errors import SpecError
 from ..encode.store import VectorStore
 from ..retrieval.search import search
@@ -102,6 +103,31 @@ def behind_cache(
         device=device,
         factory=factory,
         **served,
+    )
+
+
+def measure_index(
+    dataset: Dataset,
+    contract: Contract,
+    query_vectors: np.ndarray,
+    doc_vectors: np.ndarray,
+    metrics: Sequence[str],
+    exact: Mapping[str, Mapping[str, float]],
+) -> IndexRun:
+    """The contract's index over ``doc_vectors``, searched with ``query_vectors`` at the metrics' depth and measured
+    against ``exact``, the flat ranking of the same vectors (the ground truth of its recall)."""
+    from ..retrieval.index.measure import evaluate_index
+    from ..retrieval.index.spec import parse_index
+
+    return evaluate_index(
+        parse_index(contract.index),
+        query_vectors,
+        doc_vectors,
+        query_ids=dataset.query_ids,
+        doc_ids=dataset.doc_ids,
+        similarity=contract.similarity,
+        k=search_depth(metrics),
+        exact=exact,
     )
 
 
@@ -212,19 +238,7 @@ def score(
     if contract.index != "flat":  # the exact ranking is the ground truth the index is measured against
         if dv is None:
             raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
-        from ..retrieval.index.measure import evaluate_index
-        from ..retrieval.index.spec import parse_index
-
-        index_run = evaluate_index(
-            parse_index(contract.index),
-            qv,
-            dv,
-            query_ids=ds.query_ids,
-            doc_ids=ds.doc_ids,
-            similarity=contract.similarity,
-            k=search_depth(metrics),
-            exact=ranking,
-        )
+        index_run = measure_index(ds, contract, qv, dv, metrics, ranking)
         ranking, index_entry = index_run.ranking, index_run.report.manifest_entry()
     t1 = time.perf_counter()
     aggregate, per_query = (

@@ -8,11 +8,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..retrieval.index.spec import parse_index
 from ..retrieval.vectors import finalize
 from ..run.record import manifest
 from ..run.result import Result
-from ..scoring.metrics import evaluate, paired_test, search_depth
+from ..scoring.metrics import evaluate, paired_test
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,21 +62,12 @@ def score_index(
     """Search ``contract``'s vectors with its index and score the ranking; ``exact`` is the flat
     result of the same vectors (its ranking is the ground truth of recall). For a flat contract
     the result is ``exact`` itself and only the measurements are new."""
-    from ..retrieval.index.measure import evaluate_index
+    from ..run.pipeline import measure_index
 
     ds = prepared.dataset
     qv = finalize(q_pooled, contract.dim, contract.normalize)
     dv = finalize(d_pooled, contract.dim, contract.normalize)
-    run = evaluate_index(
-        parse_index(contract.index),
-        qv,
-        dv,
-        query_ids=ds.query_ids,
-        doc_ids=ds.doc_ids,
-        similarity=contract.similarity,
-        k=search_depth(metrics),
-        exact=exact.ranking,
-    )
+    run = measure_index(ds, contract, qv, dv, metrics, exact.ranking)
     if contract.index == exact.contract.index:
         return exact, run.report
     aggregate, per_query = evaluate(ds.qrels, run.ranking, metrics)
