@@ -146,7 +146,7 @@ def record_of(
                 labels.get(f"{name}/{o.gate.expr}"),
             )
         )
-    commit, source = calling_commit()
+    commit, commit_source = calling_commit()
     return HistoryRecord(
         model=c.model,
         revision=c.model_revision,
@@ -160,7 +160,8 @@ def record_of(
         gates=tuple(gates),
         recorded_at=now(),
         commit=commit,
-        commit_source=source,
+        commit_source=commit_source,
+        source=prepared.model.location,
     )
 
 

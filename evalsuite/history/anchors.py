@@ -5,10 +5,14 @@ contract except the revisions (pooling, prefixes, dtype, max length, dim, ... al
 scores then pair with the candidate's query by query. A record of another dataset or contract is never
 mixed in: the anchor that is not comparable makes the gate inconclusive, saying which field differs.
 
-The releases a gate reads are the records of the candidate's model and dataset, in release order, before
-the candidate's own record when it has one (a re-run of an old revision is compared with what came before
-it), without the candidate's revision and without records whose gates failed (a failed release was not
-released).
+The releases a gate reads are the records of the candidate's model lineage and dataset, in release order,
+before the candidate's own record when it has one (a re-run of an old revision is compared with what came
+before it), without the candidate's revision and without records whose gates failed (a failed release was not
+released). The lineage is the contract's ``model``: the ``model_name`` the user declares, else the model
+directory's or hub id's name. A candidate with no earlier release of its lineage while the history holds
+releases of other lineages on the same dataset is not a silent first release: the anchor says which lineages
+it found and how to name this one (a pipeline whose directory name changes every release would otherwise pass
+every history gate as "the first" forever).
 """
 
 from __future__ import annotations
@@ -69,9 +73,38 @@ def releases(records: Sequence[HistoryRecord], candidate: Candidate) -> list[His
     return [r for r in before if r.revision != candidate.revision and r.verdict != "fail"]
 
 
+def other_lineages(records: Sequence[HistoryRecord], candidate: Candidate) -> str | None:
+    """Why the candidate may not be the first release when the history holds none of its lineage but releases of
+    other lineages on its dataset (None: it holds none of those either, or some of the candidate's own)."""
+    if any(r.model == candidate.model and r.dataset == candidate.dataset for r in records):
+        return None
+    others: dict[str, list[HistoryRecord]] = {}
+    for r in records:
+        if r.dataset == candidate.dataset and r.model != candidate.model:
+            others.setdefault(r.model, []).append(r)
+    if not others:
+        return None
+    found = "; ".join(
+        f"{name!r} ({len(rs)} release(s), the last {rs[-1].revision[:12]}"
+        + (f" from {rs[-1].source}" if rs[-1].source else "")
+        + ")"
+        for name, rs in sorted(others.items())
+    )
+    example = sorted(others)[0]
+    return (
+        f"no earlier release of {candidate.model!r} on {candidate.dataset} is recorded, but the history holds releases "
+        f"of other model lineages on it: {found}. A model's lineage is its model_name (else its directory's or hub "
+        f"id's name, which a release build may change): if this is a release of one of them, name it "
+        f'(model_name = "{example}" in evalsuite.toml, or --model-name {example}); if it is a new model, this '
+        "release is recorded as its first and the next one gates against it"
+    )
+
+
 def first(records: Sequence[HistoryRecord], candidate: Candidate, pinned: str | None = None) -> Anchor:
     """The first release (or the release whose revision starts with ``pinned``)."""
     found = releases(records, candidate)
+    if not found and (unnamed := other_lineages(records, candidate)) is not None:
+        return Anchor(why=unnamed)
     if pinned is not None:
         found = [r for r in found if r.revision.startswith(pinned)]
         if not found:
@@ -95,7 +128,8 @@ def best(records: Sequence[HistoryRecord], candidate: Candidate, metric: str) ->
     """The comparable release with the highest ``metric``; incomparable ones are named in the note."""
     found = releases(records, candidate)
     if not found:
-        return Anchor()
+        unnamed = other_lineages(records, candidate)
+        return Anchor() if unnamed is None else Anchor(why=unnamed)
     usable = [r for r in found if incomparable(r, candidate) is None and metric in r.metrics]
     skipped = len(found) - len(usable)
     note = f"{skipped} earlier release(s) scored on another dataset or contract left out" if skipped else None
@@ -109,6 +143,8 @@ def window(records: Sequence[HistoryRecord], candidate: Candidate, n: int) -> An
     """The last ``n - 1`` releases before the candidate, cut at the newest incomparable one (a trend never spans a
     dataset or contract change)."""
     found = releases(records, candidate)[-(n - 1) :] if n > 1 else []
+    if not found and (unnamed := other_lineages(records, candidate)) is not None:
+        return Anchor(why=unnamed)
     kept: list[HistoryRecord] = []
     cut = None
     for r in reversed(found):

@@ -1,4 +1,5 @@
-"""`evalsuite history [DIR]`: the releases a history directory holds, as a table per model and dataset, and a
+"""`evalsuite history [DIR]`: the releases a history directory holds, as a table per model lineage (the declared
+``model_name``, else the directory's or hub id's name; each release's directory or hub id in its row) and dataset, and a
 self-contained HTML page with one plot per metric (CI bands, gate thresholds). DIR defaults to ``history`` of
 ./evalsuite.toml (or ``[tool.evalsuite]`` of ./pyproject.toml). Also: the record `evalsuite run --history DIR`
 adds. Exit 0, or 2 for a usage error or an unreadable record (the message names the file)."""
@@ -21,7 +22,9 @@ def register(subparsers: Any) -> None:
         "history", help="the release history: a table of releases and an HTML page with a plot per metric"
     )
     p.add_argument("dir", nargs="?", default=None, help="history directory (default: history of ./evalsuite.toml)")
-    p.add_argument("--model", default=None, help="only this model's releases (its name as recorded)")
+    p.add_argument(
+        "--model", default=None, help="only this model lineage's releases (its model_name, or its name as recorded)"
+    )
     p.add_argument("--dataset", default=None, help="only this dataset's releases")
     p.add_argument("--html", default=None, help="write the HTML page here (default: DIR/../reports/history.html)")
     p.set_defaults(func=cmd_history)
@@ -59,7 +62,9 @@ def cmd_history(args: argparse.Namespace) -> int:
         print(f"{root}: no release recorded" + (" for that model / dataset" if args.model or args.dataset else ""))
         return 0
     for (model, dataset), records in series.items():
-        print(f"{model} on {dataset}: {len(records)} release(s)")
+        sources = sorted({r.source for r in records if r.source})
+        where = f" from {len(sources)} directories / hub ids" if len(sources) > 1 else ""
+        print(f"{model} on {dataset}: {len(records)} release(s){where}")
         for line in text_table(records):
             print("  " + line)
     out = Path(args.html) if args.html else root.parent / "reports" / "history.html"

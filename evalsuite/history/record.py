@@ -1,7 +1,8 @@
 """One release on one dataset, as the history keeps it: a frozen :class:`HistoryRecord` and its JSON form.
 
 A record holds what a later gate needs to compare a new release with this one, paired query by query:
-the model and revision, the contract (its fingerprint, and the fields so a change can be named), the
+the model's lineage (``model``: its declared ``model_name``, else its directory's or hub id's name), where this
+release was read from (``source``: the model directory or hub id), the revision, the contract (its fingerprint, and the fields so a change can be named), the
 dataset's sha256, every metric with its bootstrap CI, the per-query scores (compact: the query ids once,
 one list of scores per metric), each gate's verdict, the time and the calling commit.
 
@@ -71,6 +72,7 @@ class HistoryRecord:
     first_recorded_at: str = ""  # of the first run of this revision: a re-run keeps its place in the order
     commit: str | None = None
     commit_source: str | None = None  # GITHUB_SHA, CI_COMMIT_SHA or git
+    source: str | None = None  # the model directory or hub id this release was evaluated from (None: not recorded)
     path: Path | None = field(default=None, compare=False)  # the file it was read from
 
     @property
@@ -94,6 +96,7 @@ class HistoryRecord:
             "schema_version": SCHEMA_VERSION,
             "kind": KIND,
             "model": self.model,
+            "source": self.source,
             "revision": self.revision,
             "dataset": self.dataset,
             "dataset_sha256": self.dataset_sha256,
@@ -264,6 +267,7 @@ def record_from_dict(data: object, path: Path) -> HistoryRecord:
         first_recorded_at=_get(data, "first_recorded_at", str, path),
         commit=commit if isinstance(commit, str) else None,
         commit_source=data.get("commit_source") if isinstance(data.get("commit_source"), str) else None,
+        source=data.get("source") if isinstance(data.get("source"), str) else None,
         path=path,
     )
 

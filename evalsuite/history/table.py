@@ -1,5 +1,6 @@
-"""The table of releases `evalsuite history` prints and the HTML page shows: one row per release of a model on a
-dataset, oldest first (revision, date, commit, every metric with its CI, the verdict and each gate's)."""
+"""The table of releases `evalsuite history` prints and the HTML page shows: one row per release of a model lineage
+on a dataset, oldest first (revision, the directory or hub id it was read from, date, commit, every metric with its
+CI, the verdict and each gate's)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def gate_text(record: HistoryRecord) -> str:
 
 
 def headers(metrics: Sequence[str]) -> list[str]:
-    return ["#", "revision", "date", "commit", *[f"{m} (95% CI)" for m in metrics], "verdict", "gates"]
+    return ["#", "revision", "source", "date", "commit", *[f"{m} (95% CI)" for m in metrics], "verdict", "gates"]
 
 
 def rows(records: Sequence[HistoryRecord], metrics: Sequence[str]) -> list[list[str]]:
@@ -31,6 +32,7 @@ def rows(records: Sequence[HistoryRecord], metrics: Sequence[str]) -> list[list[
         cells = [
             str(i),
             r.revision[:12],
+            r.source or "-",
             (r.first_recorded_at or r.recorded_at)[:16].replace("T", " "),
             (r.commit or "-")[:8],
         ]

@@ -65,6 +65,11 @@ class ModelInfo:
     dense: tuple[DenseHead, ...] = ()  # Dense heads after pooling, in order (hidden_size is the last one's output)
     default_prompt_name: str | None = None
 
+    @property
+    def location(self) -> str:
+        """Where this model was read from, as a user names it: the directory (resolved), or the hub id."""
+        return str(self.root) if self.source == "directory" else self.name
+
     def head_key(self) -> str:
         """What a family adds to the embedding cache key beyond the revisions: the Dense heads' digests and
         whether prompt tokens are pooled ("" for a plain encoder, so its keys stay what they were)."""

@@ -137,6 +137,12 @@ def run_option(flag: str, help: str, kwargs: dict[str, object] | None = None) ->
 
 RUN_OPTIONS: tuple[Option, ...] = (
     Option("--model", "local model directory or hub id from the local HF cache (default: bundled all-MiniLM-L6-v2)"),
+    Option(
+        "--model-name",
+        "the model's lineage, shared by every release whatever directory it is built into: recorded in the contract, "
+        "reports and release history, and what history gates follow (default: the directory's or hub id's name)",
+        {"metavar": "NAME"},
+    ),
     Option("--model-rev", "pinned model revision: 40-hex hub commit, or the digest `evalsuite model-rev DIR` prints"),
     Option("--tokenizer-rev", "pinned tokenizer revision (same forms as --model-rev)"),
     Option("--dataset", "dataset directory: BEIR layout or a saved Hugging Face dataset (default: `bundled`)"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ class RunSpec:
     """User settings; ``None`` means "what the model declares" or the documented default."""
 
     model: str | None = None
+    model_name: str | None = None  # the model's lineage (None: the directory's or hub id's name)
     model_rev: str | None = None
     tokenizer_rev: str | None = None
     dataset: str | None = None
@@ -144,6 +146,23 @@ def _departures(spec: RunSpec, info: ModelInfo, pooling: str, normalize: bool, p
     return out
 
 
+_NAME_CHARS = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
+
+
+def lineage(spec: RunSpec, info: ModelInfo) -> str:
+    """The contract's ``model``: the declared ``model_name`` (the lineage one model's releases share, whatever
+    directory each is built into), else the model directory's or hub id's name."""
+    name = spec.model_name
+    if name is None:
+        return info.name
+    if not isinstance(name, str) or not name.strip() or not _NAME_CHARS.match(name) or name != name.strip():
+        raise SpecError(
+            f"model_name {name!r} is not a name: give the lineage every release of this model shares, 1 to 200 "
+            'printable characters without leading or trailing spaces (model_name = "my-embedder")'
+        )
+    return name
+
+
 def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
     """Resolve every default against what the model declares, and validate the result. A setting that overrides
     a declaration is a departure recorded in the contract (``departures``)."""
@@ -177,7 +196,7 @@ def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
             f"dim {dim} is not one of the Matryoshka dimensions the model declares {list(info.matryoshka_dims)}"
         )
     return Contract(
-        model=info.name,
+        model=lineage(spec, info),
         model_revision=info.revision,
         tokenizer_revision=info.tokenizer_revision,
         pooling=pooling,

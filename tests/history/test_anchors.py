@@ -4,6 +4,8 @@ with the reason, never mixed in."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -131,3 +133,44 @@ def test_history_gates_parse_and_need_a_history_directory():
     gates = (parse_gate("ndcg@10:max_drop=0.01"), parse_gate("ndcg@10:max_drop_from_first=0.02"))
     with pytest.raises(SpecError, match=r"minibeir: gate\(s\) ndcg@10:max_drop_from_first=0.02 .*--history DIR"):
         check_history_gates(gates, None, "minibeir")
+
+
+@pytest.mark.parametrize(
+    "expr", ["ndcg@10:max_drop_from_first=0.02", "ndcg@10:max_drop_from_best=0.02", "ndcg@10:trend=0.005@3"]
+)
+def test_no_release_of_this_lineage_beside_releases_of_others_is_inconclusive_naming_them(expr):
+    """A release evaluated from a new directory without model_name is a lineage of its own: with releases of
+    another lineage on the same dataset, no history gate passes it as the first (the bug: it did, forever)."""
+    records = [
+        record("r0" + "0" * 38, list(BASE), when="2026-01-01T00:00:00Z", model="embedder"),
+        record("r1" + "0" * 38, list(BASE - 0.01), when="2026-01-02T00:00:00Z", model="embedder"),
+        record("z0" + "0" * 38, list(BASE), when="2026-01-01T00:00:00Z", model="other", dataset="elsewhere"),
+    ]
+    unnamed = Candidate("embedder-v1.4", "cand" + "0" * 36, "minibeir", "a" * 64, CONTRACT)
+    outcome = judge_history_gate(parse_gate(expr), _cand(BASE - 0.05), records, unnamed, None)
+    assert outcome.verdict == "inconclusive"
+    note = outcome.note or ""
+    assert "no earlier release of 'embedder-v1.4' on minibeir" in note
+    assert "'embedder' (2 release(s), the last r10000000000" in note and 'model_name = "embedder"' in note
+    assert "'other'" not in note  # another dataset's lineage is not this dataset's history
+
+
+def test_a_new_lineage_on_a_dataset_no_one_else_recorded_is_the_first_release():
+    records = [record("z0" + "0" * 38, list(BASE), when="2026-01-01T00:00:00Z", model="other", dataset="elsewhere")]
+    outcome = judge_history_gate(parse_gate("ndcg@10:max_drop_from_first=0.02"), _cand(BASE), records, WHO, None)
+    assert outcome.verdict == "pass" and "this one is the first" in (outcome.note or "")
+
+
+def test_a_named_lineage_gates_releases_from_other_directories_against_its_first():
+    """The lineage, not the directory: records of 'embedder' read from three directories pair with a candidate of
+    that lineage, and the drop against the first fails."""
+    records = [
+        record(f"r{i}" + "0" * 38, list(BASE - d), when=f"2026-01-0{i + 1}T00:00:00Z", model="embedder")
+        for i, d in enumerate([0.0, 0.01])
+    ]
+    records = [dataclasses.replace(r, source=f"/artifacts/embedder-v1.{i}") for i, r in enumerate(records)]
+    named = Candidate("embedder", "cand" + "0" * 36, "minibeir", "a" * 64, CONTRACT)
+    outcome = judge_history_gate(
+        parse_gate("ndcg@10:max_drop_from_first=0.02"), _cand(BASE - 0.05), records, named, None
+    )
+    assert outcome.verdict == "fail" and outcome.delta == pytest.approx(-0.05)

@@ -3,6 +3,7 @@ codes, and a session that judged nothing adds nothing to $GITHUB_STEP_SUMMARY.""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from evalsuite.cli import main
@@ -16,7 +17,7 @@ from .conftest import record
 def _history(root: Path) -> HistoryStore:
     store = HistoryStore(root)
     fail = GateVerdict("ndcg@10:max_drop_from_first=0.02", "max_drop_from_first", "ndcg@10", 0.02, "fail", 0.8, -0.03)
-    store.put(record("a" * 40, [0.8, 0.8], when="2026-01-01T00:00:00Z"))
+    store.put(dataclasses.replace(record("a" * 40, [0.8, 0.8], when="2026-01-01T00:00:00Z"), source="/art/e-v1"))
     store.put(record("b" * 40, [0.77, 0.77], when="2026-01-02T00:00:00Z", gates=(fail,)))
     store.put(record("c" * 40, [0.5], when="2026-01-03T00:00:00Z", dataset="other"))
     return store
@@ -28,8 +29,9 @@ def test_the_table_and_page_per_model_and_dataset(tmp_path: Path, capsys):
     assert main(["history", str(tmp_path / "history"), "--dataset", "minibeir", "--html", str(html)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "minilm on minibeir: 2 release(s)"
-    assert out[1].split()[:3] == ["#", "revision", "date"]
-    assert out[2].split()[:5] == ["1", "a" * 12, "2026-01-01", "00:00", "-"]
+    assert out[1].split()[:4] == ["#", "revision", "source", "date"]
+    assert out[2].split()[:6] == ["1", "a" * 12, "/art/e-v1", "2026-01-01", "00:00", "-"]
+    assert out[3].split()[:3] == ["2", "b" * 12, "-"]  # a record written before sources were recorded
     assert "0.8000 (0.7900 .. 0.8100)" in out[2] and out[2].split()[-2:] == ["-", "-"]
     assert out[3].split()[-3:] == ["FAIL", "ndcg@10:max_drop_from_first=0.02", "FAIL"]
     assert not [line for line in out if "other" in line]

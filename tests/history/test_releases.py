@@ -1,5 +1,6 @@
 """Five simulated releases through the example project (`examples/history_ci`): the bundled model with weight
-noise growing release by release. Each release is gated by `pytest --model-rev` against the refreshed baseline
+noise growing release by release, each built into a directory of its own name (`embedder-v1.0`, `embedder-v1.1`,
+...), as a release pipeline's build writes them: the project's `model_name = "minilm"` makes them one lineage. Each release is gated by `pytest --model-rev` against the refreshed baseline
 (the previous release, `max_drop=0.01`) and against the first recorded release (`max_drop_from_first=0.02`);
 every release passes the first gate, the second fails at the first release that crosses 0.02, with the paired CI.
 Then `evalsuite history` shows the releases, and the Markdown summary was written for each gated session (and
@@ -84,7 +85,7 @@ def series(tmp_path_factory: pytest.TempPathFactory, bundled_model_dir: Path, bu
     step_summary = base / "step_summary.md"
     releases, models = [], []
     for i, scale in enumerate(SCALES):
-        model = noisy_release(bundled_model_dir, base / f"r{i}" / "minilm", scale)
+        model = noisy_release(bundled_model_dir, base / f"r{i}" / f"embedder-v1.{i}", scale)
         models.append(model)
         rev = resolve_model(str(model)).revision
         flags = ("--model", str(model), "--model-rev", rev)
@@ -160,15 +161,19 @@ def test_the_history_holds_one_record_per_release_with_its_verdicts(series: Seri
         assert rec.metrics["ndcg@10"].low < rec.metrics["ndcg@10"].value < rec.metrics["ndcg@10"].high
         assert rec.scores("mrr@10") == pytest.approx(rel.results["per_query"]["mrr@10"], abs=1e-6)
         assert rec.model == "minilm" and rec.dataset == "minibeir" and len(rec.query_ids) == 190
+    # each release names the directory it was read from; the lineage is the declared model_name
+    assert [r.source for r in records] == [str(m.resolve()) for m in series.models]
+    assert {r.contract["model"] for r in records} == {"minilm"}
 
 
 def test_evalsuite_history_shows_the_releases_as_a_table_and_a_plot(series: Series, capsys):
     html = series.project / "reports" / "history.html"
     assert main(["history", str(series.project / "history"), "--html", str(html)]) == 0
     out = capsys.readouterr().out
-    assert "minilm on minibeir: 6 release(s)" in out
+    assert "minilm on minibeir: 6 release(s) from 6 directories / hub ids" in out
     rows = [line for line in out.splitlines() if re.match(r"^\s+\d+\s+[0-9a-f]{12}\s", line)]
     assert [line.split()[1] for line in rows] == [r.revision[:12] for r in series.releases]
+    assert [line.split()[2] for line in rows] == [str(m.resolve()) for m in series.models]
     assert re.search(r"ndcg@10:max_drop_from_first=0\.02 FAIL", rows[-1]) and rows[-1].split()[-1] == "FAIL"
     from evalsuite.history.plot import thresholds
 
@@ -206,7 +211,8 @@ def test_the_markdown_summary_is_written_for_the_gated_session_and_the_step_summ
 
 def test_evalsuite_run_records_an_ungated_run(series: Series, tmp_path: Path, capsys):
     history = tmp_path / "history"
-    argv = ["run", "--model", str(series.models[0]), "--device", "cpu", "--metrics", "ndcg@10,mrr@10"]
+    argv = ["run", "--model", str(series.models[0]), "--model-name", "minilm", "--device", "cpu"]
+    argv += ["--metrics", "ndcg@10,mrr@10"]
     assert main([*argv, "--out", str(tmp_path / "out"), "--history", str(history)]) == 0  # the embeddings are cached
     (rec,) = HistoryStore(history).records()
     first = HistoryStore(series.project / "history").records()[0]
@@ -219,6 +225,31 @@ def test_evalsuite_run_records_an_ungated_run(series: Series, tmp_path: Path, ca
     err = capsys.readouterr().err
     assert f"history directory {blocker / 'h'}: cannot be written" in err
     assert not (tmp_path / "out2").exists()  # refused before anything was encoded or written
+
+
+def test_an_unnamed_lineage_beside_named_ones_is_said_not_passed_as_the_first_release(series: Series, tmp_path: Path):
+    """A pipeline that forgot its model_name: the release's lineage is its directory's name, the history holds only
+    the lineage 'minilm' on the dataset: every history gate is inconclusive naming the lineage found and how to name
+    this one, and the session fails (the default policy), instead of passing as "the first release"."""
+    project = tmp_path / "project"
+    shutil.copytree(series.project, project)
+    toml = project / "evalsuite.toml"
+    toml.write_text(re.sub(r"(?m)^model_name = .*$", "", toml.read_text()))
+    model = series.models[-1]  # the release that dropped 0.0232 below the first (its embeddings are cached)
+    code, _ = _pytest(project, "--model", str(model), "--model-rev", series.releases[-1].revision)
+    assert code == 1
+    results = json.loads((project / "reports" / "minibeir" / "results.json").read_text())
+    g = next(g for g in results["gates"] if g["gate"] == "ndcg@10:max_drop_from_first=0.02")
+    assert g["verdict"] == "inconclusive"
+    assert "'minilm' (6 release(s)" in g["note"] and 'model_name = "minilm"' in g["note"]
+    assert f"no earlier release of {model.name!r} on minibeir" in g["note"]
+    # named, the same release gates against the first and fails on its drop
+    code, _ = _pytest(
+        project, "--model", str(model), "--model-rev", series.releases[-1].revision, "--model-name", "minilm"
+    )
+    results = json.loads((project / "reports" / "minibeir" / "results.json").read_text())
+    g = next(g for g in results["gates"] if g["gate"] == "ndcg@10:max_drop_from_first=0.02")
+    assert code == 1 and g["verdict"] == "fail" and g["delta"] < -0.02
 
 
 def test_a_gated_pytester_session_writes_the_summary_and_the_step_summary(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -27,9 +28,13 @@ import numpy as np
 
 from ...base.errors import IndexSourceError
 from ..source import IndexInfo, IndexSource, Metric, SourceOptions, StoreKind
+from ..uri_params import split_params
 
 FETCH_CHUNK = 1000  # ids per IN (...) filter
-PARAMS = ("table", "id", "vector", "text", "metric", "nprobes", "refine", "ef")
+PARAMS = ("table", "id", "vector", "text", "metric", "nprobes", "refine", "ef")  # evalsuite's keys
+# lancedb.connect's own options for a local database, passed through (seconds -> its timedelta); api_key is LanceDB
+# Cloud's secret, refused in a URI
+CLIENT_PARAMS = ("read_consistency_interval",)
 LANCE_METRIC: Mapping[str, Metric] = {"cosine": "cosine", "dot": "ip", "l2": "l2"}
 DISTANCE_TYPE: Mapping[Metric, str] = {"cosine": "cosine", "ip": "dot", "l2": "l2"}
 
@@ -45,6 +50,7 @@ class LanceTarget:
     text_col: str | None = None
     metric: Metric | None = None
     query: Mapping[str, int] = field(default_factory=dict)  # nprobes / refine / ef as the application sets them
+    connect: Mapping[str, Any] = field(default_factory=dict)  # lancedb.connect's own options from the URI
 
     @property
     def location(self) -> str:
@@ -57,15 +63,29 @@ def parse_uri(uri: str) -> LanceTarget:
     path, _, query = body.partition("?")
     if not path:
         raise IndexSourceError(f"--index {uri}: name the database directory: lancedb:DIR?table=T")
-    params: dict[str, str] = {}
-    for key, value in parse_qsl(query, keep_blank_values=True):
-        if key not in PARAMS:
-            raise IndexSourceError(f"--index {uri}: unknown parameter {key!r}; the parameters are {', '.join(PARAMS)}")
-        if key in params:
-            raise IndexSourceError(f"--index {uri}: parameter {key!r} given twice")
-        if not value:
-            raise IndexSourceError(f"--index {uri}: parameter {key!r} is empty")
-        params[key] = value
+    parts = split_params(
+        uri,
+        parse_qsl(query, keep_blank_values=True),
+        own=PARAMS,
+        client=CLIENT_PARAMS,
+        client_name="lancedb.connect",
+        secret=("api_key",),
+        secret_hint=" (a local LanceDB directory needs no key)",
+    )
+    params = parts.own
+    connect: dict[str, Any] = {}
+    if "read_consistency_interval" in parts.client:
+        text = parts.client["read_consistency_interval"]
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = -1.0
+        if not seconds >= 0:
+            raise IndexSourceError(
+                f"--index {uri}: read_consistency_interval={text!r}; give the seconds between checks for other "
+                "writers' commits (0: check before every read)"
+            )
+        connect["read_consistency_interval"] = timedelta(seconds=seconds)
     if "table" not in params:
         raise IndexSourceError(f"--index {uri}: missing table=; name the table: lancedb:DIR?table=T")
     metric = params.get("metric")
@@ -88,6 +108,7 @@ def parse_uri(uri: str) -> LanceTarget:
         text_col=params.get("text"),
         metric=metric,  # type: ignore[arg-type]  # checked against DISTANCE_TYPE above
         query=knobs,
+        connect=connect,
     )
 
 
@@ -106,7 +127,7 @@ class LanceSource(IndexSource):
         self._where = f"--index lancedb:{target.location}"
         if not target.path.is_dir():
             raise self._fail(f"{target.path} is not a directory; give the LanceDB directory the ingest job wrote")
-        db = lancedb.connect(str(target.path))
+        db = lancedb.connect(str(target.path), **target.connect)
         try:
             self.table: Any = db.open_table(target.table)  # Any: close() drops it
         except (ValueError, FileNotFoundError):
@@ -361,6 +382,7 @@ KIND = StoreKind(
     open=open_lancedb,
     help=(
         "a LanceDB table (lancedb:DIR?table=T[&id=COL][&vector=COL][&text=COL][&metric=cosine|ip|l2]"
-        "[&nprobes=N][&refine=N][&ef=N]); its own ANN search as deployed, bypass_vector_index() for the exact one"
+        "[&nprobes=N][&refine=N][&ef=N][&read_consistency_interval=S]); its own ANN search as deployed, "
+        "bypass_vector_index() for the exact one"
     ),
 )

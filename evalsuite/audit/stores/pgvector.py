@@ -1,7 +1,9 @@
-"""PostgreSQL + pgvector tables: ``postgresql://USER@HOST:PORT/DB?table=T&id=COL&vector=COL[&text=COL]``.
+"""PostgreSQL + pgvector tables: ``postgresql://USER@HOST:PORT/DB?table=T&id=COL&vector=COL[&text=COL]``, plus
+any libpq connection parameter (``sslmode=require``, ``host=/var/run/postgresql``, ``service=NAME``, ...: the
+URI is libpq's own, split from evalsuite's keys in ``libpq.py``).
 
-The password is read only from an environment variable (``--password-env VAR``, default ``PGPASSWORD``) and
-never shows: a URI that carries one is refused without echoing it, and every message, the location and the
+The password is read only from an environment variable (``--password-env VAR``, default ``PGPASSWORD``) or
+libpq's password file, and never shows: a URI that carries one is refused without echoing it, and every message, the location and the
 ``repr`` have it masked in any form a server may echo (``encode/secret.py``'s redaction).
 
 - **Ids**: the id column's values cast to text (``id::text``: an integer id 12 is the chunk id ``"12"``); the
@@ -27,20 +29,27 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 import numpy as np
 
 from ...base.errors import IndexSourceError
 from ...encode.secret import Secret, cut
 from ..source import IndexInfo, IndexSource, Metric, SourceOptions, StoreKind
+from .libpq import (
+    DEFAULT_PASSWORD_ENV,
+    EXACT_SETTINGS,
+    OPERATOR,
+    PgTarget,
+    connect,
+    parse_uri,
+    plan_scans,
+    raw_vectors,
+)
 
 if TYPE_CHECKING:
-    import psycopg
+    pass
 
-DEFAULT_PASSWORD_ENV = "PGPASSWORD"
 FETCH_CHUNK = 10_000  # ids per fetch / texts query
 FETCH_ROWS = 4096  # rows fetched from the cursor at once: a batch is decoded in steps this size
 OPCLASS_METRIC: Mapping[str, Metric] = {
@@ -48,153 +57,21 @@ OPCLASS_METRIC: Mapping[str, Metric] = {
     "vector_ip_ops": "ip",
     "vector_l2_ops": "l2",
 }
-OPERATOR: Mapping[Metric, str] = {"cosine": "<=>", "ip": "<#>", "l2": "<->"}
 TEXT_TYPES = {"text", "character varying", "character", "uuid", "name"}
 INT_TYPES = {"smallint", "integer", "bigint"}
-PARAMS = ("table", "id", "vector", "text", "metric", "ef_search", "probes")
-REQUIRED = ("table", "id", "vector")
-
-
-@dataclass(frozen=True)
-class PgTarget:
-    """What a ``postgresql://`` URI names (never a password)."""
-
-    user: str | None
-    host: str
-    port: int
-    dbname: str
-    schema: str | None
-    table: str
-    id_col: str
-    vector_col: str
-    text_col: str | None = None
-    metric: Metric | None = None
-    settings: Mapping[str, int] = field(default_factory=dict)  # hnsw.ef_search / ivfflat.probes from the URI
-
-    @property
-    def table_name(self) -> str:
-        return f"{self.schema}.{self.table}" if self.schema else self.table
-
-    @property
-    def location(self) -> str:
-        return f"{self.host}:{self.port}/{self.dbname} table={self.table_name}"
-
-    def column(self, col: str) -> str:
-        return f"{self.table_name}.{col}"
-
-
-def parse_uri(uri: str) -> PgTarget:
-    """The target of ``uri``; IndexSourceError naming the missing or bad part (a password in it: refused)."""
-    split = urlsplit(uri)
-    shown = f"{split.scheme}://{split.hostname or ''}{'' if split.port is None else f':{split.port}'}{split.path}"
-    if split.password is not None:
-        raise IndexSourceError(
-            f"--index {shown}: the URI carries a password; remove it from the URI and export it in an "
-            f"environment variable ({DEFAULT_PASSWORD_ENV}, or the one --password-env names) instead"
-        )
-    dbname = unquote(split.path.lstrip("/"))
-    if not dbname or "/" in dbname:
-        raise IndexSourceError(f"--index {shown}: name the database after the host: postgresql://USER@HOST:PORT/DB?...")
-    pairs = parse_qsl(split.query, keep_blank_values=True)
-    params: dict[str, str] = {}
-    for key, value in pairs:
-        if key not in PARAMS:
-            raise IndexSourceError(
-                f"--index {shown}: unknown parameter {key!r}; the parameters are {', '.join(PARAMS)}"
-            )
-        if key in params:
-            raise IndexSourceError(f"--index {shown}: parameter {key!r} given twice")
-        if not value:
-            raise IndexSourceError(f"--index {shown}: parameter {key!r} is empty")
-        params[key] = value
-    missing = [k for k in REQUIRED if k not in params]
-    if missing:
-        raise IndexSourceError(
-            f"--index {shown}: missing {', '.join(f'{k}=' for k in missing)}; the URI names the table and its "
-            "columns: postgresql://USER@HOST:PORT/DB?table=T&id=COL&vector=COL[&text=COL]"
-        )
-    metric = params.get("metric")
-    if metric is not None and metric not in OPERATOR:
-        raise IndexSourceError(f"--index {shown}: metric={metric!r}; give metric=cosine, metric=ip or metric=l2")
-    settings: dict[str, int] = {}
-    for key, guc in (("ef_search", "hnsw.ef_search"), ("probes", "ivfflat.probes")):
-        if key in params:
-            try:
-                settings[guc] = int(params[key])
-            except ValueError:
-                raise IndexSourceError(f"--index {shown}: {key}={params[key]!r} is not an integer") from None
-            if settings[guc] < 1:
-                raise IndexSourceError(f"--index {shown}: {key} must be at least 1")
-    schema, _, table = params["table"].rpartition(".")
-    try:
-        port = split.port or 5432
-    except ValueError:
-        raise IndexSourceError(f"--index {shown}: the port is not a number") from None
-    return PgTarget(
-        user=unquote(split.username) if split.username else None,
-        host=split.hostname or "localhost",
-        port=port,
-        dbname=dbname,
-        schema=schema or None,
-        table=table,
-        id_col=params["id"],
-        vector_col=params["vector"],
-        text_col=params.get("text"),
-        metric=metric,  # type: ignore[arg-type]  # checked against OPERATOR above
-        settings=settings,
-    )
-
-
-def _connect_error(target: PgTarget, env: str, exc: Exception) -> IndexSourceError:
-    """A connection failure, named with what to do; the server's text redacted and cut."""
-    text = str(exc)
-    low = text.lower()
-    where = f"{target.host}:{target.port}/{target.dbname}"
-    if "password authentication failed" in low or "authentication failed" in low:
-        what = (
-            f"the server at {where} refused the password for user {target.user or '(default)'}: export the right "
-            f"password in ${env} (it is read from there only, never from the URI)"
-        )
-    elif "no password supplied" in low or "password is required" in low:
-        what = f"the server at {where} asks for a password and ${env} is not set: export it there"
-    elif "does not exist" in low and "database" in low:
-        what = f"the server at {where} has no database {target.dbname!r}: fix the database name in the URI"
-    elif "role" in low and "does not exist" in low:
-        what = f"the server at {where} has no role {target.user!r}: fix the user name in the URI"
-    elif any(s in low for s in ("connection refused", "could not connect", "timeout", "no route", "name or service")):
-        what = f"no PostgreSQL server answers at {target.host}:{target.port}: start it, or fix the host and port in the URI"
-    else:
-        what = f"cannot connect to {where}"
-    from ...encode.secret import redact
-
-    return IndexSourceError(redact(f"--index postgresql://{target.location}: {what} ({cut(text)})"))
 
 
 class PgvectorSource(IndexSource):
     """An open pgvector table; see the module docstring."""
 
     def __init__(self, target: PgTarget, options: SourceOptions) -> None:
-        import psycopg
 
-        self.target = target
         env = options.password_env or DEFAULT_PASSWORD_ENV
         value = os.environ.get(env)
         secret = Secret(value, source=env) if value else None  # registered: redact() masks it everywhere
         self._where = f"--index postgresql://{self._mask(target.location)}"
-        try:
-            self.conn: psycopg.Connection[Any] = psycopg.connect(
-                host=target.host,
-                port=target.port,
-                dbname=target.dbname,
-                user=target.user,
-                password=secret.reveal() if secret else None,
-                connect_timeout=10,
-                application_name="evalsuite-audit",
-                autocommit=True,
-                prepare_threshold=None,  # never prepared: a cached plan made with index scans off would serve
-            )  # the approximate search too (a prepared statement keeps its plan across SET)
-        except psycopg.Error as exc:
-            raise _connect_error(target, env, exc) from None
+        self.conn, self.target = connect(target, secret.reveal() if secret else None, env)
+        self._where = f"--index postgresql://{self._mask(self.target.location)}"
         del secret
         try:
             self._inspect()
@@ -288,29 +165,14 @@ class PgvectorSource(IndexSource):
                 if first is None:
                     raise self._fail(f"every row's {t.column(t.vector_col)!r} is NULL: the ingest job stored no vector")
                 self.dim = int(first[0])
-            self._vector_oid()
+            if not raw_vectors(self.conn):  # pragma: no cover - the extension was found above
+                raise self._fail("pgvector's type 'vector' is not visible to this user")
             self.conn.execute("SELECT '[1]'::vector")  # loads pgvector's library, which defines its settings
             for guc, value in t.settings.items():
                 self.conn.execute(sql.SQL("SET {} = {}").format(sql.Identifier(*guc.split(".")), sql.Literal(value)))
             self._index(vec_num)
         except psycopg.Error as exc:
             raise self._sql_error(f"reading table {t.table_name!r}", exc) from None
-
-    def _vector_oid(self) -> None:
-        from psycopg import adapt, pq
-        from psycopg.types import TypeInfo
-
-        info = TypeInfo.fetch(self.conn, "vector")
-        if info is None:  # pragma: no cover - the extension was found above
-            raise self._fail("pgvector's type 'vector' is not visible to this user")
-
-        class RawLoader(adapt.Loader):
-            format = pq.Format.BINARY
-
-            def load(self, data: Any) -> bytes:
-                return bytes(data)
-
-        self.conn.adapters.register_loader(info.oid, RawLoader)
 
     def _index(self, vec_num: int) -> None:
         t = self.target
@@ -513,18 +375,11 @@ class PgvectorSource(IndexSource):
         return -(distance * distance)  # <-> is the Euclidean distance; FAISS's L2 score is the squared one
 
     def _exact_settings(self) -> None:
-        for guc, value in (
-            ("enable_indexscan", "off"),
-            ("enable_indexonlyscan", "off"),
-            ("enable_bitmapscan", "off"),
-            ("enable_seqscan", "on"),
-        ):
+        for guc, value in EXACT_SETTINGS:
             self.conn.execute(f"SET LOCAL {guc} = {value}")
 
     def _plan(self, q: np.ndarray, *, exact: bool) -> str:
         """The scan the planner chooses for one query ("Index Scan using t_idx", "Seq Scan")."""
-        import json
-
         from psycopg import sql
 
         with self.conn.transaction(force_rollback=True):
@@ -534,20 +389,7 @@ class PgvectorSource(IndexSource):
             row = self.conn.execute(
                 sql.SQL("EXPLAIN (FORMAT JSON) {}").format(self._query_sql(exact=exact)), [lit, lit, 10]
             ).fetchone()
-        plan = row[0] if row else []
-        if isinstance(plan, str):
-            plan = json.loads(plan)
-        scans: list[str] = []
-
-        def walk(node: Mapping[str, Any]) -> None:
-            kind = str(node.get("Node Type", ""))
-            if "Scan" in kind:
-                scans.append(f"{kind} using {node['Index Name']}" if node.get("Index Name") else kind)
-            for child in node.get("Plans", []):
-                walk(child)
-
-        walk(plan[0]["Plan"])
-        return "; ".join(scans) or "?"
+        return plan_scans(row[0] if row else [])
 
     def search(self, queries: np.ndarray, k: int, *, exact: bool) -> list[list[tuple[str, float]]]:
         import psycopg
@@ -597,6 +439,7 @@ KIND = StoreKind(
     open=open_pgvector,
     help=(
         "a PostgreSQL + pgvector table (postgresql://USER@HOST:PORT/DB?table=T&id=COL&vector=COL[&text=COL]"
-        "[&metric=cosine|ip|l2][&ef_search=N][&probes=N]); the password only from $PGPASSWORD or --password-env"
+        "[&metric=cosine|ip|l2][&ef_search=N][&probes=N], and any libpq parameter: sslmode=require, "
+        "host=/var/run/postgresql, service=NAME, ...); the password only from $PGPASSWORD, --password-env or ~/.pgpass"
     ),
 )

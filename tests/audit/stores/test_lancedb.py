@@ -140,7 +140,9 @@ def test_integer_ids_are_read_as_text(lance: LanceFixture) -> None:
         ("l2", {}, ["has no vector index", "give metric=cosine"]),
         ("faithful", {"metric": "dot"}, ["metric='dot'", "metric=ip"]),
         ("faithful", {"nprobes": "0"}, ["nprobes must be at least 1"]),
-        ("faithful", {"tabel": "x"}, ["unknown parameter 'tabel'"]),
+        ("faithful", {"tabel": "x"}, ["unknown parameter 'tabel'", "lancedb.connect's own are read_consistency"]),
+        ("faithful", {"read_consistency_interval": "soon"}, ["read_consistency_interval='soon'"]),
+        ("faithful", {"api_key": "sk-not-echoed"}, ["the URI carries api_key=, a secret"]),
     ],
 )
 def test_bad_table_or_column_is_a_typed_error_naming_it(
@@ -150,6 +152,7 @@ def test_bad_table_or_column_is_a_typed_error_naming_it(
         _open(lance.uri(table, **params))
     for text in expected:
         assert text in str(err.value)
+    assert "sk-not-echoed" not in str(err.value)
 
 
 def test_a_vector_column_of_another_dimension_is_named_with_the_remedy(lance: LanceFixture) -> None:
@@ -173,3 +176,23 @@ def test_a_missing_client_is_a_usage_error_naming_the_extra(monkeypatch: pytest.
     monkeypatch.setattr(extras, "find_spec", lambda name: None if name == "lancedb" else real(name))
     with pytest.raises(MissingExtra, match=r"pip install 'evalsuite\[lancedb\]'"):
         _open("lancedb:/tmp/x?table=t")
+
+
+def test_lancedb_connect_options_pass_through(lance: LanceFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client's own option reaches lancedb.connect (bug: parsed, then dropped); evalsuite's keys do not."""
+    import datetime
+
+    import lancedb
+
+    seen: list[dict] = []
+    real = lancedb.connect
+
+    def spy(uri, **kw):
+        seen.append(kw)
+        return real(uri, **kw)
+
+    monkeypatch.setattr(lancedb, "connect", spy)
+    src = _open(lance.uri("faithful", read_consistency_interval="2.5", nprobes="4"))
+    assert src.info().count == len(lance.tables.ids)
+    src.close()
+    assert seen == [{"read_consistency_interval": datetime.timedelta(seconds=2.5)}]
