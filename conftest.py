@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -329,6 +330,28 @@ def vllm_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher
 def llamacpp_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
     """Real llama-cpp-python servers (see ``_launch``); the "model" of each is a GGUF file (tests/llamacpp)."""
     yield from _launch(LLAMACPP, tmp_path_factory)
+
+
+# -- the session's real infinity-emb embedding servers: every test that uses them is in xdist_group("infinity") --
+def _cls_copy(model_dir: Path, dest: Path) -> Path:
+    shutil.copytree(model_dir, dest)
+    cfg_path = dest / "1_Pooling" / "config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg.update(pooling_mode_cls_token=True, pooling_mode_mean_tokens=False)
+    cfg_path.write_text(json.dumps(cfg, indent=2))
+    return dest
+
+
+@pytest.fixture(scope="session")
+def infinity_servers(bundled_model_dir, tmp_path_factory, infinity_launcher):
+    """Two real infinity-emb servers, started together once per session: the bundled model behind
+    an API key ("good") and a copy whose pooling config says CLS ("cls", a broken deployment)."""
+    import secrets
+
+    key = "sk-infinity-" + secrets.token_hex(12)
+    cls_dir = _cls_copy(Path(bundled_model_dir), tmp_path_factory.mktemp("infinity-cls") / "cls-model")
+    servers = infinity_launcher("canary", {"good": (Path(bundled_model_dir), ["--api-key", key]), "cls": (cls_dir, [])})
+    return {"good": servers["good"], "cls": servers["cls"], "key": key}
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-xdist's worker has marked each grouped test's id

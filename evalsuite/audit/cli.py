@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.errors import SpecError
 from ..run.options import OUT_OPTION, add_options, collect
-from .options import AUDIT_RUN_OPTIONS, INDEX_OPTIONS, SETTING_OPTIONS
+from .options import AUDIT_CLIENT_OPTIONS, AUDIT_RUN_OPTIONS, INDEX_OPTIONS, SETTING_OPTIONS
 
 if TYPE_CHECKING:
     from ..canary.checks.base import CheckOutcome
@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
         "audit",
         help="audit a built vector index (FAISS, pgvector, LanceDB) against the reference that should have made it",
     )
-    add_options(p.add_argument, (*AUDIT_RUN_OPTIONS, *INDEX_OPTIONS, *SETTING_OPTIONS, OUT))
+    add_options(p.add_argument, (*AUDIT_RUN_OPTIONS, *INDEX_OPTIONS, *AUDIT_CLIENT_OPTIONS, *SETTING_OPTIONS, OUT))
     p.set_defaults(func=cmd_audit)
 
 
@@ -66,6 +66,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
         audit_gates(settings.gates, (), settings.max_delta)
     mmap = args.mmap is not False
+    given = collect(args, AUDIT_CLIENT_OPTIONS)
+    if given and not (args.endpoint or args.baseline_endpoint):
+        raise SpecError(
+            f"{', '.join(o.flag for o in AUDIT_CLIENT_OPTIONS if o.dest in given)} set(s) how to call a served "
+            "model, but no --endpoint (or --baseline-endpoint) URL is given: add it, or drop the option"
+        )
+    checked = RunSpec.from_mapping(given, source="command line")  # type-checked as the run's own
+    client = {k: getattr(checked, k) for k in given}
     targets = [
         AuditTarget(
             args.index_uri,
@@ -73,6 +81,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             _manifest(args.index_uri, args.manifest),
             args.endpoint,
             "index",
+            client,
         )
     ]
     if args.baseline_index:
@@ -83,6 +92,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 _manifest(args.baseline_index, args.baseline_manifest),
                 args.baseline_endpoint,
                 "baseline",
+                client,
             )
         )
     elif args.baseline_endpoint or args.baseline_ids:

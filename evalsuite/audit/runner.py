@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -33,6 +33,7 @@ class AuditTarget:
     manifest: Path | None = None
     endpoint: str | None = None
     role: str = "index"
+    client: Mapping[str, Any] = field(default_factory=dict)  # how to call the endpoint (RunSpec's client fields)
 
 
 @dataclass(frozen=True)
@@ -115,12 +116,16 @@ def reference_encoder(prepared: Prepared) -> Callable[[], Encoder]:
     return encoder
 
 
-def endpoint_encoder(prepared: Prepared, url: str) -> Callable[[], ContractEncoder]:
-    """The production query path: the queries encoded by the served endpoint under the same contract."""
+def endpoint_encoder(
+    prepared: Prepared, url: str, client: Mapping[str, Any] | None = None
+) -> Callable[[], ContractEncoder]:
+    """The production query path: the queries encoded by the served endpoint under the same contract (``client``:
+    how to call it, RunSpec's endpoint client fields: ``api_key_env``, ``served_model``, ...)."""
     from ..encode.contract_encoder import ContractEncoder
     from ..run.pipeline import make_encoder
 
-    served = dataclasses.replace(prepared, spec=dataclasses.replace(prepared.spec, endpoints=(url,)))
+    spec = dataclasses.replace(prepared.spec, endpoints=(url,), **dict(client or {}))
+    served = dataclasses.replace(prepared, spec=spec)
 
     @lru_cache(maxsize=1)
     def encoder() -> ContractEncoder:
@@ -150,7 +155,7 @@ def open_context(
         Deadline.after(settings.deadline, DEADLINE_WHAT),
         encoder,
         manifest=target.manifest,
-        query_encoder=endpoint_encoder(prepared, target.endpoint) if target.endpoint else None,
+        query_encoder=endpoint_encoder(prepared, target.endpoint, target.client) if target.endpoint else None,
         role=target.role,
     )
 

@@ -65,3 +65,12 @@ def test_queries_through_a_served_endpoint(served: Any, tiny_model_dir: Path, sm
     g = rb["details"]["gates"]["ndcg@10:max_drop=0.0"]
     assert rb["status"] == "FAIL" and g["decision"] == "fail" and g["delta"] < 0
     assert "queries that lost most" in rb["message"]  # the release gates' own explanation
+
+
+def test_endpoint_client_options_without_an_endpoint_are_a_usage_error(tiny_model_dir: Path, tmp_path: Path, capsys):
+    """Bug: --api-key-env accepted and ignored in silence when nothing is served (the audit runs local queries)."""
+    argv = ["audit", "--index", f"faiss:{tmp_path / 'none.faiss'}", "--model", str(tiny_model_dir)]
+    assert main([*argv, "--api-key-env", "SOME_KEY", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "--api-key-env set(s) how to call a served model, but no --endpoint" in err
+    assert not (tmp_path / "out").exists()

@@ -4,8 +4,6 @@ loopback, vectors from the real tiny reference model) and real infinity-emb serv
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -181,25 +179,3 @@ def raw_server():
         yield server
     finally:
         server.stop()
-
-
-# -- real infinity-emb servers (started by the root conftest's infinity_launcher) ------------------
-def _cls_copy(model_dir: Path, dest: Path) -> Path:
-    shutil.copytree(model_dir, dest)
-    cfg_path = dest / "1_Pooling" / "config.json"
-    cfg = json.loads(cfg_path.read_text())
-    cfg.update(pooling_mode_cls_token=True, pooling_mode_mean_tokens=False)
-    cfg_path.write_text(json.dumps(cfg, indent=2))
-    return dest
-
-
-@pytest.fixture(scope="session")
-def infinity_servers(bundled_model_dir, tmp_path_factory, infinity_launcher):
-    """Two real infinity-emb servers, started together once per session: the bundled model behind
-    an API key ("good") and a copy whose pooling config says CLS ("cls", a broken deployment)."""
-    import secrets
-
-    key = "sk-infinity-" + secrets.token_hex(12)
-    cls_dir = _cls_copy(Path(bundled_model_dir), tmp_path_factory.mktemp("infinity-cls") / "cls-model")
-    servers = infinity_launcher("canary", {"good": (Path(bundled_model_dir), ["--api-key", key]), "cls": (cls_dir, [])})
-    return {"good": servers["good"], "cls": servers["cls"], "key": key}

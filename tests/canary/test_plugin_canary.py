@@ -173,3 +173,21 @@ def test_several_endpoints_run_each_check_against_every_member_and_name_the_fail
     assert f": FAIL member 2 of 2, {second_server.url}: vector agreement: " in out
     # both members were asked: each answered the canary texts
     assert fault_server.bodies and second_server.bodies
+
+
+@pytest.mark.integration
+@pytest.mark.xdist_group("infinity")
+def test_gate_endpoint_gates_the_model_as_served_by_real_infinity(pytester, infinity_servers, minibeir_dir, tmp_path):
+    """--gate-endpoint against the session's real CLS Infinity deployment (the stand-in above covers the faults): a
+    bar between the local 0.7635 and the served 0.6712 passes the local candidate and fails the served one (bug: the
+    flag ignored, or the served vectors gated in place of the local ones without it)."""
+    cache = tmp_path / "cache"
+    bar = ["-p", "no:randomly", "-p", "no:cacheprovider", "--device", "cpu", "--cache-dir", str(cache), "-v"]
+    bar += ["--dataset", str(minibeir_dir), "--gate", "ndcg@10>=0.72", "-k", "gate"]
+    bar += ["--endpoint", infinity_servers["cls"].url, "--reports-dir", str(tmp_path / "reports")]
+    local = pytester.runpytest(*bar)
+    assert local.ret == 0, local.stdout.str()
+    assert "ndcg@10 0.7635" in local.stdout.str()
+    served = pytester.runpytest(*bar, "--gate-endpoint")
+    assert served.ret == 1, served.stdout.str()
+    assert "0.671" in served.stdout.str() and "ndcg@10 0.7635" not in served.stdout.str()

@@ -3,7 +3,7 @@ what to do, no traceback, checked before any model is loaded or anything encoded
 
 Tests run as root here, where a chmod'ed directory stops nothing: unwritable places are made with a
 path under a regular file, and with `/proc` (no file can be created there, not even by root); one
-test uses real permissions and is skipped only when running as root.
+test uses real permissions, made to hold for root too (tests/privileges.py: an immutable directory).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from evalsuite.cli import main
+from tests.privileges import read_only_dir
 
 COMMANDS = {
     "run": ["run"],
@@ -123,18 +124,12 @@ def test_qrels_missing_or_a_directory(command, base, tmp_path, capsys, no_model)
     assert not no_model
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only directory")
 def test_read_only_directory_real_permissions(base, tmp_path, capsys, no_model):
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
-    try:
+    with read_only_dir(tmp_path / "ro") as ro:  # immutable for root (chattr +i), mode 0o500 for others
         rc, err = _run(["run", *base, "--no-cache", "--out", str(ro / "out")], capsys)
         _one_line_error(rc, err, f"--out {ro / 'out'}", f"{ro} is not writable")
         rc, err = _run(["run", *base, "--cache-dir", str(ro), "--out", str(tmp_path / "out")], capsys)
         _one_line_error(rc, err, f"(--cache-dir) {ro}", "is not writable")
-    finally:
-        ro.chmod(stat.S_IRWXU)
 
 
 def test_existing_out_directory_is_fine_and_reports_follow_the_umask(base, tmp_path, capsys):

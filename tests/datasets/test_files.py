@@ -2,6 +2,8 @@
 
 import gzip
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -176,15 +178,25 @@ def test_missing_qrels_directory_and_dataset_path(tmp_path, files):
         load_dataset(files.dataset(tmp_path / "e") / "corpus.jsonl")
 
 
-def test_unreadable_file(tmp_path, files):
-    import os
+def test_unreadable_file(files):
+    """Read by a process that dropped root for nobody (root reads any file): the unreadable corpus is named."""
+    import shutil
+    import tempfile
 
-    if os.geteuid() == 0:
-        pytest.skip("root reads any file")
-    root = files.dataset(tmp_path / "d")
-    (root / "corpus.jsonl").chmod(0)
-    with pytest.raises(DatasetError, match=r"corpus.jsonl: cannot be read"):
-        load_dataset(root)
+    from tests.privileges import as_user
+
+    base = Path(tempfile.mkdtemp(prefix="evalsuite-unreadable-"))
+    try:
+        base.chmod(0o755)
+        root = files.dataset(base / "d")
+        for p in (root, *root.rglob("*")):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        (root / "corpus.jsonl").chmod(0)
+        outcome, message = as_user(lambda: load_dataset(root))
+        assert outcome == "raised" and message.startswith("DatasetError: "), message
+        assert re.search(r"corpus.jsonl: cannot be read", message), message
+    finally:
+        shutil.rmtree(base)
 
 
 def test_empty_files(tmp_path, files):

@@ -3,10 +3,9 @@ before any model is loaded, for bad paths and for gates on metrics that are not 
 
 from __future__ import annotations
 
-import os
-import stat
-
 import pytest
+
+from tests.privileges import read_only_dir
 
 from .conftest import BASE, plugin_args
 
@@ -147,18 +146,12 @@ def test_qrels_missing_or_a_directory(run_evalsuite, pytester, tiny, small_beir,
     assert not no_model
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only directory")
 def test_update_baseline_into_a_read_only_directory(run_evalsuite, pytester, tiny, small_beir, no_model):
-    ro = pytester.path / "ro"
-    ro.mkdir()
-    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
-    try:
+    with read_only_dir(pytester.path / "ro") as ro:  # immutable for root (chattr +i), mode 0o500 for others
         run = run_evalsuite(
             *_args(tiny, small_beir, "--no-cache", "--update-baseline", "--baseline", str(ro / "b.json"))
         )
         _usage_error(run, pytester, f"baseline {ro / 'b.json'}", f"its directory {ro} is not writable")
-    finally:
-        ro.chmod(stat.S_IRWXU)
 
 
 def test_spec_file_and_baseline_that_are_not_utf8(run_evalsuite, pytester, tiny, small_beir, no_model):

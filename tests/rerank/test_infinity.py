@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-# One xdist group, like tests/canary/test_infinity.py: a single worker starts the server.
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("infinity-rerank")]
+# The session's Infinity servers live on one worker (xdist group "infinity"): the reranker beside the embedding
+# servers, so the combined canary below meets both real engines without starting either twice.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("infinity")]
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +81,31 @@ def test_rerank_canary_against_infinity(infinity_reranker, canary_argv, tmp_path
     )
     assert rc == 1
     assert verdicts["score_agreement"]["passed"] is False
+
+
+@pytest.mark.parametrize("embedding", ["good", "cls"])
+def test_one_canary_command_runs_both_canaries_against_real_infinity_servers(
+    infinity_reranker, infinity_servers, cross_encoder_dir, small_beir, tmp_path, capsys, monkeypatch, embedding
+):
+    """`evalsuite canary --endpoint E --reranker-endpoint R` against the session's real embedding servers and the real
+    reranker server: both canaries run, each report lands in its place, and the worse exit status wins (bug: only
+    one of them run, or the reranker's pass hiding the embedding deployment's CLS pooling)."""
+    from evalsuite.cli import main
+
+    monkeypatch.setenv("EVALSUITE_INFINITY_COMBINED_KEY", infinity_servers["key"])
+    server = infinity_servers[embedding]
+    key = ["--api-key-env", "EVALSUITE_INFINITY_COMBINED_KEY"] if embedding == "good" else []
+    argv = ["canary", "--endpoint", server.url, *key, "--reranker-endpoint", infinity_reranker]
+    argv += ["--reranker", str(cross_encoder_dir), "--reranker-canary-depth", "6", "--dataset", str(small_beir)]
+    argv += ["--device", "cpu", "--out", str(tmp_path)]
+    rc = main(argv)
+    out = capsys.readouterr().out
+    embedded = json.loads((tmp_path / "canary.json").read_text())
+    reranked = json.loads((tmp_path / "reranker" / "canary.json").read_text())
+    assert reranked["passed"] is True, out  # the reranker deployment is faithful in both cases
+    assert embedded["passed"] is (embedding == "good"), out
+    assert rc == (0 if embedding == "good" else 1)
+    if embedding == "cls":
+        failed = {v["check"] for v in embedded["verdicts"] if not v["passed"]}
+        assert "vector_agreement" in failed and "pools with CLS" in out
+    assert infinity_servers["key"] not in out

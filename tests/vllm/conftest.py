@@ -4,8 +4,8 @@ Every test module here is in the xdist group "vllm": under ``-n N --dist loadgro
 all, so each session fixture below starts its servers once (the root conftest's ``vllm_launcher`` stops them
 at the end). A start costs minutes on 2 cores, so the servers of one fixture start together.
 
-CI runs the faithful, CLS, reranker and decoder (a tiny Qwen3) servers; the no-normalization, short-max-length and token_embed
-servers are the ``vllm_full`` tier (``pytest -m vllm_full tests/vllm``).
+CI runs the faithful, CLS, reranker, decoder (a tiny Qwen3) and token_embed servers; the no-normalization and
+short-max-length servers are the ``vllm_full`` tier (``pytest -m vllm_full tests/vllm``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ class VllmServers:
     key: str
     reranker: str
     decoder: str  # the tiny Qwen3 decoder served faithfully (decoder_model_dir), started with the others
+    tokens: str  # --pooler-config '{"task": "token_embed"}': per-token vectors on /pooling (late interaction)
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,6 @@ class VllmFullServers:
 
     nonorm: str  # --pooler-config '{"use_activation": false}': vectors not normalized
     short: str  # --max-model-len 128 < the contract's 256
-    tokens: str  # --pooler-config '{"task": "token_embed"}': per-token vectors on /pooling
 
 
 def _embed_args(*extra: str) -> list[str]:
@@ -61,10 +61,11 @@ def vllm_servers(bundled_model_dir, vllm_cross_encoder_dir, decoder_model_dir, v
             "cls": (model, cls),
             "reranker": (vllm_cross_encoder_dir, []),
             "decoder": (decoder_model_dir, _decoder_args()),
+            "tokens": (model, _embed_args("--pooler-config", json.dumps({"task": "token_embed"}))),
         },
     )
     urls = {name: server.url for name, server in servers.items()}
-    return VllmServers(urls["faithful"], urls["cls"], key, urls["reranker"], urls["decoder"])
+    return VllmServers(urls["faithful"], urls["cls"], key, urls["reranker"], urls["decoder"], urls["tokens"])
 
 
 @pytest.fixture(scope="session")
@@ -75,10 +76,9 @@ def vllm_full(bundled_model_dir, vllm_launcher) -> VllmFullServers:
         {
             "nonorm": (model, _embed_args("--pooler-config", json.dumps({"use_activation": False}))),
             "short": (model, ["--served-model-name", SERVED_NAME, "--max-model-len", "128"]),
-            "tokens": (model, _embed_args("--pooler-config", json.dumps({"task": "token_embed"}))),
         },
     )
-    return VllmFullServers(servers["nonorm"].url, servers["short"].url, servers["tokens"].url)
+    return VllmFullServers(servers["nonorm"].url, servers["short"].url)
 
 
 def write_bundled_cross_encoder(src: Path, dest: Path, *, seed: int = 0, head_scale: float = 40.0) -> Path:

@@ -1,6 +1,6 @@
 """Late interaction and load against a real vLLM (the faithful server of the session, see conftest).
 
-`late --late-endpoint` (``vllm_full`` tier): a server started with ``--pooler-config '{"task":
+`late --late-endpoint` (CI's token_embed server): a server started with ``--pooler-config '{"task":
 "token_embed"}'`` (the embedding server refuses that task with HTTP 400) gives one vector per token of the
 bundled model on ``/pooling``, [CLS] and [SEP] kept; with ``--late-special-tokens keep`` they agree with the
 local token vectors. `load`: a profile against vLLM, and a cutover with Infinity as old and vLLM as new.
@@ -28,10 +28,9 @@ def late(vllm_url, model_dir, dataset, out, *extra):
     return rc, json.loads((out / "late.json").read_text())["served_tokens"]
 
 
-@pytest.mark.vllm_full
-def test_late_against_vllm_token_embed(vllm_full, bundled_model_dir, small_beir, tmp_path, capsys):
+def test_late_against_vllm_token_embed(vllm_servers, bundled_model_dir, small_beir, tmp_path, capsys):
     rc, served = late(
-        vllm_full.tokens, bundled_model_dir, small_beir, tmp_path / "keep", "--late-special-tokens", "keep"
+        vllm_servers.tokens, bundled_model_dir, small_beir, tmp_path / "keep", "--late-special-tokens", "keep"
     )
     out = capsys.readouterr().out
     assert rc == 0, out
@@ -39,7 +38,7 @@ def test_late_against_vllm_token_embed(vllm_full, bundled_model_dir, small_beir,
     assert served["min_cosine"] > 0.9999
     assert "PASS  served token vectors:" in out
     # the contract's default drops [CLS]/[SEP]; vLLM keeps them: every text's token count differs by two
-    rc, served = late(vllm_full.tokens, bundled_model_dir, small_beir, tmp_path / "drop")
+    rc, served = late(vllm_servers.tokens, bundled_model_dir, small_beir, tmp_path / "drop")
     assert rc == 1
     assert len(served["count_mismatches"]) == 6
     assert all(got == want + 2 for _, got, want in served["count_mismatches"]), served["count_mismatches"]
