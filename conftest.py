@@ -284,27 +284,38 @@ class ServedEngine:
         self._fh.close()
 
 
-Launcher = Callable[[str, dict[str, tuple[Path, list[str]]]], dict[str, ServedEngine]]
+Launcher = Callable[..., dict[str, ServedEngine]]  # start(purpose, {name: (model_dir, extra)}, *, fresh=False)
 
 
 def _launch(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
-    """``start(purpose, {name: (model_dir, extra args)})``: real servers started together and waited for;
-    every server is stopped at the end of the session. Without the engine's venv the test is skipped with
+    """``start(purpose, {name: (model_dir, extra args)})``: real servers started together and waited for; a
+    configuration (model directory and arguments) already running in this test process is handed out again rather
+    than started twice (``fresh=True``: a second instance, e.g. the other member of a fleet); every server is stopped at the end of the session. Without the engine's venv the test is skipped with
     the command that installs it, or fails under CI (which must run the tests against real servers)."""
     started: list[ServedEngine] = []
+    running: dict[tuple[str, tuple[str, ...]], ServedEngine] = {}  # one server per configuration in this process
 
-    def start(purpose: str, servers: dict[str, tuple[Path, list[str]]]) -> dict[str, ServedEngine]:
+    def start(
+        purpose: str, servers: dict[str, tuple[Path, list[str]]], *, fresh: bool = False
+    ) -> dict[str, ServedEngine]:
         if not engine.marker.exists():
             reason = f"{engine.name} venv not found at {engine.venv}; install it with `{engine.install_command}`"
             if os.environ.get("CI"):
                 pytest.fail(f"{reason} (CI must run the {engine.name} {purpose} tests)")
             pytest.skip(reason)
         root = tmp_path_factory.mktemp(f"{engine.name}-{purpose}")
-        made = {name: ServedEngine(engine, d, root / f"{name}.log", extra) for name, (d, extra) in servers.items()}
-        started.extend(made.values())
+        made: dict[str, ServedEngine] = {}
+        for name, (d, extra) in servers.items():
+            key = (str(Path(d).resolve()), tuple(extra))
+            same = running.get(key)  # a server of the same model and arguments, still up: shared, not started again
+            if fresh or same is None or same.proc.poll() is not None:
+                same = running[key] = ServedEngine(engine, d, root / f"{name}.log", extra)
+                started.append(same)
+            made[name] = same
         deadline = time.monotonic() + engine.startup_s
         for s in made.values():
-            s.wait_ready(deadline)
+            if s.ready_s is None:
+                s.wait_ready(deadline)
         return made
 
     try:

@@ -23,9 +23,8 @@ TOLERANCE = 0.005  # the canary's default max |delta| of a metric
 @pytest.fixture(scope="module")
 def second_good(infinity_servers, bundled_model_dir, infinity_launcher):
     """Another infinity server of the bundled model behind the same key: with "good", a fleet of two."""
-    return infinity_launcher("fleet", {"good2": (Path(bundled_model_dir), ["--api-key", infinity_servers["key"]])})[
-        "good2"
-    ]
+    config = {"good2": (Path(bundled_model_dir), ["--api-key", infinity_servers["key"]])}
+    return infinity_launcher("fleet", config, fresh=True)["good2"]  # the same configuration as "good": a second one
 
 
 def test_run_against_infinity_equals_the_local_run(
