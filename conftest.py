@@ -343,6 +343,13 @@ def llamacpp_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Laun
     yield from _launch(LLAMACPP, tmp_path_factory)
 
 
+@pytest.fixture(scope="session")
+def reference_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One embedding cache for the whole test process: the reference is encoded once per contract and text, whatever
+    module asks (the cache is keyed by everything that changes a vector, so sharing it changes no result)."""
+    return tmp_path_factory.mktemp("reference-cache")
+
+
 # -- the session's real infinity-emb embedding servers: every test that uses them is in xdist_group("infinity") --
 def _cls_copy(model_dir: Path, dest: Path) -> Path:
     shutil.copytree(model_dir, dest)

@@ -18,8 +18,10 @@ KEY_ENV = "EVALSUITE_AUDIT_INFINITY_KEY"
 
 
 @pytest.fixture(scope="module")
-def bundled_index(tmp_path_factory: pytest.TempPathFactory, minibeir_dir: Path) -> tuple[Path, Path, Path]:
-    """The bundled corpus encoded by the reference (its embedding cache kept for the audits) in a flat FAISS file."""
+def bundled_index(
+    tmp_path_factory: pytest.TempPathFactory, minibeir_dir: Path, reference_cache: Path
+) -> tuple[Path, Path, Path]:
+    """The bundled corpus encoded by the reference (the session's embedding cache) in a flat FAISS file."""
     import faiss
 
     from evalsuite.encode.contract_encoder import ContractEncoder
@@ -27,7 +29,7 @@ def bundled_index(tmp_path_factory: pytest.TempPathFactory, minibeir_dir: Path) 
     from evalsuite.run.spec import RunSpec
 
     root = tmp_path_factory.mktemp("audit-infinity")
-    cache = root / "cache"
+    cache = reference_cache
     prepared = prepare(RunSpec(dataset=str(minibeir_dir), device="cpu", cache_dir=str(cache)))
     ids = [str(d) for d in prepared.dataset.doc_ids]
     enc = ContractEncoder(make_encoder(prepared), prepared.contract)

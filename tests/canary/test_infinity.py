@@ -20,12 +20,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("infinity")]
 KEY_ENV = "EVALSUITE_INFINITY_TEST_KEY"
 
 
-@pytest.fixture(scope="module")
-def reference_cache(tmp_path_factory):
-    """One embedding cache for the module, so the reference is encoded once for both CLI runs."""
-    return tmp_path_factory.mktemp("canary-cache")
-
-
 def canary(url, dataset, out, cache, *extra):
     return main(canary_argv(url, None, dataset, out, *extra, cache_dir=cache))
 

@@ -22,11 +22,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("infinity")]
 KEY_ENV = "EVALSUITE_INFINITY_TEST_KEY"
 
 
-@pytest.fixture(scope="module")
-def reference_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("diagnosis-cache")
-
-
 def test_cls_deployment_is_named_with_infinitys_remedy(
     infinity_servers, canary_dataset, tmp_path, reference_cache, capsys
 ):

@@ -26,12 +26,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("infinity-fleet")
 KEY_ENV = "EVALSUITE_INFINITY_TEST_KEY"
 
 
-@pytest.fixture(scope="module")
-def reference_cache(tmp_path_factory):
-    """One embedding cache for the module: the local reference is encoded once for every canary run."""
-    return tmp_path_factory.mktemp("fleet-cache")
-
-
 @pytest.fixture
 def key(infinity_servers, monkeypatch) -> str:
     monkeypatch.setenv(KEY_ENV, infinity_servers["key"])

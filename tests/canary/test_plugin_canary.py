@@ -177,11 +177,13 @@ def test_several_endpoints_run_each_check_against_every_member_and_name_the_fail
 
 @pytest.mark.integration
 @pytest.mark.xdist_group("infinity")
-def test_gate_endpoint_gates_the_model_as_served_by_real_infinity(pytester, infinity_servers, minibeir_dir, tmp_path):
+def test_gate_endpoint_gates_the_model_as_served_by_real_infinity(
+    pytester, infinity_servers, minibeir_dir, tmp_path, reference_cache
+):
     """--gate-endpoint against the session's real CLS Infinity deployment (the stand-in above covers the faults): a
     bar between the local 0.7635 and the served 0.6712 passes the local candidate and fails the served one (bug: the
     flag ignored, or the served vectors gated in place of the local ones without it)."""
-    cache = tmp_path / "cache"
+    cache = reference_cache
     bar = ["-p", "no:randomly", "-p", "no:cacheprovider", "--device", "cpu", "--cache-dir", str(cache), "-v"]
     bar += ["--dataset", str(minibeir_dir), "--gate", "ndcg@10>=0.72", "-k", "gate"]
     bar += ["--endpoint", infinity_servers["cls"].url, "--reports-dir", str(tmp_path / "reports")]

@@ -26,12 +26,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.llamacpp, pytest.mark.xdist_g
 VARIANT = ("--no-normalize", "--canary-detect", "0.5")
 
 
-@pytest.fixture(scope="module")
-def reference_cache(tmp_path_factory):
-    """One embedding cache for the module: the reference is encoded once per contract for every run."""
-    return tmp_path_factory.mktemp("llamacpp-canary-cache")
-
-
 def canary(url, dataset, out, cache, *extra):
     argv = ["canary", "--endpoint", url, "--dataset", str(dataset), "--device", "cpu"]
     rc = main([*argv, "--cache-dir", str(cache), "--out", str(out), *extra])

@@ -35,12 +35,6 @@ TEXTS = [
 DETECT = ("--canary-detect", "0.5")  # fewer repeated requests (the BERT tests check a replica share of 0.1)
 
 
-@pytest.fixture(scope="module")
-def reference_cache(tmp_path_factory):
-    """One embedding cache for the module: the reference is encoded once per contract for every run."""
-    return tmp_path_factory.mktemp("llamacpp-decoder-cache")
-
-
 def canary(decoders, url, dataset, out, cache, *extra):
     from evalsuite.cli import main
 

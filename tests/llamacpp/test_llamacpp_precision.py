@@ -19,12 +19,6 @@ from evalsuite.cli import main
 pytestmark = [pytest.mark.integration, pytest.mark.llamacpp, pytest.mark.xdist_group("llamacpp")]
 
 
-@pytest.fixture(scope="module")
-def reference_cache(tmp_path_factory):
-    """One embedding cache for the module: the reference is encoded once per contract for every run."""
-    return tmp_path_factory.mktemp("llamacpp-precision-cache")
-
-
 def test_a_q4_0_file_is_named_precision_with_its_cosine_and_remedy(
     llamacpp_q4_0, small_beir, tmp_path, reference_cache, capsys
 ):

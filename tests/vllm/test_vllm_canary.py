@@ -20,12 +20,6 @@ from .conftest import KEY_ENV, SERVED_NAME
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("vllm")]
 
 
-@pytest.fixture(scope="module")
-def reference_cache(tmp_path_factory):
-    """One embedding cache for the module: the reference is encoded once for every run."""
-    return tmp_path_factory.mktemp("vllm-canary-cache")
-
-
 def canary(url, dataset, out, cache, *extra):
     argv = ["canary", "--endpoint", url, "--dataset", str(dataset), "--device", "cpu"]
     rc = main([*argv, "--cache-dir", str(cache), "--out", str(out), *extra])

@@ -17,11 +17,6 @@ from .test_vllm_canary import canary
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("vllm")]
 
 
-@pytest.fixture(scope="module")
-def reference_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("vllm-decoder-cache")
-
-
 def test_canary_passes_against_the_faithful_vllm_decoder(vllm_decoder, small_beir, tmp_path, reference_cache, capsys):
     rc, verdicts = canary(
         vllm_decoder.url, small_beir, tmp_path, reference_cache, "--model", str(vllm_decoder.model_dir)

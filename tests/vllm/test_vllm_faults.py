@@ -15,11 +15,6 @@ from .test_vllm_canary import canary
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("vllm"), pytest.mark.vllm_full]
 
 
-@pytest.fixture(scope="module")
-def reference_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("vllm-faults-cache")
-
-
 def test_canary_fails_against_vllm_without_normalization(vllm_full, minibeir_dir, tmp_path, reference_cache, capsys):
     rc, verdicts = canary(vllm_full.nonorm, minibeir_dir, tmp_path, reference_cache)
     out = capsys.readouterr().out
