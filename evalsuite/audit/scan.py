@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,6 +27,19 @@ class Scan:
     norms: np.ndarray  # row -> L2 norm (NaN for a non-finite row)
     sample_rows: np.ndarray  # sorted rows audited for fidelity
     sample_vectors: np.ndarray  # (len(sample_rows), dim) float32
+    # row -> a 64-bit hash of its vector rounded to VECTOR_DECIMALS (0 for non-finite and zero rows): 8 bytes a row
+    hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+
+    def same_vector(self) -> list[list[int]]:
+        """Groups of rows (two or more, in storage order) whose vectors are one (to VECTOR_DECIMALS decimals)."""
+        usable = np.flatnonzero(self.hashes != 0)
+        if usable.size < 2:
+            return []
+        order = usable[np.argsort(self.hashes[usable], kind="stable")]
+        h = self.hashes[order]
+        starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
+        ends = np.r_[starts[1:], len(h)]
+        return sorted(sorted(order[a:b].tolist()) for a, b in zip(starts, ends, strict=True) if b - a > 1)
 
     def duplicated(self) -> dict[str, list[int]]:
         """Each chunk id stored on more than one row, with its rows."""
@@ -53,12 +66,28 @@ def sample_rows(count: int, n: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(count, size=n, replace=False)).astype(np.int64)
 
 
+VECTOR_DECIMALS = 6  # vectors equal to this many decimals are one vector to the collision check
+
+
+def vector_hashes(v: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row rounded to VECTOR_DECIMALS decimals (a fixed random linear map of its float32 bits,
+    modulo 2**64), never 0 for a finite, non-zero row; 0 for the others."""
+    rounded = np.round(np.where(np.isfinite(v), v, 0.0), VECTOR_DECIMALS).astype(np.float32) + np.float32(0.0)
+    bits = rounded.view(np.uint32).astype(np.uint64)
+    coefficients = np.random.default_rng(0x5EED).integers(1, 2**63, size=v.shape[1], dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        h = (bits * coefficients).sum(axis=1, dtype=np.uint64) | np.uint64(1)
+    bad = ~np.isfinite(v).all(axis=1) | ~np.any(v != 0, axis=1)
+    return np.where(bad, np.uint64(0), h)
+
+
 def scan(source: IndexSource, rows: np.ndarray, block_rows: int) -> Scan:
     """Stream every stored row once (``source.iter_vectors``), keeping the vectors of ``rows``."""
     ids: list[str] = []
     non_finite: list[int] = []
     zero: list[int] = []
     norms: list[np.ndarray] = []
+    hashes: list[np.ndarray] = []
     kept: list[np.ndarray] = []
     at, dim, want = 0, 0, 0
     for chunk_ids, vectors in source.iter_vectors(block_rows):
@@ -72,6 +101,7 @@ def scan(source: IndexSource, rows: np.ndarray, block_rows: int) -> Scan:
         non_finite += (at + np.flatnonzero(~finite)).tolist()
         zero += (at + np.flatnonzero(finite & (norm == 0))).tolist()
         norms.append(norm.astype(np.float32))
+        hashes.append(vector_hashes(v))
         stop = int(np.searchsorted(rows, at + n))
         if stop > want:
             kept.append(v[rows[want:stop] - at].copy())
@@ -86,4 +116,5 @@ def scan(source: IndexSource, rows: np.ndarray, block_rows: int) -> Scan:
         norms=np.concatenate(norms) if norms else np.zeros(0, np.float32),
         sample_rows=rows[:want],
         sample_vectors=np.vstack(kept) if kept else np.zeros((0, dim), np.float32),
+        hashes=np.concatenate(hashes) if hashes else np.zeros(0, np.uint64),
     )

@@ -17,6 +17,8 @@ from ..diagnose.hypotheses import Alternative
 from ..diagnose.local import AlternativeVectors, Hypotheses, Probes, ReferenceSource
 from ..diagnose.score import Diagnosis, diagnose, name_precision
 from ..encode.http import EndpointHTTPError
+from .embedding.checks.ladder import SHARED_KEY as LADDER_KEY
+from .embedding.checks.ladder import Cap
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 # the checks whose failure the served vectors can explain
 DIAGNOSED = frozenset(
     {"vector_agreement", "norm_agreement", "batch_invariance", "retrieval_agreement", "bad_input", "matryoshka"}
+    | {"length_ladder"}  # issue 40: the ladder's cap joins the lengths the diagnosis tries
 )
 
 
@@ -67,6 +70,9 @@ def _diagnose(ctx: CanaryContext, dims: int | None) -> Diagnosis:
         server_max=facts.max_length,
         suspects=ctx.settings.suspect_models,
     )
+    cap = ctx.known(LADDER_KEY)  # the length ladder's cap, when it found one: a length no fixed list holds
+    if isinstance(cap, Cap) and cap.agrees != c.max_length and 2 <= cap.agrees <= info.max_positions:
+        hyps = dataclasses.replace(hyps, lengths=tuple(sorted({*hyps.lengths, cap.agrees})))
     base = Alternative.of_contract(c if dims is None else c.replace(dim=dims), hidden)
     what = f"{len(probes.ids)} canary texts" + (f" with dimensions={dims}" if dims else "")
     if probes.refused:

@@ -94,6 +94,10 @@ class CanaryContext:
         """``make()`` once per context under ``key`` (for what other modules derive from it, e.g. a diagnosis)."""
         return self._memo(f"shared:{key}", make)
 
+    def known(self, key: str) -> object | None:
+        """What :meth:`shared` holds under ``key`` if a check has made it (nothing is made or requested)."""
+        return self._cache.get(f"shared:{key}")
+
     def deadline_passed(self) -> bool:
         """Whether the canary's overall deadline (``--canary-deadline``) has run out."""
         return self.deadline.expired()
