@@ -261,7 +261,8 @@ def test_chunks_of_different_texts_with_one_vector_are_named_collisions(ingest: 
     assert code == 1 and c["status"] == "FAIL", c["message"]
     [group] = c["details"]["collisions"]
     assert sorted(x["id"] for x in group) == sorted(ingest.ids[r] for r in (5, 40, 77))
-    assert c["details"]["groups"] == 1 and "1 group(s) of chunks with different texts share one stored vector" in (
-        c["message"]
+    assert (
+        c["details"]["groups"] == 1
+        and "1 group(s) of chunks with different texts share one stored vector" in (c["message"])
     )
     assert ingest.ids[5] in c["message"]
