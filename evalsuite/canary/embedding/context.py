@@ -137,8 +137,10 @@ class CanaryContext:
         models: frozenset[str],
         api_key: Secret | _FromSettings | None = FROM_SETTINGS,
         max_retries: int | None = None,
+        dim: int | None = None,
     ) -> EndpointEncoder:
-        """A new client (the caller closes it); ``api_key=None`` sends no key, a Secret sends that one."""
+        """A new client (the caller closes it); ``api_key=None`` sends no key, a Secret sends that one; ``dim``: the
+        width it expects (None: the model's)."""
         from ...encode.endpoint import EndpointEncoder
         from ...encode.response import Expectation
 
@@ -151,7 +153,7 @@ class CanaryContext:
         )
         return EndpointEncoder(
             config,
-            Expectation(dim=self.hidden_size, normalized=self.contract.normalize, models=models),
+            Expectation(dim=dim or self.hidden_size, normalized=self.contract.normalize, models=models),
             deadline=self.deadline,
         )
 
