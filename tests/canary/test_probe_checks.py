@@ -123,3 +123,20 @@ def test_a_nan_for_one_input_is_named_with_that_input(fault_server, make_context
     assert list(v.details["broken"]) == ["s_tamil"] and "non-finite" in v.details["broken"]["s_tamil"]["what"]
     assert v.details["requests"] == 1 + v.details["texts"]  # the batch, then each text on its own
     assert "s_tamil" in v.message and "characters" in v.message
+
+
+def test_the_ladder_names_a_refusal_limit_below_the_contract(fault_server, make_context):
+    """A server that refuses (HTTP 400) any text over 40 tokens, as vLLM does over its --max-model-len: the canary texts
+    are refused too, so the ladder calibrates on a short text and names the limit exactly."""
+    fault_server.latency = 0.0
+    fault_server.refuse_tokens = 40
+    ctx = make_context(fault_server.url)
+    ctx.reference_vectors()
+    before = len(fault_server.bodies)
+    v = run_check("length_ladder", ctx)
+    assert v.passed is False, v.message
+    assert (v.details["agrees"], v.details["departs"]) == (40, 41), v.details
+    assert "the server refuses texts of more than 40 tokens (the contract's max_length: 64)" in v.message
+    assert "maximum context length is 40 tokens" in v.details["refused"]
+    assert v.details["steps"][0]["tokens"] == 16 and v.details["steps"][0]["agrees"] is True  # the calibration
+    assert len(fault_server.bodies) - before == v.details["requests"] + 1 <= MAX_REQUESTS + 1  # + the canary batch

@@ -21,8 +21,11 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ....encode.http import EndpointHTTPError
+from ....encode.secret import cut
 from ....run import probes as texts
 from ...checks.base import CanaryCheck, CheckOutcome
+from ...checks.measure import is_input_rejection
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,6 +36,7 @@ MAX_REQUESTS = 12  # the ladder's budget, its first request included
 TOL_FLOOR = 1e-4  # relative difference below which a vector is the reference's, whatever the noise
 TOL_CEILING = 0.02  # above this a vector departs, however noisy the server (the diagnosis's own tolerance)
 NOISE_FACTOR = 4.0  # a departure is this many times the server's median relative difference on the canary texts
+CALIBRATION_TOKENS = 16  # a short text measures the server's noise when the canary texts were refused
 SHARED_KEY = "length_ladder"  # the context's memo of the ladder's finding, which the diagnosis reads
 
 
@@ -99,42 +103,63 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def check_length_ladder(ctx: CanaryContext) -> CheckOutcome:
-
     c, cs = ctx.contract, ctx.canary_set()
     if ctx.tokenizer() is None:
         return CheckOutcome(
             "length_ladder", None, "length ladder: no reference tokenizer to cut texts to exact lengths"
         )
-    served_canary = ctx.served_vectors()[:, : c.dim]
-    ref_canary = ctx.reference_vectors()
-    rel = [_relative(s, r) for s, r in zip(served_canary, ref_canary, strict=True)]
-    tol = min(TOL_CEILING, max(TOL_FLOOR, NOISE_FACTOR * statistics.median(rel)))
-    counts = ctx.token_counts(cs.rendered(c)) or []
-    agreeing = [n for n, d in zip(counts, rel, strict=True) if d <= tol]
     exact = ExactTexts(ctx)
     client, ref = ctx.client(), ctx.reference()
     steps: list[dict[str, Any]] = []
     vectors: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # tokens -> (served, reference)
+    refused: dict[int, str] = {}  # tokens -> what the server said refusing them
+    tol = TOL_CEILING
 
     def probe(n: int) -> tuple[int, bool]:
         text, got = exact.text(n)
-        served = client.embed([exact.render(text)], ids=[f"ladder{got}"], batch_size=1)[0, : c.dim]
+        try:
+            served = client.embed([exact.render(text)], ids=[f"ladder{got}"], batch_size=1)[0, : c.dim]
+        except EndpointHTTPError as exc:  # a server whose limit is below the text refuses it (vLLM: HTTP 400)
+            if not is_input_rejection(exc.status):
+                raise
+            refused[got] = cut(str(exc), 200)
+            steps.append({"tokens": got, "refused": exc.status, "agrees": False})
+            return got, False
         reference = ref.embed([text], "document")[0]
         vectors[got] = (served, reference)
         d = _relative(served, reference)
         steps.append({"tokens": got, "relative_difference": float(f"{d:.3g}"), "agrees": d <= tol})
         return got, d <= tol
 
-    details: dict[str, Any] = {"max_length": c.max_length, "tolerance": float(f"{tol:.3g}"), "steps": steps}
+    try:
+        served_canary = ctx.served_vectors()[:, : c.dim]
+    except EndpointHTTPError as exc:  # the canary texts refused (a limit below them): start from a short text
+        if not is_input_rejection(exc.status):
+            raise
+        short = min(CALIBRATION_TOKENS, c.max_length)
+        got, _ = probe(short)
+        if got in refused:
+            raise
+        rel = [_relative(*vectors[got])]
+        agreeing_counts = [got]
+    else:
+        rel = [_relative(s, r) for s, r in zip(served_canary, ctx.reference_vectors(), strict=True)]
+        agreeing_counts = ctx.token_counts(cs.rendered(c)) or []
+    tol = min(TOL_CEILING, max(TOL_FLOOR, NOISE_FACTOR * statistics.median(rel)))
+    for step in steps:  # the calibration probe, judged at the tolerance it gave
+        step["agrees"] = step["relative_difference"] <= tol
+    agreeing = [n for n, d in zip(agreeing_counts, rel, strict=True) if d <= tol]
+    details: dict[str, Any] = {"max_length": c.max_length, "steps": steps}
     top, ok = probe(c.max_length)
+    details["tolerance"] = float(f"{tol:.3g}")
     if ok:
         details["requests"] = len(steps)
         return CheckOutcome(
             "length_ladder",
             True,
             f"length ladder: a text of exactly {top} tokens (the contract's max_length {c.max_length}, special tokens "
-            f"included) is encoded as the reference does (relative difference {steps[0]['relative_difference']:.2g} "
-            f"<= {tol:.2g}): no truncation cap below it; 1 request",
+            f"included) is encoded as the reference does (relative difference {steps[-1]['relative_difference']:.2g} "
+            f"<= {tol:.2g}): no truncation cap below it; {len(steps)} request(s)",
             details,
         )
     low = max((n for n in agreeing if n < top), default=None)
@@ -155,6 +180,17 @@ def check_length_ladder(ctx: CanaryContext) -> CheckOutcome:
         low, hi = (got, hi) if ok else (low, got)
     cap = Cap(low, hi)
     details.update(requests=len(steps), agrees=low, departs=hi, exact=cap.exact)
+    if hi in refused:
+        details["refused"] = refused[hi]
+        what = f"more than {low}" if cap.exact else f"of {hi} (between {low + 1} and {hi})"
+        return CheckOutcome(
+            "length_ladder",
+            False,
+            f"length ladder: the server refuses texts of {what} tokens (the contract's max_length: {c.max_length}): "
+            f"a text of {low} tokens agrees with the reference, one of {hi} is refused ({refused[hi]}) "
+            f"({len(steps)} requests); it cannot embed every text the contract allows; fix: {_remedy(ctx, low)}",
+            details,
+        )
     # a cap keeps the first N tokens, and the texts are prefixes of one stream: every longer one gets one vector
     frozen = _relative(vectors[hi][0], vectors[top][0]) if hi in vectors else 0.0
     details["relative_difference_longest"] = float(f"{frozen:.3g}")
@@ -172,10 +208,10 @@ def check_length_ladder(ctx: CanaryContext) -> CheckOutcome:
     evidence = ""
     if hi in vectors:
         served_hi, ref_hi = vectors[hi]
-        cut = vectors[low][1] if low in vectors else ref.embed([exact.text(low)[0]], "document")[0]
+        cut_ref = vectors[low][1] if low in vectors else ref.embed([exact.text(low)[0]], "document")[0]
         details["cosine_departing"] = round(_cosine(served_hi, ref_hi), 6)
-        details["cosine_against_cut"] = round(_cosine(served_hi, cut), 6)
-        details["relative_difference_against_cut"] = float(f"{_relative(served_hi, cut):.3g}")
+        details["cosine_against_cut"] = round(_cosine(served_hi, cut_ref), 6)
+        details["relative_difference_against_cut"] = float(f"{_relative(served_hi, cut_ref):.3g}")
         evidence = (
             f"; the text of {hi} tokens has cosine {details['cosine_departing']:.6f} with its reference and "
             f"{details['cosine_against_cut']:.6f} with the reference cut at {low} tokens"
