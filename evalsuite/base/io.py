@@ -49,8 +49,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def json_text(obj: object) -> str:
+    """The text every JSON report is written as (:func:`atomic_write_json`), and what ``to_json()`` returns."""
+    return json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+
+
 def atomic_write_json(path: str | os.PathLike[str], obj: object) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
+    return atomic_write_text(path, json_text(obj))
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
