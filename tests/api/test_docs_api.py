@@ -27,5 +27,5 @@ def test_every_block_runs(reference_cache: Path, monkeypatch: pytest.MonkeyPatch
     for i, block in enumerate(BLOCKS):
         code = compile(block, f"{DOC}:block {i + 1}", "exec")
         if not block.startswith("# needs"):
-            exec(code, namespace)  # noqa: S102 - the documentation's own example
+            exec(code, namespace)  # the documentation's own example
     assert list(tmp_path.iterdir()) == []
