@@ -8,6 +8,7 @@ check passes, 1 when one fails, 2 on a usage or input error (an EvalsuiteError, 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,11 @@ def register(subparsers: Any) -> None:
         "audit",
         help="audit a built vector index (FAISS, pgvector, LanceDB) against the reference that should have made it",
     )
-    add_options(p.add_argument, (*AUDIT_OPTIONS, OUT))
+    from .stores import plugin_help
+
+    added = plugin_help()  # installed plug-in stores, named in --index's help
+    options = [dataclasses.replace(o, help=o.help + added) if o.dest == "index_uri" else o for o in AUDIT_OPTIONS]
+    add_options(p.add_argument, (*options, OUT))
     p.set_defaults(func=cmd_audit)
 
 

@@ -28,7 +28,9 @@ Every relative gate's outcome carries the paired comparison (:class:`~evalsuite.
 delta with its bootstrap CI, the sign-flip p-value and the minimum detectable effect.
 
 Adding a kind: one subclass of :class:`GateKind` below, listed in ``GATE_KINDS``, and its test. The
-``--gate`` help, the parser's errors and the README's gate table read ``GATE_KINDS``.
+``--gate`` help, the parser's errors and the README's gate table read ``GATE_KINDS``. From another package: the
+subclass, named by an entry point in the group ``evalsuite.gate_kinds`` (:mod:`evalsuite.base.plugins`);
+:func:`gate_kinds` lists both, and the help and the parser read it.
 """
 
 from __future__ import annotations
@@ -421,26 +423,38 @@ GATE_KINDS: tuple[GateKind, ...] = (
     MaxDropFromBest(),
     Trend(),
 )
-_BY_NAME = {k.name: k for k in GATE_KINDS}
+
+
+def gate_kinds() -> tuple[GateKind, ...]:
+    """The built-in kinds, then the plug-ins' (entry points ``evalsuite.gate_kinds``; PluginError for a broken one)."""
+    from ..base import plugins
+
+    return GATE_KINDS + plugins.cached(plugins.GATE_KINDS, GateKind, tuple(k.name for k in GATE_KINDS))
 
 
 def kind_of(gate: Gate) -> GateKind:
-    return _BY_NAME[gate.kind]
+    return next(k for k in gate_kinds() if k.name == gate.kind)
 
 
 def forms() -> str:
     """``use A, B or C``: every kind's syntax, for error messages."""
-    names = [k.form for k in GATE_KINDS]
+    names = [k.form for k in gate_kinds()]
     return "use " + ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def gate_help() -> str:
+    from ..base.plugins import PluginError
+
+    try:
+        kinds, broken = gate_kinds(), ""
+    except PluginError as exc:  # the help must print; the gate that uses it says so again
+        kinds, broken = GATE_KINDS, f"; a plug-in gate kind failed to load: {exc}"
     return (
         "gate expression, repeatable: "
-        + ", ".join(f"'{k.example}'" for k in GATE_KINDS)
+        + ", ".join(f"'{k.example}'" for k in kinds)
         + "; a [slice] after the metric judges that slice's queries: 'ndcg@10[topic=finance]:max_drop=0.02', "
         "'recall@100[doclen>256]>=0.6'; with --reranker, [stage=reranked] judges the reranked stage: "
-        "'ndcg@10[stage=reranked]>=0.4', 'ndcg@10[stage=reranked,topic=finance]:max_drop=0.02'"
+        "'ndcg@10[stage=reranked]>=0.4', 'ndcg@10[stage=reranked,topic=finance]:max_drop=0.02'" + broken
     )
 
 
@@ -454,7 +468,7 @@ def parse_gate(expr: str) -> Gate:
     """Parse one gate expression (with an optional ``[stage=...,slice]`` after the metric); errors say which
     forms are allowed."""
     plain, selector, stage = split_selector(expr)
-    for kind in GATE_KINDS:
+    for kind in gate_kinds():
         m = kind.pattern().match(plain)
         if m:
             metric = parse_metric(m.group("metric"))
