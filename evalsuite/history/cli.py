@@ -33,7 +33,7 @@ def history_dir(given: str | None, cwd: Path) -> Path:
     """DIR as given, else the spec file's ``history`` (relative to the spec file)."""
     if given:
         return Path(given)
-    from ..gating.plan import find_spec_file
+    from ..base.specfile import find_spec_file
 
     found = find_spec_file(cwd)
     value = found[1].get("history") if found else None
