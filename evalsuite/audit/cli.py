@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..base.io import path_name
 from ..run.options import OUT_OPTION, add_options
 from .job import AUDIT_OPTIONS
 
@@ -38,7 +39,7 @@ def say(text: str) -> None:
 
 def _default_out(uri: str) -> Path:
     tail = re.sub(r"\?.*$", "", uri).rstrip("/").rsplit("/", 1)[-1].split(":")[-1]
-    return Path("reports") / "audit" / (re.sub(r"[^A-Za-z0-9._-]+", "-", tail).strip("-") or "index")
+    return Path("reports") / "audit" / path_name(tail, "index")
 
 
 def cmd_audit(args: argparse.Namespace) -> int:

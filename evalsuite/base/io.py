@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -56,6 +57,17 @@ def json_text(obj: object) -> str:
 
 def atomic_write_json(path: str | os.PathLike[str], obj: object) -> Path:
     return atomic_write_text(path, json_text(obj))
+
+
+def path_name(text: str, default: str) -> str:
+    """``text`` as one safe path component of a default report directory: each run of characters other than
+    letters, digits, ``.``, ``_`` and ``-`` becomes ``-``, none at either end; ``default`` when nothing is left."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or default
+
+
+def url_host(url: str) -> str:
+    """``host:port`` of an http(s) URL (what a default report directory is named after)."""
+    return re.sub(r"^https?://", "", url).split("/", 1)[0]
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:

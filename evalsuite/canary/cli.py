@@ -11,11 +11,11 @@ either family, on any member), 2 on a usage or input error (raised as EvalsuiteE
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from ..base.io import path_name, url_host
 from ..run.options import OUT_OPTION, add_options
 from .embedding.options import CANARY_FLEET_OPTIONS
 from .output import finish, finish_fleet, say
@@ -43,8 +43,7 @@ def register(subparsers: Any) -> None:
 
 def _default_out(endpoint: str, members: int = 1) -> Path:
     """reports/canary/<host-port> of the (first) endpoint; ``-fleet-N`` added for a fleet of N."""
-    host = re.sub(r"^https?://", "", endpoint).split("/", 1)[0]
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", host).strip("-") or "endpoint"
+    name = path_name(url_host(endpoint), "endpoint")
     return Path("reports") / "canary" / (name if members == 1 else f"{name}-fleet-{members}")
 
 
