@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..base.errors import BudgetStageError, EvalsuiteError
+from ..retrieval.index.spec import parse_index, resolve
 from .config import REFERENCE_DTYPE, Config
 from .layout import IndexLayout
 from .stages import BUDGET_STAGES
@@ -43,6 +44,7 @@ class BudgetPlan:
     reranker: str | None = None
     rerank_depth: int = 100
     hybrid_skip: str | None = HYBRID_SKIP
+    index_notes: tuple[str, ...] = ()  # what building the declared index for this corpus changed
 
     @property
     def reference_config(self) -> Config:
@@ -88,8 +90,9 @@ def make_plan(
         production = build_contract(spec, info)
     except EvalsuiteError as exc:
         raise BudgetStageError("dimension" if spec.dim else "precision", str(exc)) from None
-    layout = IndexLayout.of(production.index)
-    _check_pq(layout, production.dim)
+    _check_pq(production.index, production.dim)
+    resolved, index_notes = resolve(parse_index(production.index), len(prepared.dataset.doc_ids), production.dim)
+    layout = IndexLayout.of(resolved.text)  # as built for this corpus: the labels say what is really searched
     source = _open_store(index_uri, source_options, production.dim) if index_uri else None
     return BudgetPlan(
         prepared=prepared,
@@ -102,11 +105,13 @@ def make_plan(
         served_spec=spec.replace(chunk_size=0, dim=None, index="flat") if spec.endpoints else None,
         index_uri=index_uri,
         source=source,
+        index_notes=tuple(f"index {production.index}: {n}" for n in index_notes),
     )
 
 
-def _check_pq(layout: IndexLayout, dim: int) -> None:
-    m = dict(layout.declared.params).get("m") if layout.declared.kind == "ivfpq" else None
+def _check_pq(index: str, dim: int) -> None:
+    spec = parse_index(index)
+    m = dict(spec.params).get("m") if spec.kind == "ivfpq" else None
     if m is not None and dim % m:
         divisors = [k for k in range(1, dim + 1) if dim % k == 0 and k <= m]
         raise BudgetStageError(

@@ -85,7 +85,7 @@ def run_budget(plan: BudgetPlan) -> BudgetResult:
             )
         )
         i += 1
-    notes = []
+    notes = list(plan.index_notes)
     if "served" in declared and "precision" in declared:
         notes.append(
             f"the served engine computes in its own precision: the served stage is charged what it adds beyond the "
