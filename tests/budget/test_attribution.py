@@ -61,9 +61,7 @@ def test_shapley_equals_the_average_over_every_order(k: int) -> None:
     for p in players:
         np.testing.assert_allclose(fast[p], slow[p], atol=1e-12)
     # efficiency: the values add up to v(all) - v(none) for every query and metric
-    np.testing.assert_allclose(
-        sum(fast.values()), value(frozenset(players)) - value(frozenset()), atol=1e-12
-    )
+    np.testing.assert_allclose(sum(fast.values()), value(frozenset(players)) - value(frozenset()), atol=1e-12)
 
 
 def test_shapley_calls_each_subset_once() -> None:
@@ -118,9 +116,17 @@ def test_disagreements_name_the_stages_whose_order_matters() -> None:
         return base + (hit if s == frozenset(players) else 0)
 
     shap = shapley(players, value, METRICS)
-    seq = dict(zip(players, sequential([value(frozenset()), value(frozenset({"dimension"})), value(frozenset(players))], METRICS), strict=True))
+    seq = dict(
+        zip(
+            players,
+            sequential([value(frozenset()), value(frozenset({"dimension"})), value(frozenset(players))], METRICS),
+            strict=True,
+        )
+    )
     assert shap["dimension"]["ndcg@10"].value == pytest.approx(-0.05)
-    assert seq["dimension"]["ndcg@10"].value == pytest.approx(0.0) and seq["compression"]["ndcg@10"].value == pytest.approx(-0.1)
+    assert seq["dimension"]["ndcg@10"].value == pytest.approx(0.0) and seq["compression"][
+        "ndcg@10"
+    ].value == pytest.approx(-0.1)
     found = disagreements(seq, shap, "ndcg@10")
     assert [d.split(":")[0] for d in found] == ["dimension", "compression"]
     assert not disagreements(shap, shap, "ndcg@10")

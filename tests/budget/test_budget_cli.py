@@ -3,6 +3,7 @@ an independent computation from the written runs, the telescoping sum, a faithfu
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -71,7 +72,7 @@ def test_each_charge_equals_an_independent_computation_from_the_written_runs(
         qids = sorted(scores["reference"])
         arrays = {name: np.array([s[q] for q in qids]) for name, s in scores.items()}
         assert data["reference"]["metrics"][metric] == pytest.approx(arrays["reference"].mean(), abs=1e-6)
-        for prev, name in zip(chain, chain[1:], strict=False):
+        for prev, name in itertools.pairwise(chain):
             stage = next(s for s in data["stages"] if s["name"] == name)
             assert stage["metrics"][metric] == pytest.approx(arrays[name].mean(), abs=1e-6)
             assert stage["delta"][metric]["value"] == pytest.approx((arrays[name] - arrays[prev]).mean(), abs=1e-6)
@@ -99,7 +100,9 @@ def test_the_answer_comes_first_and_the_gates_judge_their_stage(deployed: tuple[
     assert verdicts == {"ann": "pass", "compression": "fail"}
     comp = next(s for s in data["stages"] if s["name"] == "compression")
     gate = next(g for g in data["gates"] if g["stage"] == "compression")["outcome"]
-    assert gate["delta"] == pytest.approx(comp["delta"]["ndcg@10"]["value"])  # against the stage before, not the reference
+    assert gate["delta"] == pytest.approx(
+        comp["delta"]["ndcg@10"]["value"]
+    )  # against the stage before, not the reference
     md = (out / "report.md").read_text()
     sentence = data["sentence"]
     assert md.splitlines()[2] == f"**{sentence}**"
@@ -111,13 +114,17 @@ def test_the_answer_comes_first_and_the_gates_judge_their_stage(deployed: tuple[
     worst = min((s for s in data["stages"] if not s["skipped"]), key=lambda s: s["shapley"]["ndcg@10"]["value"])
     assert worst["name"] == "compression" and "fix first: the compression" in sentence
     html = (out / "report.html").read_text()
-    assert sentence.replace("->", "-&gt;") in html and re.search(r'<img src="data:image/png;base64,[A-Za-z0-9+/=]{2000,}', html)
+    assert sentence.replace("->", "-&gt;") in html and re.search(
+        r'<img src="data:image/png;base64,[A-Za-z0-9+/=]{2000,}', html
+    )
     assert all(f"<td>{name}</td>" in html for name in ("reference", "dimension", "compression", "ann", "production"))
 
 
 def test_a_faithful_stage_shows_a_ci_holding_zero(tmp_path: Path, reference_cache: Path) -> None:
     """HNSW searching with ef as large as the corpus (458 documents) finds the exact neighbours: no loss."""
-    code = _budget(tmp_path / "out", reference_cache, "--index", "hnsw:M=32,efc=200,ef=458", "--metrics", "ndcg@10,recall@10")
+    code = _budget(
+        tmp_path / "out", reference_cache, "--index", "hnsw:M=32,efc=200,ef=458", "--metrics", "ndcg@10,recall@10"
+    )
     assert code == 0
     data = json.loads((tmp_path / "out" / "budget.json").read_text())
     ann = next(s for s in data["stages"] if s["name"] == "ann")

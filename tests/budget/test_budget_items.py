@@ -29,7 +29,9 @@ def test_stage_gates_are_items_and_the_reports_are_written(
     )  # fmt: skip
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed") == 2 and outcomes.get("failed") == 1, outcomes
-    result.stdout.fnmatch_lines(["*budget?ndcg@10?stage=ann?:max_drop=0.001?*", "*before ann*after ann*allowed drop 0.001*"])
+    result.stdout.fnmatch_lines(
+        ["*budget?ndcg@10?stage=ann?:max_drop=0.001?*", "*before ann*after ann*allowed drop 0.001*"]
+    )
     props = {
         p.get("name"): p.get("value")
         for case in ET.parse(junit).getroot().iter("testcase")
