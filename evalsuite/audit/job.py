@@ -39,7 +39,7 @@ def run_audit_job(args: argparse.Namespace, out: Path | None, say: Callable[[str
     `evalsuite audit` prints as it goes. ``out``: checked writable before anything opens (None: not written)."""
     from ..run import preflight
     from ..run.pipeline import prepare
-    from ..run.spec import RunSpec
+    from ..run.spec import AUTO_CHUNK_SIZE, RunSpec
     from .runner import AuditReport, AuditTarget, compare_cutover, open_context, reference_encoder, run_audit
     from .settings import AuditSettings
     from .source import SourceOptions
@@ -84,6 +84,8 @@ def run_audit_job(args: argparse.Namespace, out: Path | None, say: Callable[[str
     elif args.baseline_endpoint or args.baseline_ids:
         raise SpecError("--baseline-endpoint and --baseline-ids need --baseline-index")
     spec = RunSpec.from_mapping(collect(args, AUDIT_RUN_OPTIONS), source="command line")
+    if spec.chunk_size is None:  # the audit reads a chunk's text only to encode it: the corpus stays on disk, and
+        spec = spec.replace(chunk_size=AUTO_CHUNK_SIZE)  # its index is kept for the next audit of the same bytes
     preflight.run_paths(spec, out)  # before anything is opened or loaded
     prepared = prepare(spec)
     encoder = reference_encoder(prepared)
