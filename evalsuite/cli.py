@@ -132,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .history.cli import register as register_history
 
     register_history(sub)
+    from .budget.cli import register as register_budget
+
+    register_budget(sub)
     return parser
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import unquote_plus
 
 from ..base.errors import IndexSourceError
 
@@ -21,6 +22,19 @@ class UriParams:
 
     own: dict[str, str] = field(default_factory=dict)
     client: dict[str, str] = field(default_factory=dict)
+
+
+def redacted(uri: str, secret: Collection[str]) -> str:
+    """``uri`` as errors may show it: the value of every query parameter named in ``secret`` (however its key is
+    percent-encoded) replaced by ``***``; the rest as written."""
+    head, sep, query = uri.partition("?")
+    if not sep:
+        return uri
+    segments = []
+    for seg in query.split("&"):
+        key, eq, _ = seg.partition("=")
+        segments.append(f"{key}{eq}***" if eq and unquote_plus(key) in secret else seg)
+    return f"{head}?{'&'.join(segments)}"
 
 
 def split_params(

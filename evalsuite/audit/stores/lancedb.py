@@ -28,13 +28,14 @@ import numpy as np
 
 from ...base.errors import IndexSourceError
 from ..source import IndexInfo, IndexSource, Metric, SourceOptions, StoreKind
-from ..uri_params import split_params
+from ..uri_params import redacted, split_params
 
 FETCH_CHUNK = 1000  # ids per IN (...) filter
 PARAMS = ("table", "id", "vector", "text", "metric", "nprobes", "refine", "ef")  # evalsuite's keys
 # lancedb.connect's own options for a local database, passed through (seconds -> its timedelta); api_key is LanceDB
 # Cloud's secret, refused in a URI
 CLIENT_PARAMS = ("read_consistency_interval",)
+SECRET_PARAMS = ("api_key",)
 LANCE_METRIC: Mapping[str, Metric] = {"cosine": "cosine", "dot": "ip", "l2": "l2"}
 DISTANCE_TYPE: Mapping[Metric, str] = {"cosine": "cosine", "ip": "dot", "l2": "l2"}
 
@@ -59,17 +60,18 @@ class LanceTarget:
 
 def parse_uri(uri: str) -> LanceTarget:
     """The target of ``lancedb:DIR?table=T...``; IndexSourceError naming the missing or bad part."""
+    shown = redacted(uri, SECRET_PARAMS)  # the URI as errors show it
     body = uri.removeprefix("lancedb:")
     path, _, query = body.partition("?")
     if not path:
-        raise IndexSourceError(f"--index {uri}: name the database directory: lancedb:DIR?table=T")
+        raise IndexSourceError(f"--index {shown}: name the database directory: lancedb:DIR?table=T")
     parts = split_params(
-        uri,
+        shown,
         parse_qsl(query, keep_blank_values=True),
         own=PARAMS,
         client=CLIENT_PARAMS,
         client_name="lancedb.connect",
-        secret=("api_key",),
+        secret=SECRET_PARAMS,
         secret_hint=" (a local LanceDB directory needs no key)",
     )
     params = parts.own
@@ -82,24 +84,24 @@ def parse_uri(uri: str) -> LanceTarget:
             seconds = -1.0
         if not seconds >= 0:
             raise IndexSourceError(
-                f"--index {uri}: read_consistency_interval={text!r}; give the seconds between checks for other "
+                f"--index {shown}: read_consistency_interval={text!r}; give the seconds between checks for other "
                 "writers' commits (0: check before every read)"
             )
         connect["read_consistency_interval"] = timedelta(seconds=seconds)
     if "table" not in params:
-        raise IndexSourceError(f"--index {uri}: missing table=; name the table: lancedb:DIR?table=T")
+        raise IndexSourceError(f"--index {shown}: missing table=; name the table: lancedb:DIR?table=T")
     metric = params.get("metric")
     if metric is not None and metric not in DISTANCE_TYPE:
-        raise IndexSourceError(f"--index {uri}: metric={metric!r}; give metric=cosine, metric=ip or metric=l2")
+        raise IndexSourceError(f"--index {shown}: metric={metric!r}; give metric=cosine, metric=ip or metric=l2")
     knobs: dict[str, int] = {}
     for key in ("nprobes", "refine", "ef"):
         if key in params:
             try:
                 knobs[key] = int(params[key])
             except ValueError:
-                raise IndexSourceError(f"--index {uri}: {key}={params[key]!r} is not an integer") from None
+                raise IndexSourceError(f"--index {shown}: {key}={params[key]!r} is not an integer") from None
             if knobs[key] < 1:
-                raise IndexSourceError(f"--index {uri}: {key} must be at least 1")
+                raise IndexSourceError(f"--index {shown}: {key} must be at least 1")
     return LanceTarget(
         path=Path(path).expanduser(),
         table=params["table"],
