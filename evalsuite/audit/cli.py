@@ -52,7 +52,7 @@ def _manifest(uri: str, given: str | None) -> Path | None:
 def cmd_audit(args: argparse.Namespace) -> int:
     from ..run import preflight
     from ..run.pipeline import prepare
-    from ..run.spec import RunSpec
+    from ..run.spec import AUTO_CHUNK_SIZE, RunSpec
     from .report import terminal_lines, write_reports
     from .runner import AuditReport, AuditTarget, compare_cutover, open_context, reference_encoder, run_audit
     from .settings import AuditSettings
@@ -98,6 +98,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     elif args.baseline_endpoint or args.baseline_ids:
         raise SpecError("--baseline-endpoint and --baseline-ids need --baseline-index")
     spec = RunSpec.from_mapping(collect(args, AUDIT_RUN_OPTIONS), source="command line")
+    if spec.chunk_size is None:  # the audit reads a chunk's text only to encode it: the corpus stays on disk, and
+        spec = spec.replace(chunk_size=AUTO_CHUNK_SIZE)  # its index is kept for the next audit of the same bytes
     out = Path(args.out) if args.out else _default_out(args.index_uri)
     preflight.run_paths(spec, out)  # before anything is opened or loaded
     prepared = prepare(spec)

@@ -197,6 +197,17 @@ RUN_OPTIONS: tuple[Option, ...] = (
     run_option(
         "--ray-actors", "models encoding at once on Ray (one GPU each where CUDA is present)", {"type": int_at_least(1)}
     ),
+    Option(
+        "--ray-ship-model",
+        "send the pinned model's files to the Ray actors through the object store (nodes that do not share "
+        "the driver's disk); each node checks their sha256 against the pinned revision",
+        {"action": "store_const", "const": True},
+    ),
+    Option(
+        "--ray-model-path",
+        "directory where every Ray node reads the model (a shared filesystem); checked by sha256 on each node",
+        {"metavar": "DIR"},
+    ),
     run_option(
         "--chunk-size",
         "encode N documents at a time into an on-disk vector store and search it block by "

@@ -21,6 +21,7 @@ from ..encode.base import Dimensioned, Encoder, EncodeStats
 from ..encode.cache import Caching
 from ..encode.chunked import encode_to_store
 from ..encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
+from ..encode.ray_pool import executor_scope
 from .blocksearch import block_search
 
 if TYPE_CHECKING:
@@ -42,6 +43,8 @@ from .record import (
     add_cached_counts,
     encode_timing,
     encoder_entry,
+    executor_since,
+    executor_snapshot,
     manifest,
     role_stats_since,
     stats_snapshot,
@@ -324,7 +327,9 @@ def run(
     served_before = {r: st.copy() for r, st in (cached_by_role or {}).items()}
     cache = encoder.cache_stats if isinstance(encoder, Caching) else None
     hits_before = (cache.hits, cache.misses) if cache is not None else None
+    executor_before = executor_snapshot(encoder)
     with ExitStack() as stack:
+        stack.enter_context(executor_scope())  # one Ray actor pool for both roles, released at the end
         t0 = time.perf_counter()
         if execution.blockwise:
             store_dir = execution.store_dir or Path(
@@ -358,6 +363,11 @@ def run(
                 "corrupt": cache.corrupt,
             }
         add_cached_counts(timing, cached_by_role, served_before)
+        entry = encoder_entry(encoder)
+        executed = executor_since(encoder, executor_before)
+        if executed is not None:  # on a Ray cluster: where the time went, which nodes encoded how many rows
+            timing["executor"] = executed["timing"]
+            entry["nodes"] = executed["nodes"]
         result = score(
             prepared,
             c,
@@ -368,7 +378,7 @@ def run(
             device=encoder.device,
             keep_vectors=not execution.blockwise,
             block_rows=execution.block_rows,
-            encoder=encoder_entry(encoder),
+            encoder=entry,
         )
         if with_fingerprint:
             result.manifest["fingerprint"] = fingerprint(encoder, c, document_tokens(prepared)).to_dict()

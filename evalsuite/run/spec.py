@@ -57,6 +57,8 @@ class RunSpec:
     executor: str = "in-process"
     ray_address: str | None = None
     ray_actors: int = 1
+    ray_ship_model: bool = False  # the model's files go to the Ray actors through the object store
+    ray_model_path: str | None = None  # where every Ray node reads the model (a shared filesystem)
     chunk_size: int | None = None  # None: decided from the corpus's size (prepared.decide_chunking)
     block_rows: int = 262_144
     store_dir: str | None = None
