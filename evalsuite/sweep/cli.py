@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..run.options import OUT_OPTION, RUN_OPTIONS, add_options, collect
-from .options import SWEEP_OPTIONS, VARY_OPTION
+from .options import CHOOSE_OPTIONS, SWEEP_OPTIONS, VARY_OPTION
 
 if TYPE_CHECKING:
     from ..run.prepared import Prepared
@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
         "write sweep.json, report.md and report.html",
     )
     add_options(p.add_argument, RUN_OPTIONS)
-    add_options(p.add_argument, (*SWEEP_OPTIONS, OUT))
+    add_options(p.add_argument, (*SWEEP_OPTIONS, *CHOOSE_OPTIONS, OUT))
     p.set_defaults(func=cmd_sweep)
     register_rerank_sweep(subparsers)
 
@@ -84,6 +84,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     spec = RunSpec.from_mapping(collect(args, RUN_OPTIONS), source="command line")
     axes = parse_vary(args.vary or [])
     grid = bool(args.grid)
+    rule = None
+    if args.choose:
+        from .choose import parse_choose
+
+        rule = parse_choose(args.choose, args.cost or "bytes")
+        if rule.metric not in spec.metrics:
+            spec = spec.replace(metrics=(*spec.metrics, rule.metric))
     job = run_sweep_job(
         spec,
         axes,
@@ -94,6 +101,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
     result, prepared, cells = job.result, job.prepared, job.cells
     out = job.out or _default_out(prepared)  # the job made and checked it
+    if rule is not None:
+        import dataclasses
+
+        from .ship import choose_cells
+
+        result = dataclasses.replace(result, choice=choose_cells(result, rule))
     paths = write_sweep_reports(result, out)
     ident = prepared.dataset.identity
     st = result.stats
@@ -117,6 +130,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             _print_table(*pivot)
     for line in sweep_slice_lines(result):
         print(line)
+    if result.choice is not None:
+        from .reports.choice import choice_legend, choice_rows
+
+        print(f"choice: {result.choice.sentence()}")
+        _print_table(*choice_rows(result.choice))
+        print(choice_legend(result.choice))
     late = [m for m in (result.store.problems if result.store else []) if m not in result.warnings]  # the reports'
     for w in [*result.warnings, *late]:
         print(f"warning: {w}", file=sys.stderr)
