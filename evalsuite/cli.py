@@ -57,6 +57,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     encoder = result.manifest.get("encoder", {})
     if encoder.get("kind") == "endpoint":
         print(f"served   {encoder['served_model']} at {', '.join(encoder['urls'])}")
+    if prepared.contract.retrieval != "dense":
+        print(f"retrieval {prepared.contract.retrieval}")
     print(
         f"dataset  {ident.name} ({ident.n_documents} documents, {ident.n_queries} queries, "
         f"{ident.n_queries_dropped} dropped)"

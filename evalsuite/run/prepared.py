@@ -104,6 +104,8 @@ def execution_of(spec: RunSpec) -> Execution:
         executor=spec.executor,
         ray_address=spec.ray_address,
         ray_actors=spec.ray_actors,
+        ray_ship_model=spec.ray_ship_model,
+        ray_model_path=spec.ray_model_path,
         chunk_size=spec.chunk_size or 0,
         block_rows=spec.block_rows,
         store_dir=Path(spec.store_dir) if spec.store_dir else None,
