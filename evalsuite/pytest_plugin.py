@@ -20,6 +20,7 @@ from .gating.start import plugin_options
 
 if TYPE_CHECKING:
     from .audit.items import AuditRequest, SessionAudit  # noqa: F401  (named by the StashKeys below)
+    from .budget.items import BudgetRequest, SessionBudget  # noqa: F401  (named by the StashKeys below)
     from .datasets import Dataset
     from .encode.contract_encoder import ContractEncoder
     from .gating.report import SessionReport  # noqa: F401  (named by the StashKey below)
@@ -32,6 +33,7 @@ WRITE_ERROR = pytest.StashKey[str]()
 SHARED = pytest.StashKey["Path | None"]()
 AUDIT = pytest.StashKey["AuditRequest | None"]()
 AUDIT_ITEMS = pytest.StashKey["SessionAudit"]()
+BUDGET = pytest.StashKey["BudgetRequest | None"]()
 WORKER_OUTPUT = "evalsuite"
 
 
@@ -51,6 +53,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         )
         add_options(group.addoption, options, prefix)
     add_options(group.addoption, PLUGIN_OPTIONS, "evalsuite_")
+    from .budget.items import PLUGIN_OPTIONS as BUDGET_OPTIONS
+
+    add_options(group.addoption, BUDGET_OPTIONS, "evalsuite_")
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -63,6 +68,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from .gating.start import PREFIX, start_session
 
     config.stash[AUDIT] = take_request(config.option, PREFIX)
+    from .budget.items import take_request as take_budget
+
+    try:
+        config.stash[BUDGET] = take_budget(config.option, PREFIX)
+    except EvalsuiteError as exc:
+        raise pytest.UsageError(f"evalsuite: {exc}") from None
     config.addinivalue_line("markers", "evalsuite: items collected by the evalsuite plugin")
     if _is_worker(config):
         workerinput: dict[str, Any] = config.workerinput  # type: ignore[attr-defined]
@@ -111,6 +122,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
         audit = config.stash[AUDIT_ITEMS] = SessionAudit(state, request)
         new += collect_audit_items(audit, session, anchor)
+    budget = config.stash.get(BUDGET, None)
+    if budget is not None:
+        from .budget.items import SessionBudget, collect_budget_items
+
+        new += collect_budget_items(SessionBudget(state, budget), session, anchor)
     items.extend(new)
     # made after collection proper: report them as collected, so "collected N items" counts them too
     config.hook.pytest_collectreport(

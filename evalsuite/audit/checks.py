@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 SHOWN = 5  # ids listed in a message
 
 
-def _listed(ids: list[str], n: int = SHOWN) -> str:
-    return ", ".join(ids[:n]) + (f" (+{len(ids) - n} more)" if len(ids) > n else "")
+def _listed(ids: list[str], n: int = SHOWN, total: int | None = None) -> str:
+    total = len(ids) if total is None else total
+    return ", ".join(ids[:n]) + (f" (+{total - n} more)" if total > n else "")
 
 
 # --- structure -----------------------------------------------------------------------------------------------
@@ -53,26 +54,27 @@ def check_shape(ctx: AuditContext) -> CheckOutcome:
 
 
 def check_ids(ctx: AuditContext) -> CheckOutcome:
-    s, known = ctx.scan(), ctx.corpus_ids
-    stored = set(s.ids)
-    unknown = [i for i in dict.fromkeys(s.ids) if i not in known]
-    if unknown and len(unknown) == len(stored) and all(i.lstrip("-").isdigit() for i in unknown):
+    from .idcolumn import IdColumn, compare_ids
+
+    s = ctx.scan()
+    cmp = compare_ids(s.ids, IdColumn.of(ctx.prepared.dataset.doc_ids), 50)
+    unknown, missing, dup = cmp.unknown, cmp.missing, cmp.duplicated
+    if cmp.all_integer:
         raise IndexSourceError(
-            f"--index {ctx.info().location}: every stored id is an integer ({_listed(unknown, 3)}) and none is a "
-            "chunk id of the dataset: the index keeps FAISS int ids; give --ids the sidecar mapping them to chunk ids"
+            f"--index {ctx.info().location}: every stored id is an integer ({_listed(unknown, 3, cmp.n_unknown)}) and "
+            "none is a chunk id of the dataset: the index keeps FAISS int ids; give --ids the sidecar mapping them to "
+            "chunk ids"
         )
-    missing = sorted(known - stored)
-    dup = s.duplicated()
-    n_corpus = len(known)
+    n_corpus = len(ctx.corpus_ids)
     details: dict[str, Any] = {
         "count": s.count,
         "corpus": n_corpus,
         "duplicated": {k: v for k, v in list(dup.items())[:50]},
         "n_duplicated": len(dup),
         "missing": missing[:50],
-        "n_missing": len(missing),
+        "n_missing": cmp.n_missing,
         "unknown": unknown[:50],
-        "n_unknown": len(unknown),
+        "n_unknown": cmp.n_unknown,
     }
     problems = []
     if dup:
@@ -90,9 +92,11 @@ def check_ids(ctx: AuditContext) -> CheckOutcome:
             )
         )
     if missing:
-        problems.append(f"{len(missing)} chunks of the corpus missing from the index: {_listed(missing)}")
+        problems.append(
+            f"{cmp.n_missing} chunks of the corpus missing from the index: {_listed(missing, total=cmp.n_missing)}"
+        )
     if unknown:
-        problems.append(f"{len(unknown)} stored ids the corpus does not know: {_listed(unknown)}")
+        problems.append(f"{cmp.n_unknown} stored ids the corpus does not know: {_listed(unknown, total=cmp.n_unknown)}")
     head = f"ids: {s.count} vectors for {n_corpus} chunks"
     if problems:
         return CheckOutcome("ids", False, f"{head}: {'; '.join(problems)}", details)

@@ -1,10 +1,14 @@
 """What the audit's checks share (the audit family's :class:`~evalsuite.canary.checks.base.CheckContext`):
 the open store, the prepared reference (model, contract, dataset), one pass over the stored vectors, the
-sampled rows' reference vectors, and both sides' retrieval. Each is computed once, on first use."""
+sampled rows' reference vectors, and both sides' retrieval. Each is computed once, on first use, by whichever
+thread asks first (:meth:`AuditContext.shared`); :meth:`AuditContext.prefetch` starts the model load and the
+sample's encode in a background thread, so they overlap the pass over the vectors."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Collection
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -13,6 +17,7 @@ import numpy as np
 
 from ..canary.embedding.checks.repeat import DETECT_CONFIDENCE
 from .scan import Scan, sample_rows, sample_size, scan
+from .source import RowIds
 
 if TYPE_CHECKING:
     from ..encode.base import Encoder
@@ -59,15 +64,47 @@ class AuditContext:
     manifest: Path | None = None
     query_encoder: Callable[[], ContractEncoder] | None = None  # --endpoint: the production query path
     role: str = "index"  # "index" or "baseline" (cutover)
-    _memo: dict[str, Any] = field(default_factory=dict)
+    _memo: dict[str, Future[Any]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _background: ThreadPoolExecutor | None = None
 
     def deadline_passed(self) -> bool:
         return self.deadline.expired()
 
     def shared(self, key: str, make: Callable[[], T]) -> T:
-        if key not in self._memo:
-            self._memo[key] = make()
-        return cast("T", self._memo[key])
+        """``make()``, computed once: a second caller (in any thread) waits for the first one's result. A failure
+        is raised to every caller waiting for it and not kept: the next caller computes again."""
+        with self._lock:
+            entry = self._memo.get(key)
+            mine = entry is None
+            if entry is None:
+                entry = self._memo[key] = Future()
+        if mine:
+            try:
+                entry.set_result(make())
+            except BaseException as exc:
+                with self._lock:
+                    self._memo.pop(key, None)
+                entry.set_exception(exc)
+                raise
+        return cast("T", entry.result())
+
+    def prefetch(self) -> None:
+        """Start, in one background thread, what the fidelity check needs beside the pass over the stored vectors:
+        the reference model loaded and, when the store names its rows' chunk ids without streaming their vectors
+        (:class:`~.source.RowIds`: a FAISS sidecar), the sampled rows' reference vectors encoded. They are the
+        values computed in order (the same texts, in one call); an error surfaces in the check that needs them."""
+        if self._background is not None:
+            return
+        ids = None
+        if isinstance(self.source, RowIds):
+            try:
+                rows = sample_rows(self.info().count, self.sample_plan()[0], self.settings.seed)
+                ids = self._known(rows, self.source.ids_at(rows))[1]
+            except Exception:  # only a head start: the fidelity check computes it again and reports the error
+                ids = None
+        self._background = ThreadPoolExecutor(1, thread_name_prefix="evalsuite-audit")
+        self._background.submit(self.reference if ids is None else lambda: self._sample_reference(ids))
 
     def info(self) -> IndexInfo:
         return self.shared("info", self.source.info)
@@ -81,8 +118,9 @@ class AuditContext:
         return self.query_encoder() if self.query_encoder is not None else self.reference()
 
     @property
-    def corpus_ids(self) -> frozenset[str]:
-        return self.shared("corpus_ids", lambda: frozenset(str(d) for d in self.prepared.dataset.doc_ids))
+    def corpus_ids(self) -> Collection[str]:
+        """The corpus's chunk ids, for membership and their count (a corpus on disk answers from its id index)."""
+        return self.prepared.dataset.corpus.keys()
 
     def sample_plan(self) -> tuple[int, bool]:
         """(rows audited for fidelity, whether that is every row)."""
@@ -108,17 +146,27 @@ class AuditContext:
             return np.zeros((0, self.prepared.contract.dim), np.float32)
         return np.asarray(self.reference().embed_documents(texts), dtype=np.float32)
 
+    def _known(self, rows: np.ndarray, ids: Collection[str]) -> tuple[list[int], tuple[str, ...]]:
+        """Of the sampled ``rows`` (with their chunk ``ids``): the positions whose id the corpus knows, and those ids."""
+        known = self.corpus_ids
+        keep = [j for j, cid in enumerate(ids) if cid in known]
+        listed = list(ids)
+        return keep, tuple(listed[j] for j in keep)
+
+    def _sample_reference(self, ids: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray]:
+        return self.shared("sample_reference", lambda: (ids, self.reference_vectors(list(ids))))
+
     def fidelity(self) -> Fidelity:
         def make() -> Fidelity:
             from ..canary.checks.measure import row_cosine
 
             s = self.scan()
-            known = self.corpus_ids
-            keep = [j for j, r in enumerate(s.sample_rows.tolist()) if s.ids[r] in known]
+            keep, ids = self._known(s.sample_rows, s.ids.take(s.sample_rows))
             rows = s.sample_rows[keep]
-            ids = tuple(s.ids[r] for r in rows.tolist())
             stored = s.sample_vectors[keep]
-            ref = self.reference_vectors(list(ids))
+            encoded, ref = self._sample_reference(ids)
+            if encoded != ids:  # the stream named other rows than the store did up front (it changed meanwhile)
+                ref = self.reference_vectors(list(ids))
             if stored.shape[1] != ref.shape[1]:
                 cos = np.full(len(ids), np.nan)
             else:
@@ -177,6 +225,8 @@ class AuditContext:
         return self.shared("index_retrieval", make)
 
     def close(self) -> None:
+        if self._background is not None:
+            self._background.shutdown(wait=False, cancel_futures=True)
         self.source.close()
 
 

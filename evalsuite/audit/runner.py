@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -106,12 +107,18 @@ class AuditReport:
 
 
 def reference_encoder(prepared: Prepared) -> Callable[[], Encoder]:
-    """The pinned reference's encoder, made (and its model loaded) once, on first use."""
+    """The pinned reference's encoder, made (and its model loaded) once, on first use, whichever thread asks."""
     from ..run.pipeline import make_encoder
 
+    lock = threading.Lock()
+
     @lru_cache(maxsize=1)
-    def encoder() -> Encoder:
+    def made() -> Encoder:
         return make_encoder(prepared)
+
+    def encoder() -> Encoder:
+        with lock:
+            return made()
 
     return encoder
 
@@ -166,6 +173,7 @@ def run_audit(ctx: AuditContext, on_verdict: Callable[[CheckOutcome], None] | No
     from .checks import AUDIT_CHECKS
 
     info = ctx.info()
+    ctx.prefetch()  # the model loads (and the sample encodes) while the structure checks stream the vectors
     verdicts = run_checks(AUDIT_CHECKS, ctx, on_verdict, close=False)
     return AuditOutcome(
         role=ctx.role,

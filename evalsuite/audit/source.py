@@ -56,6 +56,16 @@ class IndexSource(Protocol):
 
 
 @runtime_checkable
+class RowIds(Protocol):
+    """A store that names its rows' chunk ids without streaming their vectors (a FAISS file's sidecar), so the
+    audit encodes the sampled rows' texts while the vectors stream."""
+
+    def ids_at(self, rows: np.ndarray) -> list[str]:
+        """The chunk id of each of ``rows`` (storage order positions), in that order."""
+        ...
+
+
+@runtime_checkable
 class TextSource(Protocol):
     """A store that also keeps each chunk's text (a ``text`` column), so no dataset corpus is needed."""
 

@@ -11,6 +11,10 @@ class SpecError(EvalsuiteError):
     """A setting (flag, spec file, gate expression) is invalid."""
 
 
+class PluginError(EvalsuiteError):
+    """An installed plug-in's entry point cannot be used; the message names the entry point and its package."""
+
+
 class DatasetError(EvalsuiteError):
     """A dataset file is malformed. The message names the file and line."""
 
@@ -83,3 +87,13 @@ class IndexSourceError(EvalsuiteError):
 class HistoryError(EvalsuiteError):
     """The release history (a record file or its directory) cannot be read or written as asked; the message
     names the file and what to do."""
+
+
+class BudgetStageError(SpecError):
+    """A stage of the loss budget cannot be built as declared (a dim larger than the model's, PQ parameters that
+    do not divide the dimension, an index URI that cannot be opened, an endpoint that fails its identity check);
+    the message names the stage and what to do (a usage/input error, exit 2)."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(f"budget stage {stage!r}: {message}")
+        self.stage = stage

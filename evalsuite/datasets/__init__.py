@@ -53,6 +53,7 @@ def load_dataset(
     empty_queries: str = DEFAULT_EMPTY_QUERIES,
     on_disk: bool = False,
     spool_dir: str | Path | None = None,
+    index_dir: str | Path | None = None,
 ) -> Dataset:
     """Load a dataset directory, recognising its layout.
 
@@ -60,7 +61,9 @@ def load_dataset(
     ``qrels/<split>.tsv``. ``empty_docs`` / ``empty_queries`` are ``keep``, ``skip`` or ``error``.
     ``on_disk`` (a chunked run) leaves the corpus texts on disk and reads them on demand, in chunks
     (:mod:`.ondisk`); a compressed corpus is decompressed once to a spool file in ``spool_dir`` (the
-    temporary directory when None). The dataset, its checks and its identity are the same either way.
+    temporary directory when None); a plain corpus file's index is kept in ``index_dir`` (when given) and
+    reused by the next run of the same bytes (:mod:`.corpusindex`). The dataset, its checks and its identity
+    are the same either way.
     """
     docs_policy = empty_policy(empty_docs, "empty_docs")
     queries_policy = empty_policy(empty_queries, "empty_queries")
@@ -99,4 +102,5 @@ def load_dataset(
         empty_queries=queries_policy,
         on_disk=on_disk,
         spool_dir=Path(spool_dir) if spool_dir is not None else None,
+        index_dir=Path(index_dir) if index_dir is not None else None,
     )

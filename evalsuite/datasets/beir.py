@@ -138,9 +138,11 @@ def load_beir(
     empty_queries: EmptyPolicy = "skip",
     on_disk: bool = False,
     spool_dir: Path | None = None,
+    index_dir: Path | None = None,
 ) -> Dataset:
     """``on_disk`` leaves the corpus texts on disk (:mod:`.ondisk`; a compressed corpus is decompressed
-    once to a spool file in ``spool_dir``); queries and qrels are read into memory either way."""
+    once to a spool file in ``spool_dir``; a plain one's index is kept in ``index_dir`` and reused while its
+    bytes stay the same, :mod:`.corpusindex`); queries and qrels are read into memory either way."""
     warnings: list[str] = []
     corpus_path = _require(root, "corpus.jsonl", warnings)
     queries_path = _require(root, "queries.jsonl", warnings)
@@ -149,7 +151,7 @@ def load_beir(
     if on_disk:
         from .ondisk import read_corpus_on_disk
 
-        corpus = read_corpus_on_disk(sources[0], empty_docs, spool_dir)
+        corpus = read_corpus_on_disk(sources[0], empty_docs, spool_dir, index_dir)
     else:
         corpus = read_corpus(sources[0], empty_docs)
     queries = read_queries(sources[1], empty_queries)

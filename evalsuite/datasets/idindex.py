@@ -70,7 +70,7 @@ class IdIndex(Sequence[str]):
     A read-only sequence of the ids: ``index[pos]`` decodes one id, a slice decodes a list; ``in`` and
     :meth:`index` find an id by hash, never by scanning."""
 
-    blob: bytes
+    blob: bytes | memoryview  # a memoryview (format "B") over a memory-mapped file (:mod:`.corpusindex`)
     ends: np.ndarray
     hashes: np.ndarray
     order: np.ndarray
@@ -78,8 +78,12 @@ class IdIndex(Sequence[str]):
     def __len__(self) -> int:
         return len(self.ends)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # a memory-mapped index travels as its bytes (a memoryview cannot be pickled)
+        return (type(self), (bytes(self.blob), self.ends, self.hashes, self.order))
+
     def _bytes(self, pos: int) -> bytes:
-        return self.blob[int(self.ends[pos - 1]) if pos else 0 : int(self.ends[pos])]
+        return bytes(self.blob[int(self.ends[pos - 1]) if pos else 0 : int(self.ends[pos])])
 
     def id_at(self, pos: int) -> str:
         return self._bytes(pos).decode("utf-8")
@@ -122,7 +126,7 @@ class IdIndex(Sequence[str]):
         begin = int(self.ends[start - 1]) if start else 0
         out = []
         for end in self.ends[start:stop].tolist():
-            out.append(blob[begin:end].decode("utf-8"))
+            out.append(str(blob[begin:end], "utf-8"))
             begin = end
         return out
 

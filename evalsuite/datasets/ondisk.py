@@ -221,18 +221,56 @@ class OnDiskCorpus(IndexedCorpus):
         self.__dict__.update(state)
 
 
-def read_corpus_on_disk(source: TextFile, policy: EmptyPolicy = "keep", spool_dir: Path | None = None) -> Texts:
+def read_corpus_on_disk(
+    source: TextFile, policy: EmptyPolicy = "keep", spool_dir: Path | None = None, index_dir: Path | None = None
+) -> Texts:
     """:func:`~evalsuite.datasets.beir.read_corpus` with the texts left on disk: the same checks, errors
     (the first one in the file, as the in-memory reader raises it), empty documents, metadata fields and
-    sha256, with an :class:`OnDiskCorpus` as the texts. A compressed file is spooled to ``spool_dir``."""
+    sha256, with an :class:`OnDiskCorpus` as the texts. A compressed file is spooled to ``spool_dir``.
+    ``index_dir``: where the index of a plain file is kept between runs (:mod:`.corpusindex`): a file whose
+    bytes were indexed before is hashed, not parsed again."""
     path = source.path
-    spool = Spool.create(spool_dir, path) if compression(path) else None
+    compressed = compression(path)
+    if index_dir is not None and not compressed:
+        return _reuse(source, policy, index_dir)
+    spool = Spool.create(spool_dir, path) if compressed else None
     try:
         return _index(source, policy, spool)
     except BaseException:
         if spool is not None:
             spool.discard()
         raise
+
+
+def _reuse(source: TextFile, policy: EmptyPolicy, index_dir: Path) -> Texts:
+    """The corpus from the index of the same bytes kept in ``index_dir``; indexed (and kept) when there is none."""
+    from . import corpusindex
+
+    path = source.path
+    before = file_signature(path)
+    digest = corpusindex.file_sha256(path)
+    if file_signature(path) != before:
+        raise DatasetChanged(path, "the corpus file changed while it was read; re-run the evaluation")
+    found = corpusindex.load(corpusindex.index_path(index_dir, digest, policy))
+    if found is None:
+        texts = _index(source, policy, None)
+        corpus = texts.texts
+        if isinstance(corpus, OnDiskCorpus):
+            index = corpusindex.CorpusIndex(
+                corpus.id_sequence, corpus._starts, corpus._lengths, texts.empty, texts.fields
+            )
+            corpusindex.save(corpusindex.index_path(index_dir, source.sha256, policy), index)
+        return texts
+    source.sha256 = digest
+    corpus = OnDiskCorpus(
+        source=path,
+        file=path,
+        ids=found.ids,
+        starts=found.starts,
+        lengths=found.lengths,
+        signature=before,
+    )
+    return Texts(str(path), corpus, found.empty, found.fields)
 
 
 def collect(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -183,3 +183,12 @@ class RowStreaming(Protocol):
     def encode_stream(
         self, texts: Sequence[str], *, poolings: Sequence[str], ids: Sequence[str] | None, role: str
     ) -> Iterator[EncodedRows]: ...
+
+
+@runtime_checkable
+class ExecutorReporting(Protocol):
+    """An encoder that runs beyond this process (a Ray cluster): ``{"timing": {...}, "nodes": [...]}``, counted since
+    it was built (empty when it ran nothing): seconds waiting for resources, loading, encoding, transferring; per
+    node its ``node_id``, ``address``, ``resources``, ``rows`` and ``seconds``."""
+
+    def executor_report(self) -> dict[str, Any]: ...

@@ -9,12 +9,13 @@ truncations are stored with each row, so a warm run reports them without a token
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..base.errors import ExecutorError
 from ..model import ModelInfo
-from .base import EncodedRows, Encoder, EncodeStats, Releasable, RowStreaming
+from .base import Describing, EncodedRows, Encoder, EncodeStats, ExecutorReporting, Releasable, RowStreaming
 from .cache import CachedRows, CacheStats, EmbeddingCache, ShardKey, text_hash
 
 
@@ -55,7 +56,13 @@ class CachedEncoder:
 
     def manifest_entry(self) -> dict[str, object]:
         """Who makes the vectors (the manifest's ``encoder`` section), with or without a cache miss."""
-        return self._describe() if self._describe is not None else {"kind": "local"}
+        if self._describe is not None:
+            return self._describe()
+        return dict(self._inner.manifest_entry()) if isinstance(self._inner, Describing) else {"kind": "local"}
+
+    def executor_report(self) -> dict[str, Any]:
+        """The model encoder's executor report (empty when none was built or it runs in this process)."""
+        return self._inner.executor_report() if isinstance(self._inner, ExecutorReporting) else {}
 
     @property
     def model_loaded(self) -> bool:
@@ -146,12 +153,14 @@ class CachedEncoder:
         sub_texts = [texts[int(i)] for i in rows]
         sub_ids = [ids[int(i)] for i in rows] if ids is not None else None
         pending: list[EncodedRows] = []
+        kept = 0
 
         def flush() -> None:
-            nonlocal pending
+            nonlocal pending, kept
             if not pending:
                 return
             sub = np.concatenate([part.rows for part in pending])
+            kept += len(sub)
             tokens = np.concatenate([part.tokens for part in pending])
             truncated = np.concatenate([part.truncated for part in pending])
             for p, missing in missing_by_pooling.items():
@@ -176,8 +185,8 @@ class CachedEncoder:
             flush()  # what was finished stays in the cache: a re-run resumes from it
             if isinstance(exc, ExecutorError):
                 raise ExecutorError(
-                    f"{exc}; the finished vectors are in the embedding cache {self.cache.root}: "
-                    "a re-run resumes from them"
+                    f"{exc}; the finished vectors ({kept} of the {len(rows)} {role} texts this call encoded) are "
+                    f"in the embedding cache {self.cache.root}: a re-run resumes from them"
                 ) from exc
             raise
         flush()

@@ -1,89 +1,33 @@
-"""The reference encoder on Ray Data: an actor pool, one model per actor, results keyed by row.
+"""The reference encoder on a Ray cluster: one plain actor pool per run, one model per actor, results keyed by row.
 
-Documents flow through ``ray.data.from_items(...).map_batches(_EncodeActor, concurrency=N)``; each
-actor holds one :class:`~evalsuite.encode.local.LocalEncoder` (one GPU per actor where CUDA is present,
-CPU actors otherwise). Texts are sorted by length before they enter Ray, so Ray's contiguous batches
-hold texts of similar length, and each actor batches its rows by token length again. Ray does not
-preserve order: every output row carries its input row number. Texts go to Ray in waves of
-``wave_rows`` (one Ray Data execution each) and results are yielded as they arrive, so the embedding
-cache keeps every finished wave when an actor or the cluster fails, and a re-run resumes from it. Ray is imported
-only here, and only when the first text is encoded.
+:class:`RayEncoder` sorts a call's texts by length (so a block holds texts of similar length; each actor batches
+its rows by token length again), sends them to the pool a block of ``rows_per_block`` at a time and yields
+every block's rows as they come back (Ray does not keep order: each row carries its input row number), so the
+embedding cache keeps every finished block when an actor or a node fails and a re-run resumes from it. The pool
+(:mod:`~evalsuite.encode.ray_pool`) is started on the first text and kept for the encoder's life, or for the
+enclosing :func:`~evalsuite.encode.ray_pool.executor_scope`: the model is loaded once per actor for both roles
+and every later call. Per node the encoder counts rows and seconds (the manifest's ``encoder.nodes``); its
+:meth:`executor_timing` says how long the run waited for resources, loaded models, encoded and sent texts.
+Ray is imported only here and in the pool, and only when the encoder is built.
 """
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
+import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..base.errors import ExecutorError
 from ..model import ModelInfo
 from .base import EncodedRows, EncodeStats, StreamingEncoder
-
-_STATS = ("texts", "tokens", "padded_tokens", "truncated", "batches")
-
-
-@dataclass(frozen=True)
-class ActorSettings:
-    """What every actor needs to build its model (picklable)."""
-
-    info: ModelInfo
-    dtype: str
-    device: str
-    max_length: int
-    truncation: str
-    batch_size: int
-    trust_remote_code: bool
-    poolings: tuple[str, ...]
-    role: str
-
-
-class _EncodeActor:
-    """One model; encodes Ray batches ``{"row", "text"}`` into ``{"row", "v:<pooling>", "s:<counter>"}``."""
-
-    def __init__(self, settings: ActorSettings) -> None:
-        from .local import LocalEncoder
-
-        self.settings = settings
-        self.encoder = LocalEncoder(
-            settings.info,
-            dtype=settings.dtype,
-            device=settings.device,
-            max_length=settings.max_length,
-            truncation=settings.truncation,
-            batch_size=settings.batch_size,
-            trust_remote_code=settings.trust_remote_code,
-            progress=False,
-        )
-
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        s = self.settings
-        texts = [str(t) for t in batch["text"]]
-        n = len(texts)
-        before = self.encoder.stats_by_role.get(s.role, EncodeStats()).copy()
-        vectors = {p: np.zeros((n, s.info.hidden_size), dtype=np.float32) for p in s.poolings}
-        tokens = np.zeros(n, dtype=np.int32)
-        truncated = np.zeros(n, dtype=bool)
-        for part in self.encoder.encode_stream(texts, poolings=s.poolings, role=s.role):
-            for p in s.poolings:
-                vectors[p][part.rows] = part.vectors[p]
-            tokens[part.rows] = part.tokens
-            truncated[part.rows] = part.truncated
-        delta = self.encoder.stats_by_role[s.role].minus(before)
-        out: dict[str, np.ndarray] = {
-            "row": np.asarray(batch["row"], dtype=np.int64),
-            "tokens": tokens,
-            "truncated": truncated,
-        }
-        out.update({f"v:{p}": vectors[p] for p in s.poolings})
-        for name in _STATS:  # batch counters ride on the batch's first row
-            col = np.zeros(n, dtype=np.int64)
-            col[0] = getattr(delta, name)
-            out[f"s:{name}"] = col
-        return out
+from .ray_actor import STATS, BlockTask
+from .ray_model import ModelSource, pack
+from .ray_pool import ActorPool, NodeRecord, PoolKey, acquire
 
 
 def check_reachable(address: str, timeout: float = 5.0) -> None:
@@ -105,7 +49,8 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
 
 
 def ensure_ray(address: str | None, timeout: float = 5.0) -> None:
-    """Connect to ``address`` (or start a local Ray) unless this process is connected already."""
+    """Connect to ``address`` (or start a local Ray) unless this process is connected already; Ray's own
+    informational lines stay out of the user's output."""
     import ray
 
     if address is not None:
@@ -117,10 +62,20 @@ def ensure_ray(address: str | None, timeout: float = 5.0) -> None:
             address=address,
             ignore_reinit_error=True,
             log_to_driver=False,
+            logging_level=logging.WARNING,
             include_dashboard=False if address is None else None,
         )
     except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
         raise ExecutorError(f"cannot connect to Ray at {address or 'a new local instance'}: {exc}") from exc
+
+
+MIN_BLOCK = 16  # texts: a smaller block costs more in round trips than it gains in balance
+
+
+def block_size(n: int, actors: int, rows_per_block: int) -> int:
+    """Texts per block: at most ``rows_per_block``, and small enough that every actor gets two blocks of a
+    short call (one computing, one waiting), so no actor idles while another holds the whole call."""
+    return max(1, min(rows_per_block, max(MIN_BLOCK, -(-n // (2 * actors)))))
 
 
 class RayEncoder(StreamingEncoder):
@@ -138,11 +93,14 @@ class RayEncoder(StreamingEncoder):
         trust_remote_code: bool = False,
         address: str | None = None,
         actors: int = 1,
-        rows_per_batch: int = 1024,
-        wave_rows: int = 262_144,
-        actor_cls: type = _EncodeActor,
+        rows_per_block: int = 512,
+        ship_model: bool = False,
+        model_path: str | None = None,
         connect_timeout: float = 5.0,
+        progress: bool | None = None,
     ) -> None:
+        from .local import progress_enabled
+
         ensure_ray(address, connect_timeout)
         import ray
 
@@ -150,16 +108,77 @@ class RayEncoder(StreamingEncoder):
         self.info = info
         self.dtype, self.max_length, self.truncation = dtype, max_length or info.default_max_length, truncation
         self.batch_size, self.trust_remote_code = batch_size, trust_remote_code
-        self.actors, self.rows_per_batch, self.actor_cls = actors, rows_per_batch, actor_cls
-        self.wave_rows = max(wave_rows, rows_per_batch)
+        self.actors, self.rows_per_block = actors, rows_per_block
         self.use_gpu = device != "cpu" and gpus > 0
         if device.startswith("cuda") and not self.use_gpu:
             raise ExecutorError(
                 f"--device {device} was asked for but the Ray cluster has no GPU; use --device cpu or auto"
             )
+        self.source = ModelSource.pin(info, ship=ship_model, shared_path=model_path)
+        # shipped: the driver reads the files now, once, into the object store; nodes never read the driver's path
+        self.files = ray.put(pack(self.source)) if self.source.mode == "shipped" else None
+        self.key = PoolKey(address, actors, self.use_gpu, self.source.digest, self.source.mode, model_path)
         self.device = f"ray:{'cuda' if self.use_gpu else 'cpu'}x{actors}"
+        self.progress = progress_enabled() if progress is None else progress
         self.stats_by_role: dict[str, EncodeStats] = {}
+        self.nodes: dict[str, NodeRecord] = {}  # this encoder's rows and seconds per node
+        self.timing = {"wait_seconds": 0.0, "load_seconds": 0.0, "encode_seconds": 0.0, "transfer_seconds": 0.0}
+        self._pool: ActorPool | None = None
+        self._finalizer: Any = None  # weakref.finalize closing an owned pool
 
+    # -- the pool -------------------------------------------------------------------------------------
+    def pool(self) -> ActorPool:
+        """The live pool: the scope's, or this encoder's own (started now, closed by :meth:`release`)."""
+        if self._pool is not None and not self._pool.closed:
+            return self._pool
+        pool, owned = acquire(self.key, lambda: ActorPool.start(self.key, self.source, self.files))
+        if pool.fresh:  # its start is charged to the first encoder that uses it
+            pool.fresh = False
+            self.timing["wait_seconds"] += pool.wait_seconds
+            self.timing["load_seconds"] += pool.locate_seconds
+        self._pool = pool
+        if owned:
+            self._finalizer = weakref.finalize(self, pool.close)
+        return pool
+
+    def release(self) -> None:
+        """Close the pool this encoder owns (a scope's pool stays up for the scope's next encoder)."""
+        if self._finalizer is not None:
+            self._finalizer()
+            self._finalizer = None
+        self._pool = None
+
+    # -- what it records ------------------------------------------------------------------------------
+    def manifest_entry(self) -> dict[str, object]:
+        """The manifest's ``encoder`` section: the reference model, on which Ray nodes, with how many rows each."""
+        return {
+            "kind": "local",
+            "executor": "ray",
+            "actors": self.actors,
+            "model_source": self.source.mode,
+            "nodes": self.executor_report()["nodes"],
+        }
+
+    def executor_report(self) -> dict[str, Any]:
+        """Since this encoder was built: seconds waiting for the actors' resources, loading models, encoding
+        (summed over actors) and sending texts / receiving vectors on the driver; rows and seconds per node."""
+        return {
+            "timing": {"executor": "ray", "actors": self.actors, **{k: round(v, 4) for k, v in self.timing.items()}},
+            "nodes": [n.to_dict() for n in sorted(self.nodes.values(), key=lambda n: (n.address, n.node_id))],
+        }
+
+    def _record(self, pool: ActorPool, out: dict[str, Any]) -> None:
+        node_id = str(out["node_id"])
+        base = pool.nodes[node_id]
+        rec = self.nodes.setdefault(node_id, NodeRecord(base.node_id, base.address, base.resources, base.actors))
+        seconds, load = float(out["seconds"]), float(out["load_seconds"])
+        rec.rows += len(out["rows"])
+        rec.seconds += seconds
+        rec.load_seconds += load
+        self.timing["encode_seconds"] += seconds
+        self.timing["load_seconds"] += load
+
+    # -- encoding -------------------------------------------------------------------------------------
     def encode_stream(
         self,
         texts: Sequence[str],
@@ -168,62 +187,49 @@ class RayEncoder(StreamingEncoder):
         ids: Sequence[str] | None = None,
         role: str = "document",
     ) -> Iterator[EncodedRows]:
-        """One :class:`EncodedRows` per Ray batch, in completion order."""
-        import ray
-
+        """One :class:`EncodedRows` per block, in completion order."""
         poolings = tuple(dict.fromkeys(poolings))
         stats = self.stats_by_role.setdefault(role, EncodeStats())
         if not texts:
             return
         t0 = time.perf_counter()
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        settings = ActorSettings(
-            self.info,
-            self.dtype,
-            "cuda" if self.use_gpu else "cpu",
-            self.max_length,
-            self.truncation,
-            self.batch_size,
-            self.trust_remote_code,
-            poolings,
-            role,
+        order = np.array(sorted(range(len(texts)), key=lambda i: -len(texts[i])), dtype=np.int64)
+        task = BlockTask(
+            self.dtype, self.max_length, self.truncation, poolings, role, self.batch_size, self.trust_remote_code
+        )
+        size = block_size(len(texts), self.actors, self.rows_per_block)
+        blocks = (
+            (order[s : s + size], [texts[int(i)] for i in order[s : s + size]]) for s in range(0, len(order), size)
         )
         done = 0
+        bar = None
+        if self.progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(texts), desc=f"encode {role}s on Ray", unit="text", leave=False)
         try:
-            # one Ray Data execution per wave: a failure loses at most the wave in flight, never the finished ones
-            for start in range(0, len(order), self.wave_rows):
-                items = [{"row": i, "text": texts[i]} for i in order[start : start + self.wave_rows]]
-                blocks = max(1, -(-len(items) // self.rows_per_batch))
-                ds = ray.data.from_items(items, override_num_blocks=blocks).map_batches(
-                    self.actor_cls,
-                    fn_constructor_kwargs={"settings": settings},
-                    concurrency=self.actors,
-                    batch_size=self.rows_per_batch,
-                    batch_format="numpy",
-                    num_gpus=1 if self.use_gpu else 0,
-                    # actor options through the function Ray Data asks per actor (the **ray_remote_args form is
-                    # deprecated): no restart, so a dead actor fails the wave instead of re-loading the model
-                    ray_remote_args_fn=_no_restart,
+            pool = self.pool()
+            for out in pool.run(blocks, task, self._io):
+                self._record(pool, out)
+                block_stats = out["stats"]
+                for name in STATS:
+                    setattr(stats, name, getattr(stats, name) + int(block_stats[name]))
+                rows = np.asarray(out["rows"], dtype=np.int64)
+                done += len(rows)
+                if bar is not None:
+                    bar.update(len(rows))
+                yield EncodedRows(
+                    rows,
+                    {p: np.asarray(out[f"v:{p}"]) for p in poolings},
+                    np.asarray(out["tokens"], dtype=np.int32),
+                    np.asarray(out["truncated"], dtype=bool),
                 )
-                for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-                    for name in _STATS:
-                        setattr(stats, name, getattr(stats, name) + int(batch[f"s:{name}"].sum()))
-                    done += len(batch["row"])
-                    yield EncodedRows(
-                        np.asarray(batch["row"], dtype=np.int64),
-                        {p: np.asarray(batch[f"v:{p}"]) for p in poolings},
-                        np.asarray(batch["tokens"], dtype=np.int32),
-                        np.asarray(batch["truncated"], dtype=bool),
-                    )
-        except ray.exceptions.RayError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ExecutorError(
-                f"the Ray executor failed after {done} of {len(texts)} {role} texts "
-                f"({type(exc).__name__}: {first[:300]})"
-            ) from exc
+        except ExecutorError as exc:
+            raise ExecutorError(f"the Ray executor failed after {done} of {len(texts)} {role} texts: {exc}") from exc
         finally:
             stats.seconds += time.perf_counter() - t0
+            if bar is not None:
+                bar.close()
 
-
-def _no_restart() -> dict[str, object]:
-    return {"max_restarts": 0}
+    def _io(self, seconds: float) -> None:
+        self.timing["transfer_seconds"] += seconds

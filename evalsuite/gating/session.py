@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ..base.errors import EvalsuiteError, SpecError
 from ..encode.base import Encoder
+from ..encode.ray_pool import Pools, close_pools, executor_scope
 from ..run.pipeline import Prepared, make_encoder, prepare, run
 from ..run.result import Result
 from ..run.slices import slice_index
@@ -89,6 +90,8 @@ class GateSession:
         self.sweeps = SessionSweeps(self)  # the sweep cells' items
         self.canary_items = SessionCanary(self)  # the canary's items (both families)
         self.history = SessionHistory(self)  # the earlier releases the history gates compare with
+        # on Ray: one actor pool for every computation of the session (the model loaded once per actor), closed by close()
+        self._pools: Pools = {}
 
     @property
     def datasets(self) -> tuple[DatasetPlan, ...]:
@@ -125,7 +128,8 @@ class GateSession:
 
     # -- computed once per session ------------------------------------------------------------------
     def once(self, what: Computed, name: str, compute: Callable[[], T]) -> T:
-        value, computed = self.shared.get(f"{what}-{name}", compute)
+        with executor_scope(self._pools):
+            value, computed = self.shared.get(f"{what}-{name}", compute)
         if computed:
             self.ledger.add(Computation(what, name, self.worker))
         return value
@@ -328,4 +332,5 @@ class GateSession:
         return problems
 
     def close(self) -> None:
+        close_pools(self._pools)
         self.canary_items.close()

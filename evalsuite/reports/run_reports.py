@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from ..base.io import atomic_write_json, atomic_write_text
+from ..base.io import atomic_write_json, atomic_write_text, path_name
 from ..run.result import Result
 from .markdown import contract_rows, table
 from .slices import slice_markdown
@@ -60,9 +59,35 @@ def run_markdown(result: Result) -> str:
             ],
         ),
     ]
+    nodes = m.get("encoder", {}).get("nodes")
+    if nodes:
+        parts += ["\n## Ray nodes\n", ray_nodes_markdown(nodes, t.get("executor", {}))]
     if result.warnings:
         parts += ["\n## Warnings\n", "".join(f"- {w}\n" for w in result.warnings)]
     return "".join(parts)
+
+
+def ray_nodes_markdown(nodes: list[dict[str, object]], executor: dict[str, object]) -> str:
+    """Which Ray nodes encoded how many rows in how long, and where the executor's time went."""
+    rows = [
+        (
+            str(n["node_id"])[:12],
+            n["address"],
+            _resources(n.get("resources")),
+            n["rows"],
+            n["seconds"],
+            n.get("load_seconds"),
+        )
+        for n in nodes
+    ]
+    parts = ", ".join(f"{k.replace('_seconds', '')} {executor[k]} s" for k in executor if k.endswith("_seconds"))
+    return table(["node", "address", "resources", "rows", "encode seconds", "load seconds"], rows) + (
+        f"\nExecutor time (summed over actors): {parts}.\n" if parts else ""
+    )
+
+
+def _resources(resources: object) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in resources.items()) if isinstance(resources, dict) else ""
 
 
 def device_text(device: object) -> str:
@@ -85,7 +110,7 @@ def result_cache_text(entry: dict[str, object] | None) -> str:
 
 def default_run_dir(dataset_name: str, model_name: str) -> Path:
     """`reports/<dataset>/<model>` (the model's last path part, made safe for a folder name)."""
-    model = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name.rsplit("/", 1)[-1]).strip("-") or "model"
+    model = path_name(model_name.rsplit("/", 1)[-1], "model")
     return Path("reports") / dataset_name / model
 
 

@@ -44,8 +44,20 @@ def prepare(spec: RunSpec) -> Prepared:
         empty_queries=spec.empty_queries,
         on_disk=bool(spec.chunk_size),  # a chunked run reads the corpus texts from disk, chunk by chunk
         spool_dir=spec.store_dir,
+        index_dir=corpus_index_dir(spec),
     )
     return Prepared(spec, info, contract, dataset, notes)
+
+
+def corpus_index_dir(spec: RunSpec) -> Path:
+    """Where a chunked run keeps the index of its corpus file between runs: ``corpus-index/`` in the cache
+    directory (``--cache-dir``, ``$EVALSUITE_CACHE_DIR`` or the user cache). Keyed by the file's sha256, it is
+    reused only for the same bytes, so ``--no-cache`` (which re-encodes) leaves it on."""
+    from ..datasets.corpusindex import SUBDIR
+    from ..encode.cache import default_cache_dir
+
+    root = Path(spec.cache_dir).expanduser() if spec.cache_dir else default_cache_dir()
+    return root / SUBDIR
 
 
 COMPRESSION_RATIO = 4  # a compressed corpus file is counted as this many times its size
@@ -92,6 +104,8 @@ def execution_of(spec: RunSpec) -> Execution:
         executor=spec.executor,
         ray_address=spec.ray_address,
         ray_actors=spec.ray_actors,
+        ray_ship_model=spec.ray_ship_model,
+        ray_model_path=spec.ray_model_path,
         chunk_size=spec.chunk_size or 0,
         block_rows=spec.block_rows,
         store_dir=Path(spec.store_dir) if spec.store_dir else None,

@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import __version__
 from ..contract import Contract
-from ..encode.base import Describing, Encoder, EncodeStats
+from ..encode.base import Describing, Encoder, EncodeStats, ExecutorReporting
 from ..retrieval.search import index_kind
 from .prepared import Prepared
 from .spec import library_versions
@@ -79,3 +79,32 @@ def role_stats_since(encoder: Encoder, before: dict[str, EncodeStats]) -> dict[s
 
 def stats_snapshot(encoder: Encoder) -> dict[str, EncodeStats]:
     return {r: s.copy() for r, s in encoder.stats_by_role.items()}
+
+
+_NODE_COUNTERS = ("rows", "seconds", "load_seconds")
+
+
+def executor_snapshot(encoder: Encoder) -> dict[str, Any]:
+    """What an encoder that runs beyond this process (Ray) has done so far; empty for one that runs here."""
+    return encoder.executor_report() if isinstance(encoder, ExecutorReporting) else {}
+
+
+def executor_since(encoder: Encoder, before: dict[str, Any]) -> dict[str, Any] | None:
+    """Its timing parts (``timing.executor``) and nodes (``encoder.nodes``) since ``before``: None when it ran nothing
+    beyond this process; a node that did nothing in between is left out."""
+    after = executor_snapshot(encoder)
+    if not after:
+        return None
+    was = before.get("timing", {})
+    timing = {
+        k: round(v - was.get(k, 0.0), 4) if isinstance(v, float) else v for k, v in after.get("timing", {}).items()
+    }
+    old = {n["node_id"]: n for n in before.get("nodes", [])}
+    nodes = []
+    for node in after.get("nodes", []):
+        prev = old.get(node["node_id"], {})
+        delta = dict(node, **{k: node[k] - prev.get(k, 0) for k in _NODE_COUNTERS})
+        delta["seconds"], delta["load_seconds"] = round(delta["seconds"], 4), round(delta["load_seconds"], 4)
+        if delta["rows"] or delta["load_seconds"]:
+            nodes.append(delta)
+    return {"timing": timing, "nodes": nodes}

@@ -20,6 +20,7 @@ import numpy as np
 from ..contract import Contract
 from ..encode.base import Encoder, Releasable
 from ..encode.cache import Caching
+from ..encode.ray_pool import executor_scope
 from ..run.cache.results import ResultStore, store_for
 from ..run.pipeline import Prepared, make_encoder, score
 from ..run.record import role_stats_since, stats_snapshot
@@ -125,7 +126,8 @@ def run_sweep(
     factory = encoder_factory or (lambda dtype, max_length: make_encoder(prepared, dtype=dtype, max_length=max_length))
     passes = plan_passes(base, cells)
     t0 = time.perf_counter()
-    enc = _encode_passes(prepared, passes, factory)
+    with executor_scope():  # on Ray: one actor pool for every forward pass, the model loaded once per actor
+        enc = _encode_passes(prepared, passes, factory)
     encode_seconds = time.perf_counter() - t0
     seconds_by_key = {fp.key: rec.seconds for fp, rec in zip(passes, enc.records, strict=True)}
 

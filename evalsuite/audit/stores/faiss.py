@@ -6,7 +6,9 @@ Flat, ``IndexIDMap``/``IDMap2``, IVF (any codec), HNSW, PQ/SQ. The file is memor
 an ``IndexIDMap`` gives the FAISS int id of each stored row. Chunk ids come from ``--ids``: a text
 file with one chunk id per line (line i names FAISS id i, or the i-th stored vector of an index without
 ids), JSONL ``{"faiss_id": 3, "chunk_id": "d3"}`` lines, or a Parquet file with those two columns (with
-pyarrow installed). Without ``--ids`` a chunk id is the FAISS id as a string.
+pyarrow installed). Without ``--ids`` a chunk id is the FAISS id as a string. The chunk ids are held as one Arrow
+string column (:class:`~..idcolumn.IdColumn`), not a Python string per row; a plain sidecar of printable ASCII
+ids (the usual one) is cut into that column at its newlines without decoding a line.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...base.errors import IndexSourceError
+from ..idcolumn import IdColumn
 from ..source import IndexInfo, IndexSource, Metric, SourceOptions, StoreKind
 
 if TYPE_CHECKING:
@@ -48,10 +51,36 @@ def _read(path: Path, mmap: bool) -> tuple[faiss_mod.Index, bool]:
         ) from None
 
 
-def _read_sidecar(path: Path) -> list[str] | dict[int, str]:
-    """A plain list (line i = FAISS id i) or a mapping FAISS id -> chunk id (JSONL or Parquet)."""
+def _plain_lines(path: Path) -> IdColumn | None:
+    """A one-id-per-line sidecar cut at its newlines into a column, when every byte is printable ASCII (no space)
+    or a newline and the first line is not JSON: then each line is its id exactly as ``line.strip()`` of the
+    decoded text gives it. None otherwise (the text is read line by line); an empty line is refused here too."""
+    import pyarrow as pa
+
+    data = np.fromfile(path, dtype=np.uint8)
+    newline = data == 0x0A
+    if not data.size or data[0] == ord("{") or not np.all(newline | ((data > 0x20) & (data < 0x7F))):
+        return None
+    ends = np.flatnonzero(newline)
+    if not ends.size or ends[-1] != data.size - 1:
+        ends = np.append(ends, data.size)  # the last line without its newline
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    empty = np.flatnonzero(ends == starts)
+    if empty.size:
+        raise IndexSourceError(f"--ids {path}:{int(empty[0]) + 1}: an empty line; every line must name one chunk id")
+    blob = data[~newline]
+    offsets = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
+    return IdColumn(pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(blob)))
+
+
+def _read_sidecar(path: Path) -> IdColumn | dict[int, str]:
+    """A column of ids (line i = FAISS id i) or a mapping FAISS id -> chunk id (JSONL or Parquet)."""
     if not path.is_file():
         raise IndexSourceError(f"--ids {path}: no such file; give the chunk-id sidecar the ingest job wrote")
+    if path.suffix not in (".parquet", ".jsonl"):
+        column = _plain_lines(path)
+        if column is not None:
+            return column
     if path.suffix == ".parquet":
         try:
             import pyarrow.parquet as pq
@@ -89,7 +118,7 @@ def _read_sidecar(path: Path) -> list[str] | dict[int, str]:
     for no, line in enumerate(lines, 1):
         if not line.strip():
             raise IndexSourceError(f"--ids {path}:{no}: an empty line; every line must name one chunk id")
-    return [line.strip() for line in lines]
+    return IdColumn.of([line.strip() for line in lines])
 
 
 def _mapping(path: Path, pairs: Any, lines: list[str] | None) -> dict[int, str]:
@@ -140,12 +169,14 @@ class FaissSource(IndexSource):
                     ) from None
                 self._open(False)  # a mapped file that cannot take a direct map: read it instead
 
-    def _chunk_ids(self, ids_path: Path | None, n: int) -> list[str]:
+    def _chunk_ids(self, ids_path: Path | None, n: int) -> IdColumn:
+        import pyarrow as pa
+
         fids = self.faiss_ids if self.faiss_ids is not None else np.arange(n, dtype=np.int64)
         if ids_path is None:
-            return [str(int(f)) for f in fids]
+            return IdColumn(pa.array(fids, pa.int64()).cast(pa.large_string()))
         side = _read_sidecar(ids_path)
-        if isinstance(side, list):
+        if isinstance(side, IdColumn):
             if len(side) != n:
                 what = "fewer" if len(side) < n else "more"
                 raise IndexSourceError(
@@ -161,7 +192,7 @@ class FaissSource(IndexSource):
                     f"--ids {ids_path}: faiss:{self.path} holds FAISS id {int(bad[0])} but the sidecar has lines "
                     f"for ids 0..{n - 1} only; give a JSONL sidecar mapping each faiss_id to its chunk_id"
                 )
-            return [side[int(f)] for f in fids]
+            return IdColumn(side.arrow.take(pa.array(fids)))
         missing = [int(f) for f in fids if int(f) not in side]
         if missing:
             raise IndexSourceError(
@@ -173,7 +204,7 @@ class FaissSource(IndexSource):
                 f"--ids {ids_path}: {len(side)} ids for {n} vectors in faiss:{self.path} (more ids than vectors); "
                 "write the sidecar from the same ingest run as the index"
             )
-        return [side[int(f)] for f in fids]
+        return IdColumn.of([side[int(f)] for f in fids])
 
     def info(self) -> IndexInfo:
         import faiss
@@ -210,12 +241,14 @@ class FaissSource(IndexSource):
             n = min(batch_size, total - start)
             yield self.chunk_ids[start : start + n], self._rows(start, n)
 
+    def ids_at(self, rows: np.ndarray) -> list[str]:
+        return self.chunk_ids.take(rows)
+
     def fetch(self, ids: Sequence[str]) -> dict[str, list[np.ndarray]]:
-        want = set(ids)
         out: dict[str, list[np.ndarray]] = {}
-        for row, cid in enumerate(self.chunk_ids):
-            if cid in want:
-                out.setdefault(cid, []).append(self._rows(row, 1)[0])
+        rows = self.chunk_ids.rows_of(list(dict.fromkeys(ids)))
+        for row, cid in zip(rows.tolist(), self.chunk_ids.take(rows), strict=True):
+            out.setdefault(cid, []).append(self._rows(row, 1)[0])
         return out
 
     def _labels(self, labels: np.ndarray, scores: np.ndarray, *, rows: bool) -> list[list[tuple[str, float]]]:
@@ -225,13 +258,9 @@ class FaissSource(IndexSource):
             lookup = {int(f): c for f, c in zip(self.faiss_ids.tolist(), self.chunk_ids, strict=True)}
         out: list[list[tuple[str, float]]] = []
         for lab, sc in zip(labels, scores, strict=True):
-            hits = []
-            for j, s in zip(lab.tolist(), sc.tolist(), strict=True):
-                if j < 0:
-                    continue
-                cid = lookup[j] if lookup is not None else self.chunk_ids[j]
-                hits.append((cid, 0.0 - s if l2 else s))
-            out.append(hits)
+            found = lab[lab >= 0]
+            names = [lookup[j] for j in found.tolist()] if lookup is not None else self.chunk_ids.take(found)
+            out.append([(cid, 0.0 - s if l2 else s) for cid, s in zip(names, sc[lab >= 0].tolist(), strict=True)])
         return out
 
     def search(self, queries: np.ndarray, k: int, *, exact: bool) -> list[list[tuple[str, float]]]:
@@ -257,7 +286,7 @@ class FaissSource(IndexSource):
             best_s = np.take_along_axis(best_s, order, axis=1)
             best_i = np.take_along_axis(best_i, order, axis=1)
         return [
-            [(self.chunk_ids[j], float(s)) for j, s in zip(li.tolist(), ls.tolist(), strict=True) if j >= 0]
+            list(zip(self.chunk_ids.take(li[li >= 0]), (float(s) for s in ls[li >= 0].tolist()), strict=True))
             for li, ls in zip(best_i, best_s, strict=True)
         ]
 
