@@ -115,9 +115,10 @@ def main() -> int:
 
 def summarize(rows: list[dict[str, Any]]) -> None:
     print(
-        "\n| workload | in-process s | Ray s | Ray / in-process | same metrics | wait | load (actor-s) | encode (actor-s) | transfer | rows per node |"
+        "\n| workload | in-process s | in-process, 1 thread s | Ray s | Ray / in-process | Ray / in-process 1 thread "
+        "| same metrics | wait s | load (actor-s) | encode (actor-s) | transfer s | rows per node |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in dict.fromkeys(r["workload"] for r in rows):
         local = [r for r in rows if r["workload"] == name and r["executor"] == "in-process"]
         single = [r for r in rows if r["workload"] == name and r["executor"] == "in-process-1-thread"]
