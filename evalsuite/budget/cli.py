@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..run.options import OUT_OPTION, add_options, collect
 from .options import BUDGET_OPTIONS, BUDGET_RUN_OPTIONS, GATE_OPTION
+
+if TYPE_CHECKING:
+    from ..rerank.run import RerankSpec
 
 OUT = OUT_OPTION.with_default("reports/<dataset>/<model>/budget")
 
@@ -40,7 +43,11 @@ def cmd_budget(args: argparse.Namespace) -> int:
     preflight.run_paths(spec, Path(args.out) if args.out else None)
     options = SourceOptions(Path(args.ids) if args.ids else None, args.password_env)
     plan = make_plan(
-        spec, index_uri=args.index_uri, source_options=options, attribution=args.attribution or "sequential"
+        spec,
+        index_uri=args.index_uri,
+        source_options=options,
+        attribution=args.attribution or "sequential",
+        reranker=reranker_spec(args),
     )
     try:
         out = (
@@ -62,6 +69,22 @@ def cmd_budget(args: argparse.Namespace) -> int:
         print(o.line())
     print(f"wrote {', '.join(str(p) for k, p in paths.items() if not k.startswith('run:'))} and {out / 'runs'}/")
     return 1 if any(o.verdict == "fail" for o in outcomes) else 0
+
+
+def reranker_spec(args: argparse.Namespace) -> RerankSpec | None:
+    """The --reranker settings as a RerankSpec (the deepest --rerank-depth), None without --reranker."""
+    from ..rerank.options import rerank_settings
+    from ..rerank.run import RerankSpec
+
+    settings = rerank_settings(args)
+    if not settings.get("reranker"):
+        if settings:
+            from ..base.errors import SpecError
+
+            raise SpecError("--reranker-* settings need --reranker DIR (the cross-encoder of the 'reranker' stage)")
+        return None
+    depths = tuple(args.depths or ())
+    return RerankSpec.from_mapping({**settings, **({"depth": max(depths)} if depths else {})}, source="command line")
 
 
 def _print_table(headers: list[str], rows: list[list[str]]) -> None:

@@ -33,8 +33,17 @@ INDEX_URI_OPTIONS: tuple[Option, ...] = (
         {"metavar": "VAR"},
     ),
 )
+
+
+def _reranker_options() -> tuple[Option, ...]:
+    from ..rerank.options import DEPTH_OPTION, RERANK_OPTIONS
+
+    return (*RERANK_OPTIONS, DEPTH_OPTION)
+
+
 BUDGET_OPTIONS: tuple[Option, ...] = (
     *INDEX_URI_OPTIONS,
+    *_reranker_options(),
     Option(
         "--attribution",
         "how stages are charged: sequential (each against the stage before, in pipeline order) or shapley (every "

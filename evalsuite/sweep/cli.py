@@ -10,7 +10,7 @@ from typing import Any
 
 from ..run import preflight
 from ..run.options import OUT_OPTION, RUN_OPTIONS, add_options, collect
-from .options import SWEEP_OPTIONS, VARY_OPTION
+from .options import CHOOSE_OPTIONS, SWEEP_OPTIONS, VARY_OPTION
 
 OUT = OUT_OPTION.with_default("reports/<dataset>/<model>/sweep")
 
@@ -22,7 +22,7 @@ def register(subparsers: Any) -> None:
         "write sweep.json, report.md and report.html",
     )
     add_options(p.add_argument, RUN_OPTIONS)
-    add_options(p.add_argument, (*SWEEP_OPTIONS, OUT))
+    add_options(p.add_argument, (*SWEEP_OPTIONS, *CHOOSE_OPTIONS, OUT))
     p.set_defaults(func=cmd_sweep)
     register_rerank_sweep(subparsers)
 
@@ -84,6 +84,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     spec = RunSpec.from_mapping(collect(args, RUN_OPTIONS), source="command line")
     axes = parse_vary(args.vary or [])
     grid = bool(args.grid)
+    rule = None
+    if args.choose:
+        from .choose import parse_choose
+
+        rule = parse_choose(args.choose, args.cost or "bytes")
+        if rule.metric not in spec.metrics:
+            spec = spec.replace(metrics=(*spec.metrics, rule.metric))
     preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
     prepared = prepare(spec)
     for departure in prepared.contract.departures:  # a changed model is said, not evaluated in silence
@@ -94,6 +101,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     slices = slice_index(prepared)  # an unknown --slice-by field is an error before encoding
     result = run_sweep(prepared, cells, spec.metrics, axes=axes, grid=grid)
     result.base.slices = slices
+    if rule is not None:
+        import dataclasses
+
+        from .ship import choose_cells
+
+        result = dataclasses.replace(result, choice=choose_cells(result, rule))
     paths = write_sweep_reports(result, out)
     ident = prepared.dataset.identity
     st = result.stats
@@ -117,6 +130,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             _print_table(*pivot)
     for line in sweep_slice_lines(result):
         print(line)
+    if result.choice is not None:
+        from .reports.choice import choice_legend, choice_rows
+
+        print(f"choice: {result.choice.sentence()}")
+        _print_table(*choice_rows(result.choice))
+        print(choice_legend(result.choice))
     late = [m for m in (result.store.problems if result.store else []) if m not in result.warnings]  # the reports'
     for w in [*result.warnings, *late]:
         print(f"warning: {w}", file=sys.stderr)

@@ -114,7 +114,7 @@ def test_the_answer_comes_first_and_the_gates_judge_their_stage(deployed: tuple[
     worst = min((s for s in data["stages"] if not s["skipped"]), key=lambda s: s["shapley"]["ndcg@10"]["value"])
     assert worst["name"] == "compression" and "fix first: the compression" in sentence
     html = (out / "report.html").read_text()
-    assert sentence.replace("->", "-&gt;") in html and re.search(
+    assert f"<p><strong>{sentence.replace('->', '-&gt;')}</strong></p>" in html and re.search(
         r'<img src="data:image/png;base64,[A-Za-z0-9+/=]{2000,}', html
     )
     assert all(f"<td>{name}</td>" in html for name in ("reference", "dimension", "compression", "ann", "production"))
