@@ -106,6 +106,8 @@ class Evaluator:
     def _compute(self, config: Config) -> Scored:
         if config.reranker:
             return self._rerank(config)
+        if config.hybrid:
+            return self._retrieve(config)
         from ..run.pipeline import score
         from ..scoring.stats import paired_scores
         from ..sweep.index_cells import score_index
@@ -151,6 +153,31 @@ class Evaluator:
                 measured["notes"] = list(report.notes)
         _, scores, _ = paired_scores(per_query, per_query, metrics)
         return Scored(config, ranking, dict(aggregate), scores, cost, measured)
+
+    def _retrieve(self, config: Config) -> Scored:
+        """The production retriever over the configuration's dense ranking (a hybrid fuses it with the lexical
+        retriever: the run's own retrieval, :func:`evalsuite.run.retrieve.retrieve`)."""
+        import dataclasses
+
+        from ..run.retrieve import dense_at, retrieve
+        from ..scoring.metrics import evaluate, search_depth
+        from ..scoring.stats import paired_scores
+
+        plan = self.plan
+        first = self(dataclasses.replace(config, hybrid=False))
+        k = search_depth(plan.metrics)
+        ds = plan.prepared.dataset
+        t0 = time.perf_counter()
+        retrieved = retrieve(ds, plan.production, k, dense_at(first.ranking, k, None))
+        seconds = time.perf_counter() - t0
+        aggregate, per_query = evaluate(ds.qrels, retrieved.ranking, list(plan.metrics))
+        _, scores, _ = paired_scores(per_query, per_query, list(plan.metrics))
+        cost = dict(
+            first.cost,
+            retrieval=plan.production.retrieval,
+            retrieval_ms_per_query=round(1000 * seconds / max(1, len(ds.query_ids)), 3),
+        )
+        return Scored(config, retrieved.ranking, dict(aggregate), scores, cost, dict(first.measured))
 
     def _rerank(self, config: Config) -> Scored:
         """The configuration's first stage, its top N reranked by the local cross-encoder (the rerank package's

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..base.errors import BudgetStageError, EvalsuiteError
 from ..retrieval.index.spec import parse_index, resolve
+from ..retrieval.retrievers.spec import DENSE
 from .config import REFERENCE_DTYPE, Config
 from .layout import IndexLayout
 from .stages import BUDGET_STAGES
@@ -23,10 +24,7 @@ if TYPE_CHECKING:
     from ..run.spec import RunSpec
 
 ATTRIBUTIONS = ("sequential", "shapley")
-HYBRID_SKIP = (
-    "not measured: no lexical retriever is declared for this deployment (hybrid fusion needs the retrievers of "
-    "issue #38 on this build)"
-)
+HYBRID_SKIP = "not declared: production ranks with the dense vectors alone (--retrieval hybrid or bm25 to declare it)"
 
 
 @dataclass(frozen=True)
@@ -79,12 +77,22 @@ def make_plan(
 
     if attribution not in ATTRIBUTIONS:
         raise BudgetStageError("attribution", f"{attribution!r} is not one of {', '.join(ATTRIBUTIONS)}")
+    from ..retrieval.retrievers import RETRIEVAL_SETTINGS
     from ..run.spec import ENDPOINT_SETTINGS, RunSpec
 
     client_defaults = {f.name: f.default for f in dataclasses.fields(RunSpec) if f.name in ENDPOINT_SETTINGS}
+    retrieval_defaults = {
+        f.name: f.default for f in dataclasses.fields(RunSpec) if f.name in ("retrieval", *RETRIEVAL_SETTINGS)
+    }
     local = spec.replace(
-        endpoints=(), dtype=REFERENCE_DTYPE, dim=None, index="flat", chunk_size=0, **client_defaults
-    )  # the local reference: no endpoint, none of its client settings
+        endpoints=(),
+        dtype=REFERENCE_DTYPE,
+        dim=None,
+        index="flat",
+        chunk_size=0,
+        **client_defaults,
+        **retrieval_defaults,
+    )  # the local reference: no endpoint and none of its client settings, dense retrieval
     prepared = prepare(local)
     info = prepared.model
     if spec.dim is not None and spec.dim > info.hidden_size:
@@ -120,6 +128,7 @@ def make_plan(
         index_uri=index_uri,
         source=source,
         reranker=reranker,
+        hybrid_skip=None if production.retrieval != DENSE else HYBRID_SKIP,
         index_notes=tuple(f"index {production.index}: {n}" for n in index_notes),
     )
 

@@ -118,7 +118,7 @@ class BudgetResult:
         quiet = [(s, c) for s, c in charged if not c.measurable]
         parts = []
         if losses:
-            of_it = " of it" if t.value < 0 else ""
+            of_it = " of it" if t.value < 0 and t.measurable else " lost"
             parts.append(
                 ", ".join(
                     f"{abs(c.value):.4f}{of_it if i == 0 else ''} in {_named(s)}" for i, (s, c) in enumerate(losses)

@@ -186,7 +186,18 @@ class Hybrid(BudgetStage):
         return dataclasses.replace(config, hybrid=True)
 
     def describe(self, plan: BudgetPlan) -> str:
-        return "hybrid fusion"
+        from ..retrieval.retrievers import parse_retrieval
+
+        spec = parse_retrieval(plan.production.retrieval)
+        if spec.kind != "hybrid":
+            return f"the {spec.kind} retriever instead of the dense vectors"
+        p = spec.to_dict()
+        fused = p.get("fuse")
+        parts = "+".join(str(x) for x in fused) if isinstance(fused, list) else "its retrievers"
+        return f"hybrid fusion ({p.get('fusion')} of {parts})"
+
+    def knob(self, plan: BudgetPlan) -> str:
+        return "the retrieval (--retrieval, --fusion, --fusion-weights)"
 
 
 class Reranker(BudgetStage):
