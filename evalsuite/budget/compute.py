@@ -171,7 +171,7 @@ class Evaluator:
         k = search_depth(plan.metrics)
         ds = plan.prepared.dataset
         t0 = time.perf_counter()
-        retrieved = retrieve(ds, plan.production, k, dense_at(first.ranking, k, None))
+        retrieved = retrieve(plan.prepared, plan.production, k, dense_at(first.ranking, k, None))
         seconds = time.perf_counter() - t0
         aggregate, per_query = evaluate(ds.qrels, retrieved.ranking, list(plan.metrics))
         _, scores, _ = paired_scores(per_query, per_query, list(plan.metrics))
