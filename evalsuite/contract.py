@@ -15,6 +15,8 @@ from typing import Any
 
 from .base.errors import ContractError, SpecError
 from .retrieval.index.spec import canonical
+from .retrieval.retrievers.spec import DENSE
+from .retrieval.retrievers.spec import canonical as canonical_retrieval
 
 POOLINGS = ("cls", "mean", "last", "max", "weightedmean", "mean_sqrt_len")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -45,6 +47,9 @@ class Contract:
     dim: int
     similarity: str = "cosine"
     index: str = "flat"  # the index searched (canonical text, see evalsuite.retrieval.index.spec); flat = exact
+    # the retriever whose ranking is scored (canonical text, see evalsuite.retrieval.retrievers.spec); dense = the
+    # vectors searched, left out of to_dict and the fingerprint so that every contract from before it compares equal
+    retrieval: str = DENSE
     matryoshka_dims: tuple[int, ...] | None = field(default=None, compare=False)
     # what the model declared and was applied (records; vectors follow from the fields above)
     query_prompt: str | None = field(default=None, compare=False)  # the declared prompt name applied to queries
@@ -63,6 +68,7 @@ class Contract:
         if self.similarity == "cosine" and not self.normalize:
             raise SpecError("similarity 'cosine' needs normalize=true; use similarity 'dot' for raw vectors")
         object.__setattr__(self, "index", canonical(self.index))  # "hnsw" and its defaults spelled out compare equal
+        object.__setattr__(self, "retrieval", canonical_retrieval(self.retrieval))
 
     def prefix(self, role: str) -> str:
         _choice("role", role, ROLES)
@@ -98,6 +104,8 @@ class Contract:
         for name in ("query_prompt", "doc_prompt", "departures"):  # unset records stay out (older contracts)
             if not d[name]:
                 del d[name]
+        if d["retrieval"] == DENSE:  # dense stays out: contracts, baselines and manifests from before compare equal
+            del d["retrieval"]
         return d
 
     @classmethod

@@ -14,10 +14,13 @@ quiet() { "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >
 T0=$SECONDS
 say() { printf 'bootstrap [%4ss] %s\n' "$((SECONDS - T0))" "$*"; }
 
-# ranx's numba kernels compile on first use (~45 s) and are cached: compile them at install, not in the first run
+# ranx's numba kernels compile on first use (~45 s; its fusion's as long) and are cached: compile them at install,
+# not in the first run
 warm_ranx() {
     say "compiling ranx's scoring kernels once (about 45 s)"
     .venv/bin/python -c "from evalsuite.scoring.metrics import DEFAULT_METRICS, evaluate; evaluate({'q': {'d': 1}}, {'q': {'d': 1.0, 'e': 0.5}}, DEFAULT_METRICS)"
+    say "compiling ranx's fusion kernels once (the hybrid retriever's)"
+    .venv/bin/python -m evalsuite.retrieval.retrievers.warm
 }
 
 if [ "${1:-}" = "--test" ]; then

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..run.options import CLIENT_OPTIONS, RUN_OPTIONS, Option, int_at_least, prefixed
+from ..run.options import CLIENT_OPTIONS, RETRIEVAL_OPTIONS, RUN_OPTIONS, Option, int_at_least, prefixed
 from .settings import AuditSettings
 
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(AuditSettings)}
@@ -116,7 +116,9 @@ SETTING_OPTIONS: tuple[Option, ...] = (
     ),
 )
 # the run options that make the reference (model, contract, dataset), without the run's own --index (an index kind)
-AUDIT_RUN_OPTIONS: tuple[Option, ...] = tuple(o for o in RUN_OPTIONS if o.flag != "--index")
+AUDIT_RUN_OPTIONS: tuple[Option, ...] = tuple(
+    o for o in RUN_OPTIONS if o.flag != "--index" and o not in RETRIEVAL_OPTIONS
+)  # the audit reads an index, not a ranking: no retriever applies
 # how to call --endpoint / --baseline-endpoint (an API key from the environment, the served name, ...): the endpoint
 # client's own options, as `run --endpoint` and the canary take them
 AUDIT_CLIENT_OPTIONS: tuple[Option, ...] = tuple(

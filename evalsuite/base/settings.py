@@ -6,7 +6,7 @@ A setting's type is the annotation of the dataclass field that holds it (``RunSp
 declared mapping of key to type (the session keys of a spec file); :func:`check_fields` and :func:`check_keys`
 read them. Understood: ``str``, ``int``, ``float`` (an integer is a number), ``bool``, ``dict`` (a table),
 ``list[str]`` and ``tuple[str, ...]`` (a list of strings, or one string: the forms accept ``"a,b"`` or one
-item), unions of these and ``None``.
+item), ``tuple[float, ...]`` (a list of numbers, or one string of them), unions of these and ``None``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def describe(hint: Any) -> str:
         words = [describe(a) for a in typing.get_args(hint) if a is not type(None)]
         return " or ".join(dict.fromkeys(words))
     if typing.get_origin(hint) in (list, tuple):
-        return "a list of strings"
+        return "a list of numbers" if _numbers(hint) else "a list of strings"
     return _WORDS.get(hint, getattr(hint, "__name__", str(hint)))
 
 
@@ -42,7 +42,11 @@ def fits(value: object, hint: Any) -> bool:
     if origin in (typing.Union, types.UnionType):
         return any(fits(value, a) for a in typing.get_args(hint) if a is not type(None))
     if origin in (list, tuple):
-        return isinstance(value, str) or (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value))
+        kind: Any = (int, float) if _numbers(hint) else str
+        items_fit = isinstance(value, (list, tuple)) and all(
+            isinstance(v, kind) and not isinstance(v, bool) for v in value
+        )
+        return isinstance(value, str) or items_fit
     if hint is bool:
         return isinstance(value, bool)
     if hint is int:
@@ -54,6 +58,11 @@ def fits(value: object, hint: Any) -> bool:
     if hint is str:
         return isinstance(value, str)
     return True  # a type this module does not check: its owner validates it
+
+
+def _numbers(hint: Any) -> bool:
+    """``tuple[float, ...]``: a list of numbers (or one string of them, ``"0.7,0.3"``)."""
+    return float in typing.get_args(hint)
 
 
 def _shown(value: object) -> str:

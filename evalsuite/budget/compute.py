@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,14 +41,18 @@ class Scored:
 class Evaluator:
     """Computes and memoizes :class:`Scored` per configuration key, and the vectors per (encoder, dtype)."""
 
-    def __init__(self, plan: BudgetPlan) -> None:
+    def __init__(self, plan: BudgetPlan, *, vectors: Evaluator | None = None) -> None:
+        """``vectors``: another evaluator of the same model, dataset and endpoint whose vectors are shared."""
         self.plan = plan
         ds = plan.prepared.dataset
         self.query_ids: tuple[str, ...] = tuple(sorted(str(q) for q in ds.qrels))
-        self._vectors: dict[tuple[bool, str], tuple[np.ndarray, np.ndarray]] = {}
+        self._vectors: dict[tuple[bool, str], tuple[np.ndarray, np.ndarray]] = (
+            vectors._vectors if vectors is not None else {}
+        )
         self._scored: dict[Config, Scored] = {}
         self._exact: dict[tuple[bool, str, int], Result] = {}
         self.encode_seconds: dict[str, float] = {}
+        self._scorer: Any = None  # the reranker's scorer, made on first use
 
     def __call__(self, config: Config) -> Scored:
         key = config.key()
@@ -103,6 +107,10 @@ class Evaluator:
 
     # -- one configuration --------------------------------------------------------------------------------------
     def _compute(self, config: Config) -> Scored:
+        if config.reranker:
+            return self._rerank(config)
+        if config.hybrid:
+            return self._retrieve(config)
         from ..run.pipeline import score
         from ..scoring.stats import paired_scores
         from ..sweep.index_cells import score_index
@@ -148,6 +156,59 @@ class Evaluator:
                 measured["notes"] = list(report.notes)
         _, scores, _ = paired_scores(per_query, per_query, metrics)
         return Scored(config, ranking, dict(aggregate), scores, cost, measured)
+
+    def _retrieve(self, config: Config) -> Scored:
+        """The production retriever over the configuration's dense ranking (a hybrid fuses it with the lexical
+        retriever: the run's own retrieval, :func:`evalsuite.run.retrieve.retrieve`)."""
+        import dataclasses
+
+        from ..run.retrieve import dense_at, retrieve
+        from ..scoring.metrics import evaluate, search_depth
+        from ..scoring.stats import paired_scores
+
+        plan = self.plan
+        first = self(dataclasses.replace(config, hybrid=False))
+        k = search_depth(plan.metrics)
+        ds = plan.prepared.dataset
+        t0 = time.perf_counter()
+        retrieved = retrieve(plan.prepared, plan.production, k, dense_at(first.ranking, k, None))
+        seconds = time.perf_counter() - t0
+        aggregate, per_query = evaluate(ds.qrels, retrieved.ranking, list(plan.metrics))
+        _, scores, _ = paired_scores(per_query, per_query, list(plan.metrics))
+        cost = dict(
+            first.cost,
+            retrieval=plan.production.retrieval,
+            retrieval_ms_per_query=round(1000 * seconds / max(1, len(ds.query_ids)), 3),
+        )
+        return Scored(config, retrieved.ranking, dict(aggregate), scores, cost, dict(first.measured))
+
+    def _rerank(self, config: Config) -> Scored:
+        """The configuration's first stage, its top N reranked by the local cross-encoder (the rerank package's
+        scorer behind its score cache, and its reordering)."""
+        import dataclasses
+
+        from ..rerank.run import make_scorer, resolve_reranker
+        from ..rerank.twostage import rerank, score_pairs
+        from ..scoring.metrics import evaluate
+        from ..scoring.stats import paired_scores
+
+        plan = self.plan
+        assert plan.reranker is not None
+        first = self(dataclasses.replace(config, reranker=False))
+        if self._scorer is None:
+            info, contract = resolve_reranker(plan.reranker)
+            self._scorer = make_scorer(info, contract, plan.prepared.spec, plan.reranker)
+        ds, depth = plan.prepared.dataset, plan.reranker.depth
+        t0 = time.perf_counter()
+        pairs = score_pairs(first.ranking, ds, depth, self._scorer.score)
+        seconds = time.perf_counter() - t0
+        ranking = rerank(first.ranking, pairs, depth, list(ds.query_ids))
+        aggregate, per_query = evaluate(ds.qrels, ranking, list(plan.metrics))
+        _, scores, _ = paired_scores(per_query, per_query, list(plan.metrics))
+        cost = dict(
+            first.cost, rerank_depth=depth, rerank_ms_per_query=round(1000 * seconds / max(1, len(ds.query_ids)), 3)
+        )
+        return Scored(config, ranking, dict(aggregate), scores, cost, dict(first.measured))
 
     def _store_search(
         self, q_pooled: np.ndarray, contract: object

@@ -4,6 +4,7 @@ charge as a floating bar with its 95% CI, production), and the stage table (the 
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING
 
 from ..reports.html import figure_html, heading, page, paragraph, png_data_uri, table
@@ -66,7 +67,7 @@ def budget_html(result: BudgetResult) -> str:
     m = result.primary
     parts = [
         heading("Loss budget", 1),
-        paragraph(result.sentence(), "meta"),
+        f"<p><strong>{html.escape(result.sentence())}</strong></p>\n",  # the answer, first
         figure_html(
             png_data_uri(waterfall(result, m)),
             f"Waterfall of {m}: red bars lose, green bars gain, grey bars are not measurable (95% CI holds 0)",
@@ -74,6 +75,16 @@ def budget_html(result: BudgetResult) -> str:
         heading("Stages"),
         table(*stage_rows(result)),
     ]
+    if result.choice is not None:
+        from ..sweep.reports.choice import choice_legend, choice_rows
+
+        c = result.choice
+        parts += [
+            heading("Choice"),
+            paragraph(c.sentence()),
+            paragraph(choice_legend(c), "meta"),
+            table(*choice_rows(c)),
+        ]
     if result.disagreements:
         parts += [heading("Where the order matters"), *[paragraph(d) for d in result.disagreements]]
     if result.notes:

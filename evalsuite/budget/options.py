@@ -33,14 +33,64 @@ INDEX_URI_OPTIONS: tuple[Option, ...] = (
         {"metavar": "VAR"},
     ),
 )
+
+
+def _reranker_options() -> tuple[Option, ...]:
+    from ..rerank.options import DEPTH_OPTION, RERANK_OPTIONS
+
+    return (*RERANK_OPTIONS, DEPTH_OPTION)
+
+
 BUDGET_OPTIONS: tuple[Option, ...] = (
     *INDEX_URI_OPTIONS,
+    *_reranker_options(),
     Option(
         "--attribution",
         "how stages are charged: sequential (each against the stage before, in pipeline order) or shapley (every "
         "order of the declared stages averaged)",
         {"choices": ATTRIBUTIONS},
         default="sequential",
+    ),
+)
+
+
+def _alternative(text: str) -> str:
+    from .choose import parse_alternative
+
+    parse_alternative(text)
+    return text
+
+
+def _choose(text: str) -> str:
+    from ..sweep.choose import parse_choose
+
+    parse_choose(text)
+    return text
+
+
+CHOOSE_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "--choose",
+        "name the cheapest of the declared production and each --alternative that is non-inferior to the reference: "
+        "METRIC:non_inferior=MARGIN (the sweep's --choose rule), e.g. ndcg@10:non_inferior=0.02",
+        {"metavar": "EXPR", "type": spec_type(_choose, "choose")},
+    ),
+    Option(
+        "--alternative",
+        "with --choose: the deployment with one stage's setting changed, AXIS=VALUE with AXIS dim, index or dtype "
+        "(index=hnsw:ef=16, dim=256, index=ivfpq:nlist=8,nprobe=4); repeatable",
+        {
+            "action": "append",
+            "metavar": "AXIS=VALUE",
+            "type": spec_type(_alternative, "alternative"),
+            "dest_name": "alternatives",
+        },
+    ),
+    Option(
+        "--cost",
+        "what --choose minimises: bytes (per vector), latency (p50 search) or dim",
+        {"choices": ("bytes", "latency", "dim")},
+        default="bytes",
     ),
 )
 GATE_OPTION = Option(

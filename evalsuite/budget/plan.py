@@ -5,11 +5,13 @@ before the first forward pass."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..base.errors import BudgetStageError, EvalsuiteError
 from ..retrieval.index.spec import parse_index, resolve
+from ..retrieval.retrievers.spec import DENSE
 from .config import REFERENCE_DTYPE, Config
 from .layout import IndexLayout
 from .stages import BUDGET_STAGES
@@ -17,14 +19,12 @@ from .stages import BUDGET_STAGES
 if TYPE_CHECKING:
     from ..audit.source import IndexSource, SourceOptions
     from ..contract import Contract
+    from ..rerank.run import RerankSpec
     from ..run.prepared import Prepared
     from ..run.spec import RunSpec
 
 ATTRIBUTIONS = ("sequential", "shapley")
-HYBRID_SKIP = (
-    "not measured: no lexical retriever is declared for this deployment (hybrid fusion needs the retrievers of "
-    "issue #38 on this build)"
-)
+HYBRID_SKIP = "not declared: production ranks with the dense vectors alone (--retrieval hybrid or bm25 to declare it)"
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,7 @@ class BudgetPlan:
     served_spec: RunSpec | None = None  # how to call the endpoint (the run's client settings)
     index_uri: str | None = None
     source: IndexSource | None = field(default=None, repr=False, compare=False)
-    reranker: str | None = None
-    rerank_depth: int = 100
+    reranker: RerankSpec | None = None  # the cross-encoder over the top N (its depth in ``reranker.depth``)
     hybrid_skip: str | None = HYBRID_SKIP
     index_notes: tuple[str, ...] = ()  # what building the declared index for this corpus changed
 
@@ -70,6 +69,7 @@ def make_plan(
     index_uri: str | None = None,
     source_options: SourceOptions | None = None,
     attribution: str = "sequential",
+    reranker: RerankSpec | None = None,
 ) -> BudgetPlan:
     """Check every declared stage and open the built index; raises BudgetStageError naming the stage."""
     from ..run.prepared import prepare
@@ -77,7 +77,22 @@ def make_plan(
 
     if attribution not in ATTRIBUTIONS:
         raise BudgetStageError("attribution", f"{attribution!r} is not one of {', '.join(ATTRIBUTIONS)}")
-    local = spec.replace(endpoints=(), dtype=REFERENCE_DTYPE, dim=None, index="flat", chunk_size=0)
+    from ..retrieval.retrievers import RETRIEVAL_SETTINGS
+    from ..run.spec import ENDPOINT_SETTINGS, RunSpec
+
+    client_defaults = {f.name: f.default for f in dataclasses.fields(RunSpec) if f.name in ENDPOINT_SETTINGS}
+    retrieval_defaults = {
+        f.name: f.default for f in dataclasses.fields(RunSpec) if f.name in ("retrieval", *RETRIEVAL_SETTINGS)
+    }
+    local = spec.replace(
+        endpoints=(),
+        dtype=REFERENCE_DTYPE,
+        dim=None,
+        index="flat",
+        chunk_size=0,
+        **client_defaults,
+        **retrieval_defaults,
+    )  # the local reference: no endpoint and none of its client settings, dense retrieval
     prepared = prepare(local)
     info = prepared.model
     if spec.dim is not None and spec.dim > info.hidden_size:
@@ -93,6 +108,13 @@ def make_plan(
     _check_pq(production.index, production.dim)
     resolved, index_notes = resolve(parse_index(production.index), len(prepared.dataset.doc_ids), production.dim)
     layout = IndexLayout.of(resolved.text)  # as built for this corpus: the labels say what is really searched
+    if reranker is not None:
+        from ..rerank.run import resolve_reranker
+
+        try:
+            resolve_reranker(reranker)  # pinned and its contract checked before any encoding
+        except EvalsuiteError as exc:
+            raise BudgetStageError("reranker", str(exc)) from None
     source = _open_store(index_uri, source_options, production.dim) if index_uri else None
     return BudgetPlan(
         prepared=prepared,
@@ -105,6 +127,8 @@ def make_plan(
         served_spec=spec.replace(chunk_size=0, dim=None, index="flat") if spec.endpoints else None,
         index_uri=index_uri,
         source=source,
+        reranker=reranker,
+        hybrid_skip=None if production.retrieval != DENSE else HYBRID_SKIP,
         index_notes=tuple(f"index {production.index}: {n}" for n in index_notes),
     )
 

@@ -27,7 +27,37 @@ def _side(plan: BudgetPlan, scored: Scored, contract: dict[str, object]) -> dict
     }
 
 
-def run_budget(plan: BudgetPlan) -> BudgetResult:
+def served_agreement(evaluate: Evaluator, plan: BudgetPlan) -> str:
+    """The served documents' vectors against the local model's at the same dtype, judged by the canary's vector
+    agreement threshold: a served stage's loss from vectors that disagree is a fault to diagnose, not noise."""
+    import dataclasses
+
+    import numpy as np
+
+    from ..canary.checks.measure import row_cosine
+    from ..canary.embedding.settings import CanarySettings
+
+    threshold = float(next(f.default for f in dataclasses.fields(CanarySettings) if f.name == "min_cosine"))  # type: ignore[arg-type]
+    _, local = evaluate.vectors(False, plan.production.dtype)
+    _, served = evaluate.vectors(True, plan.production.dtype)
+    if local.shape != served.shape:
+        return (
+            f"the served engine returns {served.shape[1]}-dimension vectors, the local model {local.shape[1]}: "
+            "the served stage's loss is a contract fault; run `evalsuite canary --endpoint URL` for the cause"
+        )
+    cos = row_cosine(served, local)
+    below = int((cos < threshold).sum())
+    head = f"served vs local document vectors ({plan.production.dtype}): min cosine {cos.min():.4f}, median {np.median(cos):.4f}"
+    if below:
+        return (
+            f"{head}: {below} of {len(cos)} below the canary's vector agreement threshold {threshold:g}, so the served "
+            "stage's loss is a fault of the deployment, not noise; run `evalsuite canary --endpoint URL` for the cause "
+            "and its remedy"
+        )
+    return f"{head}: every vector passes the canary's vector agreement threshold {threshold:g}"
+
+
+def run_budget(plan: BudgetPlan, evaluate: Evaluator | None = None) -> BudgetResult:
     """Compute every declared stage on the same queries; raises BudgetStageError for a stage that cannot run."""
     declared = plan.declared
     if plan.attribution == "shapley" and len(declared) > MAX_SHAPLEY_STAGES:
@@ -36,7 +66,7 @@ def run_budget(plan: BudgetPlan) -> BudgetResult:
             f"Shapley over {len(declared)} stages needs {2 ** len(declared)} configurations; at most "
             f"{MAX_SHAPLEY_STAGES} stages are averaged; use --attribution sequential",
         )
-    evaluate = Evaluator(plan)
+    evaluate = evaluate or Evaluator(plan)
     metrics = list(plan.metrics)
     reference = evaluate(plan.reference_config)
     chain: list[Scored] = [reference]
@@ -91,6 +121,8 @@ def run_budget(plan: BudgetPlan) -> BudgetResult:
             f"the served engine computes in its own precision: the served stage is charged what it adds beyond the "
             f"local model in {plan.production.dtype}"
         )
+    if "served" in declared:
+        notes.append(served_agreement(evaluate, plan))
     if "index" in declared and ("compression" in declared or "ann" in declared):
         notes.append(
             "the index as built replaces the simulated compression and search: its stage is charged what the real "

@@ -28,6 +28,7 @@ from .config import REFERENCE_DTYPE, Config
 
 if TYPE_CHECKING:
     from ..contract import Contract
+    from ..rerank.run import RerankSpec
     from .layout import IndexLayout
 
 
@@ -45,7 +46,7 @@ class BudgetPlan(Protocol):
     @property
     def index_uri(self) -> str | None: ...
     @property
-    def reranker(self) -> str | None: ...
+    def reranker(self) -> RerankSpec | None: ...
     @property
     def hybrid_skip(self) -> str | None: ...
     @property
@@ -185,7 +186,18 @@ class Hybrid(BudgetStage):
         return dataclasses.replace(config, hybrid=True)
 
     def describe(self, plan: BudgetPlan) -> str:
-        return "hybrid fusion"
+        from ..retrieval.retrievers import parse_retrieval
+
+        spec = parse_retrieval(plan.production.retrieval)
+        if spec.kind != "hybrid":
+            return f"the {spec.kind} retriever instead of the dense vectors"
+        p = spec.to_dict()
+        fused = p.get("fuse")
+        parts = "+".join(str(x) for x in fused) if isinstance(fused, list) else "its retrievers"
+        return f"hybrid fusion ({p.get('fusion')} of {parts})"
+
+    def knob(self, plan: BudgetPlan) -> str:
+        return "the retrieval (--retrieval, --fusion, --fusion-weights)"
 
 
 class Reranker(BudgetStage):
@@ -200,7 +212,11 @@ class Reranker(BudgetStage):
         return dataclasses.replace(config, reranker=True)
 
     def describe(self, plan: BudgetPlan) -> str:
-        return "the reranker"
+        r = plan.reranker
+        return f"the reranker over the top {r.depth}" if r is not None else "the reranker"
+
+    def knob(self, plan: BudgetPlan) -> str:
+        return "the reranker (its model, --rerank-depth)"
 
 
 # in the order the deployed pipeline applies them; the precision comes before the served engine: an engine serves

@@ -95,9 +95,13 @@ class IntegrityItem(EvalsuiteItem):
     def runtest(self) -> None:
         __tracebackhide__ = True
         from ..retrieval.vectors import check_vectors
+        from ..run.retrieve import needs_vectors
 
         result = self.state.result(self.dataset)
         c = result.contract
+        if not needs_vectors(c):  # a retriever that reads texts only (bm25): no vector was made to check
+            self.user_properties.append(("vectors", f"none: retrieval {c.retrieval} reads the texts"))
+            return
         problems = []
         for role, vectors, ids in (
             ("query", result.query_vectors, result.dataset.query_ids),

@@ -232,6 +232,41 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
 )
 
+
+def _retrieval_text(text: str) -> str:
+    from ..retrieval.retrievers import parse_retrieval
+
+    parse_retrieval(text)  # checked now; the settings below may still be applied over it
+    return text.strip()
+
+
+def _retrieval_options() -> tuple[Option, ...]:
+    """``--retrieval`` and one option per retriever parameter (``--fusion-k``, ``--bm25-k1``), read from the
+    declarations in :mod:`evalsuite.retrieval.retrievers.kinds`; each is also a spec key."""
+    from ..retrieval.retrievers import RETRIEVER_NAMES, RETRIEVERS
+    from ..retrieval.retrievers.kinds import all_params
+
+    described = "; ".join(f"{r.name}: {r.explanation}" for r in RETRIEVERS)
+    out = [
+        run_option(
+            "--retrieval",
+            f"the retriever whose ranking is scored ({described}); a text may set its parameters, "
+            "e.g. bm25:k1=1.2,b=0.6 or hybrid:fuse=dense+bm25,fusion=wsum,weights=0.7+0.3",
+            {"type": spec_type(_retrieval_text, "retrieval"), "metavar": "{" + ",".join(RETRIEVER_NAMES) + "}[:...]"},
+        )
+    ]
+    for p in all_params():
+        kw: dict[str, Any] = {"type": spec_type(p.parse, p.setting), "metavar": p.setting.upper()}
+        if p.choices and p.kind == "choice":
+            kw["metavar"] = "{" + ",".join(p.choices) + "}"
+        default = p.render(p.default) if p.default is not None else None
+        out.append(Option(p.flag, p.explanation, kw, default=default))
+    return tuple(out)
+
+
+RETRIEVAL_OPTIONS: tuple[Option, ...] = _retrieval_options()
+RUN_OPTIONS = (*RUN_OPTIONS, *RETRIEVAL_OPTIONS)
+
 # The report directory of `evalsuite run`, `sweep` and `canary`; each command states its default.
 OUT_OPTION = Option("--out", "report directory", {"metavar": "DIR"})
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..contract import Contract
 from ..datasets import Dataset
-from ..encode.base import Dimensioned, Encoder
+from ..encode.base import Dimensioned, Encoder, EncodeStats
 from ..encode.cache import Caching
 from ..encode.chunked import encode_to_store
 from ..encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from ..retrieval.index.measure import IndexRun
 from ..base.errors import SpecError
 from ..encode.store import VectorStore
-from ..retrieval.search import search
+from ..retrieval.retrievers import DENSE, Retrieved
+from ..retrieval.search import Ranking, search
 from ..retrieval.vectors import BlockChecker, IntegrityReport, finalize
 from ..scoring.metrics import evaluate as score_metrics
 from ..scoring.metrics import search_depth
@@ -49,6 +50,8 @@ from .record import (
     stats_snapshot,
 )
 from .result import Result
+from .retrieve import dense_at, needs_vectors, retrieve
+from .retrieve import manifest_entry as retrieval_entry
 from .spec import RunSpec
 
 
@@ -191,8 +194,8 @@ def encode_dataset(
 def score(
     prepared: Prepared,
     contract: Contract,
-    q_pooled: np.ndarray,
-    d_pooled: np.ndarray | VectorStore,
+    q_pooled: np.ndarray | None,
+    d_pooled: np.ndarray | VectorStore | None,
     *,
     metrics: Sequence[str],
     timing: dict[str, object],
@@ -207,42 +210,73 @@ def score(
     Document vectors in a :class:`VectorStore` are searched block by block (``block_rows`` at a time) and
     never loaded whole; the ranking is the same as in memory. An exact in-memory search already done on exactly
     these inputs is read back from the result cache (:mod:`evalsuite.run.cache.results`; ``timing.result_cache``).
+    A contract whose retriever is not ``dense`` (:mod:`.retrieve`) ranks with it instead, over the dataset's texts
+    and, when it fuses ``dense``, this search; its vectors may then be None when it reads none.
     """
     ds = prepared.dataset
-    qv = finalize(q_pooled, contract.dim, contract.normalize)
-    cache = ScoringCache.open(prepared.spec, ds, qv, d_pooled, contract, metrics)  # None: not cached
+    k = search_depth(metrics)
+    if q_pooled is None or d_pooled is None:
+        if needs_vectors(contract):
+            raise SpecError(f"retrieval {contract.retrieval!r} searches the contract's vectors, and none were given")
+        q_pooled = d_pooled = None
+    qv = finalize(q_pooled, contract.dim, contract.normalize) if q_pooled is not None else None
+    cache = (
+        ScoringCache.open(prepared.spec, ds, qv, d_pooled, contract, metrics) if qv is not None else None
+    )  # None: not cached
     hit = cache.load() if cache is not None else None
     t0 = time.perf_counter()
     dv: np.ndarray | None = None
     doc_integrity: IntegrityReport | None = None  # of a stored corpus, checked block by block
+    research: Callable[[int], Ranking] | None = None  # the dense search again at another depth
+    ranking: Ranking | None = None
     if cache is not None and hit is not None:  # searched and scored before, on exactly these inputs
         dv, ranking = cache.doc_vectors, hit.ranking
+    elif qv is None or not needs_vectors(contract):
+        pass  # the retriever reads no vectors
     elif isinstance(d_pooled, VectorStore):
         checker = BlockChecker(dim=contract.dim, normalized=contract.normalize)
-        ranking = block_search(
-            qv,
-            d_pooled,
-            query_ids=ds.query_ids,
-            doc_ids=ds.doc_ids,
-            k=search_depth(metrics),
-            similarity=contract.similarity,
-            dim=contract.dim,
-            normalize=contract.normalize,
-            block_rows=block_rows,
-            on_block=checker.add,  # the integrity check sees each block as it is searched: one read per block
-        )
+        store, query_vectors = d_pooled, qv
+
+        def blocks(depth: int, on_block: Callable[[np.ndarray], None] | None = None) -> Ranking:
+            return block_search(
+                query_vectors,
+                store,
+                query_ids=ds.query_ids,
+                doc_ids=ds.doc_ids,
+                k=depth,
+                similarity=contract.similarity,
+                dim=contract.dim,
+                normalize=contract.normalize,
+                block_rows=block_rows,
+                on_block=on_block,
+            )
+
+        # the integrity check sees each block as it is searched: one read per block
+        ranking, research = blocks(k, checker.add), blocks
         doc_integrity = checker.report()
-    else:
-        dv = cache.doc_vectors if cache is not None else finalize(d_pooled, contract.dim, contract.normalize)
-        ranking = search(
-            qv, dv, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=search_depth(metrics), similarity=contract.similarity
-        )
+    elif d_pooled is not None:
+        docs = cache.doc_vectors if cache is not None else finalize(d_pooled, contract.dim, contract.normalize)
+        dv, query_vectors = docs, qv
+
+        def exact(depth: int) -> Ranking:
+            return search(
+                query_vectors, docs, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=depth, similarity=contract.similarity
+            )
+
+        ranking, research = exact(k), exact
     index_entry: dict[str, object] | None = None
-    if contract.index != "flat":  # the exact ranking is the ground truth the index is measured against
-        if dv is None:
+    if contract.index != "flat" and hit is None and ranking is not None:
+        if dv is None or qv is None:  # the exact ranking is the ground truth the index is measured against
             raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
         index_run = measure_index(ds, contract, qv, dv, metrics, ranking)
-        ranking, index_entry = index_run.ranking, index_run.report.manifest_entry()
+        ranking, index_entry, research = index_run.ranking, index_run.report.manifest_entry(), None
+    retrieved: Retrieved | None = None
+    if contract.retrieval != DENSE and hit is None:
+        dense = dense_at(ranking, k, research) if ranking is not None else None
+        retrieved = retrieve(prepared, contract, k, dense)
+        ranking = retrieved.ranking
+    if ranking is None:  # pragma: no cover - every branch above ranks
+        raise SpecError(f"retrieval {contract.retrieval!r} gave no ranking")
     t1 = time.perf_counter()
     aggregate, per_query = (
         (hit.metrics, hit.per_query) if hit is not None else score_metrics(ds.qrels, ranking, metrics)
@@ -253,6 +287,8 @@ def score(
     man = manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12], encoder=encoder)
     if index_entry is not None:
         man["index"].update(index_entry)
+    if contract.retrieval != DENSE:
+        man["retrieval"] = retrieval_entry(contract, retrieved)
     return Result(
         contract=contract,
         manifest=man,
@@ -281,8 +317,11 @@ def run(
     probe texts' vectors (``evalsuite run``'s manifest.json, for ``evalsuite verify``)."""
     prepared = prepared or prepare(spec)
     execution = execution or execution_of(prepared.spec)  # the prepared spec: its chunk size decided
-    encoder = encoder or make_encoder(prepared, execution=execution)
     c, ds = prepared.contract, prepared.dataset
+    if not needs_vectors(c):  # the retriever reads the texts only (bm25): nothing is encoded
+        timing = encode_timing({"query": EncodeStats(), "document": EncodeStats()}, 0.0)
+        return score(prepared, c, None, None, metrics=spec.metrics, timing=timing, device="cpu")
+    encoder = encoder or make_encoder(prepared, execution=execution)
     before = stats_snapshot(encoder)
     cached_by_role = encoder.cached_by_role if isinstance(encoder, Caching) else None
     served_before = {r: st.copy() for r, st in (cached_by_role or {}).items()}

@@ -14,6 +14,8 @@ from ..contract import POOLINGS, Contract
 from ..model import ModelInfo
 from ..model.prompts import DOC_PROMPT_NAMES as DOC_PROMPT_NAMES  # the document role's prompt names
 from ..model.prompts import declared_prompt
+from ..retrieval.retrievers import RETRIEVAL_SETTINGS, parse_retrieval, retrieval_param, retriever
+from ..retrieval.retrievers import resolve as resolve_retrieval
 from ..scoring.metrics import DEFAULT_METRICS, parse_metrics
 
 # A corpus file this large is evaluated in bounded memory unless --chunk-size says otherwise: held in memory, a
@@ -72,6 +74,20 @@ class RunSpec:
     slice_by: tuple[str, ...] | None = (
         None  # metadata fields to slice by (None: topic/domain when the queries have them)
     )
+    # the retriever whose ranking is scored (evalsuite.retrieval.retrievers), and its settings (None: its default)
+    retrieval: str = "dense"
+    fuse: tuple[str, ...] | None = None
+    fusion: str | None = None
+    fusion_k: int | None = None
+    fusion_depth: int | None = None
+    fusion_weights: tuple[float, ...] | None = None
+    fusion_norm: str | None = None
+    sparse_top_k: int | None = None
+    bm25_k1: float | None = None
+    bm25_b: float | None = None
+    bm25_method: str | None = None
+    bm25_stopwords: str | None = None
+    bm25_stemmer: str | None = None
 
     def replace(self, **changes: Any) -> RunSpec:
         return dataclasses.replace(self, **changes)
@@ -93,7 +109,21 @@ class RunSpec:
             kw["endpoints"] = (urls,) if isinstance(urls, str) else tuple(str(u) for u in urls)
         if "slice_by" in kw:
             kw["slice_by"] = _fields(kw["slice_by"], source)
+        if any(name in kw for name in ("retrieval", *RETRIEVAL_SETTINGS)):
+            _check_retrieval(kw, source)
         return cls(**kw)
+
+
+def _check_retrieval(kw: dict[str, Any], source: str) -> None:
+    """Retrieval settings parsed (``fuse`` and ``fusion_weights`` as tuples) and checked together, naming ``source``."""
+    try:
+        for name in RETRIEVAL_SETTINGS:
+            if kw.get(name) is not None:
+                kw[name] = retrieval_param(name).parse(kw[name])
+        given = {name: kw[name] for name in RETRIEVAL_SETTINGS if kw.get(name) is not None}
+        resolve_retrieval(kw.get("retrieval", "dense"), given)
+    except SpecError as exc:
+        raise SpecError(f"{source}: {exc}") from None
 
 
 def _fields(value: object, source: str) -> tuple[str, ...]:
@@ -165,12 +195,24 @@ def lineage(spec: RunSpec, info: ModelInfo) -> str:
     return name
 
 
+def retrieval_of(spec: RunSpec) -> str:
+    """The canonical retrieval text of the settings: ``retrieval`` with the retrieval settings given over it."""
+    given = {name: getattr(spec, name) for name in RETRIEVAL_SETTINGS if getattr(spec, name) is not None}
+    return resolve_retrieval(spec.retrieval, given).text
+
+
+def _reads_vectors(retrieval: str) -> bool:
+    parsed = parse_retrieval(retrieval)
+    return retriever(parsed.kind).needs_vectors(parsed)
+
+
 def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
     """Resolve every default against what the model declares, and validate the result. A setting that overrides
     a declaration is a departure recorded in the contract (``departures``)."""
-    if spec.pooling is None and info.pooling_problem is not None:
+    retrieval = retrieval_of(spec)
+    if spec.pooling is None and info.pooling_problem is not None and _reads_vectors(retrieval):
         raise SpecError(info.pooling_problem)
-    pooling = spec.pooling or info.declared_pooling or "mean"
+    pooling = spec.pooling or info.declared_pooling or "mean"  # a retriever without vectors ignores it
     if pooling not in POOLINGS:
         raise SpecError(
             f"{info.root}: pooling {pooling!r} is not one the reference encoder implements; "
@@ -212,6 +254,7 @@ def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
         similarity=similarity,
         matryoshka_dims=info.matryoshka_dims,
         index=spec.index,
+        retrieval=retrieval,
         query_prompt=query_name if spec.query_prefix is None else None,
         doc_prompt=doc_name if spec.doc_prefix is None else None,
         departures=tuple(departures),

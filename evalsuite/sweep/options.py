@@ -33,3 +33,28 @@ SWEEP_OPTIONS: tuple[Option, ...] = (
         {"action": "store_const", "const": True},
     ),
 )
+
+
+def _choose(text: str) -> str:
+    from .choose import parse_choose
+
+    parse_choose(text)  # raises SpecError: not METRIC:non_inferior=MARGIN
+    return text
+
+
+# `evalsuite sweep` only: which cell to ship (sweep/choose.py)
+CHOOSE_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "--choose",
+        "name the cheapest cell non-inferior to the base: METRIC:non_inferior=MARGIN (the release gates' rule, its "
+        "confidence Bonferroni-corrected over the cells considered), e.g. ndcg@10:non_inferior=0.01",
+        {"metavar": "EXPR", "type": spec_type(_choose, "choose")},
+    ),
+    Option(
+        "--cost",
+        "what --choose minimises: bytes (per vector, of the cell's index), latency (p50 search of an index cell) or "
+        "dim",
+        {"choices": ("bytes", "latency", "dim")},
+        default="bytes",
+    ),
+)

@@ -27,6 +27,7 @@ from typing import ClassVar
 from ..base.errors import SpecError
 from ..contract import DTYPES, POOLINGS, Contract
 from ..retrieval.index.spec import INDEX_KIND_NAMES, parse_index
+from ..retrieval.retrievers import RETRIEVER_NAMES, parse_retrieval
 from .axis_kinds import AxisDeclaration, AxisValue, BoolAxis, ChoiceAxis, IntAxis, Setting, TextAxis, text_label
 
 PAIR_KEYWORDS = ("base", "none", "swapped", "query_only", "doc_only")
@@ -106,6 +107,19 @@ class IndexAxis(AxisDeclaration):
         return out
 
 
+@dataclass(frozen=True, kw_only=True)
+class RetrievalAxis(IndexAxis):
+    """A retrieval spec (:mod:`evalsuite.retrieval.retrievers.spec`): the label as written, the value its canonical
+    text; ``bm25:k1=1.2,b=0.6`` keeps its parameters together in a comma list."""
+
+    def parse(self, item: object, *, literal: bool) -> AxisValue:
+        text = str(item).strip()
+        try:
+            return AxisValue(text, parse_retrieval(text).text)
+        except SpecError as exc:
+            raise self.error(str(exc)) from None
+
+
 SWEEP_AXES: tuple[AxisDeclaration, ...] = (
     ChoiceAxis(
         name="pooling",
@@ -167,6 +181,13 @@ SWEEP_AXES: tuple[AxisDeclaration, ...] = (
         examples=("index=flat,hnsw,ivfpq,sq8,binary", "index=hnsw:M=16,ef=32,ivf:nlist=64,nprobe=8,binary+rescore=100"),
         explanation=f"the FAISS index searched ({', '.join(INDEX_KIND_NAMES)}); flat is exact, the others are measured "
         "against it; crossed with dim; shares the forward pass",
+    ),
+    RetrievalAxis(
+        name="retrieval",
+        label="retrieval",
+        examples=("retrieval=dense,bm25,hybrid", "retrieval=hybrid:fusion=rrf,k=20,hybrid:fusion=wsum"),
+        explanation=f"the retriever whose ranking is scored ({', '.join(RETRIEVER_NAMES)}); every cell shares the "
+        "forward pass, bm25 cells one index",
     ),
     # The reranker's axes (``evalsuite rerank-sweep``): every cell shares the base first stage.
     IntAxis(

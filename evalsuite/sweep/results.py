@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from ..run.cache.results import ResultStore
     from ..run.result import Result
     from .axes import Axis
+    from .choose import Choice
     from .compare import CellStats
     from .index_cells import IndexCell
     from .plan import Cell
@@ -118,6 +119,7 @@ class SweepResult:
     correction: str = CORRECTION  # of the ``*`` marks, across every cell and metric
     store: ResultStore | None = field(default=None, repr=False, compare=False)  # the result cache, for the reports
     derived: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)  # what reports computed once
+    choice: Choice | None = None  # `--choose`: the cheapest cell non-inferior to the base (choose.py)
 
     def cell(self, name: str) -> CellResult:
         for c in self.cells:

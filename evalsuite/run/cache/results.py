@@ -62,6 +62,21 @@ SCORE_MODULES = (
     "evalsuite.run.cache.scoring",
 )
 
+# What a score entry of a retriever other than dense depends on besides those (keys of dense runs lack them).
+RETRIEVAL_LIBRARIES = ("bm25s", "PyStemmer")
+RETRIEVAL_MODULES = (
+    "evalsuite.retrieval.retrievers.kinds",
+    "evalsuite.retrieval.retrievers.spec",
+    "evalsuite.retrieval.retrievers.params",
+    "evalsuite.retrieval.retrievers.value",
+    "evalsuite.retrieval.retrievers.bm25",
+    "evalsuite.retrieval.retrievers.fusion",
+    "evalsuite.retrieval.sparse_search",
+    "evalsuite.encode.sparse",
+    "evalsuite.model.sparse_layout",
+    "evalsuite.run.retrieve",
+)
+
 
 @cache
 def library_version(dist: str) -> str | None:

@@ -17,6 +17,8 @@ import numpy as np
 
 from . import results as resultcache
 from .results import (
+    RETRIEVAL_LIBRARIES,
+    RETRIEVAL_MODULES,
     SCORE_LIBRARIES,
     SCORE_MODULES,
     Entry,
@@ -55,9 +57,12 @@ def score_fields(
     similarity: str,
     index: str,
     metrics: Sequence[str],
+    retrieval: str = "dense",
 ) -> dict[str, object]:
-    """Every input of one search + scoring, as the key's fields (digests of the large ones)."""
-    return {
+    """Every input of one search + scoring, as the key's fields (digests of the large ones). A retriever other
+    than ``dense`` adds itself, the corpus it reads (the dataset's identity) and the libraries and source that rank
+    with it; a dense key has none of them, so it stays what it was before retrievers were declared."""
+    fields = {
         "query_vectors": array_digest(query_vectors),
         "doc_vectors": array_digest(doc_vectors),
         "query_ids": strings_digest(dataset.query_ids),
@@ -70,6 +75,12 @@ def score_fields(
         "libraries": resultcache.library_versions(SCORE_LIBRARIES),
         "code": resultcache.code_digest(SCORE_MODULES),
     }
+    if retrieval != "dense":
+        fields["retrieval"] = retrieval
+        fields["corpus"] = dataset.identity.sha256
+        fields["retrieval_libraries"] = resultcache.library_versions(RETRIEVAL_LIBRARIES)
+        fields["retrieval_code"] = resultcache.code_digest(RETRIEVAL_MODULES)
+    return fields
 
 
 class ScoringCache:
@@ -111,6 +122,7 @@ class ScoringCache:
             similarity=contract.similarity,
             index=contract.index,
             metrics=metrics,
+            retrieval=contract.retrieval,
         )
         return cls(store, fields, dataset.doc_ids, dv)
 

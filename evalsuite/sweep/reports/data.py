@@ -105,6 +105,7 @@ def sweep_to_dict(result: SweepResult) -> dict[str, object]:
             **({"slices": base_slices(result)} if base.slices is not None else {}),
         },
         "cells": [_cell_dict(result, c) for c in result.cells],
+        **({"choice": result.choice.to_dict()} if result.choice is not None else {}),
         "execution": result.stats.to_dict(),
         "warnings": list(result.warnings),
     }

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ...reports.markdown import contract_rows
+from .choice import choice_html
 from .data import shows_storage
 from .index import index_html
 from .markdown import _ci_rows, _execution_lines, _p_rows, _storage_rows, marks_legend, sweep_table_rows
@@ -134,6 +135,7 @@ def sweep_html(result: SweepResult) -> str:
         ),
         h.heading("Results"),
         h.table(headers, rows, row_classes=row_classes, cell_classes=cell_classes),
+        *choice_html(result),
         h.heading("Plots"),
     ]
     for caption, chart, args, kwargs in sweep_charts(result):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...reports.markdown import contract_rows, table
+from .choice import choice_markdown
 from .data import shows_storage, storage
 from .index import index_markdown
 from .slices import sweep_slices_markdown
@@ -132,6 +133,7 @@ def sweep_markdown(result: SweepResult) -> str:
         marks_legend(result) + "\n\n",
         "## Results\n\n",
         table(headers, rows),
+        *choice_markdown(result),
         "\n## Uncertainty (95% CI of Δ vs base)\n\n",
         table(*_ci_rows(result)),
         f"\n## Significance (p-values vs base; q: {result.correction})\n\n",

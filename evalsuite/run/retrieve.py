@@ -1,0 +1,143 @@
+"""The run's ranking from the contract's retriever (:mod:`evalsuite.retrieval.retrievers`).
+
+``dense`` is the ranking :func:`evalsuite.run.pipeline.score` searched from the contract's vectors; any other
+retriever is run here over the dataset's texts (and, for a hybrid fusing ``dense``, that same dense ranking at
+the fusion depth). What a run records of it is :func:`manifest_entry` (``manifest.json``'s ``retrieval``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..base.errors import SpecError
+from ..contract import Contract
+from ..datasets import Dataset
+from ..retrieval.retrievers import DENSE, RetrievalSpec, Retrieved, parse_retrieval, retriever
+from ..retrieval.search import Ranking
+
+if TYPE_CHECKING:
+    from .prepared import Prepared
+
+CORPUS_CHUNK = 65_536
+
+
+def needs_vectors(contract: Contract) -> bool:
+    """Whether the contract's retriever reads its dense vectors (``dense``, a hybrid fusing it)."""
+    spec = parse_retrieval(contract.retrieval)
+    return retriever(spec.kind).needs_vectors(spec)
+
+
+@dataclass(frozen=True)
+class DatasetInputs:
+    """A dataset's texts as a retriever reads them, the dense ranking at any depth (``dense``: None when the run
+    has no vectors) and the learned sparse ranking (``sparse_search``: None when no model can make one)."""
+
+    dataset: Dataset
+    dense_search: Callable[[int], Ranking] | None
+    sparse_search: Callable[[int, int], Ranking] | None = None
+
+    @property
+    def query_ids(self) -> Sequence[str]:
+        return self.dataset.query_ids
+
+    @property
+    def doc_ids(self) -> Sequence[str]:
+        return self.dataset.doc_ids
+
+    @property
+    def corpus_key(self) -> str:
+        ident = self.dataset.identity
+        return f"{ident.sha256}:{ident.n_documents}"
+
+    def query_texts(self) -> list[str]:
+        return [self.dataset.queries[q] for q in self.dataset.query_ids]
+
+    def doc_texts(self) -> Iterator[str]:
+        for _, texts in self.dataset.corpus_chunks(CORPUS_CHUNK):  # a corpus on disk is read a chunk at a time
+            yield from texts
+
+    def dense(self, k: int) -> Ranking:
+        if self.dense_search is None:
+            raise SpecError("this run has no dense vectors to search: fuse retrievers that read the texts only")
+        return self.dense_search(k)
+
+    def sparse(self, top_k: int, k: int) -> Ranking:
+        if self.sparse_search is None:
+            raise SpecError("this run has no model to make sparse vectors with")
+        return self.sparse_search(top_k, k)
+
+
+def sparse_ranking(prepared: Prepared, contract: Contract) -> Callable[[int, int], Ranking]:
+    """The model's learned sparse run (:mod:`evalsuite.encode.sparse`): queries and documents rendered for their
+    role, encoded once per ``top_k``, searched exactly (:mod:`evalsuite.retrieval.sparse_search`)."""
+    from ..encode.sparse import SparseEncoder
+    from ..retrieval.sparse_search import sparse_search
+
+    spec, ds = prepared.spec, prepared.dataset
+    encoder = SparseEncoder.of(
+        prepared.model,
+        max_length=contract.max_length,
+        device=spec.device,
+        batch_size=spec.batch_size,
+        trust_remote_code=spec.trust_remote_code,
+    )
+    done: dict[int, tuple[list[Any], list[Any]]] = {}
+
+    def search(top_k: int, k: int) -> Ranking:
+        if top_k not in done:
+            inputs = DatasetInputs(ds, None)
+            queries = encoder.encode(contract.render_all("query", inputs.query_texts()), top_k)
+            docs = encoder.encode(contract.render_all("document", list(inputs.doc_texts())), top_k)
+            done[top_k] = (queries, docs)
+        queries, docs = done[top_k]
+        return sparse_search(
+            queries, docs, query_ids=ds.query_ids, doc_ids=ds.doc_ids, vocab_size=encoder.head.vocab_size, k=k
+        )
+
+    return search
+
+
+def dense_at(searched: Ranking, k: int, search: Callable[[int], Ranking] | None) -> Callable[[int], Ranking]:
+    """The dense ranking at any depth: ``searched`` (depth ``k``) cut when that is enough (the top ``d`` of an
+    exact top ``k`` is the exact top ``d``), else ``search`` again at the depth asked for."""
+
+    def at(depth: int) -> Ranking:
+        if depth <= k:
+            return Ranking(
+                {q: d[:depth] for q, d in searched.doc_ids.items()},
+                {q: s[:depth] for q, s in searched.scores.items()},
+                depth=min(depth, searched.depth) if searched.depth is not None else None,
+                corpus_size=searched.corpus_size,
+            )
+        if search is None:
+            raise SpecError(
+                f"the fusion depth {depth} is deeper than the run's search ({k} documents) and its index cannot be "
+                "searched again here: lower --fusion-depth, or use the exact flat index"
+            )
+        return search(depth)
+
+    return at
+
+
+def retrieve(prepared: Prepared, contract: Contract, k: int, dense: Callable[[int], Ranking] | None) -> Retrieved:
+    """The contract's retriever's top ``k`` per query (not called for ``dense``, whose ranking the caller has)."""
+    spec = parse_retrieval(contract.retrieval)
+    sparse = sparse_ranking(prepared, contract) if "sparse" in spec.components else None
+    return retriever(spec.kind).retrieve(spec, DatasetInputs(prepared.dataset, dense, sparse), k)
+
+
+def manifest_entry(contract: Contract, retrieved: Retrieved | None, seconds: float | None = None) -> dict[str, object]:
+    """``manifest.json``'s ``retrieval``: the retriever and its settings, how each part was made, and for a
+    hybrid each component's run depth (its metrics are in ``results.json``'s ``retrieval``)."""
+    spec: RetrievalSpec = parse_retrieval(contract.retrieval)
+    out = spec.to_dict()
+    if retrieved is not None:
+        out.update({name: dict(v) for name, v in retrieved.entry.items()})  # type: ignore[call-overload]
+    if seconds is not None:
+        out["seconds"] = round(seconds, 4)
+    return out
+
+
+__all__ = ["DENSE", "DatasetInputs", "dense_at", "manifest_entry", "needs_vectors", "retrieve"]

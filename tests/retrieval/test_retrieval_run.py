@@ -1,0 +1,122 @@
+"""Retrievers in a run, end to end on the tiny random BERT and the bundled dataset: bm25 encodes nothing, hybrid
+equals a brute-force RRF of the dense run and the bm25 run, the result cache keys the retriever (and a dense key
+stays what it was), the CLI records the retriever and refuses settings that do not apply (exit 2), and a sweep
+varies the retriever over one forward pass."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evalsuite.cli import main
+from evalsuite.retrieval.retrievers import parse_retrieval
+from evalsuite.retrieval.retrievers.bm25 import BM25Settings, bm25_ranking
+from evalsuite.run.pipeline import prepare, run
+from evalsuite.run.spec import RunSpec
+from evalsuite.scoring.metrics import evaluate
+from evalsuite.testing.builders import run_argv
+
+from .conftest import Texts
+from .test_fusion import _ordered, _rrf
+
+METRICS = ("ndcg@10", "recall@100")
+
+
+@pytest.fixture(scope="module")
+def spec(tiny_model_dir, minibeir_dir, tmp_path_factory) -> RunSpec:
+    return RunSpec(
+        model=str(tiny_model_dir),
+        dataset=str(minibeir_dir),
+        device="cpu",
+        metrics=METRICS,
+        cache_dir=str(tmp_path_factory.mktemp("cache")),
+    )
+
+
+def test_hybrid_is_rrf_of_the_dense_and_bm25_runs(spec: RunSpec, minibeir_texts: Texts) -> None:
+    dense = run(spec)
+    hybrid = run(spec.replace(retrieval="hybrid"))
+    bm25, _ = bm25_ranking(BM25Settings(), minibeir_texts, 100)
+    want = _ordered(_rrf([dense.ranking, bm25], 60), 100)
+    for q, hits in want.items():
+        assert hybrid.ranking.doc_ids[q] == tuple(d for d, _ in hits), q
+    assert hybrid.metrics == pytest.approx(evaluate(dense.dataset.qrels, hybrid.ranking, METRICS)[0])
+    assert hybrid.contract.retrieval == parse_retrieval("hybrid").text
+    assert hybrid.contract.diff(dense.contract) == {"retrieval": (hybrid.contract.retrieval, "dense")}
+    entry = hybrid.manifest["retrieval"]
+    assert entry["kind"] == "hybrid" and entry["fusion"] == "rrf" and entry["fusion_k"] == 60
+    assert entry["fuse"] == ["dense", "bm25"] and entry["bm25"]["documents"] == 458
+    # the result cache: a second run reads the fused ranking back; its key names the retriever
+    again = run(spec.replace(retrieval="hybrid"))
+    assert again.timing["result_cache"]["status"] == "hit"
+    assert again.metrics == hybrid.metrics and again.ranking.doc_ids == hybrid.ranking.doc_ids
+    assert again.timing["result_cache"]["key"] != dense.timing["result_cache"]["key"]
+    rrf20 = run(spec.replace(retrieval="hybrid", fusion_k=20))
+    assert rrf20.timing["result_cache"]["status"] == "miss"  # another k: another key
+
+
+def test_a_dense_cache_key_has_no_retrieval_fields(spec: RunSpec) -> None:
+    from evalsuite.run.cache.scoring import score_fields
+
+    prepared = prepare(spec)
+    import numpy as np
+
+    q = np.zeros((len(prepared.dataset.query_ids), 4), dtype=np.float32)
+    d = np.zeros((len(prepared.dataset.doc_ids), 4), dtype=np.float32)
+    kw = {"k": 100, "similarity": "cosine", "index": "flat", "metrics": METRICS}
+    dense = score_fields(prepared.dataset, q, d, **kw)  # type: ignore[arg-type]
+    assert not {"retrieval", "corpus", "retrieval_libraries", "retrieval_code"} & set(dense)
+    bm25 = score_fields(prepared.dataset, q, d, **kw, retrieval=parse_retrieval("bm25").text)  # type: ignore[arg-type]
+    assert bm25["corpus"] == prepared.dataset.identity.sha256 and "bm25s" in bm25["retrieval_libraries"]
+
+
+def test_bm25_run_from_the_cli_encodes_nothing(tiny_model_dir, minibeir_dir, tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    argv = run_argv(tiny_model_dir, minibeir_dir, "--retrieval", "bm25", "--bm25-k1", "1.2", out=out)
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "retrieval bm25:k1=1.2,b=0.75,method=lucene,stopwords=en,stemmer=none" in printed
+    manifest = json.loads((out / "manifest.json").read_text())
+    results = json.loads((out / "results.json").read_text())
+    text = "bm25:k1=1.2,b=0.75,method=lucene,stopwords=en,stemmer=none"
+    assert manifest["contract"]["retrieval"] == results["manifest"]["contract"]["retrieval"] == text
+    assert manifest["retrieval"]["bm25_k1"] == 1.2 and manifest["retrieval"]["bm25"]["vocabulary"] > 1000
+    assert results["timing"]["documents"]["texts"] == 0  # no forward pass: bm25 reads the texts
+    assert "fingerprint" not in manifest
+    ranking = [line.split() for line in (out / "run.trec").read_text().splitlines()]
+    assert len(ranking) > 0 and all(float(r[4]) > 0 for r in ranking)
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (("--retrieval", "bm25", "--fusion-k", "5"), "fusion_k (--fusion-k) does not apply to retrieval 'bm25'"),
+        (("--retrieval", "hybrid", "--fuse", "dense"), "two or more different retrievers"),
+        (("--retrieval", "hybrid", "--fusion", "wsum", "--fusion-weights", "1,2,3"), "gives 3 weights for 2"),
+    ],
+)
+def test_settings_that_do_not_apply_are_usage_errors(
+    tiny_model_dir, minibeir_dir, tmp_path, capsys, extra, needle
+) -> None:
+    out = tmp_path / "out"
+    assert main(run_argv(tiny_model_dir, minibeir_dir, *extra, out=out)) == 2
+    assert needle in capsys.readouterr().err
+    assert not out.exists()  # nothing half-written
+
+
+def test_sweep_varies_the_retriever_over_one_forward_pass(spec: RunSpec) -> None:
+    from evalsuite.sweep import parse_vary, plan_cells, run_sweep
+
+    prepared = prepare(spec)
+    axes = parse_vary(["retrieval=bm25,hybrid:fusion=wsum"])
+    cells = plan_cells(prepared.contract, axes, grid=False, info=prepared.model)
+    result = run_sweep(prepared, cells, METRICS, axes=axes)
+    assert result.stats.passes_by_role == {"query": 1, "document": 1}
+    alone = run(spec.replace(retrieval="bm25", use_cache=False))
+    bm25 = result.cell("retrieval=bm25")
+    assert bm25.result.contract.retrieval == alone.contract.retrieval
+    assert bm25.result.metrics == pytest.approx(alone.metrics)
+    assert set(bm25.stats) == set(METRICS)  # a delta against the dense base with its CI, as every cell has
+    wsum = result.cell("retrieval=hybrid:fusion=wsum")
+    assert wsum.result.contract.retrieval.startswith("hybrid:fuse=dense+bm25,fusion=wsum,weights=0.5+0.5")
