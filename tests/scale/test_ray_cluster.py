@@ -25,13 +25,17 @@ from evalsuite.run.spec import RunSpec
 pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.slow]
 
 
+# The in-process run of the bundled model on the bundled dataset (docs/gates.md; tests/canary pin its nDCG@10 too):
+# recorded rather than recomputed here, which would add a minute of CPU to the suite.
+IN_PROCESS = {"ndcg@10": 0.7635, "recall@10": 0.8659, "recall@100": 0.9912, "mrr@10": 0.8260}
+
+
 def test_the_bundled_run_on_two_nodes_equals_the_in_process_run(
-    ray_cluster, minibeir_dir: Path, reference_cache: Path, tmp_path: Path
+    ray_cluster, minibeir_dir: Path, tmp_path: Path
 ) -> None:
     """`evalsuite run --executor ray` as a user types it: the in-process metrics, both nodes recorded with their
     rows, where the time went, and nothing from Ray on the user's terminal (no deprecation warning)."""
-    spec = RunSpec(dataset=str(minibeir_dir), device="cpu", cache_dir=str(reference_cache))
-    local = run(spec)
+    spec = RunSpec(dataset=str(minibeir_dir), device="cpu")
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "evalsuite", "run", "--dataset", str(minibeir_dir), "--device", "cpu"]
     cmd += ["--executor", "ray", "--ray-address", ray_cluster.address, "--ray-actors", "2", "--no-cache"]
@@ -42,8 +46,7 @@ def test_the_bundled_run_on_two_nodes_equals_the_in_process_run(
     assert "deprecat" not in (proc.stdout + proc.stderr).lower(), proc.stderr[-3000:]
     assert "warning" not in proc.stderr.lower(), proc.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
-    assert results["metrics"] == pytest.approx(local.metrics, abs=1e-4)
-    assert round(results["metrics"]["ndcg@10"], 4) == 0.7635
+    assert {k: round(v, 4) for k, v in results["metrics"].items()} == IN_PROCESS
     manifest = json.loads((out / "manifest.json").read_text())
     nodes = manifest["encoder"]["nodes"]
     assert {n["node_id"] for n in nodes} == {ray_cluster.node_ids["head"], ray_cluster.node_ids["second"]}
