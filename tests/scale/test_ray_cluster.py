@@ -178,3 +178,34 @@ def test_a_cluster_too_small_for_the_actors_is_said_up_front(ray_cluster, tiny_m
     ):
         encoder.encode(["a text"], poolings=["mean"])
     assert time.monotonic() - t0 < 30
+
+
+def test_a_sweep_on_ray_starts_one_pool_for_all_its_forward_passes(
+    ray_cluster, tiny_model_dir: Path, minibeir_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three forward-pass keys per role (max length 64, 32, 16) on one pool: its actors start once, each loads the
+    model once; a cell equals the in-process run of its contract."""
+    from evalsuite.encode.ray_pool import ActorPool
+    from evalsuite.sweep import parse_vary, plan_cells, run_sweep
+
+    spec = RunSpec(
+        model=str(tiny_model_dir), dataset=str(minibeir_dir), device="cpu", use_cache=False, metrics=("ndcg@10",)
+    )
+    ray_spec = spec.replace(executor="ray", ray_address=ray_cluster.address, ray_actors=2)
+    prepared = prepare(ray_spec)
+    axes = parse_vary(["max_length=32,16"])
+    cells = plan_cells(prepared.contract, axes, grid=False, info=prepared.model)
+    started: list[ActorPool] = []
+    start = ActorPool.start
+
+    def counted(*args, **kwargs):  # the real start, counted
+        started.append(start(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(ActorPool, "start", counted)
+    result = run_sweep(prepared, cells, ("ndcg@10",), axes=axes)
+    assert result.stats.passes_by_role == {"query": 3, "document": 3}
+    assert len(started) == 1 and started[0].closed  # one pool for the sweep, released at its end
+    cell = result.cell("max_length=16")
+    alone = run(spec.replace(max_length=16))
+    assert cell.result.metrics["ndcg@10"] == pytest.approx(alone.metrics["ndcg@10"], abs=1e-6)
