@@ -15,7 +15,8 @@ stops them at the end). Each server loads the bundled model converted to GGUF by
   (``tokenizer.ggml.add_eos_token`` false, set with the sdist's gguf-py): llama.cpp ignores it for BERT;
 - ``cls``: a copy of the f32 file whose ``bert.pooling_type`` says CLS (2): the server has no pooling setting,
   it pools as the file says;
-- ``short``: the f32 file with ``--n_ctx 128`` (below the contract's 256).
+- ``short``: the f32 file with ``--n_ctx 128`` (below the contract's 256);
+- ``odd``: the f32 file with ``--n_ctx 200``: a cap no fixed list of lengths holds (issue 40's length ladder).
 
 ``llamacpp_decoders`` (below, a second launcher call, only for test_llamacpp_decoder.py) serves a tiny Qwen3 decoder
 converted to GGUF in the session: faithful, without its EOS, and with mean pooling.
@@ -49,6 +50,7 @@ class LlamaCppServers:
     nosep: str
     cls: str
     short: str
+    odd: str
 
 
 def at_contract_length(*extra: str) -> list[str]:
@@ -112,6 +114,7 @@ def llamacpp_servers(llamacpp_launcher, tmp_path_factory) -> LlamaCppServers:
             "nosep": (nosep, at_contract_length()),
             "cls": (cls, at_contract_length()),
             "short": (F32, ["--model_alias", SERVED_NAME, "--n_ctx", "128"]),
+            "odd": (F32, ["--model_alias", SERVED_NAME, "--n_ctx", "200"]),
         },
     )
     return LlamaCppServers(
@@ -123,6 +126,7 @@ def llamacpp_servers(llamacpp_launcher, tmp_path_factory) -> LlamaCppServers:
         nosep=servers["nosep"].url,
         cls=servers["cls"].url,
         short=servers["short"].url,
+        odd=servers["odd"].url,
     )
 
 

@@ -61,6 +61,10 @@ def test_the_faithful_configuration_passes_every_check(llamacpp_servers, small_b
     # the empty string is the reference's; the over-long text is cut after its [SEP], within the tolerance
     assert bad["details"]["empty_string"] == 200 and bad["details"]["empty_string_cosine"] >= 0.9999
     assert 0.99 <= bad["details"]["over_long"]["cosine"] < 0.9999, bad["details"]
+    # issue 40's probes pass; llama.cpp's WPM tokenizer splits a long digit run its own way: a warning, not a failure
+    stress = verdicts["stress_inputs"]
+    assert stress["passed"] is True and not stress["details"]["broken"], stress["message"]
+    assert stress["details"]["per_text"]["s_number"] < 0.99 and "s_number" in stress["details"]["warnings"][0]
 
 
 def test_the_default_server_is_named_not_normalizing_with_llamacpps_remedy(
@@ -134,3 +138,20 @@ def test_a_context_below_the_contracts_max_length_is_named(
     assert rc == 1, out
     assert causes(report) == [("special", "cut"), ("max_length", 128)], out
     assert "llama-cpp-python: --n_ctx 256 --n_batch 256 --n_ubatch 256" in out
+
+
+def test_the_length_ladder_names_an_odd_context_exactly(
+    llamacpp_servers, small_beir, tmp_path, reference_cache, capsys
+):
+    """``--n_ctx 200``: llama-cpp-python keeps the first 200 tokens of each input (special tokens included), a length
+    no fixed list holds; the ladder names it to the token, and the diagnosis then names it too."""
+    rc, verdicts, report = canary(llamacpp_servers.odd, small_beir, tmp_path, reference_cache, *VARIANT)
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    ladder = verdicts["length_ladder"]
+    assert ladder["passed"] is False, ladder["message"]
+    assert (ladder["details"]["agrees"], ladder["details"]["departs"]) == (200, 201), ladder["details"]
+    assert ladder["details"]["requests"] <= 12
+    assert "the server truncates at 200 tokens (the contract's max_length: 256)" in ladder["message"]
+    assert "llama-cpp-python: --n_ctx 256 --n_batch 256 --n_ubatch 256" in ladder["message"]
+    assert ("max_length", 200) in causes(report), out

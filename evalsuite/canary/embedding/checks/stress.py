@@ -85,22 +85,32 @@ def check_stress_inputs(ctx: CanaryContext) -> CheckOutcome:
         "broken": {i: {"what": w, "characters": lengths[i]} for i, w in broken.items()},
         "snippets": {i: snippet(t, 60) for i, t in probes},
     }
-    if not broken and not low:
+    # a vector that departs for one of these texts is the server's tokenizer splitting it its own way (llama.cpp's
+    # WPM tokenizer on long digit runs and Tamil: cosine 0.21 and 0.54, f32), said as a warning: what fails is a
+    # vector that is not one (NaN, inf, all zero), for a particular input
+    warned = [f'{i} "{snippet(dict(probes)[i])}": cosine {x:.4f} < {s.min_cosine}' for i, x in low]
+    if warned:
+        details["warnings"] = [
+            "the server encodes these texts unlike the reference (its tokenizer splits them its own way): "
+            + "; ".join(warned)
+        ]
+    if not broken:
+        shown = f"min cosine {float(cos.min()):.5f}" if len(cos) else "no vector"
         return CheckOutcome(
             "stress_inputs",
             True,
             f"stress inputs: {len(ids)} texts that stress reduced precision (a repeated token, a long number, rare "
-            f"scripts) give finite vectors that agree with the reference (min cosine {float(cos.min()):.5f})",
+            f"scripts) give finite, non-zero vectors ({shown})"
+            + (f"; warning: {details['warnings'][0]}" if warned else ""),
             details,
         )
     said = [f'{i} "{snippet(dict(probes)[i])}" ({lengths[i]} characters): {w}' for i, w in broken.items()]
-    said += [f'{i} "{snippet(dict(probes)[i])}": cosine {x:.4f} < {s.min_cosine}' for i, x in low]
     return CheckOutcome(
         "stress_inputs",
         False,
-        f"stress inputs: {len(broken) + len(low)} of {len(ids)} texts fail: {'; '.join(said)}; the engine breaks on "
-        f"particular inputs (fp16 overflow: TEI#644, Ollama#13572); remedy: serve in the contract's dtype "
-        f"({c.dtype}) or bfloat16 rather than float16, and upgrade past the engine's fix",
+        f"stress inputs: {len(broken)} of {len(ids)} texts get no usable vector: {'; '.join(said)} (dtype "
+        f"{c.dtype}); the engine breaks on particular inputs (fp16 overflow: TEI#644, Ollama#13572); remedy: serve "
+        f"in the contract's dtype ({c.dtype}) or bfloat16 rather than float16, and upgrade past the engine's fix",
         details,
     )
 
@@ -111,8 +121,9 @@ STRESS_INPUTS = CanaryCheck(
     run=check_stress_inputs,
     thresholds=("min_cosine",),
     explanation="texts known to break fp16 engines (one token repeated to 80% of the max length, a long number, "
-    "rare scripts, emoji and combining marks; one request) give finite, non-zero vectors that agree with the "
-    "reference; a broken one is named with its length (TEI#644, Qwen3-Embedding#186, Ollama#13572)",
-    example='stress inputs: 1 of 8 texts fail: s_repeat "the the the the the the the the the the the the the…" '
+    "rare scripts, emoji and combining marks; one request) give finite, non-zero vectors; a broken one is named with "
+    "its length (TEI#644, Qwen3-Embedding#186, Ollama#13572); one unlike the reference is a warning (a tokenizer "
+    "splitting it its own way)",
+    example='stress inputs: 1 of 8 texts get no usable vector: s_repeat "the the the the the the the the the the the the the…" '
     "(1019 characters): non-finite vector (...); the engine breaks on particular inputs ...",
 )
