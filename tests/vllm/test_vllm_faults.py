@@ -34,8 +34,3 @@ def test_canary_fails_against_vllm_with_a_shorter_max_length(
     assert verdicts["vector_agreement"]["passed"] is False
     msg = verdicts["vector_agreement"]["message"]
     assert "maximum context length is 128 tokens" in msg, msg
-    # the length ladder finds vLLM's limit to the token: it refuses (HTTP 400) what is over --max-model-len
-    ladder = verdicts["length_ladder"]
-    assert (ladder["details"]["agrees"], ladder["details"]["departs"]) == (128, 129), ladder["details"]
-    assert "the server refuses texts of more than 128 tokens (the contract's max_length: 256)" in ladder["message"]
-    assert "vLLM: --max-model-len 256" in ladder["message"] and ladder["details"]["requests"] <= 13
