@@ -41,11 +41,14 @@ class Scored:
 class Evaluator:
     """Computes and memoizes :class:`Scored` per configuration key, and the vectors per (encoder, dtype)."""
 
-    def __init__(self, plan: BudgetPlan) -> None:
+    def __init__(self, plan: BudgetPlan, *, vectors: Evaluator | None = None) -> None:
+        """``vectors``: another evaluator of the same model, dataset and endpoint whose vectors are shared."""
         self.plan = plan
         ds = plan.prepared.dataset
         self.query_ids: tuple[str, ...] = tuple(sorted(str(q) for q in ds.qrels))
-        self._vectors: dict[tuple[bool, str], tuple[np.ndarray, np.ndarray]] = {}
+        self._vectors: dict[tuple[bool, str], tuple[np.ndarray, np.ndarray]] = (
+            vectors._vectors if vectors is not None else {}
+        )
         self._scored: dict[Config, Scored] = {}
         self._exact: dict[tuple[bool, str, int], Result] = {}
         self.encode_seconds: dict[str, float] = {}
