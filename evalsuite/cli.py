@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .base.errors import EvalsuiteError
-from .run import preflight
 from .run.options import OUT_OPTION, RUN_OPTIONS, add_options, collect
 
 OUT = OUT_OPTION.with_default("reports/<dataset>/<model>")
@@ -25,38 +24,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         from .rerank.cli import cmd_rerank
 
         return cmd_rerank(args)
-    from .reports import write_run_reports
+    from .api.front import evaluate_spec
     from .reports.run_reports import default_run_dir
     from .run.options import RUN_ENDPOINT_OPTIONS
-    from .run.pipeline import prepare, run
-    from .run.slices import slice_index
     from .run.spec import RunSpec
 
     spec = RunSpec.from_mapping(collect(args, (*RUN_OPTIONS, *RUN_ENDPOINT_OPTIONS)), source="command line")
-    preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
-    if getattr(args, "history", None):  # the release history: writable, its records readable
-        from .history.store import HistoryStore
-
-        HistoryStore(args.history).check_writable()
-        HistoryStore(args.history).records()
-    prepared = prepare(spec)
-    for note in prepared.notes:
-        print(f"evalsuite: {note}", file=sys.stderr)
-    out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name, prepared.model.name)
-    preflight.out_dir(out)
-    slices = slice_index(prepared)  # an unknown --slice-by field is an error before encoding
-    result = run(spec, prepared, with_fingerprint=True)  # manifest.json carries it for `evalsuite verify`
-    result.slices = slices
-    paths = write_run_reports(result, out)
-    if getattr(args, "history", None):
-        from .history.cli import record_run
-
-        paths["history"] = record_run(args.history, prepared.dataset.identity.name, prepared, result)
+    evaluation = evaluate_spec(
+        spec,
+        Path(args.out) if args.out else None,
+        default_out=lambda p: default_run_dir(p.dataset.identity.name, p.model.name),
+        history=getattr(args, "history", None),
+        note=lambda line: print(line, file=sys.stderr),
+    )
+    prepared, result, paths = evaluation.prepared, evaluation.result, evaluation.paths
     ident = prepared.dataset.identity
     print(f"model    {prepared.model.name} @ {prepared.contract.model_revision[:16]}")
     encoder = result.manifest.get("encoder", {})
     if encoder.get("kind") == "endpoint":
         print(f"served   {encoder['served_model']} at {', '.join(encoder['urls'])}")
+    if encoder.get("nodes"):  # on a Ray cluster: which nodes encoded how many rows
+        nodes = ", ".join(f"{n['node_id'][:8]} ({n['address']}) {n['rows']} rows" for n in encoder["nodes"])
+        print(f"ray      {len(encoder['nodes'])} node(s): {nodes}")
     if prepared.contract.retrieval != "dense":
         print(f"retrieval {prepared.contract.retrieval}")
     print(

@@ -227,3 +227,55 @@ def test_the_cycle_finder_finds_a_circle(tmp_path, monkeypatch):
     (pkg / "c.py").write_text("from .a import y\n")
     monkeypatch.setitem(globals(), "PACKAGE", pkg)
     assert import_cycles() == [["a", "b"]]
+
+
+# A package's cli module that still reaches above its package's layer (the command shares the canary's options and
+# context): known, each to be untangled; a new one fails.
+CLI_REACHING_UP = {("load.cli", "canary"), ("verify.cli", "canary")}
+
+
+def cli_edges_above_their_package(layers: dict[str, int]) -> set[tuple[str, str]]:
+    """(cli module, group) for each group a package's cli module imports from a layer above its own package's."""
+    out = set()
+    for path in modules():
+        module = module_name(path)
+        package = module.split(".")[0]
+        if group_of(module, layers) != CLI or package not in layers:
+            continue
+        for _, target in imported(path):
+            group = group_of(target, layers)
+            if group is not None and group != CLI and layers[group] > layers[package]:
+                out.add((module, group))
+    return out
+
+
+def test_a_package_cli_imports_nothing_above_its_package():
+    """`history/cli.py` reads the spec file through `base/specfile.py`, not `gating/plan.py`: a shell of a lower
+    package must not pull in a higher one (bug caught: ``from ..gating.plan import find_spec_file`` again)."""
+    found = cli_edges_above_their_package(LAYERS)
+    assert found <= CLI_REACHING_UP, f"cli modules importing above their package: {sorted(found - CLI_REACHING_UP)}"
+    assert ("history.cli", "gating") not in found
+
+
+# where a gate kind's name may be spelled: its declaration (and the history plot, which reads recorded verdicts by
+# kind name: a record does not yet carry the pass line its kind would draw); load/ is skipped: its capacity gates
+# are another grammar (load/gates.py), whose kinds share some names
+KIND_NAME_ALLOWED = {"gating/kinds.py", "gating/history_kinds.py", "history/plot.py"}
+
+
+def test_gate_kind_behaviour_is_the_kinds_own():
+    """No module branches on a gate kind's name (``== "trend"``, ``POINT_KINDS``): what a kind does on a slice, which
+    releases it compares with and how it names them are methods of its declaration (`gating/gates.py`
+    ``GateKind.on_slice``, `gating/history_kinds.py` ``HistoryKind``). Bug caught: a new branch on a name."""
+    from evalsuite.gating.kinds import GATE_KINDS
+
+    names = "|".join(re.escape(k.name) for k in GATE_KINDS)
+    spelled = re.compile(rf"""["']({names})["']""")
+    found = [
+        f"{path.relative_to(PACKAGE)}:{n}: {line.strip()}"
+        for path in modules()
+        if str(path.relative_to(PACKAGE)) not in KIND_NAME_ALLOWED and not path.is_relative_to(PACKAGE / "load")
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if spelled.search(line)
+    ]
+    assert not found, "gate kind names spelled outside their declarations:\n" + "\n".join(found)

@@ -32,9 +32,9 @@ PLUGIN_OPTIONS: tuple[Option, ...] = tuple(
 
 def is_store_uri(text: str) -> bool:
     """Whether ``text`` starts with a scheme of a declared store (``faiss:``, ``postgresql://``, ...)."""
-    from .stores import STORE_KINDS
+    from .stores import store_kinds
 
-    return text.startswith(tuple(s for kind in STORE_KINDS for s in kind.schemes))
+    return text.startswith(tuple(s for kind in store_kinds() for s in kind.schemes))
 
 
 def lenient_index(parse: Any) -> Any:

@@ -11,6 +11,10 @@ class SpecError(EvalsuiteError):
     """A setting (flag, spec file, gate expression) is invalid."""
 
 
+class PluginError(EvalsuiteError):
+    """An installed plug-in's entry point cannot be used; the message names the entry point and its package."""
+
+
 class DatasetError(EvalsuiteError):
     """A dataset file is malformed. The message names the file and line."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -49,8 +50,24 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def json_text(obj: object) -> str:
+    """The text every JSON report is written as (:func:`atomic_write_json`), and what ``to_json()`` returns."""
+    return json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+
+
 def atomic_write_json(path: str | os.PathLike[str], obj: object) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
+    return atomic_write_text(path, json_text(obj))
+
+
+def path_name(text: str, default: str) -> str:
+    """``text`` as one safe path component of a default report directory: each run of characters other than
+    letters, digits, ``.``, ``_`` and ``-`` becomes ``-``, none at either end; ``default`` when nothing is left."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or default
+
+
+def url_host(url: str) -> str:
+    """``host:port`` of an http(s) URL (what a default report directory is named after)."""
+    return re.sub(r"^https?://", "", url).split("/", 1)[0]
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:

@@ -57,7 +57,7 @@ def served_agreement(evaluate: Evaluator, plan: BudgetPlan) -> str:
     return f"{head}: every vector passes the canary's vector agreement threshold {threshold:g}"
 
 
-def run_budget(plan: BudgetPlan) -> BudgetResult:
+def run_budget(plan: BudgetPlan, evaluate: Evaluator | None = None) -> BudgetResult:
     """Compute every declared stage on the same queries; raises BudgetStageError for a stage that cannot run."""
     declared = plan.declared
     if plan.attribution == "shapley" and len(declared) > MAX_SHAPLEY_STAGES:
@@ -66,7 +66,7 @@ def run_budget(plan: BudgetPlan) -> BudgetResult:
             f"Shapley over {len(declared)} stages needs {2 ** len(declared)} configurations; at most "
             f"{MAX_SHAPLEY_STAGES} stages are averaged; use --attribution sequential",
         )
-    evaluate = Evaluator(plan)
+    evaluate = evaluate or Evaluator(plan)
     metrics = list(plan.metrics)
     reference = evaluate(plan.reference_config)
     chain: list[Scored] = [reference]

@@ -11,39 +11,17 @@ either family, on any member), 2 on a usage or input error (raised as EvalsuiteE
 from __future__ import annotations
 
 import argparse
-import re
 import sys
-import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..base.errors import SpecError
-from ..run import preflight
-from ..run.options import OUT_OPTION, Option, add_options, collect, int_at_least
+from ..base.io import path_name, url_host
+from ..run.options import OUT_OPTION, add_options
 from .embedding.options import CANARY_FLEET_OPTIONS
 from .output import finish, finish_fleet, say
-
-if TYPE_CHECKING:
-    from .runner import CanaryOutcome
+from .rounds import INTERVAL, ROUNDS
 
 OUT = OUT_OPTION.with_default("reports/canary/<host-port>")
-MAX_ROUNDS = 1000
-MAX_INTERVAL = 3600.0
-ROUNDS = Option(
-    "--rounds",
-    f"canary: run every check N times (at most {MAX_ROUNDS}), e.g. across a cutover window, so that a fault "
-    "that appears after warm-up or under traffic is seen; reported per round and in total, the exit status "
-    "is the worst round's",
-    {"type": int_at_least(1), "metavar": "N"},
-    default=1,
-)
-INTERVAL = Option(
-    "--interval",
-    f"canary: seconds between rounds (at most {MAX_INTERVAL:g})",
-    {"type": float, "metavar": "SECONDS"},
-    default=0.0,
-)
 
 
 def register(subparsers: Any) -> None:
@@ -65,8 +43,7 @@ def register(subparsers: Any) -> None:
 
 def _default_out(endpoint: str, members: int = 1) -> Path:
     """reports/canary/<host-port> of the (first) endpoint; ``-fleet-N`` added for a fleet of N."""
-    host = re.sub(r"^https?://", "", endpoint).split("/", 1)[0]
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", host).strip("-") or "endpoint"
+    name = path_name(url_host(endpoint), "endpoint")
     return Path("reports") / "canary" / (name if members == 1 else f"{name}-fleet-{members}")
 
 
@@ -85,75 +62,12 @@ def cmd_canary(args: argparse.Namespace) -> int:
 
 def embedding_canary(args: argparse.Namespace) -> int:
     """Every check against each ``--endpoint`` URL; with several (a fleet), each member on its own, named."""
-    from ..run.pipeline import prepare
-    from ..run.spec import RunSpec
-    from .checks import CheckOutcome
-    from .embedding.checks.matryoshka import validate_dimensions
-    from .embedding.settings import CanarySettings
-    from .runner import local_context, member_context, next_round, run_canary, worst_round
+    from .rounds import canary_members, rounds_of, run_embedding_canary
 
-    rounds, interval = _rounds(args)
-    members = CanarySettings.members_from_values(collect(args, CANARY_FLEET_OPTIONS))
-    members[0].api_key()  # a missing key variable is a usage error, before anything runs (one for every member)
-    fleet = len(members) > 1
-    spec = RunSpec.from_mapping(collect(args), source="command line")
+    rounds_of(args)  # bounded before anything else is read
+    members = canary_members(args)
     out = Path(args.out) if args.out else _default_out(members[0].endpoint, len(members))
-    preflight.run_paths(spec, out)  # before loading anything
-    prepared = prepare(spec)
-    for departure in prepared.contract.departures:  # a changed model is said, not evaluated in silence
-        print(f"evalsuite: contract departure: {departure}", file=sys.stderr)
-    validate_dimensions(members[0].dimensions, int(prepared.model.hidden_size), prepared.model.matryoshka_dims)
-    served = f"a fleet of {len(members)}: {', '.join(m.endpoint for m in members)}" if fleet else members[0].endpoint
-    say(
-        f"canary   {served} vs {prepared.model.name} @ {prepared.contract.model_revision[:16]} "
-        f"on {prepared.dataset.identity.name}"
-    )
-
-    def show(v: CheckOutcome) -> None:
-        say(f"{v.status}  {v.message}")
-
-    first = local_context(members[0], prepared)
-    contexts = [first, *(member_context(first, s) for s in members[1:])]
-    runs: list[list[CanaryOutcome]] = [[] for _ in members]
-    for k in range(1, rounds + 1):
-        if k > 1:
-            time.sleep(interval)
-            contexts = [next_round(ctx) for ctx in contexts]
-        if rounds > 1:
-            say(f"round {k}/{rounds}")
-        for i, ctx in enumerate(contexts):
-            label = f"member {i + 1} of {len(members)}, {ctx.settings.endpoint}"
-            if fleet:
-                say(label)
-            runs[i].append(run_canary(ctx, on_verdict=show))
-            if fleet:
-                say(f"{label}: {_summary(runs[i][-1].failed)}")
-        if rounds > 1:
-            bad = [(i + 1, r[-1].failed) for i, r in enumerate(runs) if r[-1].failed]
-            if fleet:
-                listed = "; ".join(f"member {m}: {', '.join(checks)}" for m, checks in bad)
-                say(f"round {k}/{rounds}: {'FAILED: ' + listed if bad else 'every member passed every check'}")
-            else:
-                say(f"round {k}/{rounds}: {_summary(runs[0][-1].failed)}")
-    if not fleet:
-        return finish(worst_round(runs[0]), out, runs[0])
-    from .fleet import FleetOutcome, MemberOutcome
-
-    return finish_fleet(
-        FleetOutcome(tuple(MemberOutcome(i + 1, len(members), tuple(r)) for i, r in enumerate(runs))), out
-    )
-
-
-def _summary(failed: Sequence[str]) -> str:
-    return "FAILED: " + ", ".join(failed) if failed else "all checks passed"
-
-
-def _rounds(args: argparse.Namespace) -> tuple[int, float]:
-    """``--rounds`` and ``--interval``, bounded (SpecError: exit 2)."""
-    rounds = 1 if args.rounds is None else int(args.rounds)
-    interval = 0.0 if args.interval is None else float(args.interval)
-    if rounds > MAX_ROUNDS:
-        raise SpecError(f"--rounds {rounds} is more than {MAX_ROUNDS}; run the canary again for a longer window")
-    if not 0.0 <= interval <= MAX_INTERVAL:
-        raise SpecError(f"--interval {interval:g} must be between 0 and {MAX_INTERVAL:g} seconds")
-    return rounds, interval
+    run = run_embedding_canary(args, out, members=members, say=say, note=lambda line: print(line, file=sys.stderr))
+    if not run.fleet:
+        return finish(run.worst(), out, run.runs[0])
+    return finish_fleet(run.fleet_outcome(), out)

@@ -111,22 +111,27 @@ def rounds_summary(rounds: Sequence[CanaryOutcome]) -> list[dict[str, object]]:
     ]
 
 
-def write_canary_reports(
-    outcome: CanaryOutcome, out: str | Path, rounds: Sequence[CanaryOutcome] = ()
-) -> dict[str, Path]:
-    """canary.json and report.md, every API key redacted from both (verdicts are already; this is the backstop).
-
-    With several ``rounds``, ``outcome`` is the worst of them: its verdicts are reported in full, and every
-    round's summary is added (``rounds`` in canary.json, a Rounds table in report.md); ``passed`` is False
-    when any round failed."""
-    out = Path(out)
+def canary_data(outcome: CanaryOutcome, rounds: Sequence[CanaryOutcome] = ()) -> dict[str, Any]:
+    """canary.json, every API key redacted (verdicts are already; this is the backstop). With several ``rounds``,
+    ``outcome`` is the worst of them: its verdicts are reported in full, every round's summary is added
+    (``rounds``), and ``passed`` is False when any round failed."""
     data = outcome.to_dict()
-    markdown = render_markdown(outcome)
     if len(rounds) > 1:
         summary = rounds_summary(rounds)
         data["rounds"] = summary
         data["passed"] = all(r["passed"] for r in summary)
-        failed = [r for r in summary if not r["passed"]]
+    return dict(redacted(data))
+
+
+def write_canary_reports(
+    outcome: CanaryOutcome, out: str | Path, rounds: Sequence[CanaryOutcome] = ()
+) -> dict[str, Path]:
+    """canary.json (:func:`canary_data`) and report.md, every API key redacted from both; with several ``rounds``,
+    a Rounds table in report.md too."""
+    out = Path(out)
+    markdown = render_markdown(outcome)
+    if len(rounds) > 1:
+        failed = [o for o in rounds if not o.passed]
         markdown += "\n".join(
             [
                 "",
@@ -138,7 +143,7 @@ def write_canary_reports(
             ]
         )
     return {
-        "json": atomic_write_json(out / "canary.json", redacted(data)),
+        "json": atomic_write_json(out / "canary.json", canary_data(outcome, rounds)),
         "markdown": atomic_write_text(out / "report.md", redacted(markdown)),
     }
 

@@ -181,6 +181,15 @@ def number(text: str, expr: str) -> float:
         raise SpecError(f"gate {expr!r}: {text!r} is not a number") from None
 
 
+@dataclass(frozen=True)
+class SliceBounds:
+    """How a slice's uncertainty decides a kind that judges a point value: the verdict, the bounds, against what."""
+
+    verdict: Verdict
+    bounds: str
+    against: str
+
+
 class GateKind:
     """One kind of gate: its syntax, how it reads its value, how it judges, how it explains.
 
@@ -232,3 +241,38 @@ class GateKind:
     def explain(self, outcome: Outcome) -> str:
         """The clause after "metric: reference X, candidate Y, delta Z" (or the whole line for a floor)."""
         raise NotImplementedError
+
+    def on_slice(
+        self, gate: Gate, candidate: Scores, reference: Scores | None, evidence: Evidence
+    ) -> SliceBounds | None:
+        """On a slice, a kind that judges a point value is decided by the slice's uncertainty instead (`slices.py`:
+        ``floor_on_slice``, ``drop_on_slice``); None (the default): the kind already judges with a test."""
+        return None
+
+
+TOLERANCE = 1e-12  # a value this close to a threshold is on it
+
+
+def decided(outcome: Outcome, bounds: str, fail: str, inconclusive: str) -> str:
+    """The explanation of a kind judged on an interval: its bounds, why it failed or is undecided, the gate."""
+    why = {"pass": "", "fail": f": {fail}", "inconclusive": f": {inconclusive}"}[outcome.verdict]
+    return f"{bounds}{why} (gate {outcome.gate.expr})"
+
+
+class Valued(GateKind):
+    """A kind whose value is required."""
+
+    def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
+        if raw is None:
+            raise SpecError(f"gate {expr!r}: {self.name} needs a value, e.g. {metric}:{self.name}=0.01")
+        return number(raw, expr), f"{metric}:{self.name}={raw}"
+
+
+class Drop(Valued):
+    """A kind whose value is an allowed drop (>= 0), required."""
+
+    def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
+        value, canonical = super().threshold(raw, metric, expr)
+        if value < 0:
+            raise SpecError(f"gate {expr!r}: the allowed drop must be >= 0")
+        return value, canonical

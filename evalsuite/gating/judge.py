@@ -60,7 +60,10 @@ def judge_gate(gate: Gate, candidate: Scores, reference: Scores | None, evidence
         judged, note = kind.judge(gate, candidate, side, value, ref, evidence), None
     else:  # a slice: too few queries decide nothing; otherwise its CI backs the kind's verdict
         judged, note = too_few(gate, n) or judge_slice(
-            gate, kind.judge(gate, candidate, side, value, ref, evidence), candidate, side, evidence, n
+            gate,
+            kind.judge(gate, candidate, side, value, ref, evidence),
+            kind.on_slice(gate, candidate, side, evidence),
+            n,
         )
     if ref is None or side is None:
         return Outcome(gate, judged.verdict, value, note=note, n_queries=n)

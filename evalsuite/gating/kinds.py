@@ -28,30 +28,38 @@ Every relative gate's outcome carries the paired comparison (:class:`~evalsuite.
 delta with its bootstrap CI, the sign-flip p-value and the minimum detectable effect.
 
 Adding a kind: one subclass of :class:`GateKind` below, listed in ``GATE_KINDS``, and its test. The
-``--gate`` help, the parser's errors and the README's gate table read ``GATE_KINDS``.
+``--gate`` help, the parser's errors and the README's gate table read ``GATE_KINDS``. From another package: the
+subclass, named by an entry point in the group ``evalsuite.gate_kinds`` (:mod:`evalsuite.base.plugins`);
+:func:`gate_kinds` lists both, and the help and the parser read it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import ClassVar
 
 from ..base.errors import SpecError
 from ..scoring.metrics import paired_test, parse_metric
-from .gates import Evidence, Gate, GateKind, Judgement, Outcome, Scores, number, signed
-from .slices import split_selector, with_selector
+from .gates import (
+    TOLERANCE,
+    Drop,
+    Evidence,
+    Gate,
+    GateKind,
+    Judgement,
+    Outcome,
+    Scores,
+    SliceBounds,
+    Valued,
+    decided,
+    number,
+)
+from .history_kinds import MaxDropFromBest, MaxDropFromFirst, Trend
+from .slices import drop_on_slice, floor_on_slice, split_selector, with_selector
 
 DEFAULT_MAX_DROP = 0.01
 DEFAULT_ALPHA = 0.05
-_TOLERANCE = 1e-12
 _RELATIVE = re.compile(r"^\s*(?P<metric>[^:\s]+)\s*:\s*(?P<kind>[a-z_]+)\s*(?:=\s*(?P<value>[-+0-9.eE]+%?))?\s*$")
-
-
-def decided(outcome: Outcome, bounds: str, fail: str, inconclusive: str) -> str:
-    """The explanation of a kind judged on an interval: its bounds, why it failed or is undecided, the gate."""
-    why = {"pass": "", "fail": f": {fail}", "inconclusive": f": {inconclusive}"}[outcome.verdict]
-    return f"{bounds}{why} (gate {outcome.gate.expr})"
 
 
 class Floor(GateKind):
@@ -77,7 +85,7 @@ class Floor(GateKind):
         ref_value: float | None,
         evidence: Evidence,
     ) -> Judgement:
-        return Judgement.of(value >= gate.threshold - _TOLERANCE)
+        return Judgement.of(value >= gate.threshold - TOLERANCE)
 
     def explain(self, outcome: Outcome) -> str:
         g = outcome.gate
@@ -86,27 +94,11 @@ class Floor(GateKind):
             f"(gate {g.expr}, short by {g.threshold - outcome.candidate:.4f})"
         )
 
-
-class _Valued(GateKind):
-    """A kind whose value is required."""
-
-    def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
-        if raw is None:
-            raise SpecError(f"gate {expr!r}: {self.name} needs a value, e.g. {metric}:{self.name}=0.01")
-        return number(raw, expr), f"{metric}:{self.name}={raw}"
+    def on_slice(self, gate: Gate, candidate: Scores, reference: Scores | None, evidence: Evidence) -> SliceBounds:
+        return floor_on_slice(gate, candidate)
 
 
-class _Drop(_Valued):
-    """A kind whose value is an allowed drop (>= 0), required."""
-
-    def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
-        value, canonical = super().threshold(raw, metric, expr)
-        if value < 0:
-            raise SpecError(f"gate {expr!r}: the allowed drop must be >= 0")
-        return value, canonical
-
-
-class MaxDrop(_Drop):
+class MaxDrop(Drop):
     name = "max_drop"
     form = "METRIC:max_drop=VALUE"
     example = "ndcg@10:max_drop=0.01"
@@ -122,13 +114,16 @@ class MaxDrop(_Drop):
         evidence: Evidence,
     ) -> Judgement:
         assert ref_value is not None
-        return Judgement.of(ref_value - value <= gate.threshold + _TOLERANCE)
+        return Judgement.of(ref_value - value <= gate.threshold + TOLERANCE)
 
     def explain(self, outcome: Outcome) -> str:
         return f"allowed drop {outcome.gate.threshold:g} (gate {outcome.gate.expr})"
 
+    def on_slice(self, gate: Gate, candidate: Scores, reference: Scores | None, evidence: Evidence) -> SliceBounds:
+        return drop_on_slice(evidence, gate.threshold)
 
-class MaxRelDrop(_Drop):
+
+class MaxRelDrop(Drop):
     name = "max_rel_drop"
     form = "METRIC:max_rel_drop=PCT%"
     example = "recall@100:max_rel_drop=2%"
@@ -148,12 +143,17 @@ class MaxRelDrop(_Drop):
         evidence: Evidence,
     ) -> Judgement:
         assert ref_value is not None
-        return Judgement.of(self.relative_drop(value, ref_value) <= gate.threshold + _TOLERANCE)
+        return Judgement.of(self.relative_drop(value, ref_value) <= gate.threshold + TOLERANCE)
 
     def explain(self, outcome: Outcome) -> str:
         assert outcome.reference is not None
         rel = self.relative_drop(outcome.candidate, outcome.reference)
         return f"relative drop {rel:.2%}, allowed {outcome.gate.threshold:.2%} (gate {outcome.gate.expr})"
+
+    def on_slice(self, gate: Gate, candidate: Scores, reference: Scores | None, evidence: Evidence) -> SliceBounds:
+        if reference is None:
+            raise SpecError(f"gate {gate.expr!r}: a relative drop on a slice needs the reference side")
+        return drop_on_slice(evidence, gate.threshold * reference.metrics[gate.metric])
 
 
 class NoSignificantDrop(GateKind):
@@ -201,7 +201,7 @@ class NoSignificantDrop(GateKind):
         return f"{which} = {p:.4g} < alpha {g.threshold:g} (gate {g.expr})"
 
 
-class NonInferior(_Drop):
+class NonInferior(Drop):
     """A release gate: the drop is at most the margin, with 95% confidence (one-sided)."""
 
     name = "non_inferior"
@@ -226,7 +226,7 @@ class NonInferior(_Drop):
 
         assert reference is not None and evidence.comparison is not None
         ci = evidence.comparison.ci
-        if ci.lower_bound >= -gate.threshold - _TOLERANCE:
+        if ci.lower_bound >= -gate.threshold - TOLERANCE:
             return Judgement("pass")
         if ci.upper_bound < -gate.threshold:
             return Judgement("fail")
@@ -255,7 +255,7 @@ class NonInferior(_Drop):
         )
 
 
-class MinGain(_Valued):
+class MinGain(Valued):
     """What the reranker brings: the reranked stage minus the candidate's own first stage, query by query."""
 
     name = "min_gain"
@@ -304,112 +304,6 @@ class MinGain(_Valued):
         )
 
 
-class _FromHistory(MaxDrop):
-    """A drop against an earlier release in the release history (``--history DIR``), paired query by query, judged
-    as ``max_drop`` is."""
-
-    against = "history"
-    stage = "first"  # a history record holds the first stage
-    anchor: ClassVar[str]  # "first" or "best": which release (`history/anchors.py`)
-
-    def explain(self, outcome: Outcome) -> str:
-        return f"allowed drop {outcome.gate.threshold:g} from the {self.anchor} release (gate {outcome.gate.expr})"
-
-
-class MaxDropFromFirst(_FromHistory):
-    name = "max_drop_from_first"
-    anchor = "first"
-    form = "METRIC:max_drop_from_first=VALUE"
-    example = "ndcg@10:max_drop_from_first=0.02"
-    fails_when = (
-        "candidate − the first recorded release (or the pinned `history_anchor`) < −0.02: the drift a refreshed "
-        "baseline lets through; paired over queries on the same dataset sha256, else INCONCLUSIVE saying why"
-    )
-
-
-class MaxDropFromBest(_FromHistory):
-    name = "max_drop_from_best"
-    anchor = "best"
-    form = "METRIC:max_drop_from_best=VALUE"
-    example = "ndcg@10:max_drop_from_best=0.02"
-    fails_when = "candidate − the best comparable recorded release < −0.02 (paired over queries)"
-
-
-DEFAULT_TREND_WINDOW = 5
-
-
-_WINDOW = re.compile(r"@\s*(\d+)\s*$")  # the @N of a trend gate's expression
-
-
-def trend_window(gate: Gate) -> int:
-    """N of a trend gate ``METRIC:trend=SLOPE@N``: the candidate and the N − 1 releases before it."""
-    m = _WINDOW.search(gate.expr)
-    return int(m.group(1)) if m else DEFAULT_TREND_WINDOW
-
-
-class Trend(_Drop):
-    """The least-squares slope of the metric over the last N releases (the candidate last), per release."""
-
-    name = "trend"
-    against = "history"
-    stage = "first"
-    form = "METRIC:trend=FALL[@N]"
-    example = "ndcg@10:trend=0.005"
-    optional_value = "@5"
-    fails_when = (
-        "the slope of the metric over the last N releases (default 5, the candidate last) is shown to fall faster "
-        "than 0.005 per release: the two-sided 95% upper bound of the slope (paired bootstrap over queries) is "
-        "below −0.005; passes when the one-sided lower bound is ≥ −0.005; otherwise, or with fewer than 3 "
-        "comparable releases, INCONCLUSIVE"
-    )
-
-    def pattern(self) -> re.Pattern[str]:
-        return re.compile(
-            r"^\s*(?P<metric>[^:\s]+)\s*:\s*trend\s*(?:=\s*(?P<value>[-+0-9.eE]+%?))?(?:\s*@\s*(?P<window>\d+))?\s*$"
-        )
-
-    def threshold(self, raw: str | None, metric: str, expr: str) -> tuple[float, str]:
-        value, canonical = super().threshold(raw, metric, expr)
-        m = _WINDOW.search(expr)
-        if m is None:
-            return value, canonical
-        if int(m.group(1)) < 3:
-            raise SpecError(f"gate {expr!r}: a trend needs a window of at least 3 releases (@3 or more)")
-        return value, f"{canonical}@{int(m.group(1))}"
-
-    def judge(
-        self,
-        gate: Gate,
-        candidate: Scores,
-        reference: Scores | None,
-        value: float,
-        ref_value: float | None,
-        evidence: Evidence,
-    ) -> Judgement:
-        assert evidence.comparison is not None
-        ci = evidence.comparison.ci
-        if ci.lower_bound >= -gate.threshold - _TOLERANCE:
-            return Judgement("pass")
-        if ci.high < -gate.threshold:
-            return Judgement("fail")
-        return Judgement("inconclusive")
-
-    def explain(self, outcome: Outcome) -> str:
-        g, c = outcome.gate, outcome.comparison
-        assert c is not None
-        bounds = (
-            f"slope per release {signed(c.ci.delta)}, two-sided 95% CI {signed(c.ci.low)} .. {signed(c.ci.high)}, "
-            f"one-sided lower bound {signed(c.ci.lower_bound)}, against the allowed fall -{g.threshold:g} over "
-            f"{trend_window(g)} releases"
-        )
-        return decided(
-            outcome,
-            bounds,
-            "the metric falls faster than allowed",
-            f"neither a fall beyond the allowance nor its absence is shown (MDE {c.mde:.4f})",
-        )
-
-
 GATE_KINDS: tuple[GateKind, ...] = (
     Floor(),
     MaxDrop(),
@@ -421,26 +315,38 @@ GATE_KINDS: tuple[GateKind, ...] = (
     MaxDropFromBest(),
     Trend(),
 )
-_BY_NAME = {k.name: k for k in GATE_KINDS}
+
+
+def gate_kinds() -> tuple[GateKind, ...]:
+    """The built-in kinds, then the plug-ins' (entry points ``evalsuite.gate_kinds``; PluginError for a broken one)."""
+    from ..base import plugins
+
+    return GATE_KINDS + plugins.cached(plugins.GATE_KINDS, GateKind, tuple(k.name for k in GATE_KINDS))
 
 
 def kind_of(gate: Gate) -> GateKind:
-    return _BY_NAME[gate.kind]
+    return next(k for k in gate_kinds() if k.name == gate.kind)
 
 
 def forms() -> str:
     """``use A, B or C``: every kind's syntax, for error messages."""
-    names = [k.form for k in GATE_KINDS]
+    names = [k.form for k in gate_kinds()]
     return "use " + ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def gate_help() -> str:
+    from ..base.plugins import PluginError
+
+    try:
+        kinds, broken = gate_kinds(), ""
+    except PluginError as exc:  # the help must print; the gate that uses it says so again
+        kinds, broken = GATE_KINDS, f"; a plug-in gate kind failed to load: {exc}"
     return (
         "gate expression, repeatable: "
-        + ", ".join(f"'{k.example}'" for k in GATE_KINDS)
+        + ", ".join(f"'{k.example}'" for k in kinds)
         + "; a [slice] after the metric judges that slice's queries: 'ndcg@10[topic=finance]:max_drop=0.02', "
         "'recall@100[doclen>256]>=0.6'; with --reranker, [stage=reranked] judges the reranked stage: "
-        "'ndcg@10[stage=reranked]>=0.4', 'ndcg@10[stage=reranked,topic=finance]:max_drop=0.02'"
+        "'ndcg@10[stage=reranked]>=0.4', 'ndcg@10[stage=reranked,topic=finance]:max_drop=0.02'" + broken
     )
 
 
@@ -454,7 +360,7 @@ def parse_gate(expr: str) -> Gate:
     """Parse one gate expression (with an optional ``[stage=...,slice]`` after the metric); errors say which
     forms are allowed."""
     plain, selector, stage = split_selector(expr)
-    for kind in GATE_KINDS:
+    for kind in gate_kinds():
         m = kind.pattern().match(plain)
         if m:
             metric = parse_metric(m.group("metric"))

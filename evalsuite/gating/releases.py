@@ -2,8 +2,9 @@
 (``max_drop_from_first``, ``max_drop_from_best``, ``trend``), the record each dataset adds at the end, and the
 Markdown verdict summary.
 
-The selection of earlier releases and why one cannot be compared live in `history/anchors.py`; the kinds'
-verdicts in `kinds.py`; this module pairs the two sides and turns a session into records and summary rows.
+The selection of earlier releases and why one cannot be compared live in `history/anchors.py`; which releases
+a kind compares with, how it names them and its verdict in `history_kinds.py`; this module pairs the two sides
+and turns a session into records and summary rows.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..base.errors import SpecError
-from ..history.anchors import Anchor, Candidate, best, first, window
+from ..history.anchors import Anchor, Candidate
 from ..history.record import HistoryRecord, calling_commit, compact, metric_values, now
 from ..history.store import HistoryStore
 from ..history.summary import SummaryGate, summary_markdown, write_summary
-from .gates import Evidence, Gate, Outcome, Scores
+from .gates import Gate, Outcome, Scores
+from .history_kinds import HistoryKind
 from .judge import gather_evidence, judge_gate
-from .kinds import kind_of, trend_window
+from .kinds import kind_of
 from .ledger import GateRecord
 
 if TYPE_CHECKING:
@@ -64,51 +66,36 @@ def candidate_of(name: str, prepared: Prepared) -> Candidate:
     return Candidate(c.model, c.model_revision, name, prepared.dataset.identity.sha256, c.to_dict())
 
 
-def anchor_of(gate: Gate, records: Sequence[HistoryRecord], candidate: Candidate, pinned: str | None) -> Anchor:
+def history_kind(gate: Gate) -> HistoryKind:
+    """The kind of a gate judged against the release history (what it compares with is the kind's to say)."""
     kind = kind_of(gate)
-    if kind.name == "trend":
-        return window(records, candidate, trend_window(gate))
-    if getattr(kind, "anchor", "first") == "best":
-        return best(records, candidate, gate.metric)
-    return first(records, candidate, pinned)
+    if not isinstance(kind, HistoryKind):
+        raise SpecError(f"gate {gate.expr!r}: {kind.name} is not judged against the release history")
+    return kind
+
+
+def anchor_of(gate: Gate, records: Sequence[HistoryRecord], candidate: Candidate, pinned: str | None) -> Anchor:
+    return history_kind(gate).find_anchor(gate, records, candidate, pinned)
 
 
 def anchor_label(gate: Gate, anchor: Anchor) -> str:
     """How messages name the side a history gate compares with."""
-    if not anchor.records:
-        return "history"
-    if kind_of(gate).name == "trend":
-        return f"oldest of {len(anchor.records) + 1} releases ({anchor.records[0].revision[:12]})"
-    return f"{getattr(kind_of(gate), 'anchor', 'first')} release {anchor.records[0].revision[:12]}"
+    return history_kind(gate).anchor_label(gate, anchor) if anchor.records else "history"
 
 
 def judge_history_gate(
     gate: Gate, candidate: Scores, records: Sequence[HistoryRecord], who: Candidate, pinned: str | None
 ) -> Outcome:
     """The outcome of one history gate: paired with the anchor release, or inconclusive saying why it cannot be."""
-    from ..history.trend import MIN_RELEASES, trend
-
     if gate.metric not in candidate.metrics:
         raise SpecError(f"gate {gate.expr!r}: metric {gate.metric} was not computed; add it to --metrics")
     value = candidate.metrics[gate.metric]
     anchor = anchor_of(gate, records, who, pinned)
     if anchor.why is not None:
         return Outcome(gate, "inconclusive", value, note=anchor.why)
-    kind = kind_of(gate)
-    if kind.name == "trend":
-        if gate.selector is not None:
-            raise SpecError(f"gate {gate.expr!r}: a trend judges every query; write it without a slice")
-        n = len(anchor.records) + 1
-        if n < MIN_RELEASES:
-            why = f"{n} comparable release(s) in the window, a trend needs {MIN_RELEASES}"
-            return Outcome(gate, "inconclusive", value, note=why + (f" ({anchor.note})" if anchor.note else ""))
-        series = [r.scores(gate.metric) for r in anchor.records] + [dict(candidate.per_query.get(gate.metric, {}))]
-        t = trend(series)
-        evidence = Evidence(t.comparison)
-        judged = kind.judge(gate, candidate, None, value, t.means[0], evidence)
-        return Outcome(
-            gate, judged.verdict, value, t.means[0], t.comparison.ci.delta, evidence=evidence, note=anchor.note
-        )
+    own = history_kind(gate).judge_anchor(gate, candidate, anchor)
+    if own is not None:
+        return own
     if not anchor.records:
         return Outcome(gate, "pass", value, note="no earlier release is recorded: this one is the first")
     rec = anchor.records[0]

@@ -15,6 +15,8 @@ a handful of queries:
   >= -allowed (``max_rel_drop``: the allowed fraction of the reference's slice value), fail when the
   upper bound is below -allowed, else INCONCLUSIVE (the CI is too wide to decide);
 * ``non_inferior`` and ``no_significant_drop`` already judge with their test.
+
+Each kind says which applies (:meth:`~evalsuite.gating.gates.GateKind.on_slice`, with the helpers below).
 """
 
 from __future__ import annotations
@@ -25,11 +27,10 @@ from collections.abc import Collection
 from ..base.errors import SpecError
 from ..rerank.gates import Stage
 from ..slicing import MIN_QUERIES, Selector, SliceIndex, parse_selector
-from .gates import Evidence, Gate, Judgement, Scores, bracket
+from .gates import Evidence, Gate, Judgement, Scores, SliceBounds, bracket
 from .stages import split_stage
 
 _SLICED = re.compile(r"^\s*(?P<metric>[^\[\]:<>=\s]+)\s*\[(?P<selector>[^\]]*)\]\s*(?P<rest>.*)$")
-POINT_KINDS = ("floor", "max_drop", "max_rel_drop")  # judged on a slice with its CI instead of its point value
 
 
 def split_selector(expr: str) -> tuple[str, Selector | None, Stage | None]:
@@ -88,36 +89,49 @@ def too_few(gate: Gate, n: int) -> tuple[Judgement, str] | None:
     )
 
 
-def judge_slice(
-    gate: Gate, kind_verdict: Judgement, candidate: Scores, reference: Scores | None, evidence: Evidence, n: int
-) -> tuple[Judgement, str | None]:
-    """The verdict of a slice gate with enough queries (see the module doc) and the note that explains it."""
-    head = f"slice [{gate.selector}] has {n} queries"
-    if gate.kind not in POINT_KINDS:
-        return kind_verdict, None
+def floor_on_slice(gate: Gate, candidate: Scores) -> SliceBounds:
+    """A floor on a slice: the one-sided 95% bounds of the slice mean (bootstrap over its queries)."""
     import numpy as np
 
     from ..scoring.stats import decide, mean_bootstrap
 
-    if gate.kind == "floor":
-        values = np.array(list(candidate.per_query[gate.metric].values()))
-        ci = mean_bootstrap(values)[0]
-        verdict = decide(ci, -gate.threshold)  # lower bound >= floor passes, upper bound < floor fails
-        bounds = f"one-sided 95% bounds of the slice mean {ci.lower_bound:.4f} / {ci.upper_bound:.4f}"
-        what = f"against the floor {gate.threshold:g}"
-    else:
-        assert evidence.comparison is not None and reference is not None
-        ci = evidence.comparison.ci
-        allowed = gate.threshold if gate.kind == "max_drop" else gate.threshold * reference.metrics[gate.metric]
-        verdict = decide(ci, allowed)
-        bounds = f"one-sided 95% bounds of the delta {ci.lower_bound:+.4f} / {ci.upper_bound:+.4f}"
-        what = f"against the allowed drop -{allowed:.4g}"
+    values = np.array(list(candidate.per_query[gate.metric].values()))
+    ci = mean_bootstrap(values)[0]
+    return SliceBounds(
+        decide(ci, -gate.threshold),  # lower bound >= floor passes, upper bound < floor fails
+        f"one-sided 95% bounds of the slice mean {ci.lower_bound:.4f} / {ci.upper_bound:.4f}",
+        f"against the floor {gate.threshold:g}",
+    )
+
+
+def drop_on_slice(evidence: Evidence, allowed: float) -> SliceBounds:
+    """An allowed drop on a slice: the one-sided 95% bounds of the paired delta against ``-allowed``."""
+    from ..scoring.stats import decide
+
+    if evidence.comparison is None:
+        raise ValueError("a drop on a slice is judged on the paired comparison, which the evidence lacks")
+    ci = evidence.comparison.ci
+    return SliceBounds(
+        decide(ci, allowed),
+        f"one-sided 95% bounds of the delta {ci.lower_bound:+.4f} / {ci.upper_bound:+.4f}",
+        f"against the allowed drop -{allowed:.4g}",
+    )
+
+
+def judge_slice(
+    gate: Gate, kind_verdict: Judgement, on_slice: SliceBounds | None, n: int
+) -> tuple[Judgement, str | None]:
+    """The verdict of a slice gate with enough queries (see the module doc) and the note that explains it:
+    ``on_slice``, what the kind's :meth:`~.gates.GateKind.on_slice` says (None: its own verdict stands)."""
+    if on_slice is None:
+        return kind_verdict, None
     tail = {
         "pass": "passes",
         "fail": "fails",
         "inconclusive": "straddle it: the CI is too wide to decide on this slice",
-    }[verdict]
-    return Judgement(verdict), f"{head}; {bounds} {what}: {tail}"
+    }[on_slice.verdict]
+    head = f"slice [{gate.selector}] has {n} queries"
+    return Judgement(on_slice.verdict), f"{head}; {on_slice.bounds} {on_slice.against}: {tail}"
 
 
 def check_gate_slices(gates: Collection[Gate], index: SliceIndex, where: str) -> None:

@@ -49,9 +49,10 @@ def plugin_options() -> tuple[tuple[tuple[Option, ...], str], ...]:
 
 def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | None, worker: str) -> GateSession | None:
     """``values``: pytest's ``config.option``. Raises EvalsuiteError for bad settings."""
+    from ..base.specfile import find_spec_file
     from ..canary.embedding.options import CANARY_FLEET_OPTIONS
     from ..sweep.options import SWEEP_OPTIONS
-    from .plan import build_plan, find_spec_file
+    from .plan import build_plan
 
     run_flags = collect(values, RUN_OPTIONS, PREFIX)
     session_flags = collect(values, GATE_OPTIONS + SWEEP_OPTIONS, PREFIX)

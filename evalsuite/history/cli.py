@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.errors import SpecError
 
 if TYPE_CHECKING:
-    from ..run.pipeline import Prepared
-    from ..run.result import Result
+    pass
 
 
 def register(subparsers: Any) -> None:
@@ -34,7 +33,7 @@ def history_dir(given: str | None, cwd: Path) -> Path:
     """DIR as given, else the spec file's ``history`` (relative to the spec file)."""
     if given:
         return Path(given)
-    from ..gating.plan import find_spec_file
+    from ..base.specfile import find_spec_file
 
     found = find_spec_file(cwd)
     value = found[1].get("history") if found else None
@@ -71,11 +70,3 @@ def cmd_history(args: argparse.Namespace) -> int:
     atomic_write_text(out, history_html(series, str(root)))
     print(f"wrote {out}")
     return 0
-
-
-def record_run(history: str, name: str, prepared: Prepared, result: Result) -> Path:
-    """`evalsuite run --history DIR`: the run's record (no gate judged), written atomically under the lock."""
-    from ..gating.releases import record_of
-    from .store import HistoryStore
-
-    return HistoryStore(history).put(record_of(name, prepared, result, (), {}))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -154,8 +153,9 @@ def register(subparsers: Any) -> None:
 def _default_out(endpoint: str | None) -> Path:
     if endpoint is None:
         return Path("reports") / "load" / "local"
-    host = re.sub(r"^https?://", "", endpoint).split("/", 1)[0]
-    return Path("reports") / "load" / (re.sub(r"[^A-Za-z0-9._-]+", "-", host).strip("-") or "endpoint")
+    from ..base.io import path_name, url_host
+
+    return Path("reports") / "load" / path_name(url_host(endpoint), "endpoint")
 
 
 def _context(url: str, values: dict[str, Any], prepared: Prepared) -> CanaryContext:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from ..base.io import atomic_write_json, atomic_write_text
+from ..base.io import atomic_write_json, atomic_write_text, path_name
 from ..run.result import Result
 from .markdown import contract_rows, table
 from .slices import slice_markdown
@@ -111,7 +110,7 @@ def result_cache_text(entry: dict[str, object] | None) -> str:
 
 def default_run_dir(dataset_name: str, model_name: str) -> Path:
     """`reports/<dataset>/<model>` (the model's last path part, made safe for a folder name)."""
-    model = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name.rsplit("/", 1)[-1]).strip("-") or "model"
+    model = path_name(model_name.rsplit("/", 1)[-1], "model")
     return Path("reports") / dataset_name / model
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..run import preflight
 from ..run.options import OUT_OPTION, RUN_OPTIONS, add_options, collect
 from .options import CHOOSE_OPTIONS, SWEEP_OPTIONS, VARY_OPTION
+
+if TYPE_CHECKING:
+    from ..run.prepared import Prepared
 
 OUT = OUT_OPTION.with_default("reports/<dataset>/<model>/sweep")
 
@@ -71,11 +73,9 @@ def cmd_rerank_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from ..reports.run_reports import default_run_dir
-    from ..run.pipeline import prepare
-    from ..run.slices import slice_index
     from ..run.spec import RunSpec
-    from . import parse_vary, plan_cells, run_sweep
+    from . import parse_vary
+    from .job import run_sweep_job
     from .reports import sweep_table_rows, write_sweep_reports
     from .reports.index import index_table_rows, matryoshka_rows
     from .reports.markdown import marks_legend, result_cache_line
@@ -91,16 +91,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         rule = parse_choose(args.choose, args.cost or "bytes")
         if rule.metric not in spec.metrics:
             spec = spec.replace(metrics=(*spec.metrics, rule.metric))
-    preflight.run_paths(spec, Path(args.out) if args.out else None)  # before loading anything
-    prepared = prepare(spec)
-    for departure in prepared.contract.departures:  # a changed model is said, not evaluated in silence
-        print(f"evalsuite: contract departure: {departure}", file=sys.stderr)
-    cells = plan_cells(prepared.contract, axes, grid, info=prepared.model)
-    out = Path(args.out) if args.out else default_run_dir(prepared.dataset.identity.name, prepared.model.name) / "sweep"
-    preflight.out_dir(out)
-    slices = slice_index(prepared)  # an unknown --slice-by field is an error before encoding
-    result = run_sweep(prepared, cells, spec.metrics, axes=axes, grid=grid)
-    result.base.slices = slices
+    job = run_sweep_job(
+        spec,
+        axes,
+        grid,
+        Path(args.out) if args.out else None,
+        default_out=_default_out,
+        note=lambda line: print(line, file=sys.stderr),
+    )
+    result, prepared, cells = job.result, job.prepared, job.cells
+    out = job.out or _default_out(prepared)  # the job made and checked it
     if rule is not None:
         import dataclasses
 
@@ -141,6 +141,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
     return 0
+
+
+def _default_out(prepared: Prepared) -> Path:
+    from ..reports.run_reports import default_run_dir
+
+    return default_run_dir(prepared.dataset.identity.name, prepared.model.name) / "sweep"
 
 
 def _print_table(headers: list[str], rows: list[list[str]]) -> None:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from evalsuite.base.errors import SpecError
-from evalsuite.gating.gates import Evidence, Outcome, Scores
+from evalsuite.gating.gates import TOLERANCE, Evidence, Outcome, Scores, decided
 from evalsuite.gating.judge import evaluate_gate, explain, gather_evidence
-from evalsuite.gating.kinds import _TOLERANCE, GATE_KINDS, decided, forms, gate_help, kind_of, parse_gate
+from evalsuite.gating.kinds import GATE_KINDS, forms, gate_help, kind_of, parse_gate
 from evalsuite.gating.verdicts import GateRequest, VerdictPolicy, judge_all
 from evalsuite.scoring import stats
 
@@ -33,12 +33,12 @@ def _ci(lower: float, upper: float) -> stats.Comparison:
 
 def test_each_kind_passes_exactly_at_its_tolerance_boundary():
     t = 0.35
-    assert _judge("ndcg@10>=0.35", t - _TOLERANCE, None) == "pass"
-    assert _judge("ndcg@10:max_drop=0.25", 0.0, 0.25 + _TOLERANCE) == "pass"
-    value = 1.0 - (0.5 + _TOLERANCE)  # relative drop exactly 50% + tolerance (exact in binary)
-    assert (1.0 - value) / 1.0 == 0.5 + _TOLERANCE
+    assert _judge("ndcg@10>=0.35", t - TOLERANCE, None) == "pass"
+    assert _judge("ndcg@10:max_drop=0.25", 0.0, 0.25 + TOLERANCE) == "pass"
+    value = 1.0 - (0.5 + TOLERANCE)  # relative drop exactly 50% + tolerance (exact in binary)
+    assert (1.0 - value) / 1.0 == 0.5 + TOLERANCE
     assert _judge("ndcg@10:max_rel_drop=50%", value, 1.0) == "pass"
-    ev = Evidence(_ci(-0.01 - _TOLERANCE, 0.02))
+    ev = Evidence(_ci(-0.01 - TOLERANCE, 0.02))
     assert _judge("ndcg@10:non_inferior=0.01", 0.5, 0.5, ev) == "pass"
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from evalsuite.base.errors import SpecError
-from evalsuite.gating.plan import build_plan, read_toml
+from evalsuite.base.specfile import read_toml
+from evalsuite.gating.plan import build_plan
 
 
 def test_qrels_in_a_spec_file_resolve_against_the_spec_file(tmp_path):

@@ -10,7 +10,8 @@ import pytest
 
 from evalsuite.base.errors import SpecError
 from evalsuite.base.settings import describe, fits
-from evalsuite.gating.plan import DATASET_KEYS, SESSION_KEYS, build_plan, load_spec_file
+from evalsuite.base.specfile import load_spec_file
+from evalsuite.gating.plan import DATASET_KEYS, SESSION_KEYS, build_plan
 from evalsuite.rerank.run import RerankSpec
 from evalsuite.run.spec import RunSpec
 

@@ -11,7 +11,8 @@ import pytest
 
 from evalsuite.base.errors import SpecError
 from evalsuite.gating.gates import Scores
-from evalsuite.gating.kinds import parse_gate, trend_window
+from evalsuite.gating.history_kinds import trend_window
+from evalsuite.gating.kinds import parse_gate
 from evalsuite.gating.releases import check_history_gates, judge_history_gate
 from evalsuite.history.anchors import Candidate
 from evalsuite.history.record import GateVerdict

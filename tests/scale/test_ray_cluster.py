@@ -54,6 +54,7 @@ def test_the_bundled_run_on_two_nodes_equals_the_in_process_run(
     assert executor["executor"] == "ray" and executor["actors"] == 2
     assert executor["load_seconds"] > 0 and executor["encode_seconds"] > 0 and executor["wait_seconds"] >= 0
     assert "## Ray nodes" in (out / "report.md").read_text()
+    assert "ray      2 node(s): " in proc.stdout
 
 
 def test_one_pool_serves_every_encoder_of_a_scope_and_a_blockwise_run(
