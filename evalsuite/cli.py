@@ -43,6 +43,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     encoder = result.manifest.get("encoder", {})
     if encoder.get("kind") == "endpoint":
         print(f"served   {encoder['served_model']} at {', '.join(encoder['urls'])}")
+    if encoder.get("nodes"):  # on a Ray cluster: which nodes encoded how many rows
+        nodes = ", ".join(f"{n['node_id'][:8]} ({n['address']}) {n['rows']} rows" for n in encoder["nodes"])
+        print(f"ray      {len(encoder['nodes'])} node(s): {nodes}")
     if prepared.contract.retrieval != "dense":
         print(f"retrieval {prepared.contract.retrieval}")
     print(

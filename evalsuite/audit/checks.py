@@ -16,6 +16,7 @@ import numpy as np
 from ..base.errors import IndexSourceError
 from ..canary.checks.base import CanaryCheck, CheckOutcome
 from ..canary.embedding.checks.repeat import DETECT_CONFIDENCE, detectable_share, detection_probability
+from .collisions import COLLISIONS
 from .diagnosis import share_text
 
 if TYPE_CHECKING:
@@ -395,4 +396,13 @@ MANIFEST = CanaryCheck(
     example="manifest: index/manifest.json disagrees: pooling: manifest 'mean', audit 'cls'",
 )
 
-AUDIT_CHECKS: tuple[CanaryCheck[AuditContext], ...] = (SHAPE, IDS, NORMS, FIDELITY, RETRIEVAL, ANN_RECALL, MANIFEST)
+AUDIT_CHECKS: tuple[CanaryCheck[AuditContext], ...] = (
+    SHAPE,
+    IDS,
+    NORMS,
+    COLLISIONS,
+    FIDELITY,
+    RETRIEVAL,
+    ANN_RECALL,
+    MANIFEST,
+)

@@ -15,7 +15,6 @@ Two classes of cause, tested in order for each infidel sampled row:
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,22 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..scoring.stats import wilson  # the share's interval (also the canary's determinism check)
+
 if TYPE_CHECKING:
     from ..diagnose.local import ReferenceSource
     from .context import AuditContext, Fidelity
 
 MAX_WINDOW_ROWS = 4096  # rows re-encoded to find where misplaced vectors belong
-Z95 = 1.959963984540054
-
-
-def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a binomial share ``k`` of ``n`` (95% by default)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def share_text(k: int, n: int) -> str:

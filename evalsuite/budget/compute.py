@@ -41,11 +41,14 @@ class Scored:
 class Evaluator:
     """Computes and memoizes :class:`Scored` per configuration key, and the vectors per (encoder, dtype)."""
 
-    def __init__(self, plan: BudgetPlan) -> None:
+    def __init__(self, plan: BudgetPlan, *, vectors: Evaluator | None = None) -> None:
+        """``vectors``: another evaluator of the same model, dataset and endpoint whose vectors are shared."""
         self.plan = plan
         ds = plan.prepared.dataset
         self.query_ids: tuple[str, ...] = tuple(sorted(str(q) for q in ds.qrels))
-        self._vectors: dict[tuple[bool, str], tuple[np.ndarray, np.ndarray]] = {}
+        self._vectors: dict[tuple[bool, str], tuple[np.ndarray, np.ndarray]] = (
+            vectors._vectors if vectors is not None else {}
+        )
         self._scored: dict[Config, Scored] = {}
         self._exact: dict[tuple[bool, str, int], Result] = {}
         self.encode_seconds: dict[str, float] = {}
@@ -168,7 +171,7 @@ class Evaluator:
         k = search_depth(plan.metrics)
         ds = plan.prepared.dataset
         t0 = time.perf_counter()
-        retrieved = retrieve(ds, plan.production, k, dense_at(first.ranking, k, None))
+        retrieved = retrieve(plan.prepared, plan.production, k, dense_at(first.ranking, k, None))
         seconds = time.perf_counter() - t0
         aggregate, per_query = evaluate(ds.qrels, retrieved.ranking, list(plan.metrics))
         _, scores, _ = paired_scores(per_query, per_query, list(plan.metrics))

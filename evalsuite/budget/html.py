@@ -75,6 +75,16 @@ def budget_html(result: BudgetResult) -> str:
         heading("Stages"),
         table(*stage_rows(result)),
     ]
+    if result.choice is not None:
+        from ..sweep.reports.choice import choice_legend, choice_rows
+
+        c = result.choice
+        parts += [
+            heading("Choice"),
+            paragraph(c.sentence()),
+            paragraph(choice_legend(c), "meta"),
+            table(*choice_rows(c)),
+        ]
     if result.disagreements:
         parts += [heading("Where the order matters"), *[paragraph(d) for d in result.disagreements]]
     if result.notes:

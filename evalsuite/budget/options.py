@@ -52,6 +52,47 @@ BUDGET_OPTIONS: tuple[Option, ...] = (
         default="sequential",
     ),
 )
+
+
+def _alternative(text: str) -> str:
+    from .choose import parse_alternative
+
+    parse_alternative(text)
+    return text
+
+
+def _choose(text: str) -> str:
+    from ..sweep.choose import parse_choose
+
+    parse_choose(text)
+    return text
+
+
+CHOOSE_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "--choose",
+        "name the cheapest of the declared production and each --alternative that is non-inferior to the reference: "
+        "METRIC:non_inferior=MARGIN (the sweep's --choose rule), e.g. ndcg@10:non_inferior=0.02",
+        {"metavar": "EXPR", "type": spec_type(_choose, "choose")},
+    ),
+    Option(
+        "--alternative",
+        "with --choose: the deployment with one stage's setting changed, AXIS=VALUE with AXIS dim, index or dtype "
+        "(index=hnsw:ef=16, dim=256, index=ivfpq:nlist=8,nprobe=4); repeatable",
+        {
+            "action": "append",
+            "metavar": "AXIS=VALUE",
+            "type": spec_type(_alternative, "alternative"),
+            "dest_name": "alternatives",
+        },
+    ),
+    Option(
+        "--cost",
+        "what --choose minimises: bytes (per vector), latency (p50 search) or dim",
+        {"choices": ("bytes", "latency", "dim")},
+        default="bytes",
+    ),
+)
 GATE_OPTION = Option(
     "--gate",
     "a stage's own budget in the release gates' syntax with [stage=NAME]: ndcg@10[stage=ann]:max_drop=0.01, "

@@ -43,6 +43,11 @@ def budget_markdown(result: BudgetResult, outcomes: Sequence[BudgetGateOutcome] 
             + [ci_text(result.total[m].value, result.total[m].low, result.total[m].high) for m in result.metrics]
         )
         lines.append(table(headers, rows))
+    if result.choice is not None:
+        from ..sweep.reports.choice import choice_legend, choice_rows
+
+        c = result.choice
+        lines += ["## Choice", "", f"**{c.sentence()}**", "", choice_legend(c), "", table(*choice_rows(c))]
     if result.disagreements:
         lines += ["## Where the order matters", "", *[f"- {d}" for d in result.disagreements], ""]
     if result.notes:

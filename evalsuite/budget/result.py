@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..retrieval.search import Ranking
+    from ..sweep.choose import Choice
     from .config import Config
 
 SCHEMA_VERSION = 1
@@ -70,6 +71,7 @@ class BudgetResult:
     configurations_computed: int = 0
     reference_scores: np.ndarray | None = field(default=None, repr=False, compare=False)
     rankings: Mapping[str, Ranking] = field(default_factory=dict, repr=False, compare=False)  # reference, stages
+    choice: Choice | None = None  # --choose over alternative settings of one stage (choose.py)
 
     @property
     def primary(self) -> str:
@@ -153,6 +155,7 @@ class BudgetResult:
             "disagreements": list(self.disagreements),
             "notes": list(self.notes),
             "configurations_computed": self.configurations_computed,
+            **({"choice": self.choice.to_dict()} if self.choice is not None else {}),
         }
 
 

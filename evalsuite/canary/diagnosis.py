@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..base.errors import EndpointError
 from ..diagnose.engines import ServerFacts, server_facts
@@ -17,6 +17,9 @@ from ..diagnose.hypotheses import Alternative
 from ..diagnose.local import AlternativeVectors, Hypotheses, Probes, ReferenceSource
 from ..diagnose.score import Diagnosis, diagnose, name_precision
 from ..encode.http import EndpointHTTPError
+from ..encode.response import DimensionMismatch
+from .embedding.checks.ladder import SHARED_KEY as LADDER_KEY
+from .embedding.checks.ladder import Cap
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..encode.base import Encoder
+    from ..encode.endpoint import EndpointEncoder
     from ..encode.right_padded import RightPaddedLastEncoder
     from ..run.prepared import Prepared
     from .checks.base import CheckOutcome
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
 # the checks whose failure the served vectors can explain
 DIAGNOSED = frozenset(
     {"vector_agreement", "norm_agreement", "batch_invariance", "retrieval_agreement", "bad_input", "matryoshka"}
+    | {"length_ladder"}  # issue 40: the ladder's cap joins the lengths the diagnosis tries
 )
 
 
@@ -67,18 +72,27 @@ def _diagnose(ctx: CanaryContext, dims: int | None) -> Diagnosis:
         server_max=facts.max_length,
         suspects=ctx.settings.suspect_models,
     )
+    cap = ctx.known(LADDER_KEY)  # the length ladder's cap, when it found one: a length no fixed list holds
+    if isinstance(cap, Cap) and cap.agrees != c.max_length and 2 <= cap.agrees <= info.max_positions:
+        hyps = dataclasses.replace(hyps, lengths=tuple(sorted({*hyps.lengths, cap.agrees})))
     base = Alternative.of_contract(c if dims is None else c.replace(dim=dims), hidden)
     what = f"{len(probes.ids)} canary texts" + (f" with dimensions={dims}" if dims else "")
     if probes.refused:
         what += f" ({len(probes.refused)} refused by the server and left out: {', '.join(probes.refused)})"
     candidates: dict[Alternative, np.ndarray] = {}
-    for group in vectors.candidate_groups(base, int(served.shape[1]), hyps):
+    width = int(served.shape[1])
+    found: Diagnosis | None = None
+    for group in vectors.candidate_groups(base, width, hyps):
         candidates.update(group)
+        if not any(v.shape[1] == width for v in candidates.values()):
+            continue  # no alternative of the served width yet (a dropped Dense head's comes with its group)
         found = diagnose(
             served, candidates, probes.ids, base=base, hidden=hidden, contract=c, what=what, engine=facts.engine
         )
         if found.explained:
             break
+    if found is None:
+        raise ValueError(f"no alternative has the served vectors' {width} dimensions")
     # only once every alternative is in: a quantized server's vectors are near several of them
     found = name_precision(found, served, candidates, probes.ids, base=base, hidden=hidden, contract=c)
     return dataclasses.replace(found, not_tested=tuple(vectors.not_tested))
@@ -89,6 +103,43 @@ def _facts(ctx: CanaryContext) -> ServerFacts:
 
 
 def _served(ctx: CanaryContext, dims: int | None) -> tuple[Probes, np.ndarray]:
+    """The served vectors (see :func:`_served_by`); when they are not the contract's width (no ``dimensions`` asked),
+    asked again by a client that expects the width the server sends, so a dropped Dense head (the transformer's
+    hidden size) can be diagnosed too."""
+    client = ctx.client()
+    try:
+        return _served_by(ctx, dims, client)
+    except DimensionMismatch:
+        width = None if dims is not None else _served_width(ctx, client)
+        if width is None or width == ctx.hidden_size:
+            raise
+    served = ctx.served_model()
+    other = ctx.make_client(model=served.name, models=served.aliases, dim=width)
+    try:
+        return _served_by(ctx, dims, other)
+    finally:
+        other.close()
+
+
+def _served_width(ctx: CanaryContext, client: EndpointEncoder) -> int | None:
+    """The width of the vector the server sends for the first canary text (None when it sends none)."""
+    cs = ctx.canary_set()
+    resp = client.request(
+        "POST", client.config.embeddings_url, json=client.payload(cs.rendered(ctx.contract)[:1]), what="the width probe"
+    )
+    body: Any = resp.json()
+    try:
+        raw = body["data"][0]["embedding"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if isinstance(raw, str):
+        import base64
+
+        return len(base64.b64decode(raw)) // 4
+    return len(raw) if isinstance(raw, list) else None
+
+
+def _served_by(ctx: CanaryContext, dims: int | None, client: EndpointEncoder) -> tuple[Probes, np.ndarray]:
     """The served vectors of the canary texts as they come (norms unchecked), and of the over-long
     document too when the server embeds it (it tests truncation above the contract's max length).
 
@@ -101,7 +152,7 @@ def _served(ctx: CanaryContext, dims: int | None) -> tuple[Probes, np.ndarray]:
 
     from ..run import probes as texts
 
-    c, cs, client = ctx.contract, ctx.canary_set(), ctx.client()
+    c, cs = ctx.contract, ctx.canary_set()
     rendered = cs.rendered(c)
     order = sorted(range(len(rendered)), key=lambda i: len(rendered[i]))  # as EndpointEncoder.embed batches them
     size = client.config.batch_size
@@ -251,8 +302,32 @@ def reference_source(
             progress=False,
         )
 
+    @cache
+    def headless(mode: str, max_length: int, dtype: str) -> Encoder | None:
+        """The reference with its Dense heads dropped (``dropped``) or run without activations (``no_activation``)."""
+        info = prepared.model
+        if not info.dense:
+            return None
+        from ..encode.local import LocalEncoder
+
+        if mode == "dropped":  # the pooled transformer output: the first head's input width
+            info = dataclasses.replace(info, dense=(), hidden_size=info.dense[0].in_features)
+        else:
+            info = dataclasses.replace(
+                info, dense=tuple(dataclasses.replace(h, activation="Identity") for h in info.dense)
+            )
+        enc = LocalEncoder(
+            info, dtype=dtype, device=prepared.spec.device, max_length=max_length, truncation="truncate", progress=False
+        )
+        return enc
+
     return ReferenceSource(
-        encoder=encoder, suspect=suspect, token_counts=token_counts, special=special, right_padded=right_padded
+        encoder=encoder,
+        suspect=suspect,
+        token_counts=token_counts,
+        special=special,
+        right_padded=right_padded,
+        headless=headless,
     )
 
 

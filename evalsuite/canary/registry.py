@@ -31,10 +31,14 @@ from ..encode.secret import cut
 from .checks.base import C, CanaryCheck, CheckOutcome
 from .embedding.checks.agreement import BATCH_INVARIANCE, NORM_AGREEMENT, VECTOR_AGREEMENT
 from .embedding.checks.bad_input import BAD_INPUT
+from .embedding.checks.determinism import DETERMINISM
 from .embedding.checks.identity import AUTH, IDENTITY
+from .embedding.checks.invariance import CASE_VARIANTS, DISTINCT_INPUTS
+from .embedding.checks.ladder import LENGTH_LADDER
 from .embedding.checks.matryoshka import MATRYOSHKA
 from .embedding.checks.repeat import REPEATED_REQUESTS
 from .embedding.checks.retrieval import RETRIEVAL_AGREEMENT
+from .embedding.checks.stress import STRESS_INPUTS
 from .reranker.checks.agreement import (
     RERANK_INDEX_MAPPING,
     RERANK_RANKING_AGREEMENT,
@@ -56,6 +60,12 @@ CANARY_CHECKS: tuple[CanaryCheck[CanaryContext], ...] = (
     REPEATED_REQUESTS,
     RETRIEVAL_AGREEMENT,
     BAD_INPUT,
+    # issue 40's probes: what a fixed probe set misses
+    LENGTH_LADDER,
+    CASE_VARIANTS,
+    DISTINCT_INPUTS,
+    DETERMINISM,
+    STRESS_INPUTS,
     MATRYOSHKA,
     AUTH,
 )

@@ -24,6 +24,12 @@ CHECK_STAGES = {
     "retrieval_agreement": "search",
     "batch_invariance": "batch",
     "matryoshka": "batch",
+    # issue 40's probes
+    "length_ladder": "truncation",
+    "case_variants": "agreement",  # the variants agree with their references: wrong pooling fails them too
+    "distinct_inputs": "agreement",
+    "determinism": "batch",
+    "stress_inputs": "batch",
 }
 
 

@@ -43,10 +43,15 @@ SPECIAL_MODES = ("contract", "no_closing", "cut")
 # last token), or "right": right-padded and pooled at the batch's last position, so a text shorter than the longest
 # in its batch is pooled at a pad token (TEI's Qwen3 bug). Formed over the batches the served vectors came from.
 PADDING_MODES = ("contract", "right")
+# The model's Dense heads after pooling (sentence-transformers' 2_Dense, ...): run as the contract says ("contract"),
+# not run at all ("dropped": the pooled transformer output, TEI#732, vLLM#15509; of the hidden size, or of the right
+# size from the wrong layer when the heads end where they began, as embeddinggemma's 768 -> 3072 -> 768), or run
+# without their activation functions ("no_activation"). Only for a model that declares Dense heads (issue 40).
+HEAD_MODES = ("contract", "dropped", "no_activation")
 
 
-# (prefix mode, max length, model dtype, suspect model, special-token mode, padding mode): one forward pass each
-ForwardKey = tuple[str, int, str, str | None, str, str]
+# (prefix mode, max length, model dtype, suspect model, special-token mode, padding mode, head mode): one pass each
+ForwardKey = tuple[str, int, str, str | None, str, str, str]
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,7 @@ class Alternative:
     model: str | None = None  # a --suspect-model directory; None: the pinned reference
     special: str = "contract"  # one of SPECIAL_MODES
     padding: str = "contract"  # one of PADDING_MODES
+    head: str = "contract"  # one of HEAD_MODES
 
     @classmethod
     def of_contract(cls, contract: Contract, hidden: int) -> Alternative:
@@ -86,7 +92,7 @@ class Alternative:
 
     def forward_key(self) -> ForwardKey:
         """What needs its own forward pass (everything else is derived from one pooled pass)."""
-        return (self.prefix, self.max_length, self.model_dtype, self.model, self.special, self.padding)
+        return (self.prefix, self.max_length, self.model_dtype, self.model, self.special, self.padding, self.head)
 
     def departures(self, base: Alternative, hidden: int) -> list[tuple[Factor, object]]:
         """The factors on which this alternative departs from ``base``, in triage order."""
@@ -194,6 +200,12 @@ _VLLM_PREFIX_FIX = (
     "query / document, which prepends the model's declared prompts)"
 )
 
+_HEAD_CAUSES = {
+    "dropped": "the server drops the model's Dense head: its vectors are the pooled transformer output before the "
+    "projection (2_Dense not run)",
+    "no_activation": "the server runs the model's Dense head without its activation function",
+}
+
 _PADDING_CAUSE = (
     "the server right-pads each batch and pools its last position, so every text shorter than the longest in its "
     "batch is pooled at a pad token (its vector depends on the batch it is sent in)"
@@ -221,6 +233,23 @@ FACTORS: tuple[Factor, ...] = (
             "tei": "TEI: serve a model directory whose tokenizer.json post-processor adds the closing token",
             "infinity": "Infinity: serve a model directory whose tokenizer.json post-processor adds the closing token",
             "sglang": "SGLang: serve the model with its own tokenizer (its post-processor adds the closing token)",
+        },
+    ),
+    Factor(
+        field="head",
+        stage="shape",
+        cause=lambda v, c: _HEAD_CAUSES[str(v)],
+        remedy={
+            "": "serve the model directory with its modules.json and every Dense module (2_Dense/...: config.json and "
+            "weights), on an engine release that runs sentence-transformers Dense heads after pooling (TEI#732, "
+            "vLLM#15509, TEI#749); until then serve it with sentence-transformers itself (e.g. Infinity)",
+            "tei": "TEI: upgrade to a release that loads the model's Dense modules (TEI#732: 2_Dense not loaded; "
+            "TEI#749: embeddinggemma's prompt and Dense head skipped together), and serve the directory with its "
+            "modules.json",
+            "vllm": "vLLM: upgrade to a release that applies sentence-transformers Dense layers after pooling "
+            "(vLLM#15509), and serve the directory with its modules.json and 2_Dense/",
+            "infinity": "Infinity: serve the model directory with its modules.json and 2_Dense/ (the torch engine "
+            "runs sentence-transformers, Dense heads included)",
         },
     ),
     Factor(
@@ -278,6 +307,7 @@ FACTORS: tuple[Factor, ...] = (
         stage="batch",
         cause=lambda v, c: f"the server cuts the vectors to {v} dimensions (the contract's: {c.dim})",
         remedy={"": "ask for the contract's {contract.dim} dimensions (or none)"},
+        relevant=lambda alt, hidden: alt.head != "dropped",  # a dropped head's width is the transformer's, not a cut
     ),
     Factor(
         field="renormalize",

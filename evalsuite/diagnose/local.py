@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..contract import POOLINGS
-from .hypotheses import PREFIX_MODES, Alternative, ForwardKey, prefixes
+from .hypotheses import HEAD_MODES, PREFIX_MODES, Alternative, ForwardKey, prefixes
 from .score import derive, numeric_variants
 
 if TYPE_CHECKING:
@@ -55,6 +55,9 @@ class ReferenceSource:
     special: Callable[[str, int, str], Encoder | None] | None = None
     # the reference at a (max length, dtype) run as an engine that right-pads a batch and pools its last position
     right_padded: Callable[[int, str], RightPaddedLastEncoder | None] | None = None
+    # the reference at a (head mode, max length, dtype) with its Dense heads dropped or run without activations;
+    # None (or the callable answering None) for a model without Dense heads
+    headless: Callable[[str, int, str], Encoder | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,13 +106,16 @@ class AlternativeVectors:
         return [pre[r] + t for r, t in zip(self.probes.roles, self.probes.texts, strict=True)]
 
     def _encode(self, encoder: Encoder, rendered: list[str], rows: list[int]) -> dict[str, np.ndarray]:
-        out = {p: np.zeros((len(rendered), self.hidden), dtype=np.float32) for p in POOLINGS}
+        out: dict[str, np.ndarray] = {}
         for role in ("query", "document"):
             idx = [i for i in rows if self.probes.roles[i] == role]
             if idx:
                 got = encoder.encode([rendered[i] for i in idx], poolings=list(POOLINGS), role=role)
-                for p in POOLINGS:
-                    out[p][idx] = got[p]
+                for p in POOLINGS:  # the width is the encoder's (a dropped Dense head's is the transformer's)
+                    rows_of = out.setdefault(p, np.zeros((len(rendered), got[p].shape[1]), dtype=np.float32))
+                    rows_of[idx] = got[p]
+        if not out:
+            out = {p: np.zeros((len(rendered), self.hidden), dtype=np.float32) for p in POOLINGS}
         return out
 
     def pooled(self, key: ForwardKey) -> dict[str, np.ndarray] | None:
@@ -119,7 +125,7 @@ class AlternativeVectors:
         return self._pooled[key]
 
     def _compute(self, key: ForwardKey) -> dict[str, np.ndarray] | None:
-        mode, length, dtype, model, special, padding = key
+        mode, length, dtype, model, special, padding, head = key
         rendered = self._render(mode)
         if rendered is None:
             return None
@@ -128,6 +134,9 @@ class AlternativeVectors:
         try:
             if model is not None:
                 return self._encode(self.source.suspect(model), rendered, rows)
+            if head != "contract":
+                encoder = self.source.headless(head, length, dtype) if self.source.headless is not None else None
+                return None if encoder is None else self._encode(encoder, rendered, rows)
             if padding != "contract":  # last-token pooling only: the batch's last position, over the served batches
                 padded = self.source.right_padded(length, dtype) if self.source.right_padded is not None else None
                 if padded is None or not self.probes.batches:
@@ -143,7 +152,7 @@ class AlternativeVectors:
             if length != c.max_length and mode == "contract" and dtype == c.dtype:
                 # only texts the other length cuts differently change: the rest are the contract's pass
                 counts = self.source.token_counts(rendered)
-                base = self.pooled(("contract", c.max_length, dtype, None, "contract", "contract"))
+                base = self.pooled(("contract", c.max_length, dtype, None, "contract", "contract", "contract"))
                 if counts is not None and base is not None:
                     rows = [i for i, n in enumerate(counts) if n > min(length, c.max_length)]
                     if not rows:
@@ -168,22 +177,24 @@ class AlternativeVectors:
         lengths (each also cut after the closing token, as llama-cpp-python truncates), model
         dtypes and suspect models, each with every pooling, normalization and cut. A caller stops asking once one
         explains the served vectors, so the expensive passes run only when needed."""
-        m, n, dt, sp, pd = base.max_length, base.model_dtype, base.model, base.special, base.padding
+        m, n, dt, sp, pd, hd = base.max_length, base.model_dtype, base.model, base.special, base.padding, base.head
         # a batch of texts of several lengths pads some of them: only then can right padding change a vector
         padded = base.pooling == "last" and any(len(b) > 1 for b in self.probes.batches)
         groups: list[list[ForwardKey]] = [
             [base.forward_key()],
-            [(mode, m, n, dt, sp, pd) for mode in PREFIX_MODES if mode != "contract"],
-            [("contract", m, n, dt, "no_closing", pd)],
-            [("contract", m, n, dt, sp, "right")] if padded else [],
+            # the Dense heads dropped or run without activations, alone or with the prompt dropped too (TEI#749)
+            [(mode, m, n, dt, sp, pd, h) for h in HEAD_MODES if h != hd for mode in ("contract", "none")],
+            [(mode, m, n, dt, sp, pd, hd) for mode in PREFIX_MODES if mode != "contract"],
+            [("contract", m, n, dt, "no_closing", pd, hd)],
+            [("contract", m, n, dt, sp, "right", hd)] if padded else [],
             [
-                ("contract", length, n, dt, s, pd)
+                ("contract", length, n, dt, s, pd, hd)
                 for length in (m, *hyps.lengths)
                 for s in (sp, "cut")
                 if (length, s) != (m, sp)
             ],
-            [("contract", m, d, dt, sp, pd) for d in hyps.model_dtypes],
-            [("contract", m, n, s, sp, pd) for s in hyps.suspects],
+            [("contract", m, d, dt, sp, pd, hd) for d in hyps.model_dtypes],
+            [("contract", m, n, s, sp, pd, hd) for s in hyps.suspects],
         ]
         for keys in groups:
             yield self._candidates(keys, base, width)
@@ -192,7 +203,7 @@ class AlternativeVectors:
         contract_inputs = self._render("contract")
         out: dict[Alternative, np.ndarray] = {}
         for key in keys:
-            mode, length, dtype, model, special, padding = key
+            mode, length, dtype, model, special, padding, head = key
             if mode != "contract" and self._render(mode) == contract_inputs:
                 continue  # the same inputs as the contract's: the same vectors
             pooled = self.pooled(key)
@@ -210,6 +221,7 @@ class AlternativeVectors:
                     model=model,
                     special=special,
                     padding=padding,
+                    head=head,
                 )
                 for alt in numeric_variants(around, width, self.hidden, roundings):
                     out[alt] = derive(pooled[pooling], alt)

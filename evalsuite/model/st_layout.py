@@ -161,7 +161,7 @@ def st_layout(root: Path) -> StLayout:
     for m in modules:
         kind = str(m.get("type", "")).rsplit(".", 1)[-1]
         sub = root / m.get("path", "")
-        if kind == "Transformer":
+        if kind in ("Transformer", "MLMTransformer"):  # MLMTransformer: a SPLADE model's (its MLM head is sparse's)
             transformer = sub
             cfg = sub / "sentence_bert_config.json"
             if not cfg.is_file():
@@ -176,6 +176,11 @@ def st_layout(root: Path) -> StLayout:
             dense.append(read_dense(sub))
         elif kind == "Normalize":
             normalize = True
+        elif kind == "SpladePooling":  # a learned sparse model: run by the sparse reference (model/sparse_layout.py)
+            problem = problem or (
+                f"{root}: a SPLADE model (SpladePooling) makes sparse vectors, not a dense one: evaluate it with "
+                "--retrieval sparse (or fuse it: --retrieval hybrid --fuse sparse,bm25)"
+            )
         else:
             raise ModelError(
                 f"{modules_file}: module {m.get('type')!r} is not supported by the reference encoder ({RUNS} "

@@ -273,7 +273,7 @@ def score(
     retrieved: Retrieved | None = None
     if contract.retrieval != DENSE and hit is None:
         dense = dense_at(ranking, k, research) if ranking is not None else None
-        retrieved = retrieve(ds, contract, k, dense)
+        retrieved = retrieve(prepared, contract, k, dense)
         ranking = retrieved.ranking
     if ranking is None:  # pragma: no cover - every branch above ranks
         raise SpecError(f"retrieval {contract.retrieval!r} gave no ranking")

@@ -33,6 +33,7 @@ def prepare(spec: RunSpec) -> Prepared:
     check_endpoint_settings(spec)
     if contract.index != "flat" and spec.chunk_size:
         raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
+    _check_retrieval_model(info, contract)
     spec, notes = decide_chunking(spec, contract.index)
     notes = tuple(f"contract departure: {d}" for d in contract.departures) + notes
     execution_of(spec)  # executor settings are checked before the dataset loads
@@ -58,6 +59,17 @@ def corpus_index_dir(spec: RunSpec) -> Path:
 
     root = Path(spec.cache_dir).expanduser() if spec.cache_dir else default_cache_dir()
     return root / SUBDIR
+
+
+def _check_retrieval_model(info: ModelInfo, contract: Contract) -> None:
+    """A retriever that runs the model's sparse head (``sparse``, a hybrid fusing it) needs one: refused here,
+    before the dataset loads and anything is written."""
+    from ..retrieval.retrievers import parse_retrieval
+
+    if "sparse" in parse_retrieval(contract.retrieval).components:
+        from ..model.sparse_layout import sparse_head
+
+        sparse_head(info.path, info.hidden_size)
 
 
 COMPRESSION_RATIO = 4  # a compressed corpus file is counted as this many times its size

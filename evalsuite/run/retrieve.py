@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..base.errors import SpecError
 from ..contract import Contract
 from ..datasets import Dataset
 from ..retrieval.retrievers import DENSE, RetrievalSpec, Retrieved, parse_retrieval, retriever
 from ..retrieval.search import Ranking
+
+if TYPE_CHECKING:
+    from .prepared import Prepared
 
 CORPUS_CHUNK = 65_536
 
@@ -27,11 +31,12 @@ def needs_vectors(contract: Contract) -> bool:
 
 @dataclass(frozen=True)
 class DatasetInputs:
-    """A dataset's texts as a retriever reads them, and the dense ranking at any depth (``dense``: None when the
-    run has no vectors)."""
+    """A dataset's texts as a retriever reads them, the dense ranking at any depth (``dense``: None when the run
+    has no vectors) and the learned sparse ranking (``sparse_search``: None when no model can make one)."""
 
     dataset: Dataset
     dense_search: Callable[[int], Ranking] | None
+    sparse_search: Callable[[int, int], Ranking] | None = None
 
     @property
     def query_ids(self) -> Sequence[str]:
@@ -58,6 +63,41 @@ class DatasetInputs:
             raise SpecError("this run has no dense vectors to search: fuse retrievers that read the texts only")
         return self.dense_search(k)
 
+    def sparse(self, top_k: int, k: int) -> Ranking:
+        if self.sparse_search is None:
+            raise SpecError("this run has no model to make sparse vectors with")
+        return self.sparse_search(top_k, k)
+
+
+def sparse_ranking(prepared: Prepared, contract: Contract) -> Callable[[int, int], Ranking]:
+    """The model's learned sparse run (:mod:`evalsuite.encode.sparse`): queries and documents rendered for their
+    role, encoded once per ``top_k``, searched exactly (:mod:`evalsuite.retrieval.sparse_search`)."""
+    from ..encode.sparse import SparseEncoder
+    from ..retrieval.sparse_search import sparse_search
+
+    spec, ds = prepared.spec, prepared.dataset
+    encoder = SparseEncoder.of(
+        prepared.model,
+        max_length=contract.max_length,
+        device=spec.device,
+        batch_size=spec.batch_size,
+        trust_remote_code=spec.trust_remote_code,
+    )
+    done: dict[int, tuple[list[Any], list[Any]]] = {}
+
+    def search(top_k: int, k: int) -> Ranking:
+        if top_k not in done:
+            inputs = DatasetInputs(ds, None)
+            queries = encoder.encode(contract.render_all("query", inputs.query_texts()), top_k)
+            docs = encoder.encode(contract.render_all("document", list(inputs.doc_texts())), top_k)
+            done[top_k] = (queries, docs)
+        queries, docs = done[top_k]
+        return sparse_search(
+            queries, docs, query_ids=ds.query_ids, doc_ids=ds.doc_ids, vocab_size=encoder.head.vocab_size, k=k
+        )
+
+    return search
+
 
 def dense_at(searched: Ranking, k: int, search: Callable[[int], Ranking] | None) -> Callable[[int], Ranking]:
     """The dense ranking at any depth: ``searched`` (depth ``k``) cut when that is enough (the top ``d`` of an
@@ -81,10 +121,11 @@ def dense_at(searched: Ranking, k: int, search: Callable[[int], Ranking] | None)
     return at
 
 
-def retrieve(dataset: Dataset, contract: Contract, k: int, dense: Callable[[int], Ranking] | None) -> Retrieved:
+def retrieve(prepared: Prepared, contract: Contract, k: int, dense: Callable[[int], Ranking] | None) -> Retrieved:
     """The contract's retriever's top ``k`` per query (not called for ``dense``, whose ranking the caller has)."""
     spec = parse_retrieval(contract.retrieval)
-    return retriever(spec.kind).retrieve(spec, DatasetInputs(dataset, dense), k)
+    sparse = sparse_ranking(prepared, contract) if "sparse" in spec.components else None
+    return retriever(spec.kind).retrieve(spec, DatasetInputs(prepared.dataset, dense, sparse), k)
 
 
 def manifest_entry(contract: Contract, retrieved: Retrieved | None, seconds: float | None = None) -> dict[str, object]:

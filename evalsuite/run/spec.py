@@ -14,7 +14,7 @@ from ..contract import POOLINGS, Contract
 from ..model import ModelInfo
 from ..model.prompts import DOC_PROMPT_NAMES as DOC_PROMPT_NAMES  # the document role's prompt names
 from ..model.prompts import declared_prompt
-from ..retrieval.retrievers import RETRIEVAL_SETTINGS, retrieval_param
+from ..retrieval.retrievers import RETRIEVAL_SETTINGS, parse_retrieval, retrieval_param, retriever
 from ..retrieval.retrievers import resolve as resolve_retrieval
 from ..scoring.metrics import DEFAULT_METRICS, parse_metrics
 
@@ -82,6 +82,7 @@ class RunSpec:
     fusion_depth: int | None = None
     fusion_weights: tuple[float, ...] | None = None
     fusion_norm: str | None = None
+    sparse_top_k: int | None = None
     bm25_k1: float | None = None
     bm25_b: float | None = None
     bm25_method: str | None = None
@@ -200,12 +201,18 @@ def retrieval_of(spec: RunSpec) -> str:
     return resolve_retrieval(spec.retrieval, given).text
 
 
+def _reads_vectors(retrieval: str) -> bool:
+    parsed = parse_retrieval(retrieval)
+    return retriever(parsed.kind).needs_vectors(parsed)
+
+
 def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
     """Resolve every default against what the model declares, and validate the result. A setting that overrides
     a declaration is a departure recorded in the contract (``departures``)."""
-    if spec.pooling is None and info.pooling_problem is not None:
+    retrieval = retrieval_of(spec)
+    if spec.pooling is None and info.pooling_problem is not None and _reads_vectors(retrieval):
         raise SpecError(info.pooling_problem)
-    pooling = spec.pooling or info.declared_pooling or "mean"
+    pooling = spec.pooling or info.declared_pooling or "mean"  # a retriever without vectors ignores it
     if pooling not in POOLINGS:
         raise SpecError(
             f"{info.root}: pooling {pooling!r} is not one the reference encoder implements; "
@@ -247,7 +254,7 @@ def build_contract(spec: RunSpec, info: ModelInfo) -> Contract:
         similarity=similarity,
         matryoshka_dims=info.matryoshka_dims,
         index=spec.index,
-        retrieval=retrieval_of(spec),
+        retrieval=retrieval,
         query_prompt=query_name if spec.query_prefix is None else None,
         doc_prompt=doc_name if spec.doc_prefix is None else None,
         departures=tuple(departures),

@@ -103,6 +103,7 @@ class Choice:
     cells: tuple[Judged, ...]
     chosen: str | None  # None: no cell is non-inferior; keep the base
     base_pareto: bool = True
+    base_name: str = "base"  # what the cells are judged against (the budget's: the reference)
 
     @property
     def chosen_cell(self) -> Judged | None:
@@ -118,12 +119,12 @@ class Choice:
         c = self.chosen_cell
         if c is not None:
             return (
-                f"ship {c.name}: the cheapest cell {how}; cost {_num(c.cost)} {unit} (base {_num(self.base_cost)}), "
-                f"{r.metric} {c.value:.4f} (base {self.base_value:.4f}, delta {c.delta:+.4f}, lower bound "
+                f"ship {c.name}: the cheapest cell {how}; cost {_num(c.cost)} {unit} ({self.base_name} {_num(self.base_cost)}), "
+                f"{r.metric} {c.value:.4f} ({self.base_name} {self.base_value:.4f}, delta {c.delta:+.4f}, lower bound "
                 f"{c.lower_bound:+.4f} >= -{r.margin:g})"
             )
         undecided = [x for x in self.cells if x.decision == "inconclusive"]
-        text = f"no cell is {how}: keep the base"
+        text = f"no cell is {how}: keep the {self.base_name}"
         if undecided:
             text += "; inconclusive: " + ", ".join(
                 f"{x.name} (lower bound {x.lower_bound:+.4f}; "
@@ -139,7 +140,12 @@ class Choice:
             "cost_unit": COST_UNITS[self.rule.cost],
             "confidence": self.confidence,
             "correction": "Bonferroni over the cells considered",
-            "base": {"value": self.base_value, "cost": self.base_cost, "pareto": self.base_pareto},
+            "base": {
+                "name": self.base_name,
+                "value": self.base_value,
+                "cost": self.base_cost,
+                "pareto": self.base_pareto,
+            },
             "chosen": self.chosen,
             "sentence": self.sentence(),
             "cells": [c.to_dict() for c in self.cells],
@@ -167,7 +173,13 @@ def pareto_front(points: Sequence[tuple[float | None, float]]) -> list[bool]:
 
 
 def choose(
-    rule: ChooseRule, base: np.ndarray, base_cost: float | None, cells: Sequence[Candidate], *, seed: int = 0
+    rule: ChooseRule,
+    base: np.ndarray,
+    base_cost: float | None,
+    cells: Sequence[Candidate],
+    *,
+    seed: int = 0,
+    base_name: str = "base",
 ) -> Choice:
     """Judge every candidate against ``base`` (per-query scores on the rule's metric) and pick the cheapest pass."""
     from ..scoring.stats import non_inferiority
@@ -194,4 +206,5 @@ def choose(
         )
     passing = [j for j in out if j.decision == "pass"]
     best = min(passing, key=lambda j: (j.cost, -j.value)) if passing else None
-    return Choice(rule, float(np.mean(base)), base_cost, confidence, tuple(out), best.name if best else None, front[0])
+    chosen = best.name if best else None
+    return Choice(rule, float(np.mean(base)), base_cost, confidence, tuple(out), chosen, front[0], base_name)

@@ -28,6 +28,7 @@ ALL_PASS = {
     "shape": "PASS",
     "ids": "PASS",
     "norms": "PASS",
+    "collisions": "PASS",
     "fidelity": "PASS",
     "retrieval": "PASS",
     "ann_recall": "PASS",

@@ -248,3 +248,21 @@ def test_an_index_cut_to_fewer_dimensions_fails_shape_and_is_named_a_matryoshka_
     assert x["retrieval"]["status"] == "SKIP" and x["ann_recall"]["status"] == "SKIP"
     (stale,) = x["fidelity"]["details"]["diagnosis"]["causes"]
     assert stale["class"] == "stale" and stale["count"] == len(ingest.ids) and "256" in stale["alternative"], stale
+
+
+def test_chunks_of_different_texts_with_one_vector_are_named_collisions(ingest: Ingest, tmp_path: Path) -> None:
+    # an engine that collapsed three inputs to one vector (Ollama#13942: every all-uppercase input): rows 5 and 77
+    # hold row 40's vector
+    v = ingest.vectors.copy()
+    v[5] = v[77] = v[40]
+    index, ids = ingest.write("collide", v)
+    code, data, _ = audit(ingest, "collide", index, ids, tmp_path)
+    c = verdicts(data)["collisions"]
+    assert code == 1 and c["status"] == "FAIL", c["message"]
+    [group] = c["details"]["collisions"]
+    assert sorted(x["id"] for x in group) == sorted(ingest.ids[r] for r in (5, 40, 77))
+    assert (
+        c["details"]["groups"] == 1
+        and "1 group(s) of chunks with different texts share one stored vector" in (c["message"])
+    )
+    assert ingest.ids[5] in c["message"]

@@ -155,3 +155,26 @@ def test_a_gate_on_an_unknown_stage_is_rejected_at_parse_time(capsys: pytest.Cap
     with pytest.raises(SystemExit) as exc:
         main(["budget", "--gate", "ndcg@10[stage=quantization]:max_drop=0.01"])
     assert exc.value.code == 2 and "stage 'quantization' is not one of" in capsys.readouterr().err
+
+
+def test_choose_names_the_cheapest_setting_non_inferior_to_the_reference(tmp_path: Path, reference_cache: Path) -> None:
+    """The declared HNSW with a tiny ef fails; SQ8 and an HNSW searching the whole corpus, at the same 128
+    dimensions, stay within 0.1 of the reference; SQ8 is the cheaper (128 bytes per vector against 592.57)."""
+    out = tmp_path / "out"
+    argv = ["--dim", "128", "--index", "hnsw:M=8,ef=4", "--metrics", "ndcg@10", "--choose", "ndcg@10:non_inferior=0.1"]
+    argv += ["--alternative", "index=hnsw:M=8,ef=458", "--alternative", "index=sq8"]
+    assert _budget(out, reference_cache, *argv) == 0
+    data = json.loads((out / "budget.json").read_text())
+    choice = data["choice"]
+    cells = {c["name"]: c for c in choice["cells"]}
+    assert list(cells) == ["production", "index=hnsw:M=8,efc=40,ef=458", "index=sq8"]
+    assert cells["production"]["decision"] != "pass"
+    assert cells["index=sq8"]["decision"] == cells["index=hnsw:M=8,efc=40,ef=458"]["decision"] == "pass"
+    assert cells["index=sq8"]["cost"] == 128 < cells["index=hnsw:M=8,efc=40,ef=458"]["cost"]
+    assert choice["chosen"] == "index=sq8" and choice["base"]["name"] == "reference"
+    assert choice["confidence"] == pytest.approx(1 - 0.05 / 3)
+    dimension = next(
+        s for s in data["stages"] if s["name"] == "dimension"
+    )  # exact search over the same vectors: ef 458 comes close
+    assert cells["index=hnsw:M=8,efc=40,ef=458"]["value"] == pytest.approx(dimension["metrics"]["ndcg@10"], abs=0.005)
+    assert "## Choice" in (out / "report.md").read_text() and "index=sq8 (chosen)" in (out / "report.html").read_text()

@@ -42,6 +42,11 @@ CHECK_ORDER = [
     "repeated_requests",
     "retrieval_agreement",
     "bad_input",
+    "length_ladder",
+    "case_variants",
+    "distinct_inputs",
+    "determinism",
+    "stress_inputs",
     "matryoshka",
     "auth",
 ]

@@ -69,6 +69,17 @@ class FaultServer:
         self.one_wrong = False
         self.fault_after = 0
         self.answered = 0
+        # input faults (issue 40), each off by default: every all-uppercase input gets one vector (Ollama#13942);
+        # a vector cache keyed by an input's first ``prefix_cache`` characters (a later input sharing them gets the
+        # cached vector); each vector moved with probability ``nondeterministic`` (seeded); a NaN vector for every
+        # input containing ``nan_for``
+        self.case_collapse = False
+        self.prefix_cache: int | None = None
+        self.nondeterministic = 0.0
+        self.nan_for: str | None = None
+        self.moved: list[bool] = []  # per vector answered while ``nondeterministic`` is set: was it moved
+        self._cached: dict[str, Any] = {}
+        self._rng = random.Random(7)
         self.echo_auth = False  # answer with the Authorization header as the "model" name
         self.echo_auth_status: int | None = None  # answer embeddings with this status, the header echoed in the body
         self.release = threading.Event()
@@ -172,6 +183,13 @@ class FaultServer:
                 full = full * 1.7
             if faulty and (self.long_from, self.batch_from, self.one_norm, self.one_wrong) != (None, None, None, False):
                 full = self._partial(encoder, texts, full)
+            if faulty and (self.case_collapse, self.prefix_cache, self.nondeterministic, self.nan_for) != (
+                False,
+                None,
+                0.0,
+                None,
+            ):
+                full = self._input_faults(texts, full)
         if not self.honour_dimensions:
             dims = self.hidden
         if dims == self.hidden:
@@ -238,6 +256,28 @@ class FaultServer:
                 full[i] *= norm / np.linalg.norm(full[i])
         if self.one_norm is not None and len(texts) > 1:
             full[longest] *= self.one_norm / np.linalg.norm(full[longest])
+        return full
+
+    def _input_faults(self, texts: list[str], full: Any) -> Any:
+        """``full`` with the input faults that are set applied to the rows they hit (see ``__init__``)."""
+        import numpy as np
+
+        full = np.array(full, dtype=np.float64)
+        for i, text in enumerate(texts):
+            norm = np.linalg.norm(full[i])
+            if self.case_collapse and text.isupper():
+                one = np.cos(np.arange(full.shape[1]))  # the one vector every all-uppercase input gets
+                full[i] = one * norm / np.linalg.norm(one)
+            if self.prefix_cache is not None:
+                full[i] = self._cached.setdefault(text[: self.prefix_cache], full[i].copy())
+            if self.nondeterministic:
+                moved = self._rng.random() < self.nondeterministic
+                self.moved.append(moved)
+                if moved:
+                    full[i, 1] += 0.5 * norm
+                    full[i] *= norm / np.linalg.norm(full[i])
+            if self.nan_for is not None and self.nan_for in text:
+                full[i] = np.nan
         return full
 
     def expected(self, texts: list[str]) -> Any:

@@ -23,7 +23,7 @@ def run_all(ctx) -> dict[str, CheckOutcome]:
 
 def test_check_names_follow_the_settings():
     base = CanarySettings(endpoint="http://127.0.0.1:1/v1")
-    assert check_names(base) == ALL[:7]
+    assert check_names(base) == ALL[:12]
     assert check_names(dataclasses.replace(base, dimensions=(16,), api_key_env="K")) == ALL
     with pytest.raises(SpecError, match="unknown canary check 'nope'"):
         run_check("nope", None)

@@ -50,7 +50,7 @@ def test_every_check_is_declared_once_with_its_texts_and_settings():
 def test_check_names_follow_the_applies_rules(changes):
     s = dataclasses.replace(BASE, **changes)
     expected = (
-        ORDER[:7]
+        ORDER[:12]
         + (["matryoshka"] if changes.get("dimensions") else [])
         + (["auth"] if changes.get("api_key_env") else [])
     )

@@ -131,6 +131,7 @@ def test_from_values_fills_both_parts_and_to_dict_keeps_its_keys():
         "max_retries": 3,
         "deadline": 3600.0,
         "suspect_models": [],
+        "collision_cosine": 0.99999,
     }
 
 

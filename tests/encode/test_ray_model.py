@@ -47,7 +47,7 @@ def test_a_tampered_shipment_is_refused_and_a_good_one_replaces_it(tiny_model_di
     weights = next(k for k in files if k.endswith((".safetensors", ".bin")))
     bad = dict(files, **{weights: files[weights][:-1] + bytes([files[weights][-1] ^ 1])})
     with pytest.raises(
-        ExecutorError, match=r"node local \(.*\): the model at .* has sha256 \w{16}\.\.\., not the pinned"
+        ExecutorError, match=r"node \w+ \(.*\): the model at .* has sha256 \w{16}\.\.\., not the pinned"
     ):
         locate(source, bad)
     assert locate(source, files).root.is_dir()  # the bad copy was not kept as the node's copy

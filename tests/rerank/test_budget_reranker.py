@@ -16,11 +16,11 @@ def test_the_reranker_stage_is_what_the_two_stage_run_scores(
 ) -> None:
     common = ["--model", str(tiny_model_dir), "--dataset", str(minibeir_dir), "--device", "cpu"]
     common += ["--cache-dir", str(tmp_path / "cache"), "--metrics", "ndcg@10,recall@10"]
-    common += ["--reranker", str(cross_encoder_dir), "--rerank-depth", "20"]
+    common += ["--reranker", str(cross_encoder_dir), "--rerank-depth", "5"]
     assert main(["budget", *common, "--dim", "16", "--out", str(tmp_path / "budget")]) == 0
     data = json.loads((tmp_path / "budget" / "budget.json").read_text())
     stage = next(s for s in data["stages"] if s["name"] == "reranker")
-    assert stage["skipped"] is None and stage["config"]["reranker"] and stage["cost"]["rerank_depth"] == 20
+    assert stage["skipped"] is None and stage["config"]["reranker"] and stage["cost"]["rerank_depth"] == 5
     dimension = next(s for s in data["stages"] if s["name"] == "dimension")
     assert main(["run", *common, "--dim", "16", "--out", str(tmp_path / "run")]) == 0
     run = json.loads((tmp_path / "run" / "results.json").read_text())
@@ -30,7 +30,7 @@ def test_the_reranker_stage_is_what_the_two_stage_run_scores(
         assert stage["metrics"][metric] == pytest.approx(reranked["metrics"][metric], abs=1e-6)
         gain = reranked["metrics"][metric] - run["metrics"][metric]
         assert stage["delta"][metric]["value"] == pytest.approx(gain, abs=1e-6)
-    assert "the reranker over the top 20" in data["sentence"]
+    assert "the reranker over the top 5" in data["sentence"]
 
 
 def test_a_reranker_that_cannot_be_found_is_a_typed_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -36,6 +36,11 @@ BM25_DEFAULTS = "k1=1.5,b=0.75,method=lucene,stopwords=en,stemmer=none"
             f"hybrid:fuse=dense+bm25,fusion=wsum,weights=0.5+0.5,norm=min-max,depth=100,{BM25_DEFAULTS}",
         ),
         ("hybrid:fusion=mnz", f"hybrid:fuse=dense+bm25,fusion=mnz,norm=min-max,depth=100,{BM25_DEFAULTS}"),
+        ("sparse", "sparse:top_k=0"),
+        (
+            "hybrid:fuse=sparse+bm25,top_k=64",
+            f"hybrid:fuse=sparse+bm25,fusion=rrf,k=60,depth=100,top_k=64,{BM25_DEFAULTS}",
+        ),
     ],
 )
 def test_canonical_text(text: str, expected: str) -> None:
@@ -46,7 +51,7 @@ def test_canonical_text(text: str, expected: str) -> None:
 @pytest.mark.parametrize(
     "text, needle",
     [
-        ("sparse2", "choose one of dense, bm25, hybrid"),
+        ("sparse2", "choose one of dense, sparse, bm25, hybrid"),
         ("", "non-empty"),
         ("bm25:", "nothing after"),
         ("bm25:k=3", "bm25 has no parameter 'k' (parameters: k1, b, method, stopwords, stemmer)"),
@@ -56,8 +61,12 @@ def test_canonical_text(text: str, expected: str) -> None:
         ("bm25:method=bm99", "one of lucene, robertson, atire, bm25l, bm25+"),
         ("hybrid:fuse=dense", "two or more different retrievers"),
         ("hybrid:fuse=dense+dense", "two or more different retrievers"),
-        ("hybrid:fuse=dense+colbert", "fuse (--fuse) 'dense+colbert' is not valid: it must be one of dense, bm25"),
-        ("hybrid:fuse=dense+hybrid", "it must be one of dense, bm25"),
+        (
+            "hybrid:fuse=dense+colbert",
+            "fuse (--fuse) 'dense+colbert' is not valid: it must be one of dense, sparse, bm25",
+        ),
+        ("hybrid:fuse=dense+hybrid", "it must be one of dense, sparse, bm25"),
+        ("sparse:top_k=-1", "sparse_top_k (--sparse-top-k) '-1' is not valid"),
         ("hybrid:fusion=wsum,weights=1", "gives 1 weights for 2 fused retrievers"),
         ("hybrid:fusion=wsum,k=3", "fusion_k applies to --fusion rrf, not wsum"),
         ("hybrid:weights=0.5+0.5", "fusion_weights applies to --fusion wsum, not rrf"),
@@ -163,5 +172,5 @@ def test_flags_reject_bad_values_at_parse_time() -> None:
 def test_every_retriever_has_an_explanation() -> None:
     from evalsuite.retrieval.retrievers import RETRIEVERS
 
-    assert RETRIEVER_NAMES == ("dense", "bm25", "hybrid")
+    assert RETRIEVER_NAMES == ("dense", "sparse", "bm25", "hybrid")
     assert all(r.explanation for r in RETRIEVERS)

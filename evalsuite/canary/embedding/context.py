@@ -86,6 +86,10 @@ class CanaryContext:
         """``make()`` once per context under ``key`` (for what other modules derive from it, e.g. a diagnosis)."""
         return self._memo(f"shared:{key}", make)
 
+    def known(self, key: str) -> object | None:
+        """What :meth:`shared` holds under ``key`` if a check has made it (nothing is made or requested)."""
+        return self._cache.get(f"shared:{key}")
+
     def deadline_passed(self) -> bool:
         """Whether the canary's overall deadline (``--canary-deadline``) has run out."""
         return self.deadline.expired()
@@ -125,8 +129,10 @@ class CanaryContext:
         models: frozenset[str],
         api_key: Secret | _FromSettings | None = FROM_SETTINGS,
         max_retries: int | None = None,
+        dim: int | None = None,
     ) -> EndpointEncoder:
-        """A new client (the caller closes it); ``api_key=None`` sends no key, a Secret sends that one."""
+        """A new client (the caller closes it); ``api_key=None`` sends no key, a Secret sends that one; ``dim``: the
+        width it expects (None: the model's)."""
         from ...encode.endpoint import EndpointEncoder
         from ...encode.response import Expectation
 
@@ -139,7 +145,7 @@ class CanaryContext:
         )
         return EndpointEncoder(
             config,
-            Expectation(dim=self.hidden_size, normalized=self.contract.normalize, models=models),
+            Expectation(dim=dim or self.hidden_size, normalized=self.contract.normalize, models=models),
             deadline=self.deadline,
         )
 

@@ -101,6 +101,8 @@ class CanarySettings:
     dimensions: tuple[int, ...] = _setting((), "canary_dimensions")
     deadline: float = _setting(3600.0, "canary_deadline", low=0.0, low_open=True)  # seconds for the whole canary
     suspect_models: tuple[str, ...] = _setting((), "suspect_models")  # other revisions the diagnosis tries
+    # distinct texts whose served vectors are this close (cosine) while their references are not: a collision (issue 40)
+    collision_cosine: float = _setting(0.99999, low=0.0, high=1.0, low_open=True)
 
     def __init__(self, endpoint: str | EndpointConfig | None = None, **values: object) -> None:
         """``endpoint``: the URL or a whole EndpointConfig; ``values``: canary fields, EndpointConfig

@@ -61,6 +61,12 @@ class Dense(RetrieverKind):
 
 
 @dataclass(frozen=True)
+class Sparse(RetrieverKind):
+    def retrieve(self, spec: RetrievalSpec, inputs: RetrievalInputs, k: int) -> Retrieved:
+        return Retrieved(inputs.sparse(int(spec.get("top_k")), k))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
 class BM25(RetrieverKind):
     def retrieve(self, spec: RetrievalSpec, inputs: RetrievalInputs, k: int) -> Retrieved:
         from .bm25 import BM25Settings, bm25_ranking
@@ -111,7 +117,17 @@ BM25_PARAMS: tuple[Param, ...] = (
         "a PyStemmer algorithm (english, porter, ...; pip install PyStemmer), or none",
     ),
 )
-FUSABLE_NAMES = ("dense", "bm25")
+SPARSE_PARAMS: tuple[Param, ...] = (
+    Param(
+        "top_k",
+        "sparse_top_k",
+        "int",
+        0,
+        "keep each query's and document's N largest sparse weights (0: all; the model's max_active_dims first)",
+        minimum=0,
+    ),
+)
+FUSABLE_NAMES = ("dense", "sparse", "bm25")
 HYBRID_PARAMS: tuple[Param, ...] = (
     Param("fuse", "fuse", "names", ("dense", "bm25"), "the retrievers fused, two or more", choices=FUSABLE_NAMES),
     Param("fusion", "fusion", "choice", "rrf", "how ranx fuses them", choices=FUSION_NAMES),
@@ -123,6 +139,12 @@ HYBRID_PARAMS: tuple[Param, ...] = (
 
 RETRIEVERS: tuple[RetrieverKind, ...] = (
     Dense("dense", "the contract's vectors searched exactly (FAISS; the contract's index when it names one)"),
+    Sparse(
+        "sparse",
+        "the model's learned sparse weights (SPLADE's MLM head or BGE-M3's sparse_linear), exact dot product over "
+        "an inverted index",
+        SPARSE_PARAMS,
+    ),
     BM25(
         "bm25",
         "lexical BM25 over the document texts (bm25s; its tokenizer, stop words, stemmer, k1, b, variant)",

@@ -50,8 +50,9 @@ class RetrievalSpec:
 
 class RetrievalInputs(Protocol):
     """What a retriever reads: the query and document ids and texts (documents in corpus order, read once per
-    call), ``corpus_key`` (the corpus's identity: an index built over it is reused within the process), and the
-    contract's dense run at any depth (its vectors searched exactly)."""
+        call), ``corpus_key`` (the corpus's identity: an index built over it is reused within the process), and the
+        contract's dense run at any depth (its vectors searched exactly), and the model's learned sparse run (each vector
+    cut to its ``top_k`` largest weights, 0: all)."""
 
     @property
     def query_ids(self) -> Sequence[str]: ...
@@ -67,6 +68,8 @@ class RetrievalInputs(Protocol):
     def doc_texts(self) -> Iterable[str]: ...
 
     def dense(self, k: int) -> Ranking: ...
+
+    def sparse(self, top_k: int, k: int) -> Ranking: ...
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,9 @@ RETRIEVAL_MODULES = (
     "evalsuite.retrieval.retrievers.value",
     "evalsuite.retrieval.retrievers.bm25",
     "evalsuite.retrieval.retrievers.fusion",
+    "evalsuite.retrieval.sparse_search",
+    "evalsuite.encode.sparse",
+    "evalsuite.model.sparse_layout",
     "evalsuite.run.retrieve",
 )
 

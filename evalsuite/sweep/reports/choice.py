@@ -52,8 +52,8 @@ def _num(x: float | None) -> str:
 
 def choice_legend(choice: Choice) -> str:
     return (
-        f"Each cell is judged non-inferior to the base within {choice.rule.margin:g} {choice.rule.metric} (pass: the "
-        f"one-sided lower bound of cell - base is at least -{choice.rule.margin:g}; fail: the upper bound is below it) "
+        f"Each cell is judged non-inferior to the {choice.base_name} within {choice.rule.margin:g} {choice.rule.metric} (pass: the "
+        f"one-sided lower bound of cell - {choice.base_name} is at least -{choice.rule.margin:g}; fail: the upper bound is below it) "
         f"at {choice.confidence:.2%} one-sided confidence, Bonferroni-corrected over the cells considered; "
         f"{FRONT_MARK} marks the Pareto front of {choice.rule.metric} against cost."
     )
