@@ -88,7 +88,7 @@ class CanaryContext:
 
     def known(self, key: str) -> object | None:
         """What :meth:`shared` holds under ``key`` if a check has made it (nothing is made or requested)."""
-        return self._cache.get(f"shared:{key}")
+        return self._cache.peek(f"shared:{key}")
 
     def deadline_passed(self) -> bool:
         """Whether the canary's overall deadline (``--canary-deadline``) has run out."""
