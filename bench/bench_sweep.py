@@ -18,12 +18,18 @@ own child process so peak memory is that step's alone:
       (c)'s cache without its results): every contract searched with FAISS and scored with ranx, every
       statistic and plot computed, and all of it stored;
   (w) the same command again on the same cache: the warm sweep a release pipeline waits for, and which
-      heavy libraries that process imported.
+      heavy libraries that process imported;
+  (A) sentence-transformers ``encode`` of queries and documents as a whole process, spawn to exit (imports,
+      dataset, model load, encode);
+  (C) ``evalsuite sweep`` 3 poolings x 4 dims ``--grid`` as a whole process on an empty cache, spawn to exit
+      (imports, model resolution, dataset, encode, search, score, statistics, plots, reports written): the cold
+      grid a user waits for. The last line printed is ``ratio cold-grid/sentence-transformers X.XX``, (C) / (A)
+      (fastest of each), with both processes' CPU time (user + system) beside it.
 
 Imports and ranx's one-off numba kernel load happen before the clock of (a)-(d); (v) and (w) time the
 whole process. Every child may write bytecode (PYTHONDONTWRITEBYTECODE is dropped), as an installed
 package has it. With ``--repeat N`` the steps run round-robin N times and the fastest run of each is
-reported.
+reported. ``--steps`` runs a subset (e.g. ``--steps AC`` for the ratio alone).
 """
 
 from __future__ import annotations
@@ -47,6 +53,14 @@ POOLINGS = "cls,mean,last"
 DIMS = "384,256,128,64"
 TARGETS = {"b": 1.0, "c": 1.3, "d": 0.1, "w": 0.05}
 HEAVY = ("torch", "transformers", "tokenizers", "faiss", "ranx", "numba", "scipy", "matplotlib")
+# (A): sentence-transformers as a user runs it, in one process (argv: dataset, device)
+_ST = (
+    "import sys; from sentence_transformers import SentenceTransformer; "
+    "from evalsuite.datasets import load_dataset; from evalsuite.model import bundled_model_dir; "
+    "ds = load_dataset(sys.argv[1]); q = [ds.queries[i] for i in ds.query_ids]; d = [ds.corpus[i] for i in ds.doc_ids]; "
+    "m = SentenceTransformer(str(bundled_model_dir()), device=sys.argv[2]); "
+    "m.encode(q, batch_size=32, normalize_embeddings=True); m.encode(d, batch_size=32, normalize_embeddings=True)"
+)
 # the CLI in a child that reports the heavy modules it imported and its peak RSS, after it exits normally
 _CLI = (
     "import sys, json, atexit, resource; from evalsuite.cli import main; "
@@ -215,6 +229,29 @@ def run_whole_process(dataset: Path, device: str, cache_dir: Path, out: Path) ->
     return {"seconds": seconds, "imported": heavy, "peak_rss_mb": rss, "result_cache": reused}
 
 
+def run_timed(cmd: list[str]) -> dict[str, Any]:
+    """A whole process, spawn to exit: wall seconds and its CPU seconds (user + system, every thread)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env())
+    seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[:3]} failed:\n{proc.stderr[-4000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": after.ru_maxrss / 1024}
+
+
+def whole_st(dataset: Path, device: str) -> dict[str, Any]:
+    return run_timed([sys.executable, "-c", _ST, str(dataset), "cpu" if device == "auto" else device])
+
+
+def whole_cold_sweep(dataset: Path, device: str, cache_dir: Path, out: Path) -> dict[str, Any]:
+    grid = ["--vary", f"pooling={POOLINGS}", "--vary", f"dim={DIMS}", "--grid"]
+    cmd = [sys.executable, "-m", "evalsuite", "sweep", "--dataset", str(dataset), "--device", device]
+    return run_timed([*cmd, "--cache-dir", str(cache_dir), *grid, "--out", str(out)])
+
+
 # -- floor -------------------------------------------------------------------------------------
 def matmul_gflops(device: str, seconds: float = 3.0) -> float:
     """Sustained float32 GEMM rate at the encoder's shapes (tokens x hidden @ hidden x 4*hidden)."""
@@ -254,6 +291,7 @@ def main() -> int:
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (default cpu)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per step; the fastest is reported (default 1)")
     parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument("--steps", default="abcdvwAC", help="the steps to run (default abcdvwAC: all)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
     parser.add_argument("--cache-dir", help=argparse.SUPPRESS)
@@ -280,12 +318,29 @@ def main() -> int:
             "d": "(d) sweep 12 cells, warm",
         }
         for rep in range(args.repeat):  # round-robin, so background load hits every step alike
+            for step in "AC":  # whole processes, side by side
+                if step not in args.steps:
+                    continue
+                if step == "A":
+                    got = whole_st(root / "data", args.device)
+                else:
+                    got = whole_cold_sweep(root / "data", args.device, root / f"cache-C-{rep}", root / f"out-C-{rep}")
+                label = "(A) sentence-transformers, process" if step == "A" else "(C) cold grid sweep, process"
+                print(
+                    f"{label:<36}{got['seconds']:8.1f} s  CPU {got['cpu_seconds']:.1f} s  (run {rep + 1})", flush=True
+                )
+                if step not in res or got["seconds"] < res[step]["seconds"]:
+                    res[step] = got
             for step in "abcd":
+                if step not in args.steps:
+                    continue
                 cache = root / f"cache-{step if step != 'd' else 'c'}-{rep}"
                 got = run_child(step, root / "data", args.device, cache)
                 print(f"{labels[step]:<36}{got['seconds']:8.1f} s  (run {rep + 1})", flush=True)
                 if step not in res or got["seconds"] < res[step]["seconds"]:
                     res[step] = got
+            if "c" not in args.steps or not {"v", "w"} & set(args.steps):
+                continue
             # (c)'s embedding cache without its result cache: (v) computes and stores every result (and the
             # reports' statistics and plots, which (c) did not write); (w) is the same command run again
             cache = root / f"cache-v-{rep}"
@@ -303,9 +358,25 @@ def main() -> int:
                 if step not in res or got["seconds"] < res[step]["seconds"]:
                     res[step] = got
 
+    if set("abcdvw") <= set(args.steps):
+        report(res, counts, args.device)
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, indent=2) + "\n")
+    if "A" in res and "C" in res:
+        a, c = res["A"], res["C"]
+        print(
+            f"(A) {a['seconds']:.1f} s (CPU {a['cpu_seconds']:.1f} s), (C) {c['seconds']:.1f} s (CPU "
+            f"{c['cpu_seconds']:.1f} s): CPU cold-grid/sentence-transformers {c['cpu_seconds'] / a['cpu_seconds']:.2f}"
+        )
+        print(f"ratio cold-grid/sentence-transformers {c['seconds'] / a['seconds']:.2f}")
+    return 0
+
+
+def report(res: dict[str, Any], counts: dict[str, int], device: str) -> None:
+    """The table of (a)-(w) against (a), the floor and the targets."""
     tokens = res["b"]["tokens"]
     avg_len = tokens / (counts["documents"] + counts["queries"])
-    gflops = matmul_gflops(args.device)
+    gflops = matmul_gflops(device)
     floor = tokens * flops_per_token(avg_len) / (gflops * 1e9)
     res["floor"] = {
         "tokens": tokens,
@@ -345,9 +416,6 @@ def main() -> int:
     verdicts = {k: res[k]["seconds"] / a <= t for k, t in TARGETS.items()}
     verdicts["mem"] = res["c"]["peak_rss_mb"] <= 1.5 * res["b"]["peak_rss_mb"]
     print("targets: " + ", ".join(f"{k} {'met' if ok else 'MISSED'}" for k, ok in verdicts.items()))
-    if args.json:
-        Path(args.json).write_text(json.dumps(res, indent=2) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

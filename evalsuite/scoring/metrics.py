@@ -95,6 +95,19 @@ def evaluate(
     return aggregate, per_query
 
 
+def warm(metrics: Sequence[str]) -> None:
+    """Import ranx and load the numba kernels :func:`evaluate` takes for ``metrics`` (a small input and a larger
+    one, 10+ queries ranked past the cut-offs, take different kernels, each loaded on first use), so a caller can
+    have it done in a background thread while something else runs. Nothing is kept but the loaded kernels."""
+    depth = search_depth(metrics) + 20
+    evaluate({"q": {"d": 1}}, {"q": {"d": 1.0, "e": 0.5}}, metrics)
+    evaluate(
+        {f"q{i}": {"d1": 1} for i in range(20)},
+        {f"q{i}": {f"d{j}": 1.0 / (j + 1) for j in range(depth)} for i in range(20)},
+        metrics,
+    )
+
+
 def _check_depth(ranking: Ranking, metrics: Sequence[str]) -> None:
     """A cut-off deeper than the search went would silently score the missing ranks as misses."""
     if ranking.depth is None or ranking.corpus_size is None or ranking.depth >= ranking.corpus_size:

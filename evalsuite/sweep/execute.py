@@ -9,8 +9,10 @@ flat search of the same vectors (:mod:`.index_cells`). What it returns is declar
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -44,8 +46,26 @@ class _Encoded:
     device: str
 
 
-def _encode_passes(prepared: Prepared, passes: Sequence[ForwardPass], factory: EncoderFactory) -> _Encoded:
-    """Run the passes in order, one encoder per (dtype, max length) alive at a time."""
+def _warm_scoring(metrics: Sequence[str]) -> threading.Thread:
+    """ranx imported and its kernels loaded (:func:`~evalsuite.scoring.metrics.warm`) in a background thread, off the
+    critical path of a cold sweep: started once the model has loaded and run its first pass (so the two threads are
+    not importing at the same time), joined before the first scoring. It computes nothing that is kept."""
+    from ..scoring.metrics import warm
+
+    def work() -> None:
+        with contextlib.suppress(Exception):  # only a head start: the scoring imports and loads them itself
+            warm(metrics)
+
+    thread = threading.Thread(target=work, name="evalsuite-warm-scoring", daemon=True)
+    thread.start()
+    return thread
+
+
+def _encode_passes(
+    prepared: Prepared, passes: Sequence[ForwardPass], factory: EncoderFactory, metrics: Sequence[str] = ()
+) -> _Encoded:
+    """Run the passes in order, one encoder per (dtype, max length) alive at a time. Once a model has loaded, the
+    scoring's kernels load in the background (:func:`_warm_scoring`) while the remaining passes run."""
     from ..encode.cache import cache_summary
 
     ds = prepared.dataset
@@ -59,6 +79,7 @@ def _encode_passes(prepared: Prepared, passes: Sequence[ForwardPass], factory: E
     done = _Encoded({}, [], 0, None, [], "cpu")
     used: list[Encoder] = []
     current: tuple[str, int] | None = None
+    warming: threading.Thread | None = None
     for fp in passes:
         if fp.encoder_key != current:
             if used:
@@ -74,6 +95,8 @@ def _encode_passes(prepared: Prepared, passes: Sequence[ForwardPass], factory: E
             fp.contract.render_all(fp.role, role_texts), poolings=list(fp.poolings), ids=role_ids, role=fp.role
         )
         seconds = time.perf_counter() - t0
+        if warming is None and metrics and (encoder.loads > 0 if isinstance(encoder, Caching) else True):
+            warming = _warm_scoring(metrics)
         work = role_stats_since(encoder, before)[fp.role]
         for p in fp.poolings:
             done.pooled[(fp.key, p)] = vectors[p]
@@ -97,6 +120,8 @@ def _encode_passes(prepared: Prepared, passes: Sequence[ForwardPass], factory: E
     for e in used:
         _release(e)
     gc.collect()
+    if warming is not None:
+        warming.join()
     return done
 
 
@@ -127,7 +152,7 @@ def run_sweep(
     passes = plan_passes(base, cells)
     t0 = time.perf_counter()
     with executor_scope():  # on Ray: one actor pool for every forward pass, the model loaded once per actor
-        enc = _encode_passes(prepared, passes, factory)
+        enc = _encode_passes(prepared, passes, factory, metrics)
     encode_seconds = time.perf_counter() - t0
     seconds_by_key = {fp.key: rec.seconds for fp, rec in zip(passes, enc.records, strict=True)}
 
