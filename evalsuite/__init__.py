@@ -33,13 +33,14 @@ if TYPE_CHECKING:
     from .api import RunComparison as RunComparison
     from .api import SweepReport as SweepReport
     from .api import audit as audit
+    from .api import budget as budget
     from .api import canary as canary
     from .api import evaluate as evaluate
     from .api import sweep as sweep
 
-_JOB_PACKAGES = ("sweep", "canary", "audit")  # packages that are also front-door functions
+_JOB_PACKAGES = ("sweep", "canary", "audit", "budget")  # packages that are also front-door functions
 _API = ("evaluate", "AuditResult", "CanaryReport", "Evaluation", "MetricDelta", "RunComparison", "SweepReport")
-__all__ = ["__version__", "audit", "canary", "evaluate", "sweep", *_API[1:]]
+__all__ = ["__version__", "audit", "budget", "canary", "evaluate", "sweep", *_API[1:]]
 
 
 class _JobPackage(types.ModuleType):

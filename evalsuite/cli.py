@@ -57,6 +57,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         print(f"scores   {result_cache_text(result.timing['result_cache'])}")
     _print_metrics(result.metrics)
+    for metric, gain in result.manifest.get("retrieval", {}).get("gain", {}).items():  # a hybrid's fusion gain
+        ci = gain["ci"]
+        print(
+            f"  fusion gain {metric} over {gain['over']}: {ci['delta']:+.4f} "
+            f"(95% CI {ci['low']:+.4f} .. {ci['high']:+.4f})"
+        )
     from .reports.slices import slice_lines
 
     for line in slice_lines(result.slice_rows(), tuple(result.metrics)):

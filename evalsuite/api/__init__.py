@@ -8,7 +8,7 @@ Cheap to import: each function imports the model stack, FAISS and ranx when it r
 from __future__ import annotations
 
 from .compare import MetricDelta, RunComparison
-from .front import audit, canary, evaluate, sweep
+from .front import audit, budget, canary, evaluate, sweep
 from .results import AuditResult, CanaryReport, Evaluation, SweepReport
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "RunComparison",
     "SweepReport",
     "audit",
+    "budget",
     "canary",
     "evaluate",
     "sweep",

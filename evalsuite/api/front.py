@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from .keywords import namespace
 
 if TYPE_CHECKING:
+    from ..budget.job import BudgetReport
     from ..run.prepared import Prepared
     from ..run.spec import RunSpec
     from .results import AuditResult, CanaryReport, Evaluation, SweepReport
@@ -167,6 +168,25 @@ def audit(
     report = run_audit_job(args, target)
     result = AuditResult(report)
     return AuditResult(report, result.write(target)) if target is not None else result
+
+
+def budget(
+    model: str | Path | None = None,
+    dataset: str | Path | None = None,
+    *,
+    out: str | Path | None = None,
+    **settings: object,
+) -> BudgetReport:
+    """Where the quality goes from the reference to production, stage by stage, as `evalsuite budget` does;
+    ``settings``: its options (``dim=128``, ``index="hnsw:ef=16"``, ``dtype="float16"``, ``endpoints=[URL]``,
+    ``index_uri="faiss:PATH"``, ``attribution="shapley"``, ``budget_gates=["ndcg@10[stage=ann]:max_drop=0.01"]``,
+    ``choose=...``, ``alternatives=[...]``, and the run's, as for :func:`evaluate`). ``out``: also write its files."""
+    from ..budget.job import BUDGET_JOB_OPTIONS, run_budget_job
+
+    args = namespace(BUDGET_JOB_OPTIONS, _given(_str(model), _str(dataset), settings), source="evalsuite.budget()")
+    target = Path(out) if out is not None else None
+    report, _ = run_budget_job(args, target)
+    return report.write(target) if target is not None else report
 
 
 def _str(value: str | Path | None) -> str | None:

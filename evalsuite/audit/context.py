@@ -6,15 +6,15 @@ sample's encode in a background thread, so they overlap the pass over the vector
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Collection
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from ..base.memo import Memo
 from ..canary.embedding.checks.repeat import DETECT_CONFIDENCE
 from .scan import Scan, sample_rows, sample_size, scan
 from .source import RowIds
@@ -64,8 +64,7 @@ class AuditContext:
     manifest: Path | None = None
     query_encoder: Callable[[], ContractEncoder] | None = None  # --endpoint: the production query path
     role: str = "index"  # "index" or "baseline" (cutover)
-    _memo: dict[str, Future[Any]] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _memo: Memo = field(default_factory=Memo)
     _background: ThreadPoolExecutor | None = None
 
     def deadline_passed(self) -> bool:
@@ -74,20 +73,7 @@ class AuditContext:
     def shared(self, key: str, make: Callable[[], T]) -> T:
         """``make()``, computed once: a second caller (in any thread) waits for the first one's result. A failure
         is raised to every caller waiting for it and not kept: the next caller computes again."""
-        with self._lock:
-            entry = self._memo.get(key)
-            mine = entry is None
-            if entry is None:
-                entry = self._memo[key] = Future()
-        if mine:
-            try:
-                entry.set_result(make())
-            except BaseException as exc:
-                with self._lock:
-                    self._memo.pop(key, None)
-                entry.set_exception(exc)
-                raise
-        return cast("T", entry.result())
+        return self._memo.get(key, make)
 
     def prefetch(self) -> None:
         """Start, in one background thread, what the fidelity check needs beside the pass over the stored vectors:

@@ -49,12 +49,41 @@ def served_agreement(evaluate: Evaluator, plan: BudgetPlan) -> str:
     below = int((cos < threshold).sum())
     head = f"served vs local document vectors ({plan.production.dtype}): min cosine {cos.min():.4f}, median {np.median(cos):.4f}"
     if below:
+        causes = served_diagnosis(plan)
         return (
             f"{head}: {below} of {len(cos)} below the canary's vector agreement threshold {threshold:g}, so the served "
-            "stage's loss is a fault of the deployment, not noise; run `evalsuite canary --endpoint URL` for the cause "
-            "and its remedy"
+            "stage's loss is a fault of the deployment, not noise; "
+            + (
+                "the canary's diagnosis: " + " | ".join(causes)
+                if causes
+                else "`evalsuite canary --endpoint URL` names the cause"
+            )
         )
     return f"{head}: every vector passes the canary's vector agreement threshold {threshold:g}"
+
+
+def served_diagnosis(plan: BudgetPlan) -> list[str]:
+    """The canary against the served engine (its checks, then the diagnosis of a failure: the cause, tested
+    against the local reference at the deployment's dtype, and the engine's remedy), as sentences."""
+    import dataclasses
+
+    from ..canary.embedding.settings import CanarySettings
+    from ..canary.runner import local_context, run_canary
+
+    spec = plan.served_spec
+    assert spec is not None
+    settings = CanarySettings(
+        endpoint=spec.endpoints[0],
+        served_model=spec.served_model,
+        api_key_env=spec.api_key_env,
+        **({"timeout": spec.endpoint_timeout} if spec.endpoint_timeout else {}),
+    )
+    local = plan.prepared.spec.replace(dtype=plan.production.dtype)
+    prepared = dataclasses.replace(
+        plan.prepared, spec=local, contract=plan.prepared.contract.replace(dtype=local.dtype)
+    )
+    outcome = run_canary(local_context(settings, prepared))
+    return [d.sentence() for d in outcome.diagnoses]
 
 
 def run_budget(plan: BudgetPlan, evaluate: Evaluator | None = None) -> BudgetResult:

@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..base.counters import Counters
+
 if TYPE_CHECKING:
     from ..model import ModelInfo
 
 
 @dataclass
-class EncodeStats:
+class EncodeStats(Counters):
     """Counters accumulated over an encoder's calls."""
 
     texts: int = 0
@@ -23,26 +25,6 @@ class EncodeStats:
     truncated: int = 0
     batches: int = 0
     seconds: float = 0.0
-
-    def copy(self) -> EncodeStats:
-        return EncodeStats(**vars(self))
-
-    def minus(self, other: EncodeStats) -> EncodeStats:
-        return EncodeStats(**{k: getattr(self, k) - getattr(other, k) for k in vars(self)})
-
-    def add(self, other: EncodeStats) -> None:
-        for k in ("texts", "tokens", "padded_tokens", "truncated", "batches", "seconds"):
-            setattr(self, k, getattr(self, k) + getattr(other, k))
-
-    def to_dict(self) -> dict[str, float | int]:
-        return {
-            "texts": self.texts,
-            "tokens": self.tokens,
-            "padded_tokens": self.padded_tokens,
-            "truncated": self.truncated,
-            "batches": self.batches,
-            "seconds": round(self.seconds, 4),
-        }
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import numpy as np
 from ..base.errors import ModelError, SpecError, TruncationError
 from ..model import ModelInfo
 from .base import EncodedRows, EncodeStats, StreamingEncoder
+from .batches import length_batches
 
 _TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 TOKENIZE_TEXTS = 4096  # texts per tokenizer call, at most
@@ -212,21 +213,7 @@ class LocalEncoder(StreamingEncoder):
         return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)), offsets, truncated
 
     def _batches(self, lengths: np.ndarray) -> list[np.ndarray]:
-        order = np.argsort(-lengths, kind="stable")
-        batches: list[np.ndarray] = []
-        cur: list[int] = []
-        cur_max = 0
-        for i in order:
-            n = int(lengths[i])
-            new_max = max(cur_max, n)
-            if cur and (len(cur) >= self.batch_size or new_max * (len(cur) + 1) > self.max_batch_tokens):
-                batches.append(np.array(cur))
-                cur, new_max = [], n
-            cur.append(int(i))
-            cur_max = new_max
-        if cur:
-            batches.append(np.array(cur))
-        return batches
+        return length_batches(lengths, self.batch_size, self.max_batch_tokens)
 
     def _padded_forward(
         self, flat: np.ndarray, offsets: np.ndarray, idx: np.ndarray, min_width: int = 0

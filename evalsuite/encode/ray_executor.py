@@ -57,6 +57,11 @@ def ensure_ray(address: str | None, timeout: float = 5.0) -> None:
         check_reachable(address, timeout)
     if ray.is_initialized():
         return
+    # a local instance evalsuite starts itself: Ray's notice that its default (token authentication) is on asks
+    # nothing of the user; its warning when authentication is off still shows
+    notice = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    quiet = _DropNotice("Token authentication is enabled")
+    notice.addFilter(quiet)
     try:
         ray.init(
             address=address,
@@ -67,6 +72,17 @@ def ensure_ray(address: str | None, timeout: float = 5.0) -> None:
         )
     except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
         raise ExecutorError(f"cannot connect to Ray at {address or 'a new local instance'}: {exc}") from exc
+    finally:
+        notice.removeFilter(quiet)
+
+
+class _DropNotice(logging.Filter):
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.prefix)
 
 
 MIN_BLOCK = 16  # texts: a smaller block costs more in round trips than it gains in balance

@@ -57,6 +57,11 @@ EncoderKey = tuple[str, str, str, int, str]
 
 
 class GateSession:
+    """The coordinator of one gated pytest session: it prepares each dataset of the plan (and its baseline and
+    reference), computes each result once (``once``: across xdist workers), judges the gates under the session's
+    policy (``verdicts``) and records what happened (``ledger``); its other jobs are parts it holds — ``sweeps``,
+    ``canary_items``, ``history``, ``reranker`` — each behind a Protocol of what it needs from the session."""
+
     def __init__(
         self,
         plan: SessionPlan,

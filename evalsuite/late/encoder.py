@@ -130,7 +130,7 @@ class TokenEncoder:
         """One float32 matrix [kept tokens, dim] per text, in input order."""
         import torch
 
-        from ..rerank.local import length_batches
+        from ..encode.batches import length_batches
 
         prefix = self.contract.prefix(role)
         ids = self.tokenizer(

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..base.counters import Counters
 from ..base.errors import ModelError, TruncationError
+from ..encode.batches import length_batches
 from ..model import ModelInfo
 from .contract import RerankerContract, finite_or_error
 
@@ -21,23 +23,15 @@ _TORCH_DTYPES = ("float32", "bfloat16", "float16")
 
 
 @dataclass
-class RerankStats:
+class RerankStats(Counters):
+    """Counters accumulated over a reranker's calls."""
+
     pairs: int = 0
     tokens: int = 0
     padded_tokens: int = 0
     truncated: int = 0
     batches: int = 0
     seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, float | int]:
-        return {
-            "pairs": self.pairs,
-            "tokens": self.tokens,
-            "padded_tokens": self.padded_tokens,
-            "truncated": self.truncated,
-            "batches": self.batches,
-            "seconds": round(self.seconds, 4),
-        }
 
 
 @dataclass(frozen=True)
@@ -47,25 +41,6 @@ class ScoredPairs:
     scores: np.ndarray
     tokens: np.ndarray
     truncated: np.ndarray
-
-
-def length_batches(lengths: np.ndarray, batch_size: int, max_batch_tokens: int) -> list[np.ndarray]:
-    """Indices grouped longest first, each group under ``batch_size`` rows and ``max_batch_tokens`` padded tokens."""
-    order = np.argsort(-lengths, kind="stable")
-    batches: list[np.ndarray] = []
-    cur: list[int] = []
-    cur_max = 0
-    for i in order:
-        n = int(lengths[i])
-        new_max = max(cur_max, n)
-        if cur and (len(cur) >= batch_size or new_max * (len(cur) + 1) > max_batch_tokens):
-            batches.append(np.array(cur))
-            cur, new_max = [], n
-        cur.append(int(i))
-        cur_max = new_max
-    if cur:
-        batches.append(np.array(cur))
-    return batches
 
 
 class LocalReranker:

@@ -50,7 +50,7 @@ from .record import (
     stats_snapshot,
 )
 from .result import Result
-from .retrieve import dense_at, needs_vectors, retrieve
+from .retrieve import components_entry, dense_at, needs_vectors, retrieve
 from .retrieve import manifest_entry as retrieval_entry
 from .spec import RunSpec
 
@@ -289,6 +289,8 @@ def score(
         man["index"].update(index_entry)
     if contract.retrieval != DENSE:
         man["retrieval"] = retrieval_entry(contract, retrieved)
+        if retrieved is not None and retrieved.components:  # each component's metrics, the fusion's gain (CI)
+            man["retrieval"].update(components_entry(ds.qrels, retrieved, per_query, metrics))
     return Result(
         contract=contract,
         manifest=man,

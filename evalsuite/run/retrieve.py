@@ -140,4 +140,26 @@ def manifest_entry(contract: Contract, retrieved: Retrieved | None, seconds: flo
     return out
 
 
-__all__ = ["DENSE", "DatasetInputs", "dense_at", "manifest_entry", "needs_vectors", "retrieve"]
+def components_entry(
+    qrels: Any, retrieved: Retrieved, per_query: dict[str, dict[str, float]], metrics: Sequence[str]
+) -> dict[str, object]:
+    """A hybrid's component runs scored with the run's metrics (each at the fusion depth) and, per metric, the
+    fusion's gain over its best component with a paired bootstrap 95% CI over the queries (as a reranker's gain
+    over its first stage is reported)."""
+    from ..scoring.metrics import evaluate
+    from ..scoring.stats import compare, paired_scores
+
+    scored = {name: evaluate(qrels, ranking, metrics) for name, ranking in retrieved.components.items()}
+    gain: dict[str, object] = {}
+    for m in metrics:
+        best = max(scored, key=lambda n: scored[n][0][m])
+        _, fused, component = paired_scores(per_query, scored[best][1], [m])
+        (comparison,) = compare(fused, component)
+        gain[m] = {"over": best, **comparison.to_dict()}
+    return {
+        "components": {name: {k: round(v, 6) for k, v in agg.items()} for name, (agg, _) in scored.items()},
+        "gain": gain,
+    }
+
+
+__all__ = ["DENSE", "DatasetInputs", "components_entry", "dense_at", "manifest_entry", "needs_vectors", "retrieve"]

@@ -38,6 +38,7 @@ def test_a_faithful_engine_costs_nothing_and_a_broken_one_is_named(
     data = json.loads((tmp_path / "cls" / "budget.json").read_text())
     served = next(s for s in data["stages"] if s["name"] == "served")
     assert served["delta"]["ndcg@10"]["high"] < 0
-    assert any("below the canary's vector agreement threshold 0.99" in n and "not noise" in n for n in data["notes"])
+    (note,) = [n for n in data["notes"] if "below the canary's vector agreement threshold 0.99" in n]
+    assert "not noise" in note and "the canary's diagnosis: " in note and "pools with CLS" in note
     assert "fix first: the served engine" in data["sentence"]
     assert infinity_servers["key"] not in json.dumps(data)

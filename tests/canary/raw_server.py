@@ -7,7 +7,7 @@ import contextlib
 import json
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -146,3 +146,19 @@ def embeddings_json(n: int, dim: int, model: str = "tiny-model", encoding_format
         emb: Any = base64.b64encode(v.tobytes()).decode() if encoding_format == "base64" else v.tolist()
         data.append({"object": "embedding", "index": i, "embedding": emb})
     return {"object": "list", "data": data, "model": model}
+
+
+# -- stalling handlers: a server that never finishes an answer (the deadlines' faults) ---------------------------
+def trickle_body(req: RawRequest) -> Iterator[Any]:
+    """HTTP 200 headers, then a body of 100,000 bytes announced and a byte every 0.2 s."""
+    yield b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+    while True:
+        yield b" "
+        yield 0.2
+
+
+def endless_continue(req: RawRequest) -> Iterator[Any]:
+    """``100 Continue`` every 0.05 s, never a final status."""
+    while True:
+        yield b"HTTP/1.1 100 Continue\r\n\r\n"
+        yield 0.05

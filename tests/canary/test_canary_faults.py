@@ -20,7 +20,7 @@ from evalsuite.canary.registry import LABELS
 from evalsuite.cli import main
 
 from .conftest import API_KEY_ENV, canary_argv, checks_but
-from .raw_server import RawRequest, RawServer, embeddings_json, http_response
+from .raw_server import RawRequest, RawServer, embeddings_json, endless_continue, http_response, trickle_body
 
 CANARY_CHECKS = checks_but("matryoshka", "auth")
 HANG_LIMIT_S = 60.0
@@ -160,20 +160,7 @@ def test_base64_against_a_faithful_server_passes_every_check(fault_server, canar
 
 
 # -- 3. the overall deadline -------------------------------------------------------------------------
-def trickle(req: RawRequest) -> Iterator[Any]:
-    yield b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
-    while True:
-        yield b" "
-        yield 0.2
-
-
-def endless_continue(req: RawRequest) -> Iterator[Any]:
-    while True:
-        yield b"HTTP/1.1 100 Continue\r\n\r\n"
-        yield 0.05
-
-
-@pytest.mark.parametrize("stall", [trickle, endless_continue])
+@pytest.mark.parametrize("stall", [trickle_body, endless_continue])
 def test_the_overall_deadline_ends_the_canary_with_a_verdict_per_check(raw_server, canary, tiny_info, stall):
     serve(raw_server, tiny_info.hidden_size, embeddings=stall)
     t0 = time.monotonic()

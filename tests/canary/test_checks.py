@@ -181,7 +181,8 @@ def test_retrieval_agreement_reports_metric_deltas(fault_server, make_context, t
         tiny_prepared.spec.replace(pooling="cls"),
         dataclasses.replace(tiny_prepared, contract=tiny_prepared.contract.replace(pooling="cls")),
     )
-    ctx._cache["reference_result"] = other
+    ctx._reference_result = lambda: other  # the reference of another contract
+    ctx._cache.pop("reference_result")
     with pytest.raises(ContractError, match="pooling: reference 'cls', canary 'mean'"):
         run_check("retrieval_agreement", ctx)
 

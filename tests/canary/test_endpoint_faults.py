@@ -41,7 +41,7 @@ from evalsuite.encode.response import (
     parse_embeddings,
 )
 
-from .raw_server import RawServer, embeddings_json, http_response
+from .raw_server import RawServer, embeddings_json, endless_continue, http_response, trickle_body
 
 KEY = "sk-fault/key+test_0123456789abcdef"  # a "/" and a "+" so that escaped and encoded forms differ
 DIM = 8
@@ -114,24 +114,11 @@ def ok_json(req: Any, n: int = len(TEXTS), **kw: Any) -> bytes:
 
 
 # -- 1. a total deadline per request, and an overall one ------------------------------------------
-def trickle_body(req: Any) -> Iterator[Any]:
-    yield b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
-    while True:
-        yield b" "
-        yield 0.2
-
-
 def trickle_headers(req: Any) -> Iterator[Any]:
     yield b"HTTP/1.1 200 OK\r\nX-Slow: "
     while True:
         yield b"a"
         yield 0.2
-
-
-def endless_continue(req: Any) -> Iterator[Any]:
-    while True:
-        yield b"HTTP/1.1 100 Continue\r\n\r\n"
-        yield 0.05
 
 
 def silent_after_headers(req: Any) -> Iterator[Any]:

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from evalsuite.base.errors import ModelError, TruncationError
+from evalsuite.encode.batches import length_batches
 from evalsuite.model import resolve_model
 from evalsuite.rerank.contract import build_reranker_contract
-from evalsuite.rerank.local import LocalReranker, length_batches
+from evalsuite.rerank.local import LocalReranker
 
 PAIRS = [
     ("how does a database commit a transaction", "A transaction commit makes every write durable."),

@@ -47,6 +47,16 @@ def test_hybrid_is_rrf_of_the_dense_and_bm25_runs(spec: RunSpec, minibeir_texts:
     entry = hybrid.manifest["retrieval"]
     assert entry["kind"] == "hybrid" and entry["fusion"] == "rrf" and entry["fusion_k"] == 60
     assert entry["fuse"] == ["dense", "bm25"] and entry["bm25"]["documents"] == 458
+    # each component scored with the run's metrics, and the fusion's gain over the best one with its CI
+    assert entry["components"]["dense"] == pytest.approx(dense.metrics, abs=1e-6)
+    bm25_metrics = evaluate(dense.dataset.qrels, bm25, METRICS)[0]
+    assert entry["components"]["bm25"] == pytest.approx(bm25_metrics, abs=1e-6)
+    for m in METRICS:
+        gain = entry["gain"][m]
+        best = max(("dense", "bm25"), key=lambda n: entry["components"][n][m])
+        assert gain["over"] == best
+        assert gain["ci"]["delta"] == pytest.approx(hybrid.metrics[m] - entry["components"][best][m], abs=1e-6)
+        assert gain["ci"]["low"] <= gain["ci"]["delta"] <= gain["ci"]["high"]
     # the result cache: a second run reads the fused ranking back; its key names the retriever
     again = run(spec.replace(retrieval="hybrid"))
     assert again.timing["result_cache"]["status"] == "hit"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ...base.errors import EndpointError
+from ...base.memo import Memo
 from ...encode.served import ServedModel, discover_served_model
 from ...run import probes as texts
 from .settings import CanarySettings
@@ -70,8 +71,7 @@ class CanaryContext:
         self.prepared = prepared
         self._reference_encoder = reference_encoder
         self._reference_result = reference_result
-        self._cache: dict[str, object] = {}
-        self._failed: dict[str, EndpointError] = {}
+        self._cache = Memo(remember=(EndpointError,))
         self.deadline = _make_deadline(settings.deadline)
 
     def __repr__(self) -> str:
@@ -80,15 +80,7 @@ class CanaryContext:
     def _memo(self, key: str, make: Callable[[], T]) -> T:
         """``make()`` once; an endpoint failure is remembered too, so later checks fail with it at once
         instead of asking the broken server again."""
-        if key in self._failed:
-            raise self._failed[key]
-        if key not in self._cache:
-            try:
-                self._cache[key] = make()
-            except EndpointError as exc:
-                self._failed[key] = exc
-                raise
-        return cast(T, self._cache[key])
+        return self._cache.get(key, make)
 
     def shared(self, key: str, make: Callable[[], T]) -> T:
         """``make()`` once per context under ``key`` (for what other modules derive from it, e.g. a diagnosis)."""
@@ -96,7 +88,7 @@ class CanaryContext:
 
     def known(self, key: str) -> object | None:
         """What :meth:`shared` holds under ``key`` if a check has made it (nothing is made or requested)."""
-        return self._cache.get(f"shared:{key}")
+        return self._cache.peek(f"shared:{key}")
 
     def deadline_passed(self) -> bool:
         """Whether the canary's overall deadline (``--canary-deadline``) has run out."""
@@ -162,7 +154,7 @@ class CanaryContext:
 
     def known_served_model(self) -> str | None:
         """The served model's name if a check has already looked it up (no request is made)."""
-        served = self._cache.get("served_model")
+        served = self._cache.peek("served_model")
         return served.name if isinstance(served, ServedModel) else None
 
     def _discover_served_model(self) -> ServedModel:
@@ -275,6 +267,6 @@ class CanaryContext:
 
     def close(self) -> None:
         for key in ("client", "probe"):
-            enc = cast("EndpointEncoder | None", self._cache.pop(key, None))
+            enc = cast("EndpointEncoder | None", self._cache.pop(key))
             if enc is not None:
                 enc.close()

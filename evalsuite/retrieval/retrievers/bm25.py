@@ -80,15 +80,25 @@ class BM25Index:
         )
         return [list(t) for t in tokens]
 
-    def scores(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(documents sharing a term with the query, their scores): bm25s's scores of those documents."""
+    def top(self, tokens: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The top ``k`` documents sharing a term with the query (document positions, bm25s's scores), in the tie
+        order: only the candidates at or above the k-th score are sorted."""
         r = self.retriever
         ids = r.get_tokens_ids(list(tokens))
         if not ids:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         indptr, indices = r.scores["indptr"], r.scores["indices"]
-        matched = np.unique(np.concatenate([indices[indptr[t] : indptr[t + 1]] for t in ids]))
-        return matched, r.get_scores_from_ids(ids)[matched]
+        shares = np.zeros(len(self.desc_rank), dtype=bool)
+        for t in set(ids):
+            shares[indices[indptr[t] : indptr[t + 1]]] = True
+        matched = np.flatnonzero(shares)
+        s = r.get_scores_from_ids(ids)[matched]
+        if len(matched) > k:  # keep the k best and every document tied with the k-th
+            kth = s[np.argpartition(-s, k - 1)[k - 1]]
+            keep = s >= kth
+            matched, s = matched[keep], s[keep]
+        order = np.lexsort((self.desc_rank[matched], -s.astype(np.float64)))[:k]
+        return matched[order], s[order]
 
 
 _BUILT: dict[tuple[str, BM25Settings], BM25Index] = {}
@@ -130,11 +140,10 @@ def bm25_ranking(settings: BM25Settings, inputs: RetrievalInputs, k: int) -> tup
     values: dict[str, tuple[float, ...]] = {}
     short = 0
     for qid, tokens in zip(qids, index.tokenize_queries(inputs.query_texts()), strict=True):
-        matched, s = index.scores(tokens)
-        order = np.lexsort((index.desc_rank[matched], -s.astype(np.float64)))[:k]
-        docs[qid] = tuple(str(doc_ids[j]) for j in matched[order])
-        values[qid] = tuple(float(x) for x in s[order])
-        short += len(order) < min(k, len(doc_ids))
+        top, s = index.top(tokens, k)
+        docs[qid] = tuple(str(doc_ids[j]) for j in top)
+        values[qid] = tuple(float(x) for x in s)
+        short += len(top) < min(k, len(doc_ids))
     entry: dict[str, object] = {
         "documents": len(doc_ids),
         "vocabulary": index.vocabulary,
