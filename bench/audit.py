@@ -11,7 +11,8 @@ with a one-id-per-line sidecar, then measures, each in its own process (so each 
 - ``floor``: ``faiss.read_index`` memory-mapped, then one exact search of ``queries`` query vectors (top 10);
 - ``audit``: the index opened as ``evalsuite audit`` opens it (the dataset's kept index reused), the model load and
   the sample's encode started in the background (``AuditContext.prefetch``, as ``run_audit`` does), and the checks
-  ``shape``, ``ids``, ``norms`` (every stored vector, streamed with ``reconstruct_n`` in blocks) and ``fidelity``
+  ``shape``, ``ids``, ``norms`` (every stored vector, streamed with ``reconstruct_n`` in blocks), ``collisions``
+  (rows stored with one vector, from the same pass) and ``fidelity``
   (the seeded sample that finds a 1% bad share with probability 0.99, its chunks' texts encoded by the bundled
   reference model).
 
@@ -109,7 +110,7 @@ def phase_index(work: Path) -> dict[str, float]:
 
 
 def phase_audit(work: Path) -> dict[str, object]:
-    from evalsuite.audit.checks import FIDELITY, IDS, NORMS, SHAPE
+    from evalsuite.audit.checks import COLLISIONS, FIDELITY, IDS, NORMS, SHAPE
     from evalsuite.audit.runner import AuditTarget, open_context, reference_encoder
     from evalsuite.audit.settings import AuditSettings
     from evalsuite.audit.source import SourceOptions
@@ -121,7 +122,7 @@ def phase_audit(work: Path) -> dict[str, object]:
     ctx = open_context(target, AuditSettings(), prepared, reference_encoder(prepared))
     ctx.prefetch()
     out: dict[str, object] = {"open_seconds": round(time.perf_counter() - t, 1)}
-    for check in (SHAPE, IDS, NORMS, FIDELITY):
+    for check in (SHAPE, IDS, NORMS, COLLISIONS, FIDELITY):
         t0 = time.perf_counter()
         v = judge(check, ctx)
         out[check.name] = v.status
