@@ -25,7 +25,7 @@ def test_one_item_per_check_with_its_status_and_cause(ingest: Ingest, pytester: 
         f"--junitxml={junit}", "-k", "audit",
     )  # fmt: skip
     outcomes = result.parseoutcomes()
-    assert outcomes.get("failed") == 2 and outcomes.get("passed") == 4 and outcomes.get("skipped") == 1, outcomes
+    assert outcomes.get("failed") == 2 and outcomes.get("passed") == 5 and outcomes.get("skipped") == 1, outcomes
     result.stdout.fnmatch_lines(["*audit?fidelity?*", "*ids shifted by +1 inside 1 run of 32 consecutive rows*"])
     props = {
         p.get("name"): p.get("value")
@@ -33,6 +33,7 @@ def test_one_item_per_check_with_its_status_and_cause(ingest: Ingest, pytester: 
         for p in case.iter("property")
     }
     assert props["audit:fidelity"] == "FAIL" and props["audit:ids"] == "PASS" and props["audit:manifest"] == "SKIP"
+    assert props["audit:collisions"] == "PASS"  # rows rolled inside a batch: moved, no two equal
     assert props["audit:fidelity:cause1"].startswith("mapping fault: ids shifted by +1")
 
 
