@@ -140,3 +140,22 @@ def test_the_ladder_names_a_refusal_limit_below_the_contract(fault_server, make_
     assert "maximum context length is 40 tokens" in v.details["refused"]
     assert v.details["steps"][0]["tokens"] == 16 and v.details["steps"][0]["agrees"] is True  # the calibration
     assert len(fault_server.bodies) - before == v.details["requests"] + 1 <= MAX_REQUESTS + 1  # + the canary batch
+
+
+@pytest.mark.parametrize("max_length", [16, 40, 128])
+def test_every_stress_text_fits_the_max_length_by_the_tokenizers_count(max_length):
+    """A byte-level count (a tiny or byte-level vocabulary spends a token per byte of a rare script): every probe fits,
+    so a server refusing over-long inputs (vLLM's 400) does not refuse the whole request (bug: only the repeated token
+    and the number were cut; a faithful vLLM decoder failed stress_inputs)."""
+    from evalsuite.canary.embedding.checks.stress import RARE_SCRIPTS, stress_texts
+
+    def tokens(text: str) -> int:
+        return len(text.encode("utf-8")) + 2  # bytes plus two specials
+
+    probes = dict(stress_texts(max_length, tokens))
+    assert set(probes) == {"s_repeat", "s_number", *(i for i, _ in RARE_SCRIPTS)}
+    for i, text in probes.items():
+        assert tokens(text) <= max_length or len(text) <= 8, (i, tokens(text))
+        assert len(text) >= min(8, len(dict(RARE_SCRIPTS).get(i, text)))
+    # a count that fits leaves the rare scripts whole
+    assert dict(stress_texts(max_length, lambda t: 1))["s_tamil"] == dict(RARE_SCRIPTS)["s_tamil"]

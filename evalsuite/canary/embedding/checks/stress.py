@@ -33,8 +33,10 @@ RARE_SCRIPTS: tuple[tuple[str, str], ...] = (
 
 
 def stress_texts(max_length: int, tokens: Callable[[str], int] | None = None) -> list[tuple[str, str]]:
-    """(id, text) of the stress probes: one token repeated to ~80% of ``max_length`` (cut to fit when ``tokens``
-    counts more than ``max_length``), a long number, and rare scripts."""
+    """(id, text) of the stress probes: one token repeated to ~80% of ``max_length``, a long number, and rare
+    scripts; when ``tokens`` counts a text (as rendered and tokenized for the contract) beyond ``max_length``, it is
+    cut until it fits (a server that refuses over-long inputs refuses the whole request otherwise: a small or
+    byte-level vocabulary spends many tokens on a rare script)."""
     n = max(1, int(max_length * REPEAT_SHARE) - 4)
     repeated = " ".join(["the"] * n)
     if tokens is not None:
@@ -42,10 +44,17 @@ def stress_texts(max_length: int, tokens: Callable[[str], int] | None = None) ->
             n = max(1, n * 3 // 4)
             repeated = " ".join(["the"] * n)
     number = DIGITS[: max(8, min(len(DIGITS), max_length))]
-    if tokens is not None:
-        while len(number) > 8 and tokens(number) > max_length:
-            number = number[: len(number) * 3 // 4]
-    return [("s_repeat", repeated), ("s_number", number), *RARE_SCRIPTS]
+    probes = [("s_repeat", repeated), ("s_number", number), *RARE_SCRIPTS]
+    if tokens is None:
+        return probes
+    return [(i, t if i == "s_repeat" else _fit(t, max_length, tokens)) for i, t in probes]
+
+
+def _fit(text: str, max_length: int, tokens: Callable[[str], int]) -> str:
+    """``text`` cut by characters (a quarter at a time, never below 8) until ``tokens`` counts at most ``max_length``."""
+    while len(text) > 8 and tokens(text) > max_length:
+        text = text[: max(8, len(text) * 3 // 4)]
+    return text
 
 
 def check_stress_inputs(ctx: CanaryContext) -> CheckOutcome:
