@@ -60,26 +60,15 @@ def run_audit_job(args: argparse.Namespace, out: Path | None, say: Callable[[str
         )
     checked = RunSpec.from_mapping(given, source="command line")  # type-checked as the run's own
     client = {k: getattr(checked, k) for k in given}
-    targets = [
-        AuditTarget(
-            args.index_uri,
-            SourceOptions(Path(args.ids) if args.ids else None, args.password_env, mmap),
-            _manifest(args.index_uri, args.manifest),
-            args.endpoint,
-            "index",
-            client,
-        )
-    ]
+
+    def target(uri: str, ids: str | None, manifest: str | None, endpoint: str | None, role: str) -> AuditTarget:
+        options = SourceOptions(Path(ids) if ids else None, args.password_env, mmap)
+        return AuditTarget(uri, options, _manifest(uri, manifest), endpoint, role, client)
+
+    targets = [target(args.index_uri, args.ids, args.manifest, args.endpoint, "index")]
     if args.baseline_index:
         targets.append(
-            AuditTarget(
-                args.baseline_index,
-                SourceOptions(Path(args.baseline_ids) if args.baseline_ids else None, args.password_env, mmap),
-                _manifest(args.baseline_index, args.baseline_manifest),
-                args.baseline_endpoint,
-                "baseline",
-                client,
-            )
+            target(args.baseline_index, args.baseline_ids, args.baseline_manifest, args.baseline_endpoint, "baseline")
         )
     elif args.baseline_endpoint or args.baseline_ids:
         raise SpecError("--baseline-endpoint and --baseline-ids need --baseline-index")
