@@ -116,6 +116,41 @@ class SparseEncoder:
                         )
         return [v for v in out if v is not None]
 
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's token ids as the model reads them, with a leading BOS and a trailing EOS cut (what a server
+        that answers one weight per token without them, e.g. vLLM's BGE-M3 ``token_classify``, weighs)."""
+        tokenizer = self._load()[0]
+        bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
+        out = []
+        for ids in tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]:
+            ids = list(ids)
+            if ids and bos is not None and ids[0] == bos:
+                ids = ids[1:]
+            if ids and eos is not None and ids[-1] == eos:
+                ids = ids[:-1]
+            out.append([int(i) for i in ids])
+        return out
+
+    def special_ids(self) -> set[int]:
+        return {int(i) for i in self._load()[0].all_special_ids}
+
+    def token_scores(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """BGE-M3 only: each text's token ids (the special tokens included) and ``sparse_linear``'s score of each
+        token before the ReLU: what the diagnosis of a served sparse vector builds its alternatives from."""
+        import torch
+
+        tokenizer, model, linear = self._load()
+        if linear is None:
+            raise ModelError(f"{self.info.path}: per-token scores are BGE-M3's (sparse_linear.pt); this is SPLADE")
+        out = []
+        with torch.inference_mode():
+            for text in texts:
+                batch = tokenizer([text], truncation=True, max_length=self.max_length, return_tensors="pt")
+                batch = {k: v.to(model.device) for k, v in batch.items()}
+                raw = linear(model(**batch).last_hidden_state).squeeze(-1)[0]
+                out.append((batch["input_ids"][0].cpu().numpy().astype(np.int64), raw.float().cpu().numpy()))
+        return out
+
     def _splade(self, logits: Any, mask: Any) -> Any:
         import torch
 
