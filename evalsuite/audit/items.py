@@ -111,7 +111,7 @@ class AuditItem(EvalsuiteItem):
 
     def runtest(self) -> None:
         __tracebackhide__ = True
-        from ..canary.registry import judge
+        from ..checks import judge
         from .checks import AUDIT_CHECKS
 
         check = next(c for c in AUDIT_CHECKS if c.name == self.check)

@@ -1,4 +1,4 @@
-"""Open an index, run the audit family's checks (the canary's runner), and compare a cutover pair."""
+"""Open an index, run the audit family's checks (the check engine's runner), and compare a cutover pair."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..canary.checks.base import CheckOutcome, CheckOutcomes
+from ..checks import CheckOutcome, CheckOutcomes
 from .settings import AuditSettings
 from .source import SourceOptions
 
@@ -168,8 +168,8 @@ def open_context(
 
 
 def run_audit(ctx: AuditContext, on_verdict: Callable[[CheckOutcome], None] | None = None) -> AuditOutcome:
-    """Every audit check in order under the canary's one error policy; the store is closed afterwards."""
-    from ..canary.runner import run_checks
+    """Every audit check in order under the check engine's one error policy; the store is closed afterwards."""
+    from ..checks import run_checks
     from .checks import AUDIT_CHECKS
 
     info = ctx.info()

@@ -233,7 +233,7 @@ class CanaryItem(EvalsuiteItem):
 
     def runtest(self) -> None:
         __tracebackhide__ = True
-        from ..canary.registry import run_rerank_check
+        from ..canary.reranker.registry import run_rerank_check
 
         if self.reranker:
             verdict = run_rerank_check(self.check, self.state.canary_items.rerank_context(self.dataset))
@@ -255,7 +255,7 @@ class CanaryItem(EvalsuiteItem):
         import dataclasses
 
         from ..canary.diagnosis import diagnosis_for
-        from ..canary.registry import run_check
+        from ..canary.embedding.registry import run_check
 
         ctx = self.state.canary_items.context(self.dataset, k)
         verdict = run_check(self.check, ctx)
