@@ -5,7 +5,10 @@ Adding an audit check is one declaration and its test: a ``Check[AuditContext]``
 a :class:`~evalsuite.checks.CheckOutcome` named ``name`` whose message starts with ``label + ":"``), one
 entry in :data:`AUDIT_CHECKS` where it should run, its threshold as one :class:`~.settings.AuditSettings` field
 (+ its option in ``audit/options.py``), and its test in ``tests/audit/`` (a faithful index passes, the fault it
-names fails). The CLI, the pytest items, audit.json and report.md follow from the list.
+names fails). The CLI, the pytest items, audit.json and report.md follow from the list (:func:`audit_checks`).
+From another package: the declaration wrapped in ``PluginCheck(family="audit", check=...)``
+(``evalsuite.checks.plugins``) and named by an entry point of the group ``evalsuite.checks``; it runs after the
+built-in checks.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 from ..base.errors import IndexSourceError
 from ..checks import Check, CheckOutcome
 from ..checks.detection import DETECT_CONFIDENCE, detectable_share, detection_probability
+from ..checks.plugins import with_plugins
 from .collisions import COLLISIONS
 from .diagnosis import share_text
 
@@ -407,3 +411,9 @@ AUDIT_CHECKS: tuple[Check[AuditContext], ...] = (
     ANN_RECALL,
     MANIFEST,
 )
+
+
+def audit_checks() -> tuple[Check[AuditContext], ...]:
+    """Every audit check in run order, the installed plug-ins' after the built-in ones: what the runner, the
+    pytest items and the reports read."""
+    return with_plugins("audit", AUDIT_CHECKS)

@@ -112,9 +112,9 @@ class AuditItem(EvalsuiteItem):
     def runtest(self) -> None:
         __tracebackhide__ = True
         from ..checks import judge
-        from .checks import AUDIT_CHECKS
+        from .checks import audit_checks
 
-        check = next(c for c in AUDIT_CHECKS if c.name == self.check)
+        check = next(c for c in audit_checks() if c.name == self.check)
         verdict = judge(check, self.audit.context(self.dataset))
         self.state.canary_items.record(self.dataset, verdict)
         self.user_properties.append((f"audit:{self.check}", verdict.status))
@@ -131,14 +131,14 @@ class AuditItem(EvalsuiteItem):
 def collect_audit_items(audit: SessionAudit, parent: pytest.Session, anchor: Path) -> list[pytest.Item]:
     """One item per audit check and dataset, marked ``evalsuite``, beside the session's own items."""
     from ..gating.items import DatasetCollector
-    from .checks import AUDIT_CHECKS
+    from .checks import audit_checks
 
     root = DatasetCollector.from_parent(parent, name="evalsuite-audit", path=anchor, nodeid="evalsuite-audit")
     items: list[pytest.Item] = []
     state = audit.state
     for dp in state.datasets:
         node = DatasetCollector.from_parent(root, name=dp.name)
-        for check in AUDIT_CHECKS:
+        for check in audit_checks():
             item = AuditItem.from_parent(
                 node, name=f"audit[{check.name}]", state=state, dataset=dp.name, check=check.name, audit=audit
             )

@@ -39,7 +39,7 @@ class AuditTarget:
 
 @dataclass(frozen=True)
 class AuditOutcome(CheckOutcomes):
-    """One index's verdicts (in the order of :data:`~.checks.AUDIT_CHECKS`)."""
+    """One index's verdicts (in the order of :func:`~.checks.audit_checks`)."""
 
     role: str
     info: IndexInfo
@@ -170,11 +170,11 @@ def open_context(
 def run_audit(ctx: AuditContext, on_verdict: Callable[[CheckOutcome], None] | None = None) -> AuditOutcome:
     """Every audit check in order under the check engine's one error policy; the store is closed afterwards."""
     from ..checks import run_checks
-    from .checks import AUDIT_CHECKS
+    from .checks import audit_checks
 
     info = ctx.info()
     ctx.prefetch()  # the model loads (and the sample encodes) while the structure checks stream the vectors
-    verdicts = run_checks(AUDIT_CHECKS, ctx, on_verdict, close=False)
+    verdicts = run_checks(audit_checks(), ctx, on_verdict, close=False)
     return AuditOutcome(
         role=ctx.role,
         info=info,

@@ -15,6 +15,10 @@ Adding a check is one declaration and its test::
     #    (tests/canary/test_settings.py fails while the two disagree);
     # 4. its test (tests/canary/): a faithful server passes it, the fault it names fails it.
 
+From another package: the same declaration wrapped in ``PluginCheck(family="embedding", check=WIDGETS)``
+(``evalsuite.checks.plugins``) and named by an entry point of the group ``evalsuite.checks``; it runs after the
+built-in checks (its thresholds are its own: the settings above are this package's).
+
 Labels, the list of checks a session runs, skip verdicts, the triage checklist, the diagnosis and the report
 sections follow from the declarations; :func:`evalsuite.checks.judge` runs each under the one error policy.
 """
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from ...checks import Check, CheckOutcome, judge
 from ...checks.declaration import find
+from ...checks.plugins import with_plugins
 from .checks.agreement import BATCH_INVARIANCE, NORM_AGREEMENT, VECTOR_AGREEMENT
 from .checks.bad_input import BAD_INPUT
 from .checks.determinism import DETERMINISM
@@ -61,8 +66,9 @@ LABELS: dict[str, str] = {c.name: c.label for c in CANARY_CHECKS}
 
 
 def canary_checks() -> tuple[Check[CanaryContext], ...]:
-    """Every embedding check in run order: what every reader of this family reads."""
-    return CANARY_CHECKS
+    """Every embedding check in run order, the installed plug-ins' after the built-in ones: what every reader of
+    this family reads."""
+    return with_plugins("embedding", CANARY_CHECKS)
 
 
 def get_check(name: str) -> Check[CanaryContext]:
