@@ -257,10 +257,10 @@ def test_a_package_cli_imports_nothing_above_its_package():
     assert ("history.cli", "gating") not in found
 
 
-# where a gate kind's name may be spelled: its declaration (and the history plot, which reads recorded verdicts by
-# kind name: a record does not yet carry the pass line its kind would draw); load/ is skipped: its capacity gates
-# are another grammar (load/gates.py), whose kinds share some names
-KIND_NAME_ALLOWED = {"gating/kinds.py", "gating/history_kinds.py", "history/plot.py"}
+# where a gate kind's name may be spelled: its declaration (and the history record's reader, for a record written
+# before records carried the pass line their kind draws: frozen, a kind declared since records its own line); load/ is
+# skipped: its capacity gates are another grammar (load/gates.py, which says why), whose kinds share some names
+KIND_NAME_ALLOWED = {"gating/kinds.py", "gating/history_kinds.py", "history/record.py"}
 
 
 def test_gate_kind_behaviour_is_the_kinds_own():
