@@ -1,13 +1,13 @@
 """Plug-ins: declarations an installed package adds to a family through an entry point, read beside the family's
 own (as pytest reads ``pytest11``). The groups:
 
-=========================  =============================================================  ========================
-group                      the entry point names                                         read by
-=========================  =============================================================  ========================
-``evalsuite.stores``       a ``StoreKind`` (``evalsuite.audit.source``)                  ``audit/stores``
-``evalsuite.gate_kinds``   a ``GateKind`` subclass or instance (``evalsuite.gating.gates``)  ``gating/kinds.py``
-``evalsuite.checks``       a ``PluginCheck``: a ``Check`` and its family (``evalsuite.checks.plugins``)  each family's registry
-=========================  =============================================================  ========================
+==========================  ======================================================================  ==============================
+group                       the entry point names                                                   read by
+==========================  ======================================================================  ==============================
+``evalsuite.stores``        a ``StoreKind`` (``evalsuite.audit.source``)                            ``audit/stores``
+``evalsuite.gate_kinds``    a ``GateKind`` subclass or instance (``evalsuite.gating.gates``)        ``gating/kinds.py``
+``evalsuite.checks``        a ``PluginCheck``: a ``Check`` and its family (``evalsuite.checks``)    its family's registry
+==========================  ======================================================================  ==============================
 
 A plug-in package declares, in its ``pyproject.toml``::
 

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 
 def diagnosis_for(ctx: CanaryContext, verdict: CheckOutcome) -> Diagnosis | None:
-    """The diagnosis for a failed check whose declaration says the diagnosis reads it (``diagnosed``; None otherwise, or when the server cannot be asked)."""
+    """The diagnosis for a failed check whose declaration says the diagnosis reads it (``diagnosed``); None
+    otherwise, or when the server cannot be asked."""
     declared = find_declared(verdict.check)
     if verdict.passed is not False or declared is None or not declared.diagnosed:
         return None
