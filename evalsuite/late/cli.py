@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.jobs import Job
 from ..contract import DTYPES
+from ..retrieval.retrievers.params import SPECIAL_POLICIES
 from ..run.options import OUT_OPTION, RUN_OPTIONS, Option, collect, int_at_least
-from .contract import SPECIAL_POLICIES
 
 if TYPE_CHECKING:
+    from ..encode.tokens import TokenEncoder
     from ..run.result import Result
-    from .encoder import TokenEncoder
     from .served import TokenAgreement
 
 LATE_OPTIONS: tuple[Option, ...] = (
@@ -67,12 +67,12 @@ def options() -> tuple[Option, ...]:
 def cmd_late(args: argparse.Namespace) -> int:
     from ..base.errors import SpecError
     from ..base.io import atomic_write_json, atomic_write_text
+    from ..encode.tokens import TokenEncoder, build_late_contract
     from ..model import resolve_model
     from ..reports.run_reports import default_run_dir
     from ..rerank.reports import two_stage_markdown
     from ..rerank.run import run_first_stage
     from ..run.spec import RunSpec
-    from .encoder import TokenEncoder, build_late_contract
     from .evaluate import evaluate_late
 
     late = collect(args, LATE_OPTIONS)

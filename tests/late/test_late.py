@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from evalsuite.base.errors import SpecError
-from evalsuite.late.maxsim import maxsim, maxsim_many
+from evalsuite.retrieval.maxsim import maxsim, maxsim_many
 from evalsuite.testing.builders import run_argv
 
 
@@ -32,7 +32,7 @@ def info(late_model_dir):
 
 
 def encoder(info, **kw):
-    from evalsuite.late.encoder import TokenEncoder, build_late_contract
+    from evalsuite.encode.tokens import TokenEncoder, build_late_contract
 
     return TokenEncoder(info, build_late_contract(info, **kw), device="cpu", batch_size=2)
 
@@ -176,8 +176,8 @@ def test_late_cli_compares_a_served_token_output(
 
     from werkzeug import Response
 
+    from evalsuite.encode.tokens import TokenEncoder, build_late_contract
     from evalsuite.jobs import LATE, add_job
-    from evalsuite.late.encoder import TokenEncoder, build_late_contract
     from evalsuite.model import resolve_model
 
     info = resolve_model(str(late_model_dir))
