@@ -9,6 +9,8 @@
 #                                 the same, but returns once .venv is ready: the engine venvs go on installing
 #                                 in the background (niced), their state and logs in .engine-installs/; a test
 #                                 that needs an engine waits for its install (evalsuite/testing/engine_install.py)
+#                                 and the FlagEmbedding oracle's venv (.flagembedding-venv: transformers 4.56 beside
+#                                 .venv's torch, about a minute, while ranx's kernels compile; --no-wait waits for it)
 # TORCH_SPEC overrides the torch requirement (e.g. a CUDA build on a GPU machine).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -34,6 +36,7 @@ if [ "${1:-}" = "--test" ]; then
     state=.engine-installs
     no_wait="$([ "${2:-}" = "--no-wait" ] && echo 1 || true)"
     mkdir -p "$state"
+    names=()
     pids=()
     engine_bg() {
         # the pending mark first, so no test started after this script can miss an install that is starting
@@ -43,6 +46,7 @@ if [ "${1:-}" = "--test" ]; then
         else
             bash .ci/background.sh "$state" "$1" bash ".ci/$1.sh" install ".$1-venv" </dev/null >/dev/null 2>&1 &
         fi
+        names+=("$1")
         pids+=("$!")
     }
     say "the infinity-emb server in its own venv (.infinity-venv), in the background"
@@ -62,15 +66,14 @@ quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORC
 if [ "${1:-}" = "--test" ]; then
     say "evalsuite and its test extras (faiss, ranx, transformers, ray, ...)"
     quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" -e '.[test]'
+    say "the FlagEmbedding oracle's venv (.flagembedding-venv, over .venv's torch), in the background"
+    engine_bg flagembedding
     warm_ranx
-    if [ -n "$no_wait" ]; then
-        trap - EXIT
-        say "the engine venvs go on installing in the background (state and logs in $state/)"
-        exit 0
-    fi
     failed=0
-    i=0
-    for name in infinity vllm llamacpp; do
+    for i in "${!names[@]}"; do
+        name="${names[$i]}"
+        # --no-wait: only the FlagEmbedding oracle is waited for (its tests have no launcher to wait in)
+        [ -n "$no_wait" ] && [ "$name" != flagembedding ] && continue
         if wait "${pids[$i]}"; then
             say "$name venv ready"
         else
@@ -78,10 +81,13 @@ if [ "${1:-}" = "--test" ]; then
             say "$name venv FAILED; its install log:"
             cat "$state/$name.log" >&2
         fi
-        i=$((i + 1))
     done
-    trap - EXIT
     [ "$failed" = 0 ] || exit 1
+    trap - EXIT
+    if [ -n "$no_wait" ]; then
+        say "the engine venvs go on installing in the background (state and logs in $state/)"
+        exit 0
+    fi
 else
     say "evalsuite and its dependencies (faiss, ranx, transformers, ...)"
     quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" -e .
