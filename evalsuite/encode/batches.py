@@ -1,5 +1,5 @@
 """Batches formed by token length (little padding), the one batcher every local model uses: the reference
-encoder (`local.py`), the reranker (`rerank/local.py`) and late interaction (`late/encoder.py`)."""
+encoder (`local.py`), the reranker (`rerank/local.py`) and late interaction (`tokens.py`)."""
 
 from __future__ import annotations
 

@@ -275,7 +275,7 @@ class CanaryItem(EvalsuiteItem):
 
 
 def collect_items(state: GateSession, parent: pytest.Session, anchor: Path) -> list[pytest.Item]:
-    """Every item of the session, dataset by dataset, marked ``evalsuite``."""
+    """Every item of the session, dataset by dataset, marked ``evalsuite``, then its parts' items."""
     root = DatasetCollector.from_parent(parent, name="evalsuite", path=anchor, nodeid="evalsuite")
     items: list[pytest.Item] = []
     for dp in state.datasets:
@@ -308,4 +308,6 @@ def collect_items(state: GateSession, parent: pytest.Session, anchor: Path) -> l
         for item in new:
             item.add_marker("evalsuite")
         items += new
+    for part in state.parts.values():  # the other jobs' items (the audit's, the budget's), each under its own root
+        items += part.items(parent, anchor)
     return items

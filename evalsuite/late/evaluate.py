@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..base.errors import SpecError
+from ..encode.late_contract import BYTES_PER_VALUE, LateContract
 from ..rerank.twostage import TwoStageResult, evaluate_depths, top_ids
-from .contract import BYTES_PER_VALUE, LateContract
-from .maxsim import maxsim_many
+from ..retrieval.maxsim import maxsim_many
 
 if TYPE_CHECKING:
+    from ..encode.tokens import TokenEncoder
     from ..run.result import Result
-    from .encoder import TokenEncoder
 
 
 @dataclass(frozen=True)

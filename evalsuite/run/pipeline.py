@@ -283,14 +283,21 @@ def score(
     )
     t2 = time.perf_counter()
     timing = dict(timing, search_seconds=round(t1 - t0, 4), score_seconds=round(t2 - t1, 4))
-    timing["result_cache"] = cache.record(hit, ranking, aggregate, per_query, timing) if cache else {"status": "off"}
+    retrieval_record: dict[str, object] | None = None
+    if contract.retrieval != DENSE and hit is not None and hit.retrieval is not None:
+        retrieval_record = dict(hit.retrieval)  # how the cached ranking was made, a hybrid's components and gain
+    elif contract.retrieval != DENSE:
+        retrieval_record = retrieval_entry(contract, retrieved)
+        if retrieved is not None and retrieved.components:  # each component's metrics, the fusion's gain (CI)
+            retrieval_record.update(components_entry(ds.qrels, retrieved, per_query, metrics))
+    timing["result_cache"] = (
+        cache.record(hit, ranking, aggregate, per_query, timing, retrieval_record) if cache else {"status": "off"}
+    )
     man = manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12], encoder=encoder)
     if index_entry is not None:
         man["index"].update(index_entry)
-    if contract.retrieval != DENSE:
-        man["retrieval"] = retrieval_entry(contract, retrieved)
-        if retrieved is not None and retrieved.components:  # each component's metrics, the fusion's gain (CI)
-            man["retrieval"].update(components_entry(ds.qrels, retrieved, per_query, metrics))
+    if retrieval_record is not None:
+        man["retrieval"] = retrieval_record
     return Result(
         contract=contract,
         manifest=man,

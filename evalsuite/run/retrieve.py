@@ -37,6 +37,7 @@ class DatasetInputs:
     dataset: Dataset
     dense_search: Callable[[int], Ranking] | None
     sparse_search: Callable[[int, int], Ranking] | None = None
+    multivector_search: Callable[[str, str, int, int], Ranking] | None = None
 
     @property
     def query_ids(self) -> Sequence[str]:
@@ -67,6 +68,11 @@ class DatasetInputs:
         if self.sparse_search is None:
             raise SpecError("this run has no model to make sparse vectors with")
         return self.sparse_search(top_k, k)
+
+    def multivector(self, projection: str, specials: str, rerank: int, k: int) -> Ranking:
+        if self.multivector_search is None:
+            raise SpecError("this run has no model to make token vectors with")
+        return self.multivector_search(projection, specials, rerank, k)
 
 
 def sparse_ranking(prepared: Prepared, contract: Contract) -> Callable[[int, int], Ranking]:
@@ -99,6 +105,64 @@ def sparse_ranking(prepared: Prepared, contract: Contract) -> Callable[[int, int
     return search
 
 
+def multivector_ranking(
+    prepared: Prepared, contract: Contract, dense: Callable[[int], Ranking] | None
+) -> Callable[[str, str, int, int], Ranking]:
+    """The model's MaxSim run (:mod:`evalsuite.retrieval.maxsim`) over per-token vectors
+    (:class:`evalsuite.encode.tokens.TokenEncoder`: the last hidden states, or their ``colbert_linear.pt``
+    projection, L2-normalised per token) of the texts rendered for their role, at the contract's max length and
+    dtype. ``rerank`` 0 encodes every document and ranks the whole corpus; N encodes only the dense run's top N
+    of each query and re-ranks them. Each text is encoded once per (projection, specials)."""
+    from ..encode.tokens import TokenEncoder, build_late_contract
+    from ..retrieval.maxsim import maxsim_rerank, maxsim_search
+
+    spec, ds = prepared.spec, prepared.dataset
+    encoders: dict[tuple[str, str], TokenEncoder] = {}
+    tokens: dict[tuple[str, str, str], dict[str, Any]] = {}  # (projection, specials, role) -> id -> matrix
+
+    def encoded(projection: str, specials: str, role: str, ids: Sequence[str]) -> dict[str, Any]:
+        if (projection, specials) not in encoders:
+            has_linear = (prepared.model.root / "colbert_linear.pt").is_file()
+            late = build_late_contract(
+                prepared.model,
+                projection="colbert_linear.pt" if projection == "auto" and has_linear else None,
+                special_tokens=specials,
+                max_length=contract.max_length,
+                dtype=contract.dtype,
+                query_prefix="",  # the texts come rendered by the contract (its prefixes)
+                doc_prefix="",
+            )
+            encoders[projection, specials] = TokenEncoder(
+                prepared.model, late, device=spec.device, batch_size=spec.batch_size
+            )
+        done = tokens.setdefault((projection, specials, role), {})
+        todo = [i for i in dict.fromkeys(ids) if i not in done]
+        if todo:
+            texts = [ds.queries[i] for i in todo] if role == "query" else [ds.corpus[i] for i in todo]
+            matrices = encoders[projection, specials].encode(contract.render_all(role, texts), role=role)
+            done.update(zip(todo, matrices, strict=True))
+        return done
+
+    def search(projection: str, specials: str, rerank: int, k: int) -> Ranking:
+        queries = encoded(projection, specials, "query", ds.query_ids)
+        if rerank == 0:
+            docs = encoded(projection, specials, "document", ds.doc_ids)
+            return maxsim_search(
+                [queries[q] for q in ds.query_ids],
+                [docs[d] for d in ds.doc_ids],
+                query_ids=ds.query_ids,
+                doc_ids=ds.doc_ids,
+                k=k,
+            )
+        if dense is None:
+            raise SpecError("multivector re-ranking needs the dense run: this run has no dense vectors")
+        first = dense(max(rerank, k))
+        docs = encoded(projection, specials, "document", [d for q in first for d in first.top(q, rerank)])
+        return maxsim_rerank(first, queries, docs, depth=rerank, k=k)
+
+    return search
+
+
 def dense_at(searched: Ranking, k: int, search: Callable[[int], Ranking] | None) -> Callable[[int], Ranking]:
     """The dense ranking at any depth: ``searched`` (depth ``k``) cut when that is enough (the top ``d`` of an
     exact top ``k`` is the exact top ``d``), else ``search`` again at the depth asked for."""
@@ -125,7 +189,8 @@ def retrieve(prepared: Prepared, contract: Contract, k: int, dense: Callable[[in
     """The contract's retriever's top ``k`` per query (not called for ``dense``, whose ranking the caller has)."""
     spec = parse_retrieval(contract.retrieval)
     sparse = sparse_ranking(prepared, contract) if "sparse" in spec.components else None
-    return retriever(spec.kind).retrieve(spec, DatasetInputs(prepared.dataset, dense, sparse), k)
+    late = multivector_ranking(prepared, contract, dense) if "multivector" in spec.components else None
+    return retriever(spec.kind).retrieve(spec, DatasetInputs(prepared.dataset, dense, sparse, late), k)
 
 
 def manifest_entry(contract: Contract, retrieved: Retrieved | None, seconds: float | None = None) -> dict[str, object]:

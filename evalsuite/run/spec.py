@@ -83,6 +83,9 @@ class RunSpec:
     fusion_weights: tuple[float, ...] | None = None
     fusion_norm: str | None = None
     sparse_top_k: int | None = None
+    multivector_rerank: int | None = None
+    multivector_projection: str | None = None
+    multivector_specials: str | None = None
     bm25_k1: float | None = None
     bm25_b: float | None = None
     bm25_method: str | None = None

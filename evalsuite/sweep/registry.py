@@ -27,7 +27,7 @@ from typing import ClassVar
 from ..base.errors import SpecError
 from ..contract import DTYPES, POOLINGS, Contract
 from ..retrieval.index.spec import INDEX_KIND_NAMES, parse_index
-from ..retrieval.retrievers import RETRIEVER_NAMES, parse_retrieval
+from ..retrieval.retrievers import RETRIEVER_NAMES, parse_retrieval, retrieval_param, with_setting
 from .axis_kinds import AxisDeclaration, AxisValue, BoolAxis, ChoiceAxis, IntAxis, Setting, TextAxis, text_label
 
 PAIR_KEYWORDS = ("base", "none", "swapped", "query_only", "doc_only")
@@ -120,6 +120,54 @@ class RetrievalAxis(IndexAxis):
             raise self.error(str(exc)) from None
 
 
+@dataclass(frozen=True, kw_only=True)
+class RetrievalSettingAxis(AxisDeclaration):
+    """One setting of the base contract's retriever (``setting``: its spec key, e.g. ``fusion_k``), read by the
+    setting's own parser; over a retriever that does not take it, the first declared one that does at its defaults
+    (:func:`evalsuite.retrieval.retrievers.with_setting`: ``fusion_k=20`` over dense is RRF of dense and bm25 with
+    k 20). The value is kept as rendered and parsed again when applied. Its cells are bars in the
+    plots (the base's value lives inside its retrieval text, not in a contract field of its own)."""
+
+    setting: str
+
+    @property
+    def sets(self) -> tuple[str, ...]:
+        return ("retrieval",)
+
+    def parse(self, item: object, *, literal: bool) -> AxisValue:
+        text = str(item).strip()
+        try:
+            value = retrieval_param(self.setting).parse(text)
+        except SpecError as exc:
+            raise self.error(str(exc)) from None
+        return AxisValue(text, retrieval_param(self.setting).render(value))
+
+    def apply(self, contract: Contract, value: Setting) -> Contract:
+        return contract.replace(retrieval=with_setting(contract.retrieval, self.setting, value).text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FusionWeightAxis(RetrievalSettingAxis):
+    """wsum's weights: ``W`` (two fused retrievers: the first weighs W, the second 1 - W) or ``W1+W2+...`` (one
+    weight per fused retriever, in --fuse order)."""
+
+    def parse(self, item: object, *, literal: bool) -> AxisValue:
+        text = str(item).strip()
+        try:
+            weights = retrieval_param(self.setting).parse(text)
+        except SpecError as exc:
+            raise self.error(str(exc)) from None
+        if not isinstance(weights, tuple) or (len(weights) == 1 and not 0 <= float(weights[0]) <= 1):
+            raise self.error(f"{text!r}: a single weight W (the first retriever's; the second's is 1 - W) is 0 to 1")
+        return AxisValue(text, retrieval_param(self.setting).render(weights))
+
+    def apply(self, contract: Contract, value: Setting) -> Contract:
+        text = str(value)
+        if "+" not in text:  # W: the first of two fused retrievers W, the second 1 - W
+            text = f"{float(text):g}+{round(1 - float(text), 6):g}"
+        return contract.replace(retrieval=with_setting(contract.retrieval, self.setting, text).text)
+
+
 SWEEP_AXES: tuple[AxisDeclaration, ...] = (
     ChoiceAxis(
         name="pooling",
@@ -188,6 +236,37 @@ SWEEP_AXES: tuple[AxisDeclaration, ...] = (
         examples=("retrieval=dense,bm25,hybrid", "retrieval=hybrid:fusion=rrf,k=20,hybrid:fusion=wsum"),
         explanation=f"the retriever whose ranking is scored ({', '.join(RETRIEVER_NAMES)}); every cell shares the "
         "forward pass, bm25 cells one index",
+    ),
+    RetrievalSettingAxis(
+        name="fusion",
+        setting="fusion",
+        label="fusion",
+        examples=("fusion=rrf,wsum,mnz",),
+        explanation="how ranx fuses the base's hybrid (over a base that fuses nothing: dense and bm25); every cell "
+        "shares the forward pass",
+    ),
+    RetrievalSettingAxis(
+        name="fusion_k",
+        setting="fusion_k",
+        label="RRF k",
+        examples=("fusion_k=10,60,100",),
+        explanation="RRF's k (the base's hybrid, or RRF of dense and bm25)",
+    ),
+    FusionWeightAxis(
+        name="fusion_weight",
+        setting="fusion_weights",
+        label="fusion weight",
+        examples=("fusion_weight=0.5,0.7,0.9", "fusion_weight=0.6+0.4"),
+        explanation="wsum's weights: W (the first fused retriever W, the second 1 - W) or W1+W2+...; the fusion "
+        "becomes wsum",
+    ),
+    RetrievalSettingAxis(
+        name="sparse_top_k",
+        setting="sparse_top_k",
+        label="sparse top-k",
+        examples=("sparse_top_k=0,256,64",),
+        explanation="the largest sparse weights kept per query and document (0: all) of the base's sparse "
+        "retriever (or of sparse over a base that has none)",
     ),
     # The reranker's axes (``evalsuite rerank-sweep``): every cell shares the base first stage.
     IntAxis(

@@ -1,6 +1,7 @@
 """Tiny random-weight learned sparse models, written to a directory as their own libraries lay them out: a SPLADE
 model (a BERT MLM under sentence-transformers' ``SparseEncoder``: MLMTransformer + SpladePooling) and a BGE-M3
-shaped one (the tiny XLM-RoBERTa of :mod:`.tiny_families` with a ``sparse_linear.pt``). Nothing downloads."""
+shaped one (the tiny XLM-RoBERTa of :mod:`.tiny_families` with a ``sparse_linear.pt`` and a ``colbert_linear.pt``).
+Nothing downloads."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def write_tiny_splade(path: Path, *, activation: str = "relu", seed: int = 0) ->
 
 
 def write_tiny_bgem3(path: Path, *, seed: int = 0) -> Path:
-    """The tiny XLM-RoBERTa family with a random ``sparse_linear.pt`` (Linear(hidden, 1)), as BGE-M3 ships it."""
+    """The tiny XLM-RoBERTa family with a random ``sparse_linear.pt`` (Linear(hidden, 1)) and ``colbert_linear.pt``
+    (Linear(hidden, hidden)), as BGE-M3 ships them (FlagEmbedding loads its heads only when both are there)."""
     import json
 
     import torch
@@ -41,4 +43,5 @@ def write_tiny_bgem3(path: Path, *, seed: int = 0) -> Path:
     linear = torch.nn.Linear(hidden, 1)
     torch.nn.init.normal_(linear.weight, std=1.0)
     torch.save(linear.state_dict(), path / "sparse_linear.pt")
+    torch.save(torch.nn.Linear(hidden, hidden).state_dict(), path / "colbert_linear.pt")
     return path

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from evalsuite.base.errors import SpecError
-from evalsuite.late.maxsim import maxsim, maxsim_many
+from evalsuite.retrieval.maxsim import maxsim, maxsim_many
 from evalsuite.testing.builders import run_argv
 
 
@@ -32,7 +32,7 @@ def info(late_model_dir):
 
 
 def encoder(info, **kw):
-    from evalsuite.late.encoder import TokenEncoder, build_late_contract
+    from evalsuite.encode.tokens import TokenEncoder, build_late_contract
 
     return TokenEncoder(info, build_late_contract(info, **kw), device="cpu", batch_size=2)
 
@@ -142,10 +142,10 @@ def test_served_token_embed_compared_token_by_token(info, httpserver):
 def test_late_cli(late_model_dir, tiny_model_dir, small_beir, tmp_path, capsys):
     import argparse
 
-    from evalsuite.late.cli import register
+    from evalsuite.jobs import LATE, add_job
 
     parser = argparse.ArgumentParser(prog="evalsuite")
-    register(parser.add_subparsers(dest="command"))
+    add_job(parser.add_subparsers(dest="command"), LATE)
     args = parser.parse_args(
         run_argv(
             str(tiny_model_dir),
@@ -176,8 +176,8 @@ def test_late_cli_compares_a_served_token_output(
 
     from werkzeug import Response
 
-    from evalsuite.late.cli import register
-    from evalsuite.late.encoder import TokenEncoder, build_late_contract
+    from evalsuite.encode.tokens import TokenEncoder, build_late_contract
+    from evalsuite.jobs import LATE, add_job
     from evalsuite.model import resolve_model
 
     info = resolve_model(str(late_model_dir))
@@ -193,7 +193,7 @@ def test_late_cli_compares_a_served_token_output(
 
     httpserver.expect_request("/pooling", method="POST").respond_with_handler(answer)
     parser = argparse.ArgumentParser(prog="evalsuite")
-    register(parser.add_subparsers(dest="command"))
+    add_job(parser.add_subparsers(dest="command"), LATE)
 
     def run(out):
         args = parser.parse_args(

@@ -62,6 +62,9 @@ def test_hybrid_is_rrf_of_the_dense_and_bm25_runs(spec: RunSpec, minibeir_texts:
     assert again.timing["result_cache"]["status"] == "hit"
     assert again.metrics == hybrid.metrics and again.ranking.doc_ids == hybrid.ranking.doc_ids
     assert again.timing["result_cache"]["key"] != dense.timing["result_cache"]["key"]
+    # ... with the components' metrics and the fusion's gain that run computed, not dropped
+    assert again.manifest["retrieval"]["components"] == entry["components"]
+    assert again.manifest["retrieval"]["gain"] == json.loads(json.dumps(entry["gain"]))
     rrf20 = run(spec.replace(retrieval="hybrid", fusion_k=20))
     assert rrf20.timing["result_cache"]["status"] == "miss"  # another k: another key
 
@@ -130,3 +133,25 @@ def test_sweep_varies_the_retriever_over_one_forward_pass(spec: RunSpec) -> None
     assert set(bm25.stats) == set(METRICS)  # a delta against the dense base with its CI, as every cell has
     wsum = result.cell("retrieval=hybrid:fusion=wsum")
     assert wsum.result.contract.retrieval.startswith("hybrid:fuse=dense+bm25,fusion=wsum,weights=0.5+0.5")
+
+
+def test_sweep_axes_of_the_retrieval_settings_equal_runs_with_those_settings(spec: RunSpec) -> None:
+    """fusion_k=20 over the dense base is RRF of dense and bm25 with k 20; fusion_weight=0.7 is wsum 0.7/0.3; each
+    cell scores exactly what a run given those flags scores, over the base's one forward pass."""
+    from evalsuite.sweep import parse_vary, plan_cells, run_sweep
+
+    prepared = prepare(spec)
+    axes = parse_vary(["fusion_k=20", "fusion_weight=0.7", "fusion=mnz"])
+    cells = plan_cells(prepared.contract, axes, grid=False, info=prepared.model)
+    result = run_sweep(prepared, cells, METRICS, axes=axes)
+    assert result.stats.passes_by_role == {"query": 1, "document": 1}
+    for cell, flags in (
+        ("fusion_k=20", {"fusion_k": 20}),
+        ("fusion_weight=0.7", {"fusion": "wsum", "fusion_weights": (0.7, 0.3)}),
+        ("fusion=mnz", {"fusion": "mnz"}),
+    ):
+        alone = run(spec.replace(retrieval="hybrid", **flags))
+        got = result.cell(cell).result
+        assert got.contract.retrieval == alone.contract.retrieval, cell
+        assert got.metrics == pytest.approx(alone.metrics), cell
+        assert got.ranking.doc_ids == alone.ranking.doc_ids, cell

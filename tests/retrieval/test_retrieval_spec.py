@@ -51,7 +51,7 @@ def test_canonical_text(text: str, expected: str) -> None:
 @pytest.mark.parametrize(
     "text, needle",
     [
-        ("sparse2", "choose one of dense, sparse, bm25, hybrid"),
+        ("sparse2", "choose one of dense, sparse, bm25, multivector, hybrid"),
         ("", "non-empty"),
         ("bm25:", "nothing after"),
         ("bm25:k=3", "bm25 has no parameter 'k' (parameters: k1, b, method, stopwords, stemmer)"),
@@ -63,9 +63,9 @@ def test_canonical_text(text: str, expected: str) -> None:
         ("hybrid:fuse=dense+dense", "two or more different retrievers"),
         (
             "hybrid:fuse=dense+colbert",
-            "fuse (--fuse) 'dense+colbert' is not valid: it must be one of dense, sparse, bm25",
+            "fuse (--fuse) 'dense+colbert' is not valid: it must be one of dense, sparse, bm25, multivector",
         ),
-        ("hybrid:fuse=dense+hybrid", "it must be one of dense, sparse, bm25"),
+        ("hybrid:fuse=dense+hybrid", "it must be one of dense, sparse, bm25, multivector"),
         ("sparse:top_k=-1", "sparse_top_k (--sparse-top-k) '-1' is not valid"),
         ("hybrid:fusion=wsum,weights=1", "gives 1 weights for 2 fused retrievers"),
         ("hybrid:fusion=wsum,k=3", "fusion_k applies to --fusion rrf, not wsum"),
@@ -95,6 +95,53 @@ def test_settings_apply_over_the_text() -> None:
         resolve("bm25", {"fusion_k": 5})
     with pytest.raises(SpecError, match=r"bm25_k1 .* does not apply to retrieval 'dense'.*setting of bm25"):
         resolve("dense", {"bm25_k1": 1.2})
+
+
+def test_one_setting_changed_as_a_sweep_axis_changes_it() -> None:
+    from evalsuite.retrieval.retrievers import with_setting
+
+    # over a retriever that does not take it: the first that does, at its defaults
+    assert with_setting("dense", "fusion_k", 20).text == canonical("hybrid:k=20")
+    assert with_setting("dense", "sparse_top_k", "64").text == "sparse:top_k=64"
+    # a new fusion drops what the old one took and it does not; norm stays where both take it
+    assert with_setting("hybrid:k=10", "fusion", "wsum").text == canonical("hybrid:fusion=wsum")
+    assert with_setting("hybrid:fusion=sum,norm=zmuv", "fusion", "mnz").text == canonical("hybrid:fusion=mnz,norm=zmuv")
+    assert with_setting("hybrid:fusion=wsum,weights=0.9+0.1", "fusion", "rrf").text == canonical("hybrid")
+    # weights are wsum's: setting them makes the fusion wsum
+    assert with_setting("hybrid:k=10", "fusion_weights", "0.7+0.3").text == canonical(
+        "hybrid:fusion=wsum,weights=0.7+0.3"
+    )
+    assert with_setting("hybrid:fuse=dense+sparse", "sparse_top_k", 8).text == canonical(
+        "hybrid:fuse=dense+sparse,top_k=8"
+    )
+    with pytest.raises(SpecError, match="sparse_top_k applies to none of the fused retrievers dense\\+bm25"):
+        with_setting("hybrid", "sparse_top_k", 8)
+    with pytest.raises(SpecError, match="gives 2 weights for 3 fused retrievers"):
+        with_setting("hybrid:fuse=dense+sparse+bm25", "fusion_weights", "0.7+0.3")
+
+
+def test_the_retrieval_setting_axes_parse_and_apply() -> None:
+    from evalsuite.sweep import parse_axis, plan_cells
+
+    base = make_contract()
+    cells = plan_cells(base, [parse_axis("fusion_weight=0.8,0.25+0.75")])
+    assert [c.name for c in cells] == ["fusion_weight=0.8", "fusion_weight=0.25+0.75"]
+    assert [c.contract.retrieval for c in cells] == [
+        canonical("hybrid:fusion=wsum,weights=0.8+0.2"),
+        canonical("hybrid:fusion=wsum,weights=0.25+0.75"),
+    ]
+    three = make_contract(retrieval="hybrid:fuse=dense+sparse+bm25")
+    with pytest.raises(SpecError, match="gives 2 weights for 3 fused retrievers"):
+        plan_cells(three, [parse_axis("fusion_weight=0.8")])
+    for bad, needle in (
+        ("fusion=borda", "--vary fusion: fusion (--fusion) 'borda' is not valid: it must be one of rrf, wsum"),
+        ("fusion_k=0", "--vary fusion_k: fusion_k (--fusion-k) '0' is not valid"),
+        ("fusion_weight=1.5", "a single weight W"),
+        ("sparse_top_k=-3", "--vary sparse_top_k: sparse_top_k (--sparse-top-k) '-3' is not valid"),
+    ):
+        with pytest.raises(SpecError) as err:
+            parse_axis(bad)
+        assert needle in str(err.value)
 
 
 def test_dense_stays_out_of_the_contract_json_and_fingerprint() -> None:
@@ -172,5 +219,5 @@ def test_flags_reject_bad_values_at_parse_time() -> None:
 def test_every_retriever_has_an_explanation() -> None:
     from evalsuite.retrieval.retrievers import RETRIEVERS
 
-    assert RETRIEVER_NAMES == ("dense", "sparse", "bm25", "hybrid")
+    assert RETRIEVER_NAMES == ("dense", "sparse", "bm25", "multivector", "hybrid")
     assert all(r.explanation for r in RETRIEVERS)

@@ -48,6 +48,10 @@ OWN_FORWARD_PASS = {
     "normalize": False,
     "index": False,
     "retrieval": False,
+    "fusion": False,
+    "fusion_k": False,
+    "fusion_weight": False,
+    "sparse_top_k": False,
     "depth": False,
     "rerank_max_length": False,
     "rerank_dtype": False,
@@ -69,6 +73,10 @@ def test_axes_are_the_declared_names_unique_and_in_order():
         "normalize",
         "index",
         "retrieval",
+        "fusion",
+        "fusion_k",
+        "fusion_weight",
+        "sparse_top_k",
         "depth",
         "rerank_max_length",
         "rerank_dtype",
@@ -117,7 +125,12 @@ def test_axis_table_lists_every_axis_and_its_forward_pass_need():
 
 def test_grid_conflicts_come_from_shared_contract_fields():
     axes = [parse_axis(d.examples[0]) for d in SWEEP_AXES]
-    assert conflicts(axes) == [("query_prefix", "prefixes", "query_prefix"), ("doc_prefix", "prefixes", "doc_prefix")]
+    retrieval_axes = ("retrieval", "fusion", "fusion_k", "fusion_weight", "sparse_top_k")  # all set the retrieval
+    assert conflicts(axes) == [
+        ("query_prefix", "prefixes", "query_prefix"),
+        ("doc_prefix", "prefixes", "doc_prefix"),
+        *[(a, b, "retrieval") for i, a in enumerate(retrieval_axes) for b in retrieval_axes[i + 1 :]],
+    ]
     with pytest.raises(SpecError, match="cannot cross doc_prefix with prefixes: both set the contract's doc_prefix"):
         plan_cells(BASE, parse_vary(["doc_prefix=none", "prefixes=swapped"]), grid=True)
     assert len(plan_cells(BASE, parse_vary(["normalize=false", "pooling=cls,last"]), grid=True)) == 2

@@ -5,7 +5,7 @@ bm25s and ranx are imported when a retriever runs."""
 from __future__ import annotations
 
 from .kinds import RETRIEVER_NAMES, RETRIEVERS, RetrieverKind, retrieval_param, retriever
-from .spec import DENSE, RETRIEVAL_SETTINGS, canonical, parse_retrieval, resolve
+from .spec import DENSE, RETRIEVAL_SETTINGS, canonical, parse_retrieval, resolve, with_setting
 from .value import RetrievalInputs, RetrievalSpec, Retrieved
 
 __all__ = [
@@ -22,4 +22,5 @@ __all__ = [
     "resolve",
     "retrieval_param",
     "retriever",
+    "with_setting",
 ]

@@ -2,7 +2,8 @@
 
 A run's candidate ranking comes from the contract's retriever (``Contract.retrieval``, canonical text parsed by
 :mod:`.spec`): ``dense`` (the contract's vectors searched exactly with FAISS: what every run did before
-retrievers were declared), ``bm25`` (bm25s over the corpus texts, :mod:`.bm25`) and ``hybrid`` (ranx's
+retrievers were declared), ``sparse`` (learned lexical weights), ``bm25`` (bm25s over the corpus texts,
+:mod:`.bm25`), ``multivector`` (MaxSim over token vectors, :mod:`evalsuite.retrieval.maxsim`) and ``hybrid`` (ranx's
 ``fuse`` of two or more of the others, :mod:`.fusion`). Everything after the ranking (metrics, per-query
 scores, gates, A/B, history, reports) is the same whatever produced it.
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ...base.errors import SpecError
-from .params import BM25_METHODS, FUSION_NAMES, NORMS, STOPWORDS, Param
+from .params import BM25_METHODS, FUSION_NAMES, NORMS, SPECIAL_POLICIES, STOPWORDS, Param
 from .value import RetrievalInputs, RetrievalSpec, Retrieved
 
 if TYPE_CHECKING:
@@ -74,6 +75,17 @@ class BM25(RetrieverKind):
         settings = BM25Settings.of(spec)
         ranking, entry = bm25_ranking(settings, inputs, k)
         return Retrieved(ranking, entry={"bm25": entry})
+
+
+@dataclass(frozen=True)
+class Multivector(RetrieverKind):
+    def needs_vectors(self, spec: RetrievalSpec) -> bool:
+        return int(spec.get("rerank")) > 0  # type: ignore[arg-type]  # it re-ranks the dense run
+
+    def retrieve(self, spec: RetrievalSpec, inputs: RetrievalInputs, k: int) -> Retrieved:
+        v = spec.values
+        ranking = inputs.multivector(str(v["projection"]), str(v["specials"]), int(v["rerank"]), k)  # type: ignore[arg-type]
+        return Retrieved(ranking)
 
 
 @dataclass(frozen=True)
@@ -127,7 +139,33 @@ SPARSE_PARAMS: tuple[Param, ...] = (
         minimum=0,
     ),
 )
-FUSABLE_NAMES = ("dense", "sparse", "bm25")
+MULTIVECTOR_PARAMS: tuple[Param, ...] = (
+    Param(
+        "rerank",
+        "multivector_rerank",
+        "int",
+        0,
+        "0: MaxSim over the whole corpus (a first stage); N: MaxSim re-ranks the dense run's top N",
+        minimum=0,
+    ),
+    Param(
+        "projection",
+        "multivector_projection",
+        "choice",
+        "auto",
+        "auto: the model's colbert_linear.pt when it has one (BGE-M3), else the hidden states; none: the hidden states",
+        choices=("auto", "none"),
+    ),
+    Param(
+        "specials",
+        "multivector_specials",
+        "choice",
+        "drop",
+        "the special tokens' vectors: drop them, keep them, or keep only the first ([CLS])",
+        choices=SPECIAL_POLICIES,
+    ),
+)
+FUSABLE_NAMES = ("dense", "sparse", "bm25", "multivector")
 HYBRID_PARAMS: tuple[Param, ...] = (
     Param("fuse", "fuse", "names", ("dense", "bm25"), "the retrievers fused, two or more", choices=FUSABLE_NAMES),
     Param("fusion", "fusion", "choice", "rrf", "how ranx fuses them", choices=FUSION_NAMES),
@@ -149,6 +187,12 @@ RETRIEVERS: tuple[RetrieverKind, ...] = (
         "bm25",
         "lexical BM25 over the document texts (bm25s; its tokenizer, stop words, stemmer, k1, b, variant)",
         BM25_PARAMS,
+    ),
+    Multivector(
+        "multivector",
+        "late interaction: MaxSim over per-token vectors (the hidden states, or BGE-M3's colbert_linear), a first "
+        "stage or a re-ranking of the dense run",
+        MULTIVECTOR_PARAMS,
     ),
     Hybrid("hybrid", "ranx's fusion of two or more retrievers' runs (default: RRF of dense and bm25)", HYBRID_PARAMS),
 )

@@ -113,6 +113,9 @@ FUSION_NAMES: tuple[str, ...] = tuple(f.name for f in FUSIONS)
 NORMS: tuple[str, ...] = ("min-max", "max", "sum", "zmuv", "rank")
 # bm25s's scoring variants and stop-word lists (bm25s.tokenize's own names)
 BM25_METHODS: tuple[str, ...] = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+# which special tokens' vectors a token-level contract keeps (the multivector retriever's, evalsuite late's): drop
+# every special token, keep all, or keep only the first ([CLS])
+SPECIAL_POLICIES: tuple[str, ...] = ("drop", "keep", "cls")
 STOPWORDS: tuple[str, ...] = ("en", "none", "en_plus", "de", "nl", "fr", "es", "pt", "it", "ru", "sv", "no")
 
 

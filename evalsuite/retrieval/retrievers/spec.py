@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...base.errors import SpecError
-from .kinds import FUSABLE_NAMES, RETRIEVERS, RetrieverKind, all_params, retriever
+from .kinds import FUSABLE_NAMES, RETRIEVERS, RetrieverKind, all_params, retrieval_param, retriever
 from .params import Param, ParamValue, fusion
 from .value import RetrievalSpec
 
@@ -156,6 +156,31 @@ def _explicit(spec: RetrievalSpec, text: str) -> list[tuple[Param, ParamValue]]:
     _, colon, rest = text.strip().partition(":")
     named = {item.partition("=")[0].strip().lower() for item in rest.split(",")} if colon else set()
     return [(p, v) for p, v in spec.params if p.name.lower() in named]
+
+
+def with_setting(text: str, setting: str, value: object) -> RetrievalSpec:
+    """The retrieval ``text`` names with one setting (spec key) changed: a sweep axis's value. A retriever that does
+    not take ``setting`` is replaced by the first declared one that does, at its defaults (``fusion_k`` over
+    ``dense`` is ``hybrid:k=...``: RRF of dense and bm25; ``sparse_top_k`` over ``dense`` is ``sparse``). A new
+    ``fusion`` drops the settings the old one took and it does not (RRF's ``k``, wsum's ``weights``); weights are
+    wsum's, so ``fusion_weights`` makes the fusion wsum."""
+    base = parse_retrieval(text)
+    kind = retriever(base.kind)
+    if setting not in {p.setting for p in _kind_params(kind)}:
+        owners = [r for r in RETRIEVERS if any(p.setting == setting for p in r.params)]
+        if not owners:
+            raise SpecError(f"{setting} is no retrieval setting")
+        kind, base = owners[0], parse_retrieval(owners[0].name)
+    given: dict[str, object] = {p.setting: v for p, v in base.params}
+    given[setting] = value
+    if setting == "fusion_weights":
+        given["fusion"] = "wsum"
+    if setting in ("fusion", "fusion_weights"):
+        takes = fusion(str(retrieval_param("fusion").parse(given["fusion"]))).takes
+        for name, key in (("k", "fusion_k"), ("weights", "fusion_weights"), ("norm", "fusion_norm")):
+            if name not in takes:
+                given.pop(key, None)
+    return complete(kind, given)
 
 
 def canonical(text: str) -> str:

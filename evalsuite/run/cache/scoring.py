@@ -46,6 +46,7 @@ class Scored:
     per_query: dict[str, dict[str, float]]
     created: str  # when the run that computed them stored them
     seconds: dict[str, float]  # what search and scoring cost that run
+    retrieval: dict[str, Any] | None = None  # the manifest's retrieval entry as that run made it (not dense)
 
 
 def score_fields(
@@ -136,8 +137,11 @@ class ScoringCache:
         metrics: Mapping[str, float],
         per_query: Mapping[str, Mapping[str, float]],
         timing: Mapping[str, Any],
+        retrieval: Mapping[str, Any] | None = None,
     ) -> dict[str, object]:
-        """``timing.result_cache`` of this contract; on a miss the fresh result is stored first."""
+        """``timing.result_cache`` of this contract; on a miss the fresh result is stored first, with the
+        manifest's ``retrieval`` entry of a retriever other than dense (a hybrid's component metrics and gain:
+        a hit reads them back, as its ranking)."""
         if hit is not None:
             return {
                 "status": "hit",
@@ -148,6 +152,8 @@ class ScoringCache:
             }
         seconds = {k: float(timing[k]) for k in ("search_seconds", "score_seconds") if k in timing}
         payload, arrays = _dump_scored(ranking, metrics, per_query, seconds, self.doc_ids)
+        if retrieval is not None:
+            payload["retrieval"] = dict(retrieval)
         self.store.save("score", self.fields, payload, arrays)
         return {"status": "miss", "key": self.key[:16]}
 
@@ -198,4 +204,7 @@ def _undump_scored(entry: Entry, doc_ids: Sequence[str]) -> Scored:
     aggregate = {str(m): float(v) for m, v in p["metrics"].items()}
     per_query = {str(m): {str(q): float(s) for q, s in v.items()} for m, v in p["per_query"].items()}
     seconds = {str(k): float(v) for k, v in p["seconds"].items()}
-    return Scored(ranking, aggregate, per_query, entry.created, seconds)
+    retrieval = p.get("retrieval")
+    if retrieval is not None and not isinstance(retrieval, dict):
+        raise ValueError("the stored retrieval entry is not a mapping")
+    return Scored(ranking, aggregate, per_query, entry.created, seconds, retrieval)

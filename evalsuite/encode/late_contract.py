@@ -16,8 +16,8 @@ from typing import Any
 
 from ..base.errors import SpecError
 from ..contract import DTYPES
+from ..retrieval.retrievers.params import SPECIAL_POLICIES
 
-SPECIAL_POLICIES = ("drop", "keep", "cls")  # drop every special token; keep all; keep only the first ([CLS])
 BYTES_PER_VALUE = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..base.errors import ModelError, SpecError
 from ..model import ModelInfo
-from .contract import LateContract
+from .late_contract import LateContract
 
 
 def build_late_contract(
@@ -88,7 +88,7 @@ class TokenEncoder:
         import transformers
         from transformers import AutoModel, AutoTokenizer
 
-        from ..encode.local import pick_device
+        from .local import pick_device
 
         if contract.model_revision != info.revision:
             raise ModelError(
@@ -130,7 +130,7 @@ class TokenEncoder:
         """One float32 matrix [kept tokens, dim] per text, in input order."""
         import torch
 
-        from ..encode.batches import length_batches
+        from .batches import length_batches
 
         prefix = self.contract.prefix(role)
         ids = self.tokenizer(
