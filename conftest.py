@@ -288,6 +288,19 @@ class ServedEngine:
 Launcher = Callable[..., dict[str, ServedEngine]]  # start(purpose, {name: (model_dir, extra)}, *, fresh=False)
 
 
+def _await_engine_install(engine: Engine) -> None:
+    """An engine venv still installing in the background (`scripts/bootstrap.sh --test --no-wait`, as `.ci/run`
+    does) is waited for; a failed install skips the test with its log's tail, or fails it under CI."""
+    from evalsuite.testing.engine_install import STATE_DIR, InstallFailed, await_install
+
+    try:
+        await_install(REPO / STATE_DIR, engine.name)  # InstallTimeout fails the test: waiting longer is no skip
+    except InstallFailed as exc:
+        if os.environ.get("CI"):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+
+
 def _launch(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
     """``start(purpose, {name: (model_dir, extra args)})``: real servers started together and waited for; a
     configuration (model directory and arguments) already running in this test process is handed out again rather
@@ -299,6 +312,7 @@ def _launch(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     def start(
         purpose: str, servers: dict[str, tuple[Path, list[str]]], *, fresh: bool = False
     ) -> dict[str, ServedEngine]:
+        _await_engine_install(engine)
         if not engine.marker.exists():
             reason = f"{engine.name} venv not found at {engine.venv}; install it with `{engine.install_command}`"
             if os.environ.get("CI"):
@@ -373,12 +387,20 @@ def infinity_servers(bundled_model_dir, tmp_path_factory, infinity_launcher):
     return {"good": servers["good"], "cls": servers["cls"], "key": key}
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--vllm-full",
+        action="store_true",
+        help="also run the vllm_full tier (vLLM configurations of their own, xdist group vllm-full; .ci/run)",
+    )
+
+
 @pytest.hookimpl(trylast=True)  # after pytest-xdist's worker has marked each grouped test's id
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Grouped tests really are grouped; the ``vllm_full`` tier (vLLM configurations beyond CI's time budget)
-    runs only when ``-m`` names it."""
+    """Grouped tests really are grouped; the ``vllm_full`` tier (vLLM configurations beyond the README command's
+    time budget) runs only when ``-m`` names it or ``--vllm-full`` is given."""
     _check_xdist_groups(config, items)
-    if "vllm_full" in (config.option.markexpr or ""):
+    if "vllm_full" in (config.option.markexpr or "") or config.getoption("vllm_full"):
         return
     skip = pytest.mark.skip(reason="vLLM full tier: run with `pytest -m vllm_full tests/vllm`")
     for item in items:

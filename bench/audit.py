@@ -114,7 +114,7 @@ def phase_audit(work: Path) -> dict[str, object]:
     from evalsuite.audit.runner import AuditTarget, open_context, reference_encoder
     from evalsuite.audit.settings import AuditSettings
     from evalsuite.audit.source import SourceOptions
-    from evalsuite.canary.registry import judge
+    from evalsuite.checks import judge
 
     t = time.perf_counter()
     prepared = _prepared(work / "dataset")

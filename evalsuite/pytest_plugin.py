@@ -1,9 +1,10 @@
 """pytest plugin: `pytest --model-rev <rev>` runs retrieval-quality gates as pytest items.
 
-A thin shell: every hook hands over to one session object (`evalsuite.gating.session`), built by
-`evalsuite.gating.start` from the options and the spec file; the session's end is one report
-object whose lines the terminal summary prints. Importing this module loads no torch, faiss,
-transformers or numba.
+A thin shell over the declared jobs (`evalsuite/jobs.py`): the options of every job that has a pytest part are
+added by one loop; at configure, each part reads its request, one session object (`evalsuite.gating.session`) is
+built by `evalsuite.gating.start` from the options and the spec file, and each requested part is attached to it;
+its items (and its parts') are collected; the session's end is one report object whose lines the terminal summary
+prints. Importing this module loads no torch, faiss, transformers or numba.
 """
 
 from __future__ import annotations
@@ -16,11 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .base.errors import EvalsuiteError
-from .gating.start import plugin_options
 
 if TYPE_CHECKING:
-    from .audit.items import AuditRequest, SessionAudit  # noqa: F401  (named by the StashKeys below)
-    from .budget.items import BudgetRequest, SessionBudget  # noqa: F401  (named by the StashKeys below)
     from .datasets import Dataset
     from .encode.contract_encoder import ContractEncoder
     from .gating.report import SessionReport  # noqa: F401  (named by the StashKey below)
@@ -31,31 +29,17 @@ SESSION = pytest.StashKey["GateSession | None"]()
 REPORT = pytest.StashKey["SessionReport"]()
 WRITE_ERROR = pytest.StashKey[str]()
 SHARED = pytest.StashKey["Path | None"]()
-AUDIT = pytest.StashKey["AuditRequest | None"]()
-AUDIT_ITEMS = pytest.StashKey["SessionAudit"]()
-BUDGET = pytest.StashKey["BudgetRequest | None"]()
 WORKER_OUTPUT = "evalsuite"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    import dataclasses
-
-    from .audit.items import PLUGIN_OPTIONS, lenient_index
-    from .run.options import add_options
+    from .base.options import add_options
+    from .gating.start import PREFIX
+    from .jobs import pytest_parts
 
     group = parser.getgroup("evalsuite", "evalsuite: retrieval-quality gates for embedding models")
-    for options, prefix in plugin_options():
-        options = tuple(  # --index also takes a store URI: the index audit (evalsuite.audit.items)
-            dataclasses.replace(o, kwargs={**o.kwargs, "type": lenient_index(o.kwargs["type"])})
-            if o.flag == "--index"
-            else o
-            for o in options
-        )
-        add_options(group.addoption, options, prefix)
-    add_options(group.addoption, PLUGIN_OPTIONS, "evalsuite_")
-    from .budget.items import PLUGIN_OPTIONS as BUDGET_OPTIONS
-
-    add_options(group.addoption, BUDGET_OPTIONS, "evalsuite_")
+    for _, part in pytest_parts():
+        add_options(group.addoption, part.options, PREFIX)
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -64,16 +48,9 @@ def _is_worker(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    from .audit.items import take_request
     from .gating.start import PREFIX, start_session
+    from .jobs import pytest_parts
 
-    config.stash[AUDIT] = take_request(config.option, PREFIX)
-    from .budget.items import take_request as take_budget
-
-    try:
-        config.stash[BUDGET] = take_budget(config.option, PREFIX)
-    except EvalsuiteError as exc:
-        raise pytest.UsageError(f"evalsuite: {exc}") from None
     config.addinivalue_line("markers", "evalsuite: items collected by the evalsuite plugin")
     if _is_worker(config):
         workerinput: dict[str, Any] = config.workerinput  # type: ignore[attr-defined]
@@ -86,9 +63,17 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[SHARED] = Path(tempfile.mkdtemp(prefix="evalsuite-xdist-"))
         shared, worker = config.stash.get(SHARED, None), "main"
     try:
-        config.stash[SESSION] = start_session(
-            config.option, config.invocation_params.dir, shared_dir=shared, worker=worker
+        requests = [
+            (job.name, part, request)
+            for job, part in pytest_parts()
+            if (request := part.request(config.option, PREFIX)) is not None
+        ]
+        state = config.stash[SESSION] = start_session(
+            config.option, config.invocation_params.dir, shared_dir=shared, worker=worker, requested=bool(requests)
         )
+        if state is not None:
+            for name, part, request in requests:
+                state.attach(name, part.part(state, request))
     except EvalsuiteError as exc:
         raise pytest.UsageError(f"evalsuite: {exc}") from None
 
@@ -116,17 +101,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
     anchor = Path(state.plan.source) if state.plan.source != "command line" else config.rootpath
     new = collect_items(state, session, anchor)
-    request = config.stash.get(AUDIT, None)
-    if request is not None:
-        from .audit.items import SessionAudit, collect_audit_items
-
-        audit = config.stash[AUDIT_ITEMS] = SessionAudit(state, request)
-        new += collect_audit_items(audit, session, anchor)
-    budget = config.stash.get(BUDGET, None)
-    if budget is not None:
-        from .budget.items import SessionBudget, collect_budget_items
-
-        new += collect_budget_items(SessionBudget(state, budget), session, anchor)
     items.extend(new)
     # made after collection proper: report them as collected, so "collected N items" counts them too
     config.hook.pytest_collectreport(
@@ -173,10 +147,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(SESSION, None)
-    audit = config.stash.get(AUDIT_ITEMS, None)
-    if audit is not None:
-        audit.close()
-    if state is not None:
+    if state is not None:  # its parts too
         state.close()
     shared = config.stash.get(SHARED, None)
     if shared is not None and not _is_worker(config):

@@ -5,8 +5,12 @@
 #                                 and the vLLM (CPU) server venv (.vllm-venv, about 5 minutes)
 #                                 and the llama.cpp server venv (.llamacpp-venv: llama-cpp-python compiled
 #                                 from its sdist, about 10 minutes on 2 cores, and the bundled model as GGUF)
+#   scripts/bootstrap.sh --test --no-wait
+#                                 the same, but returns once .venv is ready: the engine venvs go on installing
+#                                 in the background (niced), their state and logs in .engine-installs/; a test
+#                                 that needs an engine waits for its install (evalsuite/testing/engine_install.py)
 #                                 and the FlagEmbedding oracle's venv (.flagembedding-venv: transformers 4.56 beside
-#                                 .venv's torch, about a minute, while ranx's kernels compile)
+#                                 .venv's torch, about a minute, while ranx's kernels compile; --no-wait waits for it)
 # TORCH_SPEC overrides the torch requirement (e.g. a CUDA build on a GPU machine).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -26,19 +30,32 @@ warm_ranx() {
 }
 
 if [ "${1:-}" = "--test" ]; then
-    # --test: the two server venvs install in the background, beside .venv (the three are independent and pip
-    # waits mostly on unpacking and disk); each writes a log, shown when it fails. Stopped if this script fails.
-    logs="$(mktemp -d)"
+    # --test: the three engine venvs install in the background, beside .venv (they are independent and pip waits
+    # mostly on unpacking and disk), each through .ci/background.sh: state and log in .engine-installs/, the log
+    # shown when it fails. Stopped if this script fails.
+    state=.engine-installs
+    no_wait="$([ "${2:-}" = "--no-wait" ] && echo 1 || true)"
+    mkdir -p "$state"
+    names=()
+    pids=()
+    engine_bg() {
+        # the pending mark first, so no test started after this script can miss an install that is starting
+        echo starting >"$state/$1.pending"
+        if [ -n "$no_wait" ]; then
+            nice -n 10 bash .ci/background.sh "$state" "$1" bash ".ci/$1.sh" install ".$1-venv" </dev/null >/dev/null 2>&1 &
+        else
+            bash .ci/background.sh "$state" "$1" bash ".ci/$1.sh" install ".$1-venv" </dev/null >/dev/null 2>&1 &
+        fi
+        names+=("$1")
+        pids+=("$!")
+    }
     say "the infinity-emb server in its own venv (.infinity-venv), in the background"
-    bash .ci/infinity.sh install .infinity-venv >"$logs/infinity.log" 2>&1 &
-    infinity_pid=$!
+    engine_bg infinity
     say "vLLM's CPU build in its own venv (.vllm-venv, about 5 minutes the first time), in the background"
-    bash .ci/vllm.sh install .vllm-venv >"$logs/vllm.log" 2>&1 &
-    vllm_pid=$!
+    engine_bg vllm
     say "llama.cpp (llama-cpp-python compiled from its sdist) in its own venv (.llamacpp-venv, about 10 minutes the first time), in the background"
-    bash .ci/llamacpp.sh install .llamacpp-venv >"$logs/llamacpp.log" 2>&1 &
-    llamacpp_pid=$!
-    trap 'kill "$infinity_pid" "$vllm_pid" "$llamacpp_pid" 2>/dev/null || true' EXIT
+    engine_bg llamacpp
+    trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 fi
 say "virtualenv .venv"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
@@ -50,24 +67,27 @@ if [ "${1:-}" = "--test" ]; then
     say "evalsuite and its test extras (faiss, ranx, transformers, ray, ...)"
     quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" -e '.[test]'
     say "the FlagEmbedding oracle's venv (.flagembedding-venv, over .venv's torch), in the background"
-    bash .ci/flagembedding.sh install .flagembedding-venv >"$logs/flagembedding.log" 2>&1 &
-    flagembedding_pid=$!
-    trap 'kill "$infinity_pid" "$vllm_pid" "$llamacpp_pid" "$flagembedding_pid" 2>/dev/null || true' EXIT
+    engine_bg flagembedding
     warm_ranx
     failed=0
-    for name in infinity vllm llamacpp flagembedding; do
-        pid_var="${name}_pid"
-        if wait "${!pid_var}"; then
+    for i in "${!names[@]}"; do
+        name="${names[$i]}"
+        # --no-wait: only the FlagEmbedding oracle is waited for (its tests have no launcher to wait in)
+        [ -n "$no_wait" ] && [ "$name" != flagembedding ] && continue
+        if wait "${pids[$i]}"; then
             say "$name venv ready"
         else
             failed=1
             say "$name venv FAILED; its install log:"
-            cat "$logs/$name.log" >&2
+            cat "$state/$name.log" >&2
         fi
     done
-    trap - EXIT
-    rm -rf "$logs"
     [ "$failed" = 0 ] || exit 1
+    trap - EXIT
+    if [ -n "$no_wait" ]; then
+        say "the engine venvs go on installing in the background (state and logs in $state/)"
+        exit 0
+    fi
 else
     say "evalsuite and its dependencies (faiss, ranx, transformers, ...)"
     quiet .venv/bin/python -m pip install --quiet --disable-pip-version-check "$TORCH_SPEC" -e .

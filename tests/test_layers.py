@@ -257,10 +257,10 @@ def test_a_package_cli_imports_nothing_above_its_package():
     assert ("history.cli", "gating") not in found
 
 
-# where a gate kind's name may be spelled: its declaration (and the history plot, which reads recorded verdicts by
-# kind name: a record does not yet carry the pass line its kind would draw); load/ is skipped: its capacity gates
-# are another grammar (load/gates.py), whose kinds share some names
-KIND_NAME_ALLOWED = {"gating/kinds.py", "gating/history_kinds.py", "history/plot.py"}
+# where a gate kind's name may be spelled: its declaration (and the history record's reader, for a record written
+# before records carried the pass line their kind draws: frozen, a kind declared since records its own line); load/ is
+# skipped: its capacity gates are another grammar (load/gates.py, which says why), whose kinds share some names
+KIND_NAME_ALLOWED = {"gating/kinds.py", "gating/history_kinds.py", "history/record.py"}
 
 
 def test_gate_kind_behaviour_is_the_kinds_own():
@@ -279,3 +279,24 @@ def test_gate_kind_behaviour_is_the_kinds_own():
         if spelled.search(line)
     ]
     assert not found, "gate kind names spelled outside their declarations:\n" + "\n".join(found)
+
+
+def _imports_of(package: str, group: str) -> list[str]:
+    """``file:line: target`` for every import (lazy and type-only included) of ``group`` by a module of ``package``."""
+    return [
+        f"{path.relative_to(REPO)}:{line}: {target}"
+        for path in modules()
+        if module_name(path) == package or module_name(path).startswith(package + ".")
+        for line, target in imported(path)
+        if target == group or target.startswith(group + ".")
+    ]
+
+
+def test_the_audit_imports_no_canary():
+    """The audit is a family of the check engine (`evalsuite/checks/`) beside the canary, not a guest in its house:
+    it imports the engine, never the canary (bug caught: ``from ..canary.embedding.checks.repeat import
+    DETECT_CONFIDENCE`` again, or the canary's judge instead of the engine's)."""
+    assert LAYERS["checks"] < min(LAYERS["canary"], LAYERS["audit"])
+    found = _imports_of("audit", "canary")
+    assert not found, "the audit imports the canary:\n" + "\n".join(found)
+    assert _imports_of("canary.runner", "checks")  # the finder sees an engine import where there is one

@@ -14,8 +14,8 @@ from ..base.io import json_text
 
 if TYPE_CHECKING:
     from ..audit.runner import AuditOutcome, AuditReport
-    from ..canary.checks.base import CheckOutcome
     from ..canary.rounds import CanaryRun
+    from ..checks import CheckOutcome
     from ..contract import Contract
     from ..datasets.model import DatasetIdentity
     from ..run.prepared import Prepared

@@ -1,10 +1,14 @@
-"""The audit's checks: the canary's check family (``CanaryCheck[AuditContext]``), run by its one runner.
+"""The audit's checks: one family of the check engine (``Check[AuditContext]``, ``evalsuite/checks/``), run by its
+one runner.
 
-Adding an audit check: a ``CanaryCheck[AuditContext]`` declaration here (``run`` returns a
-:class:`~evalsuite.canary.checks.base.Verdict` named ``name`` whose message starts with ``label + ":"``), one
+Adding an audit check is one declaration and its test: a ``Check[AuditContext]`` declaration here (``run`` returns
+a :class:`~evalsuite.checks.CheckOutcome` named ``name`` whose message starts with ``label + ":"``), one
 entry in :data:`AUDIT_CHECKS` where it should run, its threshold as one :class:`~.settings.AuditSettings` field
 (+ its option in ``audit/options.py``), and its test in ``tests/audit/`` (a faithful index passes, the fault it
-names fails). The CLI, the pytest items, audit.json and report.md follow from the list.
+names fails). The CLI, the pytest items, audit.json and report.md follow from the list (:func:`audit_checks`).
+From another package: the declaration wrapped in ``PluginCheck(family="audit", check=...)``
+(``evalsuite.checks.plugins``) and named by an entry point of the group ``evalsuite.checks``; it runs after the
+built-in checks.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..base.errors import IndexSourceError
-from ..canary.checks.base import CanaryCheck, CheckOutcome
-from ..canary.embedding.checks.repeat import DETECT_CONFIDENCE, detectable_share, detection_probability
+from ..checks import Check, CheckOutcome
+from ..checks.detection import DETECT_CONFIDENCE, detectable_share, detection_probability
+from ..checks.plugins import with_plugins
 from .collisions import COLLISIONS
 from .diagnosis import share_text
 
@@ -333,14 +338,14 @@ def check_manifest(ctx: AuditContext) -> CheckOutcome:
     return CheckOutcome("manifest", True, f"manifest: {ctx.manifest} matches the contract and the index", details)
 
 
-SHAPE = CanaryCheck(
+SHAPE = Check(
     name="shape",
     label="shape",
     run=check_shape,
     explanation="the index's dimension and metric against the contract's dimension and similarity",
     example="shape: faiss IndexFlatL2: metric l2, but the contract's similarity is dot (searched with ip)",
 )
-IDS = CanaryCheck(
+IDS = Check(
     name="ids",
     label="ids",
     run=check_ids,
@@ -348,7 +353,7 @@ IDS = CanaryCheck(
     example="ids: 490 vectors for 458 chunks: 32 chunk ids stored more than once (32 extra rows, 7.0% of the "
     "corpus; first d64 on rows 64, 458): rows 64–95 stored again at 458–489, a batch appended twice (a retry)",
 )
-NORMS = CanaryCheck(
+NORMS = Check(
     name="norms",
     label="norms",
     run=check_norms,
@@ -358,7 +363,7 @@ NORMS = CanaryCheck(
     example="norms: an inner-product index over unnormalized vectors ranks by vector length, not by cosine: 46 of "
     "458 vectors (10.0%) have norms off 1",
 )
-FIDELITY = CanaryCheck(
+FIDELITY = Check(
     name="fidelity",
     label="fidelity",
     run=check_fidelity,
@@ -369,7 +374,7 @@ FIDELITY = CanaryCheck(
     example="fidelity: min cosine 0.2311 < 0.999; mapping fault: ids shifted by +1 inside 1 run of 31 consecutive "
     "rows, first at chunk d32",
 )
-RETRIEVAL = CanaryCheck(
+RETRIEVAL = Check(
     name="retrieval",
     label="retrieval",
     run=check_retrieval,
@@ -379,7 +384,7 @@ RETRIEVAL = CanaryCheck(
     "search over reference vectors: every metric non-inferior within the margin (paired bootstrap CI)",
     example="retrieval: not non-inferior within 0.01: ndcg@10 -0.0830 (fail)",
 )
-ANN_RECALL = CanaryCheck(
+ANN_RECALL = Check(
     name="ann_recall",
     label="ann recall",
     run=check_ann_recall,
@@ -388,7 +393,7 @@ ANN_RECALL = CanaryCheck(
     "stored vectors: recall@k",
     example="ann recall: recall@10 0.4120 of IndexIVFFlat (nlist=64, nprobe=1) against its own exact search < 0.9",
 )
-MANIFEST = CanaryCheck(
+MANIFEST = Check(
     name="manifest",
     label="manifest",
     run=check_manifest,
@@ -396,7 +401,7 @@ MANIFEST = CanaryCheck(
     example="manifest: index/manifest.json disagrees: pooling: manifest 'mean', audit 'cls'",
 )
 
-AUDIT_CHECKS: tuple[CanaryCheck[AuditContext], ...] = (
+AUDIT_CHECKS: tuple[Check[AuditContext], ...] = (
     SHAPE,
     IDS,
     NORMS,
@@ -406,3 +411,9 @@ AUDIT_CHECKS: tuple[CanaryCheck[AuditContext], ...] = (
     ANN_RECALL,
     MANIFEST,
 )
+
+
+def audit_checks() -> tuple[Check[AuditContext], ...]:
+    """Every audit check in run order, the installed plug-ins' after the built-in ones: what the runner, the
+    pytest items and the reports read."""
+    return with_plugins("audit", AUDIT_CHECKS)

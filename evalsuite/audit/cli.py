@@ -11,26 +11,20 @@ import argparse
 import dataclasses
 import re
 from pathlib import Path
-from typing import Any
 
 from ..base.io import path_name
-from ..run.options import OUT_OPTION, add_options
+from ..base.jobs import Job
+from ..run.options import OUT_OPTION, Option
 from .job import AUDIT_OPTIONS
 
 OUT = OUT_OPTION.with_default("reports/audit/<index name>")
 
 
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "audit",
-        help="audit a built vector index (FAISS, pgvector, LanceDB) against the reference that should have made it",
-    )
+def options() -> tuple[Option, ...]:
     from .stores import plugin_help
 
     added = plugin_help()  # installed plug-in stores, named in --index's help
-    options = [dataclasses.replace(o, help=o.help + added) if o.dest == "index_uri" else o for o in AUDIT_OPTIONS]
-    add_options(p.add_argument, (*options, OUT))
-    p.set_defaults(func=cmd_audit)
+    return (*(dataclasses.replace(o, help=o.help + added) if o.dest == "index_uri" else o for o in AUDIT_OPTIONS), OUT)
 
 
 def say(text: str) -> None:
@@ -53,3 +47,19 @@ def cmd_audit(args: argparse.Namespace) -> int:
         say(line)
     say(f"wrote {', '.join(str(p) for p in paths.values())}")
     return report.exit_status
+
+
+def _pytest_part() -> object:
+    from .items import PYTEST_PART
+
+    return PYTEST_PART
+
+
+JOB = Job(
+    "audit",
+    help="audit a built vector index (FAISS, pgvector, LanceDB) against the reference that should have made it",
+    options=options,
+    run=cmd_audit,
+    exit_codes={0: "every check passed", 1: "a check failed"},
+    pytest=_pytest_part,
+)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..canary.checks.base import CanaryCheck, CheckOutcome
+from ..checks import Check, CheckOutcome
 
 if TYPE_CHECKING:
     from .context import AuditContext
@@ -23,7 +23,7 @@ APART = (
 def check_collisions(ctx: AuditContext) -> CheckOutcome:
     """Chunks with different texts stored with one vector (issue 40): the ingest answered one input with another's
     vector (an engine that collapses inputs, a batch slot or a cache keyed by part of the text)."""
-    from ..canary.checks.measure import snippet
+    from ..checks.measure import snippet
 
     s = ctx.scan()
     corpus = ctx.prepared.dataset.corpus
@@ -66,7 +66,7 @@ def check_collisions(ctx: AuditContext) -> CheckOutcome:
     )
 
 
-COLLISIONS = CanaryCheck(
+COLLISIONS = Check(
     name="collisions",
     label="collisions",
     run=check_collisions,

@@ -1,4 +1,4 @@
-"""What the audit's checks share (the audit family's :class:`~evalsuite.canary.checks.base.CheckContext`):
+"""What the audit's checks share (the audit family's :class:`~evalsuite.checks.CheckContext`):
 the open store, the prepared reference (model, contract, dataset), one pass over the stored vectors, the
 sampled rows' reference vectors, and both sides' retrieval. Each is computed once, on first use, by whichever
 thread asks first (:meth:`AuditContext.shared`); :meth:`AuditContext.prefetch` starts the model load and the
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from ..base.memo import Memo
-from ..canary.embedding.checks.repeat import DETECT_CONFIDENCE
+from ..checks.detection import DETECT_CONFIDENCE
 from .scan import Scan, sample_rows, sample_size, scan
 from .source import RowIds
 
@@ -144,7 +144,7 @@ class AuditContext:
 
     def fidelity(self) -> Fidelity:
         def make() -> Fidelity:
-            from ..canary.checks.measure import row_cosine
+            from ..checks.measure import row_cosine
 
             s = self.scan()
             keep, ids = self._known(s.sample_rows, s.ids.take(s.sample_rows))

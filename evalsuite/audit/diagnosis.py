@@ -1,4 +1,5 @@
-"""Why stored vectors differ from their chunks' reference vectors, in the diagnosis family of the canary.
+"""Why stored vectors differ from their chunks' reference vectors, with the alternatives the canary's diagnosis tries
+(``diagnose/``).
 
 Two classes of cause, tested in order for each infidel sampled row:
 
@@ -281,6 +282,15 @@ def _stale(
 
 
 def _reference_source(ctx: AuditContext) -> ReferenceSource:
-    from ..canary.diagnosis import reference_source
+    from ..diagnose.reference import reference_source
+    from ..run.pipeline import make_encoder
 
-    return reference_source(ctx.prepared, ctx.encoder, ctx.prepared.model.hidden_size)
+    prepared = ctx.prepared
+    return reference_source(
+        prepared.contract,
+        prepared.model,
+        prepared.spec.device,
+        ctx.encoder,
+        lambda dtype, max_length: make_encoder(prepared, dtype=dtype, max_length=max_length),
+        prepared.model.hidden_size,
+    )

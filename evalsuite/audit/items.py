@@ -1,14 +1,16 @@
-"""The audit's pytest items: ``pytest --model-rev REV --index URI [--ids PATH]`` runs one item per audit check
-(``evalsuite/<dataset>/audit[<check>]``), each with its status (and its diagnosis) as JUnit properties.
+"""The audit's pytest items: ``pytest --model-rev REV --audit-index URI [--ids PATH]`` runs one item per audit check
+(``evalsuite-audit/<dataset>/audit[<check>]``), each with its status (and its diagnosis) as JUnit properties.
 
-The plugin's ``--index`` takes either an index kind of the run (``hnsw``, ``ivf:nlist=64``) or a store URI
-(``faiss:PATH``, ``postgresql://...``, ``lancedb:DIR?table=T``); a URI is moved aside here before the gated
-session starts, and audited against each dataset's prepared reference (the session's own model and encoder).
+The store (``faiss:PATH``, ``postgresql://...``, ``lancedb:DIR?table=T``, a plug-in's) is audited against each
+dataset's prepared reference (the session's own model and encoder). ``--audit-index`` is the CLI's ``evalsuite audit
+--index`` under the plugin's ``--audit-*`` names: the plugin's ``--index`` is the run's index kind (``hnsw``,
+``ivf:nlist=64``), and a store URI given there is a usage error naming ``--audit-index`` (:func:`index_kind_only`).
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..gating.items import EvalsuiteFailure, EvalsuiteItem
+from ..gating.parts import PytestPart
 from ..run.options import Option, collect
 from .options import INDEX_OPTIONS, SETTING_OPTIONS
 
@@ -23,10 +26,17 @@ if TYPE_CHECKING:
     from ..gating.session import GateSession
     from .context import AuditContext
 
-# the plugin's audit options (--index itself is the run's, made lenient; --endpoint and --suspect-model are the
-# canary's, which the plugin already has)
-PLUGIN_OPTIONS: tuple[Option, ...] = tuple(
-    o for o in (*INDEX_OPTIONS, *SETTING_OPTIONS) if o.flag not in ("--index", "--endpoint", "--suspect-model")
+STORE_OPTION = Option(
+    "--audit-index",
+    "audit this built index (faiss:PATH, postgresql://USER@HOST:PORT/DB?table=T&id=COL&vector=COL, "
+    "lancedb:DIR?table=T) against each dataset's reference: one item per audit check",
+    {"metavar": "URI", "dest_name": "audit_index"},
+)
+# the plugin's audit options: the store, then the CLI's (its --index is --audit-index here; --endpoint and
+# --suspect-model are the canary's, which the plugin already has)
+PLUGIN_OPTIONS: tuple[Option, ...] = (
+    STORE_OPTION,
+    *(o for o in (*INDEX_OPTIONS, *SETTING_OPTIONS) if o.flag not in ("--index", "--endpoint", "--suspect-model")),
 )
 
 
@@ -37,12 +47,19 @@ def is_store_uri(text: str) -> bool:
     return text.startswith(tuple(s for kind in store_kinds() for s in kind.schemes))
 
 
-def lenient_index(parse: Any) -> Any:
-    """The run's ``--index`` parser, letting a store URI through unchanged (the audit takes it)."""
+def index_kind_only(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """The run's ``--index`` parser under pytest, refusing a store URI with the option that takes it (the plugin's
+    ``--index`` took a store URI before ``--audit-index`` did)."""
 
-    def parse_index(text: str) -> str:
-        return text if is_store_uri(text) else str(parse(text))
+    def parse_index(text: str) -> Any:
+        if is_store_uri(text):
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is a store URI: pass it as --audit-index {text} to audit that index "
+                "(--index is the run's index kind, e.g. hnsw or ivf:nlist=64)"
+            )
+        return parse(text)
 
+    parse_index.__name__ = getattr(parse, "__name__", "index")
     return parse_index
 
 
@@ -53,12 +70,18 @@ class AuditRequest:
 
 
 def take_request(values: argparse.Namespace, prefix: str) -> AuditRequest | None:
-    """The audited store's URI, removed from the run's options (None when ``--index`` is not a URI)."""
-    uri = getattr(values, prefix + "index", None)
-    if not isinstance(uri, str) or not is_store_uri(uri):
+    """The audited store and its options (None without ``--audit-index``)."""
+    given = collect(values, PLUGIN_OPTIONS, prefix)
+    uri = given.pop("audit_index", None)
+    if uri is None:
         return None
-    setattr(values, prefix + "index", None)
-    return AuditRequest(uri, collect(values, PLUGIN_OPTIONS, prefix))
+    if not is_store_uri(uri):
+        from ..base.errors import SpecError
+        from .stores import store_kinds
+
+        schemes = ", ".join(s for kind in store_kinds() for s in kind.schemes)
+        raise SpecError(f"--audit-index {uri!r}: no store answers this URI; it must start with one of: {schemes}")
+    return AuditRequest(uri, given)
 
 
 @dataclass
@@ -90,6 +113,9 @@ class SessionAudit:
             )
         return self.contexts[dataset]
 
+    def items(self, parent: pytest.Session, anchor: Path) -> list[pytest.Item]:
+        return collect_audit_items(self, parent, anchor)
+
     def close(self) -> None:
         for ctx in self.contexts.values():
             ctx.close()
@@ -111,10 +137,10 @@ class AuditItem(EvalsuiteItem):
 
     def runtest(self) -> None:
         __tracebackhide__ = True
-        from ..canary.registry import judge
-        from .checks import AUDIT_CHECKS
+        from ..checks import judge
+        from .checks import audit_checks
 
-        check = next(c for c in AUDIT_CHECKS if c.name == self.check)
+        check = next(c for c in audit_checks() if c.name == self.check)
         verdict = judge(check, self.audit.context(self.dataset))
         self.state.canary_items.record(self.dataset, verdict)
         self.user_properties.append((f"audit:{self.check}", verdict.status))
@@ -131,17 +157,20 @@ class AuditItem(EvalsuiteItem):
 def collect_audit_items(audit: SessionAudit, parent: pytest.Session, anchor: Path) -> list[pytest.Item]:
     """One item per audit check and dataset, marked ``evalsuite``, beside the session's own items."""
     from ..gating.items import DatasetCollector
-    from .checks import AUDIT_CHECKS
+    from .checks import audit_checks
 
     root = DatasetCollector.from_parent(parent, name="evalsuite-audit", path=anchor, nodeid="evalsuite-audit")
     items: list[pytest.Item] = []
     state = audit.state
     for dp in state.datasets:
         node = DatasetCollector.from_parent(root, name=dp.name)
-        for check in AUDIT_CHECKS:
+        for check in audit_checks():
             item = AuditItem.from_parent(
                 node, name=f"audit[{check.name}]", state=state, dataset=dp.name, check=check.name, audit=audit
             )
             item.add_marker("evalsuite")
             items.append(item)
     return items
+
+
+PYTEST_PART = PytestPart(PLUGIN_OPTIONS, take_request, SessionAudit)

@@ -14,7 +14,7 @@ from ..run.options import Option, collect
 from .options import AUDIT_CLIENT_OPTIONS, AUDIT_RUN_OPTIONS, INDEX_OPTIONS, SETTING_OPTIONS
 
 if TYPE_CHECKING:
-    from ..canary.checks.base import CheckOutcome
+    from ..checks import CheckOutcome
     from .runner import AuditReport
 
 # every option of the job but the report directory, in the order `evalsuite audit --help` lists them

@@ -1,4 +1,4 @@
-"""Open an index, run the audit family's checks (the canary's runner), and compare a cutover pair."""
+"""Open an index, run the audit family's checks (the check engine's runner), and compare a cutover pair."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..canary.checks.base import CheckOutcome, CheckOutcomes
+from ..checks import CheckOutcome, CheckOutcomes
 from .settings import AuditSettings
 from .source import SourceOptions
 
@@ -39,7 +39,7 @@ class AuditTarget:
 
 @dataclass(frozen=True)
 class AuditOutcome(CheckOutcomes):
-    """One index's verdicts (in the order of :data:`~.checks.AUDIT_CHECKS`)."""
+    """One index's verdicts (in the order of :func:`~.checks.audit_checks`)."""
 
     role: str
     info: IndexInfo
@@ -168,13 +168,13 @@ def open_context(
 
 
 def run_audit(ctx: AuditContext, on_verdict: Callable[[CheckOutcome], None] | None = None) -> AuditOutcome:
-    """Every audit check in order under the canary's one error policy; the store is closed afterwards."""
-    from ..canary.runner import run_checks
-    from .checks import AUDIT_CHECKS
+    """Every audit check in order under the check engine's one error policy; the store is closed afterwards."""
+    from ..checks import run_checks
+    from .checks import audit_checks
 
     info = ctx.info()
     ctx.prefetch()  # the model loads (and the sample encodes) while the structure checks stream the vectors
-    verdicts = run_checks(AUDIT_CHECKS, ctx, on_verdict, close=False)
+    verdicts = run_checks(audit_checks(), ctx, on_verdict, close=False)
     return AuditOutcome(
         role=ctx.role,
         info=info,

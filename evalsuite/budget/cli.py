@@ -7,20 +7,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
-from ..run.options import add_options
+from ..base.jobs import Job
 from .job import BUDGET_JOB_OPTIONS, OUT
-
-
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "budget",
-        help="where the quality goes: the loss from the reference to production, stage by stage with paired CIs; "
-        "write budget.json, report.md and report.html",
-    )
-    add_options(p.add_argument, (*BUDGET_JOB_OPTIONS, OUT))
-    p.set_defaults(func=cmd_budget)
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
@@ -50,3 +39,20 @@ def _print_table(headers: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
     for row in [headers, *rows]:
         print("  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))
+
+
+def _pytest_part() -> object:
+    from .items import PYTEST_PART
+
+    return PYTEST_PART
+
+
+JOB = Job(
+    "budget",
+    help="where the quality goes: the loss from the reference to production, stage by stage with paired CIs; "
+    "write budget.json, report.md and report.html",
+    options=lambda: (*BUDGET_JOB_OPTIONS, OUT),
+    run=cmd_budget,
+    exit_codes={0: "the budget was computed and written (and every --gate held)", 1: "a --gate failed"},
+    pytest=_pytest_part,
+)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..gating.items import EvalsuiteFailure, EvalsuiteItem
+from ..gating.parts import PytestPart
 from ..run.options import Option, collect, spec_type
 from .options import _gate
 from .plan import ATTRIBUTIONS
@@ -75,6 +76,12 @@ class SessionBudget:
     state: GateSession
     request: BudgetRequest
     results: dict[str, BudgetResult] = field(default_factory=dict)
+
+    def items(self, parent: pytest.Session, anchor: Path) -> list[pytest.Item]:
+        return collect_budget_items(self, parent, anchor)
+
+    def close(self) -> None:
+        return None  # each dataset's plan is closed as soon as its budget is computed
 
     @property
     def gates(self) -> list[BudgetGate]:
@@ -149,3 +156,6 @@ def collect_budget_items(budget: SessionBudget, parent: pytest.Session, anchor: 
             item.add_marker("evalsuite")
             items.append(item)
     return items
+
+
+PYTEST_PART = PytestPart(PLUGIN_OPTIONS, take_request, SessionBudget)

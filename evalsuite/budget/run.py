@@ -34,8 +34,8 @@ def served_agreement(evaluate: Evaluator, plan: BudgetPlan) -> str:
 
     import numpy as np
 
-    from ..canary.checks.measure import row_cosine
     from ..canary.embedding.settings import CanarySettings
+    from ..checks.measure import row_cosine
 
     threshold = float(next(f.default for f in dataclasses.fields(CanarySettings) if f.name == "min_cosine"))  # type: ignore[arg-type]
     _, local = evaluate.vectors(False, plan.production.dtype)

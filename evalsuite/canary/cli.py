@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from ..base.io import path_name, url_host
-from ..run.options import OUT_OPTION, add_options
+from ..base.jobs import Job
+from ..run.options import OUT_OPTION, RUN_OPTIONS, Option
 from .embedding.options import CANARY_FLEET_OPTIONS
 from .output import finish, finish_fleet, say
 from .rounds import INTERVAL, ROUNDS
@@ -24,21 +24,12 @@ from .rounds import INTERVAL, ROUNDS
 OUT = OUT_OPTION.with_default("reports/canary/<host-port>")
 
 
-def register(subparsers: Any) -> None:
+def options() -> tuple[Option, ...]:
     from ..rerank.options import RERANK_OPTIONS
-    from .reranker.cli import register_alias
     from .reranker.options import RERANK_CANARY_OPTIONS
 
-    p = subparsers.add_parser(
-        "canary",
-        help="check a served /v1/embeddings endpoint (--endpoint) and/or a served reranker (--reranker-endpoint) "
-        "against the local reference",
-    )
-    add_options(p.add_argument)
-    add_options(p.add_argument, (*CANARY_FLEET_OPTIONS, OUT, ROUNDS, INTERVAL))
-    add_options(p.add_argument, (*RERANK_OPTIONS, *RERANK_CANARY_OPTIONS))  # --api-key-env: one, for both
-    p.set_defaults(func=cmd_canary)
-    register_alias(subparsers)
+    # --api-key-env: one, for both families
+    return (*RUN_OPTIONS, *CANARY_FLEET_OPTIONS, OUT, ROUNDS, INTERVAL, *RERANK_OPTIONS, *RERANK_CANARY_OPTIONS)
 
 
 def _default_out(endpoint: str, members: int = 1) -> Path:
@@ -71,3 +62,13 @@ def embedding_canary(args: argparse.Namespace) -> int:
     if not run.fleet:
         return finish(run.worst(), out, run.runs[0])
     return finish_fleet(run.fleet_outcome(), out)
+
+
+JOB = Job(
+    "canary",
+    help="check a served /v1/embeddings endpoint (--endpoint) and/or a served reranker (--reranker-endpoint) "
+    "against the local reference",
+    options=options,
+    run=cmd_canary,
+    exit_codes={0: "every check passed", 1: "a check failed (of either family, on any member)"},
+)

@@ -8,7 +8,6 @@ Matryoshka size that failed. The CLI and the pytest items call :func:`diagnosis_
 from __future__ import annotations
 
 import dataclasses
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import EndpointError
@@ -20,29 +19,21 @@ from ..encode.http import EndpointHTTPError
 from ..encode.response import DimensionMismatch
 from .embedding.checks.ladder import SHARED_KEY as LADDER_KEY
 from .embedding.checks.ladder import Cap
+from .embedding.registry import declared as find_declared
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     import numpy as np
 
-    from ..encode.base import Encoder
+    from ..checks import CheckOutcome
     from ..encode.endpoint import EndpointEncoder
-    from ..encode.right_padded import RightPaddedLastEncoder
-    from ..run.prepared import Prepared
-    from .checks.base import CheckOutcome
     from .embedding.context import CanaryContext
-
-# the checks whose failure the served vectors can explain
-DIAGNOSED = frozenset(
-    {"vector_agreement", "norm_agreement", "batch_invariance", "retrieval_agreement", "bad_input", "matryoshka"}
-    | {"length_ladder"}  # issue 40: the ladder's cap joins the lengths the diagnosis tries
-)
 
 
 def diagnosis_for(ctx: CanaryContext, verdict: CheckOutcome) -> Diagnosis | None:
-    """The diagnosis for a failed check it applies to (None otherwise, or when the server cannot be asked)."""
-    if verdict.passed is not False or verdict.check not in DIAGNOSED:
+    """The diagnosis for a failed check whose declaration says the diagnosis reads it (``diagnosed``); None
+    otherwise, or when the server cannot be asked."""
+    declared = find_declared(verdict.check)
+    if verdict.passed is not False or declared is None or not declared.diagnosed:
         return None
     dims = _failed_dimensions(verdict) if verdict.check == "matryoshka" else None
     try:
@@ -230,104 +221,18 @@ def _refusal(exc: EndpointHTTPError) -> bool:
 
 
 def _reference_source(ctx: CanaryContext) -> ReferenceSource:
-    return reference_source(
-        ctx.prepared, lambda: ctx.reference().encoder, ctx.hidden_size, token_counts=ctx.token_counts
-    )
-
-
-def reference_source(
-    prepared: Prepared,
-    reference: Callable[[], Encoder],
-    hidden: int,
-    *,
-    token_counts: Callable[[list[str]], list[int] | None] = lambda texts: None,
-) -> ReferenceSource:
-    """Where the diagnosis gets the reference's vectors under each alternative: the pinned ``reference`` encoder
-    at the contract's length and dtype (another one for another length or dtype), a suspect model directory of the
-    same width, the input without its closing special token (``special``), the batches right-padded and pooled at
-    their last position (``right_padded``); each made once. The canary's and the
-    index audit's diagnoses share it."""
+    from ..diagnose.reference import reference_source
     from ..run.pipeline import make_encoder
 
-    c = prepared.contract
-
-    @cache
-    def encoder(max_length: int, dtype: str) -> Encoder:
-        if (max_length, dtype) == (c.max_length, c.dtype):
-            return reference()
-        return make_encoder(prepared, dtype=dtype, max_length=max_length)
-
-    @cache
-    def suspect(path: str) -> Encoder:
-        from ..encode.local import LocalEncoder
-        from ..model import resolve_model
-
-        info = resolve_model(path)
-        if info.hidden_size != hidden:
-            raise ValueError(f"{path} has {info.hidden_size} dimensions, the reference {hidden}")
-        return LocalEncoder(
-            info,
-            dtype=c.dtype,
-            device=prepared.spec.device,
-            max_length=c.max_length,
-            truncation="truncate",
-            progress=False,
-        )
-
-    @cache
-    def special(mode: str, max_length: int, dtype: str) -> Encoder | None:
-        from ..encode.closing_token import ClosingTokenEncoder
-
-        enc = ClosingTokenEncoder(
-            prepared.model,
-            mode=mode,
-            dtype=dtype,
-            device=prepared.spec.device,
-            max_length=max_length,
-            truncation="truncate",
-            progress=False,
-        )
-        return enc if enc.closing_id is not None else None
-
-    @cache
-    def right_padded(max_length: int, dtype: str) -> RightPaddedLastEncoder | None:
-        from ..encode.right_padded import RightPaddedLastEncoder
-
-        return RightPaddedLastEncoder(
-            prepared.model,
-            dtype=dtype,
-            device=prepared.spec.device,
-            max_length=max_length,
-            truncation="truncate",
-            progress=False,
-        )
-
-    @cache
-    def headless(mode: str, max_length: int, dtype: str) -> Encoder | None:
-        """The reference with its Dense heads dropped (``dropped``) or run without activations (``no_activation``)."""
-        info = prepared.model
-        if not info.dense:
-            return None
-        from ..encode.local import LocalEncoder
-
-        if mode == "dropped":  # the pooled transformer output: the first head's input width
-            info = dataclasses.replace(info, dense=(), hidden_size=info.dense[0].in_features)
-        else:
-            info = dataclasses.replace(
-                info, dense=tuple(dataclasses.replace(h, activation="Identity") for h in info.dense)
-            )
-        enc = LocalEncoder(
-            info, dtype=dtype, device=prepared.spec.device, max_length=max_length, truncation="truncate", progress=False
-        )
-        return enc
-
-    return ReferenceSource(
-        encoder=encoder,
-        suspect=suspect,
-        token_counts=token_counts,
-        special=special,
-        right_padded=right_padded,
-        headless=headless,
+    prepared = ctx.prepared
+    return reference_source(
+        prepared.contract,
+        prepared.model,
+        prepared.spec.device,
+        lambda: ctx.reference().encoder,
+        lambda dtype, max_length: make_encoder(prepared, dtype=dtype, max_length=max_length),
+        ctx.hidden_size,
+        token_counts=ctx.token_counts,
     )
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .checks.base import CheckOutcome
-from .embedding.checks.repeat import member_detection_statement, requests_needed
+from ..checks import CheckOutcome
+from ..checks.detection import requests_needed
+from .embedding.checks.repeat import member_detection_statement
 from .embedding.settings import CanarySettings
 from .runner import CanaryOutcome, worst_round
 

@@ -1,7 +1,7 @@
 """`canary.json` and `report.md` of either family, written atomically and redacted. Settings carry the key's
 variable name only.
 
-Per-check text comes from the check declarations (:mod:`evalsuite.canary.registry`).
+Per-check text comes from the check declarations (each family's ``registry.py``).
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.io import atomic_write_json, atomic_write_text
+from ..checks import Check
+from ..checks.outcome import redacted
 from ..reports.markdown import contract_rows, table
-from . import registry
-from .checks.base import CanaryCheck, redacted
+from .embedding.registry import canary_checks, get_check
+from .reranker.registry import RERANK_CHECKS, get_rerank_check
 from .reranker.settings import RerankCanarySettings
 from .runner import SCHEMA_VERSION, CanaryOutcome
 
@@ -22,10 +24,12 @@ if TYPE_CHECKING:
     from .fleet import FleetOutcome, MemberOutcome
 
 
-def checks_table(checks: Sequence[CanaryCheck[Any]] = registry.CANARY_CHECKS) -> str:
+def checks_table(checks: Sequence[Check[Any]] | None = None) -> str:
     """Every check of a family (the embedding canary's by default): name, label, threshold settings, when it
     runs, what it compares (for report.md and docs)."""
     from .embedding.settings import CanarySettings
+
+    checks = canary_checks() if checks is None else checks
 
     def when(requires: str | None, per_dataset: bool) -> str:
         scope = "every dataset" if per_dataset else "once"
@@ -67,7 +71,7 @@ def render_markdown(outcome: CanaryOutcome) -> str:
         from .triage import markdown
 
         lines += markdown(outcome.triage(), outcome.diagnoses)
-    find = registry.get_rerank_check if reranker else registry.get_check
+    find = get_rerank_check if reranker else get_check
     for v in outcome.verdicts:
         check = find(v.check)
         if check.report is not None:
@@ -81,7 +85,7 @@ def render_markdown(outcome: CanaryOutcome) -> str:
         table(["field", "value"], contract_rows(outcome.contract)),
         "## The checks",
         "",
-        checks_table(registry.RERANK_CHECKS if reranker else registry.CANARY_CHECKS),
+        checks_table(RERANK_CHECKS if reranker else canary_checks()),
     ]
     return "\n".join(lines)
 

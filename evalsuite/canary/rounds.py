@@ -17,7 +17,7 @@ from ..run.options import Option, collect, int_at_least
 from .embedding.options import CANARY_FLEET_OPTIONS
 
 if TYPE_CHECKING:
-    from .checks import CheckOutcome
+    from ..checks import CheckOutcome
     from .embedding.settings import CanarySettings
     from .fleet import FleetOutcome
     from .runner import CanaryOutcome
@@ -82,7 +82,7 @@ class CanaryRun:
 
     def to_dict(self) -> dict[str, Any]:
         """canary.json, as `evalsuite canary` writes it (every API key redacted)."""
-        from .checks.base import redacted
+        from ..checks.outcome import redacted
         from .report import canary_data, fleet_data
 
         if self.fleet:

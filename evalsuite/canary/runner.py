@@ -3,18 +3,18 @@ the embedding checks (:func:`run_canary`) or the reranker's (:func:`run_rerank_c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..checks import CheckOutcome, CheckOutcomes, run_checks
 from ..encode.secret import cut
-from .checks import CanaryCheck, CheckOutcome, CheckOutcomes
-from .checks.base import C
 from .embedding.context import CanaryContext
+from .embedding.registry import check_names, get_check
 from .embedding.settings import CanarySettings
-from .registry import RERANK_CHECKS, check_names, get_check, judge
+from .reranker.registry import RERANK_CHECKS
 
 if TYPE_CHECKING:
     from ..diagnose.score import Diagnosis
@@ -62,7 +62,7 @@ class CanaryOutcome(CheckOutcomes):
     def triage(self) -> list[Link]:
         from .triage import checklist
 
-        return checklist(self.verdicts, self.diagnoses)
+        return checklist(self.verdicts, self.diagnoses, RERANK_CHECKS if self.family == "reranker" else None)
 
 
 def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext:
@@ -99,28 +99,6 @@ def worst_round(outcomes: Sequence[CanaryOutcome]) -> CanaryOutcome:
     return max(outcomes, key=lambda o: sum(v.passed is False for v in o.verdicts))
 
 
-def run_checks(
-    checks: Iterable[CanaryCheck[C]],
-    ctx: C,
-    on_verdict: Callable[[CheckOutcome], None] | None = None,
-    *,
-    close: bool = True,
-) -> tuple[CheckOutcome, ...]:
-    """Every check in order under the one error policy (:func:`~.checks.registry.judge`); the context is closed
-    unless ``close`` is False (the caller still needs it, e.g. to diagnose a failure, and closes it)."""
-    verdicts: list[CheckOutcome] = []
-    try:
-        for check in checks:
-            verdict = judge(check, ctx)
-            verdicts.append(verdict)
-            if on_verdict is not None:
-                on_verdict(verdict)
-    finally:
-        if close:
-            ctx.close()
-    return tuple(verdicts)
-
-
 def run_canary(ctx: CanaryContext, on_verdict: Callable[[CheckOutcome], None] | None = None) -> CanaryOutcome:
     """The embedding checks, then the diagnosis of any failure (the cause, tested against the reference)."""
     from .diagnosis import diagnoses_for
@@ -144,7 +122,7 @@ def run_canary(ctx: CanaryContext, on_verdict: Callable[[CheckOutcome], None] | 
 def run_rerank_canary(
     ctx: RerankCanaryContext, on_verdict: Callable[[CheckOutcome], None] | None = None
 ) -> CanaryOutcome:
-    """The reranker checks (:data:`~.checks.registry.RERANK_CHECKS`) against the served reranker."""
+    """The reranker checks (:data:`~.reranker.registry.RERANK_CHECKS`) against the served reranker."""
     verdicts = run_checks(RERANK_CHECKS, ctx, on_verdict)
     return CanaryOutcome(
         settings=ctx.settings,

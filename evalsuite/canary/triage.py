@@ -1,6 +1,7 @@
 """The triage checklist: the canary's verdicts and the diagnosis in the order an engineer debugs,
 the first broken link marked (a diagnosed cause earlier in the chain than the failing check wins:
-CLS pooling breaks "dimension, norm and pooling" before it shows as vector disagreement)."""
+CLS pooling breaks "dimension, norm and pooling" before it shows as vector disagreement). Each check's link is
+its declaration's ``stage``."""
 
 from __future__ import annotations
 
@@ -9,28 +10,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..diagnose.hypotheses import STAGES
+from .embedding.registry import canary_checks
 
 if TYPE_CHECKING:
+    from ..checks import Check, CheckOutcome
     from ..diagnose.score import Diagnosis
-    from .checks.base import CheckOutcome
-
-# each canary check's place in the chain (a check not listed is "agreement")
-CHECK_STAGES = {
-    "identity": "identity",
-    "auth": "identity",
-    "bad_input": "truncation",  # empty inputs and over-long ones; the over-long one is what fails it most
-    "norm_agreement": "shape",
-    "vector_agreement": "agreement",
-    "retrieval_agreement": "search",
-    "batch_invariance": "batch",
-    "matryoshka": "batch",
-    # issue 40's probes
-    "length_ladder": "truncation",
-    "case_variants": "agreement",  # the variants agree with their references: wrong pooling fails them too
-    "distinct_inputs": "agreement",
-    "determinism": "batch",
-    "stress_inputs": "batch",
-}
 
 
 @dataclass(frozen=True)
@@ -51,10 +35,15 @@ class Link:
         }
 
 
-def checklist(verdicts: Sequence[CheckOutcome], diagnoses: Sequence[Diagnosis]) -> list[Link]:
+def checklist(
+    verdicts: Sequence[CheckOutcome], diagnoses: Sequence[Diagnosis], checks: Sequence[Check[Any]] | None = None
+) -> list[Link]:
+    """The chain's links in debugging order, each verdict on its declaration's ``stage`` among ``checks`` (the
+    family that gave the verdicts; the embedding canary's by default); a check not declared there, "agreement"."""
+    stages = {c.name: c.stage for c in (canary_checks() if checks is None else checks)}
     links: list[Link] = []
     for stage, title in STAGES:
-        mine = [v for v in verdicts if CHECK_STAGES.get(v.check, "agreement") == stage and v.passed is not None]
+        mine = [v for v in verdicts if stages.get(v.check, "agreement") == stage and v.passed is not None]
         causes = [c for d in diagnoses for c in d.causes if c.stage == stage]
         evidence = [f"{v.check}: {v.status}" for v in mine] + [f"diagnosis: {c.text}" for c in causes]
         broken = bool(causes) or any(v.passed is False for v in mine)

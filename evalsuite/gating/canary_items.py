@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Protocol
 from .ledger import CanaryRecord
 
 if TYPE_CHECKING:
-    from ..canary.checks import CheckOutcome
     from ..canary.embedding.context import CanaryContext
     from ..canary.embedding.settings import CanarySettings
     from ..canary.reranker.context import RerankCanaryContext
     from ..canary.reranker.settings import RerankCanarySettings
+    from ..checks import CheckOutcome
     from ..encode.base import Encoder
     from ..run.prepared import Prepared
     from ..run.result import Result
@@ -52,7 +52,7 @@ class SessionCanary:
         """Endpoint checks for a dataset: all of them for the first, dataset-dependent ones for the others."""
         if self.session.canary is None:
             return []
-        from ..canary.registry import checks_for_dataset
+        from ..canary.embedding.registry import checks_for_dataset
 
         return checks_for_dataset(self.session.canary, first=name == self.session.datasets[0].name)
 
@@ -79,7 +79,7 @@ class SessionCanary:
         """The reranker checks (--reranker-endpoint), once: on the first dataset."""
         if self.session.rerank_canary is None or name != self.session.datasets[0].name:
             return []
-        from ..canary.registry import RERANK_CHECKS
+        from ..canary.reranker.registry import RERANK_CHECKS
 
         return [c.name for c in RERANK_CHECKS]
 

@@ -238,6 +238,11 @@ class GateKind:
     ) -> Judgement:
         raise NotImplementedError
 
+    def pass_line(self, threshold: float, reference: float | None) -> float | None:
+        """The lowest value of the metric that passes this gate on a release whose reference value is ``reference``
+        (recorded with the release; `evalsuite history` plots it dashed); None: the kind draws no such line."""
+        return None
+
     def explain(self, outcome: Outcome) -> str:
         """The clause after "metric: reference X, candidate Y, delta Z" (or the whole line for a floor)."""
         raise NotImplementedError

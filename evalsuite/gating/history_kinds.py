@@ -66,6 +66,9 @@ class _FromHistory(HistoryKind):
         assert ref_value is not None
         return Judgement.of(ref_value - value <= gate.threshold + TOLERANCE)
 
+    def pass_line(self, threshold: float, reference: float | None) -> float | None:
+        return None if reference is None else reference - threshold
+
     def explain(self, outcome: Outcome) -> str:
         return f"allowed drop {outcome.gate.threshold:g} from the {self.anchor} release (gate {outcome.gate.expr})"
 

@@ -233,7 +233,7 @@ class CanaryItem(EvalsuiteItem):
 
     def runtest(self) -> None:
         __tracebackhide__ = True
-        from ..canary.registry import run_rerank_check
+        from ..canary.reranker.registry import run_rerank_check
 
         if self.reranker:
             verdict = run_rerank_check(self.check, self.state.canary_items.rerank_context(self.dataset))
@@ -255,7 +255,7 @@ class CanaryItem(EvalsuiteItem):
         import dataclasses
 
         from ..canary.diagnosis import diagnosis_for
-        from ..canary.registry import run_check
+        from ..canary.embedding.registry import run_check
 
         ctx = self.state.canary_items.context(self.dataset, k)
         verdict = run_check(self.check, ctx)
@@ -275,7 +275,7 @@ class CanaryItem(EvalsuiteItem):
 
 
 def collect_items(state: GateSession, parent: pytest.Session, anchor: Path) -> list[pytest.Item]:
-    """Every item of the session, dataset by dataset, marked ``evalsuite``."""
+    """Every item of the session, dataset by dataset, marked ``evalsuite``, then its parts' items."""
     root = DatasetCollector.from_parent(parent, name="evalsuite", path=anchor, nodeid="evalsuite")
     items: list[pytest.Item] = []
     for dp in state.datasets:
@@ -308,4 +308,6 @@ def collect_items(state: GateSession, parent: pytest.Session, anchor: Path) -> l
         for item in new:
             item.add_marker("evalsuite")
         items += new
+    for part in state.parts.values():  # the other jobs' items (the audit's, the budget's), each under its own root
+        items += part.items(parent, anchor)
     return items

@@ -87,6 +87,9 @@ class Floor(GateKind):
     ) -> Judgement:
         return Judgement.of(value >= gate.threshold - TOLERANCE)
 
+    def pass_line(self, threshold: float, reference: float | None) -> float | None:
+        return threshold
+
     def explain(self, outcome: Outcome) -> str:
         g = outcome.gate
         return (
@@ -116,6 +119,9 @@ class MaxDrop(Drop):
         assert ref_value is not None
         return Judgement.of(ref_value - value <= gate.threshold + TOLERANCE)
 
+    def pass_line(self, threshold: float, reference: float | None) -> float | None:
+        return None if reference is None else reference - threshold
+
     def explain(self, outcome: Outcome) -> str:
         return f"allowed drop {outcome.gate.threshold:g} (gate {outcome.gate.expr})"
 
@@ -144,6 +150,9 @@ class MaxRelDrop(Drop):
     ) -> Judgement:
         assert ref_value is not None
         return Judgement.of(self.relative_drop(value, ref_value) <= gate.threshold + TOLERANCE)
+
+    def pass_line(self, threshold: float, reference: float | None) -> float | None:
+        return None if reference is None else reference * (1 - threshold)
 
     def explain(self, outcome: Outcome) -> str:
         assert outcome.reference is not None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from .gates import Outcome
 
 if TYPE_CHECKING:
-    from ..canary.checks import CheckOutcome
+    from ..checks import CheckOutcome
     from .reference import ReferenceKind
 
 

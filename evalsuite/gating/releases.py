@@ -131,6 +131,7 @@ def record_of(
                 None if ci is None else ci.low,
                 None if ci is None else ci.high,
                 labels.get(f"{name}/{o.gate.expr}"),
+                kind_of(o.gate).pass_line(o.gate.threshold, o.reference),
             )
         )
     commit, commit_source = calling_commit()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ..base.errors import EvalsuiteError, SpecError
 from ..encode.base import Encoder
@@ -49,11 +49,22 @@ from .sweeps import SessionSweeps
 from .verdicts import GateRequest, judge_all
 
 if TYPE_CHECKING:
+    import pytest
+
     from ..canary.embedding.settings import CanarySettings
     from ..canary.reranker.settings import RerankCanarySettings
 
 T = TypeVar("T")
 EncoderKey = tuple[str, str, str, int, str]
+
+
+class SessionPart(Protocol):
+    """A job's part of the session (the audit of a store, the loss budget): made from the job's request by its
+    ``PytestPart`` (`parts.py`), its items collected beside the session's own, closed with the session."""
+
+    def items(self, parent: pytest.Session, anchor: Path) -> list[pytest.Item]: ...
+
+    def close(self) -> None: ...
 
 
 class GateSession:
@@ -95,6 +106,7 @@ class GateSession:
         self.sweeps = SessionSweeps(self)  # the sweep cells' items
         self.canary_items = SessionCanary(self)  # the canary's items (both families)
         self.history = SessionHistory(self)  # the earlier releases the history gates compare with
+        self.parts: dict[str, SessionPart] = {}  # the other jobs' parts, by job name (attach)
         # on Ray: one actor pool for every computation of the session (the model loaded once per actor), closed by close()
         self._pools: Pools = {}
 
@@ -336,6 +348,12 @@ class GateSession:
             problems += self.reranker.problems(stage)
         return problems
 
+    def attach(self, job: str, part: SessionPart) -> None:
+        """Hold a job's part (its items collected with the session's, closed with it)."""
+        self.parts[job] = part
+
     def close(self) -> None:
+        for part in self.parts.values():
+            part.close()
         close_pools(self._pools)
         self.canary_items.close()

@@ -47,8 +47,11 @@ def plugin_options() -> tuple[tuple[tuple[Option, ...], str], ...]:
     )
 
 
-def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | None, worker: str) -> GateSession | None:
-    """``values``: pytest's ``config.option``. Raises EvalsuiteError for bad settings."""
+def start_session(
+    values: argparse.Namespace, cwd: Path, *, shared_dir: Path | None, worker: str, requested: bool = False
+) -> GateSession | None:
+    """``values``: pytest's ``config.option``; ``requested``: a job's part was asked for (``--audit-index``,
+    ``--budget``), which needs a session even without any other setting. Raises EvalsuiteError for bad settings."""
     from ..base.specfile import find_spec_file
     from ..canary.embedding.options import CANARY_FLEET_OPTIONS
     from ..sweep.options import SWEEP_OPTIONS
@@ -61,7 +64,7 @@ def start_session(values: argparse.Namespace, cwd: Path, *, shared_dir: Path | N
     canary_flags = collect(values, CANARY_FLEET_OPTIONS, PREFIX)
     reranker = rerank_flags(values)
     rerank_canary = rerank_canary_settings(values)
-    if not run_flags and not session_flags and not canary_flags and not reranker and found is None:
+    if not run_flags and not session_flags and not canary_flags and not reranker and found is None and not requested:
         return None
     plan = build_plan(
         file_settings=found[1] if found else None,

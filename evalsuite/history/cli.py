@@ -8,25 +8,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ..base.errors import SpecError
+from ..base.jobs import Job, Positional
+from ..base.options import Option
 
-if TYPE_CHECKING:
-    pass
-
-
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "history", help="the release history: a table of releases and an HTML page with a plot per metric"
-    )
-    p.add_argument("dir", nargs="?", default=None, help="history directory (default: history of ./evalsuite.toml)")
-    p.add_argument(
-        "--model", default=None, help="only this model lineage's releases (its model_name, or its name as recorded)"
-    )
-    p.add_argument("--dataset", default=None, help="only this dataset's releases")
-    p.add_argument("--html", default=None, help="write the HTML page here (default: DIR/../reports/history.html)")
-    p.set_defaults(func=cmd_history)
+OPTIONS: tuple[Option, ...] = (
+    Option("--model", "only this model lineage's releases (its model_name, or its name as recorded)"),
+    Option("--dataset", "only this dataset's releases"),
+    Option("--html", "write the HTML page here (default: DIR/../reports/history.html)"),
+)
 
 
 def history_dir(given: str | None, cwd: Path) -> Path:
@@ -70,3 +61,13 @@ def cmd_history(args: argparse.Namespace) -> int:
     atomic_write_text(out, history_html(series, str(root)))
     print(f"wrote {out}")
     return 0
+
+
+JOB = Job(
+    "history",
+    help="the release history: a table of releases and an HTML page with a plot per metric",
+    options=lambda: OPTIONS,
+    run=cmd_history,
+    exit_codes={0: "the table printed and the page written (or no release recorded)"},
+    positional=Positional("dir", "history directory (default: history of ./evalsuite.toml)"),
+)

@@ -9,32 +9,20 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..reports.html import figure_html, heading, page, paragraph, png_data_uri, table
-from .record import GateVerdict, HistoryRecord
+from .record import HistoryRecord
 from .table import headers, metrics_of, rows
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def pass_line(g: GateVerdict) -> float | None:
-    """The lowest value of the gate's metric that passed it on that release (None: the kind has no such line)."""
-    if g.kind == "floor":
-        return g.threshold
-    if g.reference is None:
-        return None
-    if g.kind in ("max_drop", "max_drop_from_first", "max_drop_from_best"):
-        return g.reference - g.threshold
-    if g.kind == "max_rel_drop":
-        return g.reference * (1 - g.threshold)
-    return None
-
-
 def thresholds(records: Sequence[HistoryRecord], metric: str) -> dict[str, list[tuple[int, float]]]:
-    """Per gate expression, the (release index, pass line) points of ``metric``'s gates."""
+    """Per gate expression, the (release index, pass line) points of ``metric``'s gates: each recorded verdict's
+    ``pass_line``, which its gate kind drew when the release was recorded (``GateKind.pass_line``)."""
     out: dict[str, list[tuple[int, float]]] = {}
     for i, r in enumerate(records):
         for g in r.gates:
-            line = pass_line(g) if g.metric == metric else None
+            line = g.pass_line if g.metric == metric else None
             if line is not None:
                 out.setdefault(g.gate, []).append((i, line))
     return out

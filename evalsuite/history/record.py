@@ -54,6 +54,9 @@ class GateVerdict:
     low: float | None = None
     high: float | None = None
     against: str | None = None  # what the gate compared with: "baseline", "first release 1a2b…", ...
+    # the lowest value of the metric that passed the gate on this release, as its kind draws it (GateKind.pass_line;
+    # `evalsuite history` plots it dashed); None: the kind has no such line
+    pass_line: float | None = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,20 @@ def _optional(value: object, where: str, path: Path) -> float | None:
     return None if value is None else _number(value, where, path)
 
 
+def _recorded_before_pass_lines(kind: str, threshold: float, reference: float | None) -> float | None:
+    """The pass line of a gate recorded before records carried it (``pass_line`` absent), for the built-in kinds
+    of then, as they drew it; frozen: a kind declared since records its own line (``GateKind.pass_line``)."""
+    if kind == "floor":
+        return threshold
+    if reference is None:
+        return None
+    if kind in ("max_drop", "max_drop_from_first", "max_drop_from_best"):
+        return reference - threshold
+    if kind == "max_rel_drop":
+        return reference * (1 - threshold)
+    return None
+
+
 def record_from_dict(data: object, path: Path) -> HistoryRecord:
     """A record from its parsed JSON; raises HistoryError naming ``path`` and the field."""
     if not isinstance(data, dict):
@@ -235,18 +252,25 @@ def record_from_dict(data: object, path: Path) -> HistoryRecord:
             ref, delta, low, high = (
                 _optional(g.get(k), f"gates[{i}].{k}", path) for k in ("reference", "delta", "low", "high")
             )
+            threshold = _number(g["threshold"], f"gates[{i}].threshold", path)
+            line = (
+                _optional(g["pass_line"], f"gates[{i}].pass_line", path)
+                if "pass_line" in g
+                else _recorded_before_pass_lines(str(g["kind"]), threshold, ref)
+            )
             gates.append(
                 GateVerdict(
                     str(g["gate"]),
                     str(g["kind"]),
                     str(g["metric"]),
-                    _number(g["threshold"], f"gates[{i}].threshold", path),
+                    threshold,
                     g["verdict"],
                     ref,
                     delta,
                     low,
                     high,
                     None if g.get("against") is None else str(g["against"]),
+                    line,
                 )
             )
         except KeyError as exc:

@@ -7,9 +7,10 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..base.jobs import Job
 from ..contract import DTYPES
 from ..retrieval.retrievers.params import SPECIAL_POLICIES
-from ..run.options import OUT_OPTION, RUN_OPTIONS, Option, add_options, collect, int_at_least
+from ..run.options import OUT_OPTION, RUN_OPTIONS, Option, collect, int_at_least
 
 if TYPE_CHECKING:
     from ..encode.tokens import TokenEncoder
@@ -57,19 +58,10 @@ LATE_OPTIONS: tuple[Option, ...] = (
 )
 
 
-def register(subparsers: Any) -> None:
+def options() -> tuple[Option, ...]:
     from ..rerank.options import DEPTH_OPTION
 
-    p = subparsers.add_parser(
-        "late",
-        help="late interaction: MaxSim re-ranking of the first stage's top N from token "
-        "vectors, with the memory per document",
-    )
-    add_options(
-        p.add_argument,
-        (*RUN_OPTIONS, *LATE_OPTIONS, DEPTH_OPTION, OUT_OPTION.with_default("reports/<dataset>/<model>+late")),
-    )
-    p.set_defaults(func=cmd_late)
+    return (*RUN_OPTIONS, *LATE_OPTIONS, DEPTH_OPTION, OUT_OPTION.with_default("reports/<dataset>/<model>+late"))
 
 
 def cmd_late(args: argparse.Namespace) -> int:
@@ -141,3 +133,13 @@ def served_agreement(late: dict[str, Any], encoder: TokenEncoder, first: Result)
     with EndpointEncoder(config, Expectation(dim=encoder.contract.dim, normalized=False)) as http:
         served = fetch_token_embeddings(http, [encoder.contract.doc_prefix + t for t in texts], encoder.contract.dim)
     return compare_tokens(served, encoder.encode(texts))
+
+
+JOB = Job(
+    "late",
+    help="late interaction: MaxSim re-ranking of the first stage's top N from token vectors, with the memory per "
+    "document",
+    options=options,
+    run=cmd_late,
+    exit_codes={0: "scored (and a served token output agreed)", 1: "a served token output disagreed"},
+)

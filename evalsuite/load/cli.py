@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import SpecError
+from ..base.jobs import Job
 from ..canary.embedding.options import CANARY_OPTIONS
-from ..run.options import Option, add_options, collect, int_at_least, spec_type, url
+from ..run.options import RUN_OPTIONS, Option, collect, int_at_least, spec_type, url
 from .cutover import DEFAULT_QUALITY_MARGIN
 from .gates import DEFAULT_GATES
 from .runner import DEFAULT_BATCH_SIZES, DEFAULT_CONCURRENCY, DEFAULT_REQUESTS
@@ -141,13 +142,7 @@ LOAD_OPTIONS: tuple[Option, ...] = (
 )
 
 
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("load", help="serving capacity: load profile of an endpoint, or old-vs-new cutover")
-    add_options(p.add_argument)
-    add_options(p.add_argument, ENDPOINT_OPTIONS)
-    add_options(p.add_argument, LOAD_OPTIONS)
-    p.add_argument("--out", metavar="DIR", help="report directory (default: reports/load/<host-port>)")
-    p.set_defaults(func=cmd_load)
+OUT = Option("--out", "report directory (default: reports/load/<host-port>)", {"metavar": "DIR"})
 
 
 def _default_out(endpoint: str | None) -> Path:
@@ -289,3 +284,12 @@ def cmd_load(args: argparse.Namespace) -> int:
             t.close()
         for ctx in contexts.values():
             ctx.close()
+
+
+JOB = Job(
+    "load",
+    help="serving capacity: load profile of an endpoint, or old-vs-new cutover",
+    options=lambda: (*RUN_OPTIONS, *ENDPOINT_OPTIONS, *LOAD_OPTIONS, OUT),
+    run=cmd_load,
+    exit_codes={0: "every capacity gate held (a cutover: the new deployment stands)", 1: "a gate failed"},
+)

@@ -8,6 +8,13 @@ concurrency) between the old and the new deployment.
 A limit is a fraction (``0.1``) or a percentage (``10%``). A limit reached exactly passes. A level
 where either side has no finite value (no successful request) makes the gate inconclusive.
 
+They are not kinds of the release gates' family (``GateKind``, ``gating/kinds.py``) and cannot be: a ``GateKind``
+judges one retrieval metric of a candidate from its per-query scores (paired bootstrap CIs, per-query evidence,
+slices, history anchors, the session's multiplicity correction), in ``gating/`` two layers above this package,
+which the load job must not import; a capacity gate compares one summary number per load level (batch size x
+concurrency) of two deployments, with no per-query scores to pair and no CI, and its verdict is the worst level's.
+Shared with that family is what both answer: the one verdict type (``base/verdict.py``).
+
 Adding a metric: its name in :data:`HIGHER_BETTER` or :data:`LOWER_BETTER` (a field the load level's summary
 reports). Adding a kind: one entry in :data:`CAPACITY_GATE_KINDS` (the metrics it takes) and its comparison in
 :meth:`CapacityGate.check`; the parser's errors list the registry. Its test: a level that just passes and one that

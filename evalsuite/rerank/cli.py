@@ -10,21 +10,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..run.options import OUT_OPTION, RUN_OPTIONS, add_options, collect
+from ..base.jobs import Job
+from ..run.options import OUT_OPTION, RUN_OPTIONS, collect
 from .options import DEPTH_OPTION, RERANK_OPTIONS, rerank_settings
 
-
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "rerank",
-        help="two-stage evaluation: first-stage retrieval, then a cross-encoder "
-        "reranks the top N; both stages' metrics and the gain",
-    )
-    add_options(
-        p.add_argument,
-        (*RUN_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, OUT_OPTION.with_default("reports/<dataset>/<model>+rerank")),
-    )
-    p.set_defaults(func=cmd_rerank)
+OPTIONS = (*RUN_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, OUT_OPTION.with_default("reports/<dataset>/<model>+rerank"))
 
 
 def rerank_spec(args: argparse.Namespace) -> Any:
@@ -62,3 +52,13 @@ def cmd_rerank(args: argparse.Namespace) -> int:
             print(f"  {d.describe()}")
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
     return 0
+
+
+JOB = Job(
+    "rerank",
+    help="two-stage evaluation: first-stage retrieval, then a cross-encoder reranks the top N; both stages' metrics "
+    "and the gain",
+    options=lambda: OPTIONS,
+    run=cmd_rerank,
+    exit_codes={0: "both stages were scored and the reports written"},
+)

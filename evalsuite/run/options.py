@@ -11,10 +11,13 @@ import argparse
 import dataclasses
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..base.errors import SpecError
+from ..base.options import Option as Option
+from ..base.options import add_options as add_declared
+from ..base.options import collect as collect_declared
+from ..base.options import render_default as render_default
 from ..contract import DTYPES, POOLINGS, SIMILARITIES, TRUNCATIONS
 from ..datasets.model import EMPTY_POLICIES
 from ..encode.executors import EXECUTORS
@@ -24,7 +27,6 @@ from ..scoring.metrics import parse_metrics
 from .spec import AUTO_CHUNK_BYTES, AUTO_CHUNK_SIZE, RunSpec
 
 T = TypeVar("T")
-_NO_DEFAULT = object()
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -92,38 +94,6 @@ def _device(text: str) -> str:
     if text in ("auto", "cpu", "cuda") or (text.startswith("cuda:") and text[5:].isdigit()):
         return text
     raise argparse.ArgumentTypeError(f"{text!r} is not a device; choose auto, cpu, cuda or cuda:N")
-
-
-def render_default(value: object) -> str:
-    if isinstance(value, (tuple, list)):
-        return ",".join(render_default(v) for v in value)
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
-@dataclass(frozen=True)
-class Option:
-    flag: str
-    help: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    default: object = _NO_DEFAULT  # shown in the help as "(default: X)"; the parsed default stays None
-
-    @property
-    def name(self) -> str:
-        return self.flag.lstrip("-").replace("-", "_")
-
-    @property
-    def dest(self) -> str:
-        return str(self.kwargs.get("dest_name", self.name))
-
-    def help_text(self) -> str:
-        if self.default is _NO_DEFAULT or self.default is None:
-            return self.help
-        return f"{self.help} (default: {render_default(self.default)})"
-
-    def with_default(self, default: object) -> Option:
-        return dataclasses.replace(self, default=default)
 
 
 _SPEC_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunSpec)}
@@ -337,20 +307,10 @@ RUN_ENDPOINT_OPTIONS: tuple[Option, ...] = (
 
 
 def add_options(add: Callable[..., object], options: Iterable[Option] = RUN_OPTIONS, dest_prefix: str = "") -> None:
-    """Register options with ``argparse``'s ``add_argument`` or pytest's ``addoption``."""
-    for opt in options:
-        kw = dict(opt.kwargs)
-        kw.pop("dest_name", None)
-        if kw.get("action") != "store_const":
-            kw.setdefault("metavar", "{" + ",".join(kw["choices"]) + "}" if "choices" in kw else opt.name.upper())
-        add(opt.flag, dest=dest_prefix + opt.dest, default=None, help=opt.help_text().replace("%", "%%"), **kw)
+    """Register options (by default the run's) with ``argparse``'s ``add_argument`` or pytest's ``addoption``."""
+    add_declared(add, options, dest_prefix)
 
 
 def collect(values: Any, options: Iterable[Option] = RUN_OPTIONS, dest_prefix: str = "") -> dict[str, Any]:
-    """The settings a user actually gave, as {spec field: value}."""
-    out = {}
-    for opt in options:
-        value = getattr(values, dest_prefix + opt.dest, None)
-        if value is not None:
-            out[opt.dest] = value
-    return out
+    """The settings a user actually gave (by default of the run's options), as {spec field: value}."""
+    return collect_declared(values, options, dest_prefix)

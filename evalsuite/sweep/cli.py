@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..run.options import OUT_OPTION, RUN_OPTIONS, add_options, collect
+from ..base.jobs import Job
+from ..run.options import OUT_OPTION, RUN_OPTIONS, Option, collect
 from .options import CHOOSE_OPTIONS, SWEEP_OPTIONS, VARY_OPTION
+from .registry import RERANKER_AXES
 
 if TYPE_CHECKING:
     from ..run.prepared import Prepared
@@ -17,30 +19,11 @@ if TYPE_CHECKING:
 OUT = OUT_OPTION.with_default("reports/<dataset>/<model>/sweep")
 
 
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "sweep",
-        help="vary one setting at a time (or a grid) around the base contract; "
-        "write sweep.json, report.md and report.html",
-    )
-    add_options(p.add_argument, RUN_OPTIONS)
-    add_options(p.add_argument, (*SWEEP_OPTIONS, *CHOOSE_OPTIONS, OUT))
-    p.set_defaults(func=cmd_sweep)
-    register_rerank_sweep(subparsers)
-
-
-def register_rerank_sweep(subparsers: Any) -> None:
+def rerank_sweep_options() -> tuple[Option, ...]:
     from ..rerank.options import DEPTH_OPTION, RERANK_OPTIONS
-    from .registry import RERANKER_AXES
 
-    p = subparsers.add_parser(
-        "rerank-sweep",
-        help=f"reranker experiments, one variable at a time ({', '.join(RERANKER_AXES)} and the first stage's "
-        "axes); --rerank-depth: the base depth (several: the deepest is the base, the others are depth cells)",
-    )
     out = OUT_OPTION.with_default("reports/<dataset>/<model>+rerank-sweep")
-    add_options(p.add_argument, (*RUN_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, VARY_OPTION, out))
-    p.set_defaults(func=cmd_rerank_sweep)
+    return (*RUN_OPTIONS, *RERANK_OPTIONS, DEPTH_OPTION, VARY_OPTION, out)
 
 
 def cmd_rerank_sweep(args: argparse.Namespace) -> int:
@@ -153,3 +136,20 @@ def _print_table(headers: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
     for row in [headers, *rows]:
         print("  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)))
+
+
+JOB = Job(
+    "sweep",
+    help="vary one setting at a time (or a grid) around the base contract; write sweep.json, report.md and report.html",
+    options=lambda: (*RUN_OPTIONS, *SWEEP_OPTIONS, *CHOOSE_OPTIONS, OUT),
+    run=cmd_sweep,
+    exit_codes={0: "every cell was scored and the reports written"},
+)
+RERANK_SWEEP_JOB = Job(
+    "rerank-sweep",
+    help=f"reranker experiments, one variable at a time ({', '.join(RERANKER_AXES)} and the first stage's axes); "
+    "--rerank-depth: the base depth (several: the deepest is the base, the others are depth cells)",
+    options=rerank_sweep_options,
+    run=cmd_rerank_sweep,
+    exit_codes={0: "every cell was scored and the reports written"},
+)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
-from typing import Any
 
+from ..base.jobs import Job
 from ..canary.embedding.options import CANARY_OPTIONS
-from ..run.options import Option, add_options
+from ..run.options import Option
 
 _CLIENT = ("--endpoint", "--api-key-env", "--served-model", "--endpoint-timeout")
 
@@ -34,14 +34,6 @@ def _options() -> tuple[Option, ...]:
             {"type": float, "metavar": "X"},
         ),
     )
-
-
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "verify", help="check a served /v1/embeddings deployment against an index manifest's fingerprint (no model)"
-    )
-    add_options(p.add_argument, _options())
-    p.set_defaults(func=cmd_verify)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -75,3 +67,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     failed = [f.check for f in findings if not f.passed]
     print(f"{'MISMATCH: ' + ', '.join(failed) if failed else 'match'}: {args.endpoint} against {manifest.path}")
     return 1 if failed else 0
+
+
+JOB = Job(
+    "verify",
+    help="check a served /v1/embeddings deployment against an index manifest's fingerprint (no model)",
+    options=_options,
+    run=cmd_verify,
+    exit_codes={0: "the deployment matches the manifest", 1: "it does not (each finding printed)"},
+)

@@ -1,4 +1,5 @@
-"""`pytest --model-rev REV --index faiss:PATH --ids PATH`: one item per audit check, with JUnit properties."""
+"""`pytest --model-rev REV --audit-index faiss:PATH --ids PATH`: one item per audit check, with JUnit properties; the
+run's `--index` refuses a store URI, naming `--audit-index`."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def test_one_item_per_check_with_its_status_and_cause(ingest: Ingest, pytester: 
         "-p", "no:randomly", "-p", "no:cacheprovider",
         "--model-rev", directory_digest(bundled_model_dir()),
         "--dataset", str(ingest.dataset), "--doc-prefix", DOC_PREFIX,
-        "--index", f"faiss:{index}", "--ids", str(ids),
+        "--audit-index", f"faiss:{index}", "--ids", str(ids),
         f"--junitxml={junit}", "-k", "audit",
     )  # fmt: skip
     outcomes = result.parseoutcomes()
@@ -38,9 +39,24 @@ def test_one_item_per_check_with_its_status_and_cause(ingest: Ingest, pytester: 
 
 
 def test_a_run_index_kind_is_still_an_index_kind() -> None:
-    from evalsuite.audit.items import lenient_index
+    """Bug caught: the plugin's --index letting a store URI through again (it changed meaning: --audit-index)."""
+    import argparse
+
+    from evalsuite.audit.items import index_kind_only
     from evalsuite.retrieval.index.spec import canonical
 
-    parse = lenient_index(canonical)
-    assert parse("faiss:/x/y.faiss") == "faiss:/x/y.faiss"
+    parse = index_kind_only(canonical)
     assert parse("hnsw") == canonical("hnsw")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"store URI: pass it as --audit-index faiss:/x/y\.faiss"):
+        parse("faiss:/x/y.faiss")
+
+
+def test_the_old_store_spelling_is_a_usage_error_naming_the_new_option(pytester: pytest.Pytester) -> None:
+    """`pytest --index faiss:PATH` (the store URI's old spelling) exits with a usage error naming --audit-index,
+    before any model is loaded; an --audit-index no store answers is one too."""
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "--index", "faiss:/nowhere/x.faiss")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "pass it as --audit-index faiss:/nowhere/x.faiss" in result.stderr.str()
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "--audit-index", "nosuch:/x")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--audit-index 'nosuch:/x': no store answers this URI" in result.stderr.str()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from evalsuite.canary.registry import LABELS
+from evalsuite.canary.embedding.registry import LABELS
 from evalsuite.cli import main
 
 from .conftest import API_KEY_ENV, canary_argv, checks_but
@@ -208,7 +208,7 @@ def test_echoed_keys_and_huge_server_text_never_reach_the_output(fault_server, c
 
 # -- 5. hints that point the right way ---------------------------------------------------------------
 def test_a_server_truncating_shorter_than_the_contract_is_named_as_truncation(fault_server, make_context):
-    from evalsuite.canary.registry import run_check
+    from evalsuite.canary.embedding.registry import run_check
 
     fault_server.max_length = 16  # the contract says 64
     v = run_check("vector_agreement", make_context(fault_server.url))
@@ -383,7 +383,7 @@ def test_an_impossible_dimension_is_a_usage_error_before_any_request(raw_server,
 def test_a_bug_in_a_check_still_ends_in_a_verdict_and_reports(fault_server, canary, monkeypatch):
     import dataclasses
 
-    from evalsuite.canary import registry
+    from evalsuite.canary.embedding import registry
 
     def broken(ctx: Any) -> Any:
         raise KeyError("data")  # what an unchecked server reply used to raise
@@ -413,10 +413,10 @@ def test_long_model_lists_are_cut_in_messages_and_reports(fault_server, canary):
 
 
 def test_verdicts_and_reports_are_redacted_whatever_built_them(tiny_prepared, tmp_path):
-    from evalsuite.canary.checks import CheckOutcome
     from evalsuite.canary.embedding.settings import CanarySettings
     from evalsuite.canary.report import write_canary_reports
     from evalsuite.canary.runner import CanaryOutcome
+    from evalsuite.checks import CheckOutcome
     from evalsuite.encode.secret import Secret
 
     Secret(KEY)  # the key the process holds (read from the environment in a real run)
@@ -443,7 +443,7 @@ def test_verdicts_and_reports_are_redacted_whatever_built_them(tiny_prepared, tm
 
 @pytest.mark.parametrize("status", [429, 408])
 def test_rate_limiting_or_a_timeout_is_not_a_refusal_of_the_input(fault_server, make_context, status):
-    from evalsuite.canary.registry import run_check
+    from evalsuite.canary.embedding.registry import run_check
 
     fault_server.empty_list_status = status  # after the client's retries
     v = run_check("bad_input", make_context(fault_server.url, max_retries=1, backoff=0.01))
@@ -457,7 +457,7 @@ def test_an_engine_error_on_an_empty_list_passes_with_a_warning(fault_server, ma
     """llama-cpp-python answers an empty list with HTTP 500 and an error object, and keeps serving: nothing came
     back, so the check passes and says it. Bugs: any 5xx accepted (a gateway's 502 is no answer from the engine),
     a bare 500 accepted (no error object: nothing says the input was refused), the warning dropped."""
-    from evalsuite.canary.registry import run_check
+    from evalsuite.canary.embedding.registry import run_check
 
     fault_server.empty_list_status = 500
     fault_server.empty_list_body = {"error": {"message": "llama_decode returned -1", "type": "internal_server_error"}}
@@ -471,7 +471,7 @@ def test_an_engine_error_on_an_empty_list_passes_with_a_warning(fault_server, ma
     ("status", "body"), [(500, "Internal Server Error"), (502, {"error": {"message": "bad gateway"}})]
 )
 def test_an_empty_list_answered_by_no_error_object_or_a_gateway_fails(fault_server, make_context, status, body):
-    from evalsuite.canary.registry import run_check
+    from evalsuite.canary.embedding.registry import run_check
 
     fault_server.empty_list_status = status
     fault_server.empty_list_body = body

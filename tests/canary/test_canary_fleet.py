@@ -12,13 +12,8 @@ from collections import Counter
 
 import pytest
 
-from evalsuite.canary.embedding.checks.repeat import (
-    DETECT_CONFIDENCE,
-    PROBE_TEXTS,
-    detection_probability,
-    member_detection_statement,
-    requests_needed,
-)
+from evalsuite.canary.embedding.checks.repeat import PROBE_TEXTS, member_detection_statement
+from evalsuite.checks.detection import DETECT_CONFIDENCE, detection_probability, requests_needed
 from evalsuite.cli import main
 
 from .conftest import canary_argv

@@ -8,9 +8,9 @@ import logging
 import pytest
 
 from evalsuite.base.errors import ContractError, SpecError
-from evalsuite.canary.checks import CheckOutcome
+from evalsuite.canary.embedding.registry import CANARY_CHECKS, check_names, run_check
 from evalsuite.canary.embedding.settings import CanarySettings
-from evalsuite.canary.registry import CANARY_CHECKS, check_names, run_check
+from evalsuite.checks import CheckOutcome
 
 from .conftest import API_KEY_ENV, CHECK_ORDER
 

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from evalsuite.canary.diagnosis import diagnosis_for
-from evalsuite.canary.registry import run_check
+from evalsuite.canary.embedding.registry import run_check
 from evalsuite.testing import tiny_families
 
 from .fault_server import serving

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from evalsuite.canary.registry import run_check
+from evalsuite.canary.embedding.registry import run_check
 from evalsuite.diagnose.engines import facts_from_models
 
 LLAMA_CPP_PYTHON = {"id": "tiny-model", "object": "model", "owned_by": "me", "permissions": []}

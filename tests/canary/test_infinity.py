@@ -65,8 +65,8 @@ def test_canary_fails_against_the_cls_pooling_deployment(
 def test_infinity_matryoshka_is_truncated_without_renormalizing(
     infinity_servers, minibeir_dir, monkeypatch, reference_cache
 ):
+    from evalsuite.canary.embedding.registry import run_check
     from evalsuite.canary.embedding.settings import CanarySettings
-    from evalsuite.canary.registry import run_check
     from evalsuite.canary.runner import local_context
     from evalsuite.run.pipeline import prepare
     from evalsuite.run.spec import RunSpec

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from evalsuite.canary.diagnosis import diagnosis_for
+from evalsuite.canary.embedding.registry import run_check
 from evalsuite.canary.embedding.settings import CanarySettings
-from evalsuite.canary.registry import run_check
 from evalsuite.canary.runner import local_context, run_canary
 from evalsuite.cli import main
 from evalsuite.run.pipeline import prepare

@@ -92,7 +92,7 @@ def test_settings_need_an_endpoint_and_a_set_key_variable(monkeypatch):
 
 def test_importing_options_and_checks_loads_no_heavy_library():
     code = (
-        "import sys, evalsuite.canary.embedding.options, evalsuite.canary.checks, evalsuite.canary.cli;"
+        "import sys, evalsuite.canary.embedding.options, evalsuite.checks, evalsuite.canary.cli;"
         "print(sorted(m for m in ('torch','faiss','ranx','transformers','numba','httpx') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -9,7 +9,7 @@ import pytest
 
 from evalsuite.canary.diagnosis import diagnosis_for
 from evalsuite.canary.embedding.checks.ladder import MAX_REQUESTS
-from evalsuite.canary.registry import run_check
+from evalsuite.canary.embedding.registry import run_check
 
 PROBES = ("length_ladder", "case_variants", "distinct_inputs", "determinism", "stress_inputs")
 # requests each probe sends to a faithful server (the canary's texts, already served, cost none)

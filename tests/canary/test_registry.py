@@ -7,13 +7,20 @@ import dataclasses
 import pytest
 
 from evalsuite.base.errors import EndpointError, SpecError
-from evalsuite.canary import registry
-from evalsuite.canary.checks import CanaryCheck, CheckOutcome
+from evalsuite.canary.embedding import registry
 from evalsuite.canary.embedding.context import CanaryContext
+from evalsuite.canary.embedding.registry import (
+    CANARY_CHECKS,
+    LABELS,
+    check_names,
+    checks_for_dataset,
+    get_check,
+    run_check,
+)
 from evalsuite.canary.embedding.settings import CanarySettings
-from evalsuite.canary.registry import CANARY_CHECKS, LABELS, check_names, checks_for_dataset, get_check, run_check
 from evalsuite.canary.report import checks_table, render_markdown
 from evalsuite.canary.runner import CanaryOutcome
+from evalsuite.checks import Check, CheckOutcome
 
 from .conftest import CHECK_ORDER
 
@@ -68,14 +75,14 @@ def test_a_check_the_settings_do_not_ask_for_is_skipped_by_name(tiny_prepared):
     assert len(ctx._cache) == 0  # nothing was computed or requested
 
 
-def _extra_check(calls: list[str]) -> CanaryCheck:
+def _extra_check(calls: list[str]) -> Check:
     def run(ctx: CanaryContext) -> CheckOutcome:
         calls.append(ctx.settings.endpoint)
         if ctx.settings.min_cosine > 0.999:
             raise EndpointError("GET http://127.0.0.1:1/v1/widgets: HTTP 500")
         return CheckOutcome("widgets", True, "widgets: fine", {"widgets": 3})
 
-    return CanaryCheck(
+    return Check(
         name="widgets",
         label="widgets",
         run=run,

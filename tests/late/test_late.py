@@ -142,10 +142,10 @@ def test_served_token_embed_compared_token_by_token(info, httpserver):
 def test_late_cli(late_model_dir, tiny_model_dir, small_beir, tmp_path, capsys):
     import argparse
 
-    from evalsuite.late.cli import register
+    from evalsuite.jobs import LATE, add_job
 
     parser = argparse.ArgumentParser(prog="evalsuite")
-    register(parser.add_subparsers(dest="command"))
+    add_job(parser.add_subparsers(dest="command"), LATE)
     args = parser.parse_args(
         run_argv(
             str(tiny_model_dir),
@@ -177,7 +177,7 @@ def test_late_cli_compares_a_served_token_output(
     from werkzeug import Response
 
     from evalsuite.encode.tokens import TokenEncoder, build_late_contract
-    from evalsuite.late.cli import register
+    from evalsuite.jobs import LATE, add_job
     from evalsuite.model import resolve_model
 
     info = resolve_model(str(late_model_dir))
@@ -193,7 +193,7 @@ def test_late_cli_compares_a_served_token_output(
 
     httpserver.expect_request("/pooling", method="POST").respond_with_handler(answer)
     parser = argparse.ArgumentParser(prog="evalsuite")
-    register(parser.add_subparsers(dest="command"))
+    add_job(parser.add_subparsers(dest="command"), LATE)
 
     def run(out):
         args = parser.parse_args(

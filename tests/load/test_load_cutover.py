@@ -1,7 +1,7 @@
 """`evalsuite load`: the profile and the old-vs-new cutover against fake deployments on loopback.
 
-The parser is built here from ``evalsuite.load.cli.register`` (the subcommand is wired into
-``evalsuite.cli`` separately).
+The parser is built here from the load job's declaration alone (``evalsuite.jobs.add_job``), as ``evalsuite.cli``
+builds each subcommand.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import re
 import pytest
 
 from evalsuite.base.errors import SpecError
-from evalsuite.load.cli import register
+from evalsuite.jobs import LOAD, add_job
 from evalsuite.testing.builders import run_argv
 
 
 def load_main(argv):
     parser = argparse.ArgumentParser(prog="evalsuite")
-    register(parser.add_subparsers(dest="command", required=True))
+    add_job(parser.add_subparsers(dest="command", required=True), LOAD)
     args = parser.parse_args(["load", *argv])
     return args.func(args)
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from evalsuite.load.cli import register
+from evalsuite.jobs import LOAD, add_job
 
 # The same xdist group as the canary's Infinity tests: under `--dist loadgroup` one worker runs them all.
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("infinity")]
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("infinity")]
 
 def load_main(argv):
     parser = argparse.ArgumentParser(prog="evalsuite")
-    register(parser.add_subparsers(dest="command", required=True))
+    add_job(parser.add_subparsers(dest="command", required=True), LOAD)
     args = parser.parse_args(["load", *argv])
     return args.func(args)
 

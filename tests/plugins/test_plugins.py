@@ -1,6 +1,7 @@
 """Plug-ins for real: the demo plug-in of docs/ARCHITECTURE.md (its whole source, read from the page) installed as a
 distribution (a package and its ``.dist-info`` with entry points, on ``sys.path``): its store in `evalsuite audit
---help` and in an audit, its gate kind in a gated pytest session; a broken plug-in named by its entry point."""
+--help` and in an audit, its audit check among the audit's verdicts, its gate kind in a gated pytest session; a check
+joining the embedding canary; a broken plug-in named by its entry point."""
 
 from __future__ import annotations
 
@@ -91,9 +92,19 @@ def test_the_plugin_store_is_in_the_help_and_audits_an_index(demo, tiny_model_di
     report = json.loads((tmp_path / "out" / "audit.json").read_text())
     assert report["index"]["index"]["store"] == "npy" and report["passed"] is True
     assert {v["check"]: v["status"] for v in report["index"]["verdicts"]}["fidelity"] == "PASS"
+    # the plug-in's audit check runs after the built-in ones, in audit.json and report.md
+    last = report["index"]["verdicts"][-1]
+    assert (last["check"], last["status"]) == ("rows", "PASS")
+    assert last["message"] == f"rows: {len(ids)} stored rows for {len(ids)} chunks"
+    assert f"| rows | PASS | rows: {len(ids)} stored rows" in (tmp_path / "out" / "report.md").read_text()
     swapped = _npy_index(tmp_path / "swapped", vectors, [ids[1], ids[0], *ids[2:]])  # two ids zipped wrongly
     bad = evalsuite.audit(f"npy:{swapped}", tiny_model_dir, small_beir, device="cpu", use_cache=False)
     assert not bad.passed and next(v for v in bad.verdicts if v.check == "fidelity").status == "FAIL"
+    assert next(v for v in bad.verdicts if v.check == "rows").status == "PASS"
+    short = _npy_index(tmp_path / "short", vectors[:-1], ids[:-1])  # the last chunk never stored
+    cut = evalsuite.audit(f"npy:{short}", tiny_model_dir, small_beir, device="cpu", use_cache=False)
+    rows = next(v for v in cut.verdicts if v.check == "rows")
+    assert rows.status == "FAIL" and rows.message == f"rows: {len(ids) - 1} stored rows for {len(ids)} chunks"
 
 
 def test_a_gated_pytest_session_judges_the_plugin_gate_kind(
@@ -122,6 +133,50 @@ def test_without_the_plugin_its_names_are_unknown() -> None:
     with pytest.raises(SpecError, match="no store answers this URI"):
         store_for("npy:/x")
 
+    from evalsuite.audit.checks import AUDIT_CHECKS, audit_checks
+
+    assert audit_checks() == AUDIT_CHECKS
+
+
+EMBEDDING_CHECK = """
+from evalsuite.checks import Check, CheckOutcome
+from evalsuite.checks.plugins import PluginCheck
+
+
+def _served(ctx):
+    return CheckOutcome("served_name", ctx.settings.served_model is not None, "served name: -")
+
+
+SERVED = PluginCheck(
+    family="embedding",
+    check=Check(
+        name="served_name", label="served name", run=_served, explanation="asks for a served model name",
+        example="served name: none given", stage="identity",
+    ),
+)
+"""
+
+
+def test_a_plugin_check_joins_the_embedding_canary(tmp_path, on_path) -> None:
+    """Its family's readers (the checks a session runs, the report's table, the triage chain) take it after the
+    built-in ones; the audit's do not (it named the embedding family)."""
+    on_path(install(tmp_path, "evalsuite-served-name", "[evalsuite.checks]\nserved = served_name_plugin:SERVED\n",
+                    {"served_name_plugin.py": EMBEDDING_CHECK}))  # fmt: skip
+    from evalsuite.audit.checks import AUDIT_CHECKS, audit_checks
+    from evalsuite.canary import triage
+    from evalsuite.canary.embedding.registry import CANARY_CHECKS, canary_checks, check_names, get_check
+    from evalsuite.canary.embedding.settings import CanarySettings
+    from evalsuite.canary.report import checks_table
+    from evalsuite.checks import CheckOutcome
+
+    assert [c.name for c in canary_checks()] == [*(c.name for c in CANARY_CHECKS), "served_name"]
+    assert check_names(CanarySettings(endpoint="http://127.0.0.1:1/v1"))[-1] == "served_name"
+    assert get_check("served_name").label == "served name" and audit_checks() == AUDIT_CHECKS
+    assert "| served_name | served name | - | once | asks for a served model name |" in checks_table()
+    links = {link.stage: link for link in triage.checklist([CheckOutcome("served_name", False, "served name: -")], [])}
+    assert links["identity"].status == "FAIL"
+    sys.modules.pop("served_name_plugin", None)
+
 
 @pytest.mark.parametrize(
     ("group", "target", "says"),
@@ -129,17 +184,59 @@ def test_without_the_plugin_its_names_are_unknown() -> None:
         ("evalsuite.stores", "evalsuite_no_such_module:STORE", r"cannot be loaded \(ModuleNotFoundError"),
         ("evalsuite.stores", "evalsuite.gating.kinds:DEFAULT_MAX_DROP", "names a float, not a StoreKind"),
         ("evalsuite.gate_kinds", "evalsuite.gating.kinds:Floor", "declares 'floor', a name a built-in already has"),
+        ("evalsuite.checks", "evalsuite.audit.checks:SHAPE", "names a Check, not a PluginCheck"),
+        ("evalsuite.checks", "evalsuite_no_such_module:ROWS", r"cannot be loaded \(ModuleNotFoundError"),
     ],
 )
 def test_a_broken_plugin_is_named_by_its_entry_point(tmp_path, on_path, capsys, group, target, says) -> None:
     on_path(install(tmp_path, "evalsuite-broken-plugin", f"[{group}]\nbroken = {target}\n"))
     named = rf"entry point broken = {re.escape(target)} \(group {group}, from evalsuite-broken-plugin 0.1\)"
+    from evalsuite.audit.checks import audit_checks
     from evalsuite.audit.stores import store_kinds
     from evalsuite.gating.kinds import gate_kinds
 
+    family = {"evalsuite.stores": store_kinds, "evalsuite.gate_kinds": gate_kinds, "evalsuite.checks": audit_checks}
     with pytest.raises(PluginError, match=f"{named}.*{says}"):
-        (store_kinds if group == "evalsuite.stores" else gate_kinds)()
+        family[group]()
     if group == "evalsuite.stores":  # the help still prints, and says so
         with pytest.raises(SystemExit):
             main(["audit", "--help"])
         assert "a plug-in store failed to load: entry point broken" in " ".join(capsys.readouterr().out.split())
+
+
+TAKEN = """
+from evalsuite.audit.checks import SHAPE
+from evalsuite.checks.plugins import PluginCheck
+
+{target} = PluginCheck(family="{family}", check=SHAPE)
+"""
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [
+        ("AUDIT", "declares 'shape', a name a built-in audit check already has"),
+        (
+            "ELSEWHERE",
+            r"cannot be loaded \(SpecError: plug-in check 'shape': family 'reranker' is not one of embedding",
+        ),
+    ],
+)
+def test_a_plugin_check_takes_no_name_of_its_family_and_names_a_family(tmp_path, on_path, target, says) -> None:
+    module = TAKEN.format(target=target, family="audit" if target == "AUDIT" else "reranker")
+    on_path(
+        install(
+            tmp_path,
+            "evalsuite-taken",
+            f"[evalsuite.checks]\ntaken = taken_plugin:{target}\n",
+            {"taken_plugin.py": module},
+        )
+    )
+    from evalsuite.audit.checks import audit_checks
+    from evalsuite.canary.embedding.registry import canary_checks
+
+    with pytest.raises(PluginError, match=f"entry point taken = taken_plugin:{target} .*{says}"):
+        audit_checks()
+    if target == "AUDIT":  # another family's built-in names are not taken: the embedding canary is unaffected
+        assert canary_checks()[-1].name == "auth"
+    sys.modules.pop("taken_plugin", None)

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from evalsuite.canary.registry import RERANK_CHECKS
 from evalsuite.canary.reranker.context import make_rerank_context
+from evalsuite.canary.reranker.registry import RERANK_CHECKS
 from evalsuite.canary.reranker.settings import RerankCanarySettings
 from evalsuite.canary.runner import SCHEMA_VERSION, run_rerank_canary
 from evalsuite.rerank.run import RerankSpec
@@ -183,8 +183,7 @@ def test_one_error_policy_a_spent_deadline_fails_every_check_naming_it(server, f
 
 
 def test_a_bug_in_a_reranker_check_is_a_failed_verdict_not_a_traceback(server, first_stage, cross_encoder_dir):
-    from evalsuite.canary.checks.base import CanaryCheck
-    from evalsuite.canary.registry import judge
+    from evalsuite.checks import Check, judge
 
     def broken(ctx):
         return {}["missing"]
@@ -193,7 +192,7 @@ def test_a_bug_in_a_reranker_check_is_a_failed_verdict_not_a_traceback(server, f
     settings = RerankCanarySettings(endpoint=server.url, depth=6, timeout=10)
     ctx = make_rerank_context(settings, spec, RerankSpec(reranker=str(cross_encoder_dir)), first=first)
     try:
-        v = judge(CanaryCheck("broken", "broken", "a bug", "broken: ...", broken), ctx)
+        v = judge(Check("broken", "broken", "a bug", "broken: ...", broken), ctx)
     finally:
         ctx.close()
     assert v.passed is False and v.details == {"error": "KeyError", "internal": True}

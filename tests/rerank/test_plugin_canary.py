@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalsuite.canary.registry import RERANK_CHECKS
+from evalsuite.canary.reranker.registry import RERANK_CHECKS
 
 BASE = ["-p", "no:randomly", "-p", "no:cacheprovider", "--device", "cpu", "--no-cache", "-v"]
 

@@ -41,6 +41,7 @@ def test_run_against_the_vllm_decoder_equals_the_local_run(vllm_decoder, small_b
 
 
 @pytest.mark.vllm_full
+@pytest.mark.xdist_group("vllm-full")  # its own servers: on either worker, beside the "vllm" group (.ci/run)
 @pytest.mark.parametrize(
     ("server", "factor", "says"),
     [

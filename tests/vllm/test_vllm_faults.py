@@ -12,7 +12,7 @@ import pytest
 
 from .test_vllm_canary import canary
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("vllm"), pytest.mark.vllm_full]
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("vllm-full"), pytest.mark.vllm_full]
 
 
 def test_canary_fails_against_vllm_without_normalization(vllm_full, minibeir_dir, tmp_path, reference_cache, capsys):

@@ -58,7 +58,7 @@ class CanarySet:
 
 
 class CanaryContext:
-    """Shared by all checks of one session; see :func:`evalsuite.canary.checks.run_check`."""
+    """Shared by all checks of one session; see :func:`evalsuite.canary.embedding.registry.run_check`."""
 
     def __init__(
         self,

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...base.jobs import Job
 from ...rerank.options import RERANK_OPTIONS
-from ...run.options import OUT_OPTION, RUN_OPTIONS, add_options, collect
+from ...run.options import OUT_OPTION, RUN_OPTIONS, collect
 from .options import READ_OPTIONS
 from .settings import NEEDS_RERANKER, RerankCanarySettings
 
@@ -22,17 +23,7 @@ if TYPE_CHECKING:
     from ...run.spec import RunSpec
 
 
-def register_alias(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "rerank-canary",
-        help="check a served /rerank or /score endpoint against the local reference reranker "
-        "(the same as `evalsuite canary --reranker-endpoint URL`)",
-    )
-    add_options(
-        p.add_argument,
-        (*RUN_OPTIONS, *RERANK_OPTIONS, *READ_OPTIONS, OUT_OPTION.with_default("reports/rerank-canary/<host-port>")),
-    )
-    p.set_defaults(func=cmd_rerank_canary)
+OPTIONS = (*RUN_OPTIONS, *RERANK_OPTIONS, *READ_OPTIONS, OUT_OPTION.with_default("reports/rerank-canary/<host-port>"))
 
 
 def cmd_rerank_canary(args: argparse.Namespace) -> int:
@@ -96,3 +87,13 @@ class RerankCanaryRequest:
             f"{ctx.contract.model_revision[:16]}"
         )
         return finish(run_rerank_canary(ctx, on_verdict=lambda v: say(f"{v.status}  {v.message}")), out)
+
+
+JOB = Job(
+    "rerank-canary",
+    help="check a served /rerank or /score endpoint against the local reference reranker "
+    "(the same as `evalsuite canary --reranker-endpoint URL`)",
+    options=lambda: OPTIONS,
+    run=cmd_rerank_canary,
+    exit_codes={0: "every check passed", 1: "a check failed"},
+)

@@ -1,5 +1,5 @@
 """What the reranker canary's checks share: the candidate pairs, the reference scores, the served scores
-(the reranker family's :class:`~.checks.base.CheckContext`).
+(the reranker family's :class:`~evalsuite.checks.CheckContext`).
 
 The candidates are the first stage's top ``depth`` documents of up to ``max_queries`` queries; both
 sides score exactly these pairs. Served scores are fetched once; a query whose answer breaks the API

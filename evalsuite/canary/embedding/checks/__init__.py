@@ -1,1 +1,1 @@
-"""The embedding canary's checks, one CanaryCheck declaration each (listed in canary/registry.py)."""
+"""The embedding canary's checks, one Check declaration each (listed in canary/embedding/registry.py)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from ...checks.base import CanaryCheck, CheckOutcome
-from ...checks.measure import UNNORMALIZED_NORM_TOL, cosine_summary, row_cosine, snippet
+from ....checks import Check, CheckOutcome
+from ....checks.measure import UNNORMALIZED_NORM_TOL, cosine_summary, row_cosine, snippet
 
 TRUNCATION_SHARE = 0.75  # of the texts at least as long as the shortest disagreeing one, this many must disagree
 EXACT_TOL = 1e-4  # a served vector this close to the reference's (1 - cosine) is the same encoding
@@ -182,7 +182,7 @@ def check_batch_invariance(ctx: CanaryContext) -> CheckOutcome:
     )
 
 
-VECTOR_AGREEMENT = CanaryCheck(
+VECTOR_AGREEMENT = Check(
     name="vector_agreement",
     label="vector agreement",
     run=check_vector_agreement,
@@ -193,9 +193,11 @@ VECTOR_AGREEMENT = CanaryCheck(
     example='vector agreement: min cosine 0.8123 < 0.99 on q3 "What happens when a basketball player fouls…" '
     "(12 of 27 texts below; median 0.9011); only query texts disagree: check the query prefix "
     "('query: ' per the contract)",
+    stage="agreement",
+    diagnosed=True,
 )
 
-NORM_AGREEMENT = CanaryCheck(
+NORM_AGREEMENT = Check(
     name="norm_agreement",
     label="norm agreement",
     run=check_norm_agreement,
@@ -203,9 +205,11 @@ NORM_AGREEMENT = CanaryCheck(
     example="norm agreement: served norm 1.0000 vs reference 7.4210 on d3 (relative difference 0.8652 > 0.01); "
     "served norms 1.0000-1.0000, reference 6.9012-8.1120; the server normalizes but the contract says "
     "normalize=false (similarity dot)",
+    stage="shape",
+    diagnosed=True,
 )
 
-BATCH_INVARIANCE = CanaryCheck(
+BATCH_INVARIANCE = Check(
     name="batch_invariance",
     label="batch invariance",
     run=check_batch_invariance,
@@ -214,4 +218,6 @@ BATCH_INVARIANCE = CanaryCheck(
     "(padding and batch order must not change them)",
     example="batch invariance: 27 texts in one shuffled request vs one request each: min cosine 0.99512 < 0.999 "
     "on d_long; the server's batching (padding or order) changes vectors",
+    stage="batch",
+    diagnosed=True,
 )

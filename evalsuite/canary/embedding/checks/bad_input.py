@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ....base.errors import EndpointError
+from ....checks import Check, CheckOutcome
+from ....checks.measure import is_input_rejection, row_cosine
 from ....encode.response import ZeroVector
 from ....run import probes as texts
-from ...checks.base import CanaryCheck, CheckOutcome
-from ...checks.measure import is_input_rejection, row_cosine
 
 if TYPE_CHECKING:
     import numpy as np
@@ -178,7 +178,7 @@ def _why(resp: EndpointResponse) -> str:
     return f" ({said})" if said else ""
 
 
-BAD_INPUT = CanaryCheck(
+BAD_INPUT = Check(
     name="bad_input",
     label="bad input",
     run=check_bad_input,
@@ -189,4 +189,6 @@ BAD_INPUT = CanaryCheck(
     "says truncation 'reject'); the server still answers after each",
     example="bad input: empty list -> HTTP 200, expected a 4xx; over-long input -> HTTP 200 with a vector unlike "
     "the reference truncated at 512 tokens (cos 0.9012 < 0.99): the server truncates at another length",
+    stage="truncation",  # empty inputs and over-long ones; the over-long one is what fails it most
+    diagnosed=True,
 )

@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ...checks.base import CanaryCheck, CheckOutcome
+from ....checks import Check, CheckOutcome
 from .agreement import padding_hint
 
 if TYPE_CHECKING:
@@ -181,7 +181,7 @@ def _shuffled(rows: list[int], seed: int) -> list[int]:
     return out
 
 
-DETERMINISM = CanaryCheck(
+DETERMINISM = Check(
     name="determinism",
     label="determinism",
     run=check_determinism,
@@ -193,4 +193,5 @@ DETERMINISM = CanaryCheck(
     example="determinism: nondeterminism: the same request gave d11 two vectors (batch 'mixed A' of 12 texts sent "
     "twice: cosine 0.871234 < 0.999; at batch size(s) 12); 4 of 6 texts moved (95% CI 30%-90%), 9 of 42 vectors "
     "(rate 21.4%, 95% CI 11.7%-35.9%); the engine is nondeterministic ...",
+    stage="batch",
 )

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ....base.errors import EndpointError
+from ....checks import Check, CheckOutcome
 from ....diagnose.engines import NO_HEALTH_ROUTE, server_facts
 from ....encode.secret import cut
 from ....encode.served import quote_names
-from ...checks.base import CanaryCheck, CheckOutcome
 
 LISTED_IN_DETAILS = 20  # model names kept in canary.json (a server may list thousands)
 
@@ -119,7 +119,7 @@ def check_auth(ctx: CanaryContext) -> CheckOutcome:
     return CheckOutcome("auth", True, "auth: " + ", ".join(notes) + "; the configured key is accepted", details)
 
 
-IDENTITY = CanaryCheck(
+IDENTITY = Check(
     name="identity",
     label="identity",
     run=check_identity,
@@ -128,13 +128,15 @@ IDENTITY = CanaryCheck(
     "in every response, and the vectors have the model's dimension",
     example="identity: served model 'prod-embed' is not listed by /v1/models (it lists 'other-model'); pass the "
     "served name with --served-model, or the server loaded another model",
+    stage="identity",
 )
 
-AUTH = CanaryCheck(
+AUTH = Check(
     name="auth",
     label="auth",
     run=check_auth,
     requires="api_key_env",
     explanation="a request with no key and one with a wrong key are refused (401/403); the configured key works",
     example="auth: a request with no key got HTTP 200, expected 401: the server does not enforce the API key",
+    stage="identity",
 )

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...checks.base import CanaryCheck, CheckOutcome
-from ...checks.measure import row_cosine, snippet
+from ....checks import Check, CheckOutcome
+from ....checks.measure import row_cosine, snippet
 
 if TYPE_CHECKING:
     import numpy as np
@@ -236,7 +236,7 @@ def _cosines(v: np.ndarray) -> np.ndarray:
     return out
 
 
-CASE_VARIANTS = CanaryCheck(
+CASE_VARIANTS = Check(
     name="case_variants",
     label="case variants",
     run=check_case_variants,
@@ -246,9 +246,10 @@ CASE_VARIANTS = CanaryCheck(
     example="case variants: 3 of 11 variants disagree with the reference of that text; every upper variant departs: "
     "the server encodes all-uppercase inputs unlike the model (Ollama#13942 gave every all-uppercase input one "
     'vector); worst q1.upper "HOW DOES A DATABASE COMMIT A TRANSACTION" cosine 0.4120 < 0.99; remedy: ...',
+    stage="agreement",  # the variants agree with their references: wrong pooling fails them too
 )
 
-DISTINCT_INPUTS = CanaryCheck(
+DISTINCT_INPUTS = Check(
     name="distinct_inputs",
     label="distinct inputs",
     run=check_distinct_inputs,
@@ -259,4 +260,5 @@ DISTINCT_INPUTS = CanaryCheck(
     'report shows that revenue grew in every…" and pair1b "The quarterly report shows that revenue grew in every…" '
     "(served cosine 1.000000 >= 0.99999, reference 0.9712); the server answers some inputs with another input's "
     "vector ...",
+    stage="agreement",
 )

@@ -21,11 +21,11 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ....checks import Check, CheckOutcome
+from ....checks.measure import is_input_rejection
 from ....encode.http import EndpointHTTPError
 from ....encode.secret import cut
 from ....run import probes as texts
-from ...checks.base import CanaryCheck, CheckOutcome
-from ...checks.measure import is_input_rejection
 
 if TYPE_CHECKING:
     import numpy as np
@@ -239,7 +239,7 @@ def _remedy(ctx: CanaryContext, cap: int) -> str:
     return factor.remedy_for(facts.engine, cap, ctx.contract)
 
 
-LENGTH_LADDER = CanaryCheck(
+LENGTH_LADDER = Check(
     name="length_ladder",
     label="length ladder",
     run=check_length_ladder,
@@ -250,4 +250,6 @@ LENGTH_LADDER = CanaryCheck(
     example="length ladder: the server truncates at 200 tokens (the contract's max_length: 256): a text of 200 tokens "
     "agrees with the reference, one of 201 departs; the text of 201 tokens has cosine 0.999871 with its reference and "
     "1.000000 with the reference cut at 200 tokens (8 requests); fix: llama-cpp-python: --n_ctx 256 ...",
+    stage="truncation",
+    diagnosed=True,  # issue 40: the ladder's cap joins the lengths the diagnosis tries
 )

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ....base.errors import SpecError
-from ...checks.base import CanaryCheck, CheckOutcome
-from ...checks.measure import cosine_summary, is_input_rejection, row_cosine
+from ....checks import Check, CheckOutcome
+from ....checks.measure import cosine_summary, is_input_rejection, row_cosine
 
 if TYPE_CHECKING:
     from ..context import CanaryContext
@@ -78,7 +78,7 @@ def check_matryoshka(ctx: CanaryContext) -> CheckOutcome:
     return CheckOutcome("matryoshka", True, "matryoshka: " + "; ".join(notes), details)
 
 
-MATRYOSHKA = CanaryCheck(
+MATRYOSHKA = Check(
     name="matryoshka",
     label="matryoshka",
     run=check_matryoshka,
@@ -90,4 +90,6 @@ MATRYOSHKA = CanaryCheck(
     example="matryoshka: dimensions=256: norms 0.7012-0.8123, but the contract says normalized: the server "
     "truncates without re-normalizing (Infinity does); re-normalize on the client or do not use "
     "server-side dimensions",
+    stage="batch",
+    diagnosed=True,
 )

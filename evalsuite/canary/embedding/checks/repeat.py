@@ -10,39 +10,21 @@ missed by all ``n`` of them with probability ``(1 - p) ** n``.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 from ....base.errors import EndpointError
-from ...checks.base import CanaryCheck, CheckOutcome
-from ...checks.measure import UNNORMALIZED_NORM_TOL, row_cosine
+from ....checks import Check, CheckOutcome
+from ....checks.detection import DETECT_CONFIDENCE, detectable_share, detection_probability, requests_needed
+from ....checks.measure import UNNORMALIZED_NORM_TOL, row_cosine
 
 if TYPE_CHECKING:
     from ..context import CanaryContext
 
-DETECT_CONFIDENCE = 0.99  # the probability with which the stated share is caught
 PROBE_TEXTS = 4  # canary texts per probe request
 ASSUMPTION = (
     "each request reaches the faulty replica (or the fault) independently with the same probability, "
     "and every answer from it disagrees with the reference"
 )
-
-
-def requests_needed(share: float, confidence: float = DETECT_CONFIDENCE) -> int:
-    """The fewest requests that reach a fault hit by ``share`` of them at least once with ``confidence``."""
-    if share >= 1.0:
-        return 1
-    return max(1, math.ceil(math.log(1.0 - confidence) / math.log(1.0 - share)))
-
-
-def detection_probability(share: float, requests: int) -> float:
-    """P(at least one of ``requests`` independent requests reaches a fault that hits ``share`` of them)."""
-    return 1.0 - float((1.0 - share) ** requests)
-
-
-def detectable_share(requests: int, confidence: float = DETECT_CONFIDENCE) -> float:
-    """The smallest share of requests a fault must hit to be caught by ``requests`` with ``confidence``."""
-    return 1.0 - float((1.0 - confidence) ** (1.0 / requests))
 
 
 def detection_statement(requests: int, share: float) -> str:
@@ -164,7 +146,7 @@ def report_section(v: CheckOutcome) -> list[str]:
     ]
 
 
-REPEATED_REQUESTS = CanaryCheck(
+REPEATED_REQUESTS = Check(
     name="repeated_requests",
     label="repeated requests",
     run=check_repeated_requests,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ....base.errors import ContractError
-from ...checks.base import CanaryCheck, CheckOutcome
-from ...checks.measure import TOP_K_OVERLAP
+from ....checks import Check, CheckOutcome
+from ....checks.measure import TOP_K_OVERLAP
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -194,7 +194,7 @@ def _slice_lines(moves: list[dict[str, object]]) -> list[str]:
     return ["### Slices that moved most", "", table(["slice", "metric", "queries", "delta", "95% CI"], rows), ""]
 
 
-RETRIEVAL_AGREEMENT = CanaryCheck(
+RETRIEVAL_AGREEMENT = Check(
     name="retrieval_agreement",
     label="retrieval agreement",
     run=check_retrieval_agreement,
@@ -206,4 +206,6 @@ RETRIEVAL_AGREEMENT = CanaryCheck(
     "min_overlap; reports every metric's delta with its 95% CI",
     example="retrieval agreement: |delta ndcg@10| 0.0312 > 0.005 (ndcg@10 endpoint 0.6120 vs reference 0.6432); "
     "others: recall@10 -0.0250; mean top-10 overlap 0.871; lowest overlap: q17 (0.3), q4 (0.5), q9 (0.6)",
+    stage="search",
+    diagnosed=True,
 )

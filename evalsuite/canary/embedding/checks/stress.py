@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ....checks import Check, CheckOutcome
+from ....checks.measure import row_cosine, snippet
 from ....encode.response import NonFiniteVector, ZeroVector
-from ...checks.base import CanaryCheck, CheckOutcome
-from ...checks.measure import row_cosine, snippet
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -124,7 +124,7 @@ def check_stress_inputs(ctx: CanaryContext) -> CheckOutcome:
     )
 
 
-STRESS_INPUTS = CanaryCheck(
+STRESS_INPUTS = Check(
     name="stress_inputs",
     label="stress inputs",
     run=check_stress_inputs,
@@ -135,4 +135,5 @@ STRESS_INPUTS = CanaryCheck(
     "splitting it its own way)",
     example='stress inputs: 1 of 8 texts get no usable vector: s_repeat "the the the the the the the the the the the the the…" '
     "(1019 characters): non-finite vector (...); the engine breaks on particular inputs ...",
+    stage="batch",
 )

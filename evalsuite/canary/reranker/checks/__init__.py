@@ -1,1 +1,1 @@
-"""The reranker canary's checks, one CanaryCheck declaration each (listed in canary/registry.py)."""
+"""The reranker canary's checks, one Check declaration each (listed in canary/reranker/registry.py)."""

@@ -1,7 +1,7 @@
 """The reranker canary's agreement checks: a served reranker's answers against the local reference.
 
-Each is one :class:`CanaryCheck` on the shared :class:`~evalsuite.canary.reranker.context.RerankCanaryContext`, listed in
-run order in :data:`.registry.RERANK_CHECKS`; a check never raises for what the server does (a typed
+Each is one :class:`Check` on the shared :class:`~evalsuite.canary.reranker.context.RerankCanaryContext`, listed in
+run order in :data:`evalsuite.canary.reranker.registry.RERANK_CHECKS`; a check never raises for what the server does (a typed
 endpoint error becomes a failed verdict naming it). Every agreement is judged on the worst pair or query.
 """
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ....base.errors import EvalsuiteError
-from ...checks.base import CanaryCheck, CheckOutcome
+from ....checks import Check, CheckOutcome
 
 if TYPE_CHECKING:
     from ..context import RerankCanaryContext
@@ -198,7 +198,7 @@ def reranked_metrics(ctx: RerankCanaryContext) -> CheckOutcome:
     )
 
 
-RERANK_INDEX_MAPPING: CanaryCheck[RerankCanaryContext] = CanaryCheck(
+RERANK_INDEX_MAPPING: Check[RerankCanaryContext] = Check(
     name="index_mapping",
     label="index mapping",
     explanation="every result's index once, in range; the count; the order the API promises; top_n returns the best "
@@ -207,7 +207,7 @@ RERANK_INDEX_MAPPING: CanaryCheck[RerankCanaryContext] = CanaryCheck(
     run=index_mapping,
     thresholds=("top_n",),
 )
-RERANK_SCORE_AGREEMENT: CanaryCheck[RerankCanaryContext] = CanaryCheck(
+RERANK_SCORE_AGREEMENT: Check[RerankCanaryContext] = Check(
     name="score_agreement",
     label="score agreement",
     explanation="per-pair |served - reference| after the declared activation, the worst pair of all queries",
@@ -215,7 +215,7 @@ RERANK_SCORE_AGREEMENT: CanaryCheck[RerankCanaryContext] = CanaryCheck(
     run=score_agreement,
     thresholds=("score_tol",),
 )
-RERANK_RANKING_AGREEMENT: CanaryCheck[RerankCanaryContext] = CanaryCheck(
+RERANK_RANKING_AGREEMENT: Check[RerankCanaryContext] = Check(
     name="ranking_agreement",
     label="ranking agreement",
     explanation="per-query Kendall tau and top-k overlap, both on the worst query",
@@ -223,7 +223,7 @@ RERANK_RANKING_AGREEMENT: CanaryCheck[RerankCanaryContext] = CanaryCheck(
     run=ranking_agreement,
     thresholds=("tau_min", "overlap_k", "overlap_min"),
 )
-RERANK_RERANKED_METRICS: CanaryCheck[RerankCanaryContext] = CanaryCheck(
+RERANK_RERANKED_METRICS: Check[RerankCanaryContext] = Check(
     name="reranked_metrics",
     label="reranked metrics",
     explanation="first stage reranked by served vs reference scores, the metric that moves most",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ....base.errors import EvalsuiteError
-from ...checks.base import CanaryCheck, CheckOutcome
+from ....checks import Check, CheckOutcome
 
 if TYPE_CHECKING:
     from ..context import RerankCanaryContext
@@ -63,7 +63,7 @@ def bad_input(ctx: RerankCanaryContext) -> CheckOutcome:
     return CheckOutcome("bad_input", True, f"{label}: " + "; ".join(notes), details)
 
 
-RERANK_BAD_INPUT: CanaryCheck[RerankCanaryContext] = CanaryCheck(
+RERANK_BAD_INPUT: Check[RerankCanaryContext] = Check(
     name="bad_input",
     label="bad input",
     explanation="an empty documents list (a 4xx or no results), an over-long pair (a 4xx or truncated like the "
@@ -71,4 +71,5 @@ RERANK_BAD_INPUT: CanaryCheck[RerankCanaryContext] = CanaryCheck(
     example="bad input: empty documents list -> HTTP 500 (a server error; expected a 4xx)",
     run=bad_input,
     thresholds=("score_tol",),
+    stage="truncation",  # empty inputs and over-long ones
 )

@@ -1,4 +1,4 @@
-"""Small measurements shared by the checks: cosines, summaries, the top-k depth, HTTP status classes."""
+"""Small measurements shared by the check families: cosines, summaries, the top-k depth, HTTP status classes."""
 
 from __future__ import annotations
 
