@@ -44,17 +44,21 @@ def _number(x: object) -> bool:
 
 def _finite_weights(values: Sequence[object], at: str, field: str) -> np.ndarray:
     if not all(_number(x) for x in values):
-        raise ResponseFormatError(f"{at}: '{field}' holds a value that is not a number", at)
+        raise ResponseFormatError(f"'{field}' holds a value that is not a number", at)
     out = np.array(values, dtype=np.float64)
     if not np.isfinite(out).all():
-        raise NonFiniteVector(f"{at}: '{field}' holds a NaN or an infinity: a weight must be a finite number", at)
-    if (out < 0).any():
+        raise NonFiniteVector(f"'{field}' holds a NaN or an infinity: a weight must be a finite number", at)
+    return out
+
+
+def _non_negative(weights: np.ndarray, at: str, field: str) -> np.ndarray:
+    if (weights < 0).any():
         raise NegativeWeight(
-            f"{at}: '{field}' holds a negative weight ({float(out.min()):g}): sparse weights are >= 0 "
-            "(the server applies no ReLU)",
+            f"'{field}' holds a negative weight ({float(weights.min()):g}): sparse weights are >= 0 (the server "
+            "applies no ReLU)",
             at,
         )
-    return out
+    return weights
 
 
 def parse_tei_sparse(
@@ -70,26 +74,26 @@ def parse_tei_sparse(
         at = f"{where} [{pos}]"
         if isinstance(item, list) and item and all(_number(x) for x in item):
             raise DenseServed(
-                f"{at}: a dense vector of {len(item)} numbers was served where sparse weights ({{index, value}} "
+                f"a dense vector of {len(item)} numbers was served where sparse weights ({{index, value}} "
                 "pairs) were expected: the server embeds with a dense pooling (mteb#4761's class); serve the "
                 "model's sparse head",
                 at,
             )
         if not isinstance(item, list) or not all(isinstance(e, dict) for e in item):
-            raise ResponseFormatError(f"{at}: expected a list of {{index, value}} objects, got {describe(item)}", at)
+            raise ResponseFormatError(f"expected a list of {{index, value}} objects, got {describe(item)}", at)
         ids = [e.get("index") for e in item]
         if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-            raise IndexMismatch(f"{at}: an 'index' (token id) is missing or not an integer", at)
-        bad = [i for i in ids if not 0 <= int(i) < vocab_size]  # type: ignore[call-overload]
+            raise IndexMismatch("an 'index' (token id) is missing or not an integer", at)
+        bad = [i for i in ids if not 0 <= int(i) < vocab_size]
         if bad:
             raise IndexMismatch(
-                f"{at}: token id {bad[0]} is outside the vocabulary (0..{vocab_size - 1}): the server runs another "
+                f"token id {bad[0]} is outside the vocabulary (0..{vocab_size - 1}): the server runs another "
                 "tokenizer or model",
                 at,
             )
         if len(set(ids)) != len(ids):
-            raise IndexMismatch(f"{at}: a token id is listed twice: one weight per token id", at)
-        weights = _finite_weights([e.get("value") for e in item], at, "value")
+            raise IndexMismatch("a token id is listed twice: one weight per token id", at)
+        weights = _non_negative(_finite_weights([e.get("value") for e in item], at, "value"), at, "value")
         order = np.argsort(np.array(ids, dtype=np.int64), kind="stable")
         keep = weights[order] > 0
         out.append((np.array(ids, dtype=np.int64)[order][keep], weights[order][keep].astype(np.float32)))
@@ -108,13 +112,13 @@ def parse_vllm_token_weights(payload: object, n: int, where: str = "token_classi
         at = f"{where} data[{pos}]"
         index = item.get("index") if isinstance(item, dict) else None
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n or out[index] is not None:
-            raise IndexMismatch(f"{at}: index {describe(index)} is missing, out of range or repeated", at)
+            raise IndexMismatch(f"index {describe(index)} is missing, out of range or repeated", at)
         rows = item.get("data")
         if isinstance(rows, list) and rows and all(isinstance(r, list) and len(r) == 1 for r in rows):
             rows = [r[0] for r in rows]  # one class per token, as a column
         if not isinstance(rows, list) or any(isinstance(r, list) for r in rows):
             raise ResponseFormatError(
-                f"{at}: 'data' must be one weight per token, got {describe(rows)} (token vectors: a token_embed "
+                f"'data' must be one weight per token, got {describe(rows)} (token vectors: a token_embed "
                 "server, not token_classify)",
                 at,
             )
@@ -127,7 +131,7 @@ def pool_token_weights(ids: Sequence[int], weights: np.ndarray, specials: set[in
     the largest weight per token id, the special tokens left out, weights > 0 kept."""
     if len(weights) != len(ids):
         raise DimensionMismatch(
-            f"{at}: {len(weights)} weights served for a text of {len(ids)} tokens (BOS and EOS cut): "
+            f"{len(weights)} weights served for a text of {len(ids)} tokens (BOS and EOS cut): "
             + (
                 "a dense vector served where one weight per token was expected (mteb#4761's class)"
                 if len(weights) > len(ids)
@@ -135,6 +139,7 @@ def pool_token_weights(ids: Sequence[int], weights: np.ndarray, specials: set[in
             ),
             at,
         )
+    _non_negative(weights, at, "data")
     best: dict[int, float] = {}
     for token, w in zip(ids, weights.tolist(), strict=True):
         if token not in specials and w > 0:
