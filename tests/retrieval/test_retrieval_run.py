@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from evalsuite.cli import main
@@ -118,7 +119,7 @@ def test_settings_that_do_not_apply_are_usage_errors(
     assert not out.exists()  # nothing half-written
 
 
-def test_sweep_varies_the_retriever_over_one_forward_pass(spec: RunSpec) -> None:
+def test_sweep_varies_the_retriever_over_one_forward_pass(spec: RunSpec, minibeir_texts: Texts) -> None:
     from evalsuite.sweep import parse_vary, plan_cells, run_sweep
 
     prepared = prepare(spec)
@@ -133,6 +134,20 @@ def test_sweep_varies_the_retriever_over_one_forward_pass(spec: RunSpec) -> None
     assert set(bm25.stats) == set(METRICS)  # a delta against the dense base with its CI, as every cell has
     wsum = result.cell("retrieval=hybrid:fusion=wsum")
     assert wsum.result.contract.retrieval.startswith("hybrid:fuse=dense+bm25,fusion=wsum,weights=0.5+0.5")
+    # sweep.json: each retriever cell's retrieval entry, the BM25 index's bytes per document beside its quality,
+    # equal to bm25s's own index of the same texts measured here
+    import bm25s
+
+    from evalsuite.sweep.reports.data import sweep_to_dict
+
+    texts = list(minibeir_texts.docs)
+    own = bm25s.BM25()
+    own.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    want = sum(np.asarray(own.scores[k]).nbytes for k in ("data", "indices", "indptr")) / len(texts)
+    cells = {c["name"]: c for c in sweep_to_dict(result)["cells"]}
+    assert cells["retrieval=bm25"]["retrieval"]["bm25"]["index_bytes_per_document"] == pytest.approx(want, abs=0.01)
+    assert want > 50  # a real index: tens of stored scores per document
+    assert set(cells["retrieval=hybrid:fusion=wsum"]["retrieval"]["components"]) == {"dense", "bm25"}
 
 
 def test_sweep_axes_of_the_retrieval_settings_equal_runs_with_those_settings(spec: RunSpec) -> None:

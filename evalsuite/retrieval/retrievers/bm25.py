@@ -71,6 +71,11 @@ class BM25Index:
     build_seconds: float
     vocabulary: int
 
+    def score_bytes(self) -> int:
+        """Bytes of bm25s's precomputed score matrix (CSR: data, indices, indptr), the index's bulk (its
+        vocabulary's dict of words aside)."""
+        return int(sum(np.asarray(self.retriever.scores[k]).nbytes for k in ("data", "indices", "indptr")))
+
     def tokenize_queries(self, texts: Sequence[str]) -> list[list[str]]:
         import bm25s
 
@@ -150,5 +155,6 @@ def bm25_ranking(settings: BM25Settings, inputs: RetrievalInputs, k: int) -> tup
         "build_seconds": round(index.build_seconds, 4),
         "search_seconds": round(time.perf_counter() - t0, 4),
         "queries_short": short,  # queries that retrieved fewer than k documents (no more shared a term)
+        "index_bytes_per_document": round(index.score_bytes() / max(1, len(doc_ids)), 2),
     }
     return Ranking(docs, values, depth=min(k, len(doc_ids)), corpus_size=len(doc_ids)), entry

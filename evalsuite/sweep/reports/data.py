@@ -67,6 +67,8 @@ def _cell_dict(result: SweepResult, c: CellResult) -> dict[str, object]:
         out["storage"] = storage(r.contract)
     if c.index is not None:
         out["index"] = c.index.to_dict()
+    if "retrieval" in r.manifest:  # a retriever other than dense: its settings, index size per document, components
+        out["retrieval"] = r.manifest["retrieval"]
     if "result_cache" in r.timing:
         out["result_cache"] = r.timing["result_cache"]
     slices = cell_slices(result, c)
