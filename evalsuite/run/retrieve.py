@@ -36,8 +36,8 @@ class DatasetInputs:
 
     dataset: Dataset
     dense_search: Callable[[int], Ranking] | None
-    sparse_search: Callable[[int, int], Ranking] | None = None
-    multivector_search: Callable[[str, str, int, int], Ranking] | None = None
+    sparse_search: Callable[[int, int], Retrieved] | None = None
+    multivector_search: Callable[[str, str, int, int], Retrieved] | None = None
 
     @property
     def query_ids(self) -> Sequence[str]:
@@ -64,18 +64,18 @@ class DatasetInputs:
             raise SpecError("this run has no dense vectors to search: fuse retrievers that read the texts only")
         return self.dense_search(k)
 
-    def sparse(self, top_k: int, k: int) -> Ranking:
+    def sparse(self, top_k: int, k: int) -> Retrieved:
         if self.sparse_search is None:
             raise SpecError("this run has no model to make sparse vectors with")
         return self.sparse_search(top_k, k)
 
-    def multivector(self, projection: str, specials: str, rerank: int, k: int) -> Ranking:
+    def multivector(self, projection: str, specials: str, rerank: int, k: int) -> Retrieved:
         if self.multivector_search is None:
             raise SpecError("this run has no model to make token vectors with")
         return self.multivector_search(projection, specials, rerank, k)
 
 
-def sparse_ranking(prepared: Prepared, contract: Contract) -> Callable[[int, int], Ranking]:
+def sparse_ranking(prepared: Prepared, contract: Contract) -> Callable[[int, int], Retrieved]:
     """The model's learned sparse run (:mod:`evalsuite.encode.sparse`): queries and documents rendered for their
     role, encoded once per ``top_k``, searched exactly (:mod:`evalsuite.retrieval.sparse_search`)."""
     from ..encode.sparse import SparseEncoder
@@ -91,23 +91,29 @@ def sparse_ranking(prepared: Prepared, contract: Contract) -> Callable[[int, int
     )
     done: dict[int, tuple[list[Any], list[Any]]] = {}
 
-    def search(top_k: int, k: int) -> Ranking:
+    def search(top_k: int, k: int) -> Retrieved:
         if top_k not in done:
             inputs = DatasetInputs(ds, None)
             queries = encoder.encode(contract.render_all("query", inputs.query_texts()), top_k)
             docs = encoder.encode(contract.render_all("document", list(inputs.doc_texts())), top_k)
             done[top_k] = (queries, docs)
         queries, docs = done[top_k]
-        return sparse_search(
+        ranking = sparse_search(
             queries, docs, query_ids=ds.query_ids, doc_ids=ds.doc_ids, vocab_size=encoder.head.vocab_size, k=k
         )
+        active = sum(len(ids) for ids, _ in docs)
+        entry = {  # an inverted index stores one (int32 token id, float32 weight) posting per active weight
+            "active_per_document": round(active / max(1, len(docs)), 2),
+            "index_bytes_per_document": round(8 * active / max(1, len(docs)), 2),
+        }
+        return Retrieved(ranking, entry={"sparse": entry})
 
     return search
 
 
 def multivector_ranking(
     prepared: Prepared, contract: Contract, dense: Callable[[int], Ranking] | None
-) -> Callable[[str, str, int, int], Ranking]:
+) -> Callable[[str, str, int, int], Retrieved]:
     """The model's MaxSim run (:mod:`evalsuite.retrieval.maxsim`) over per-token vectors
     (:class:`evalsuite.encode.tokens.TokenEncoder`: the last hidden states, or their ``colbert_linear.pt``
     projection, L2-normalised per token) of the texts rendered for their role, at the contract's max length and
@@ -143,22 +149,27 @@ def multivector_ranking(
             done.update(zip(todo, matrices, strict=True))
         return done
 
-    def search(projection: str, specials: str, rerank: int, k: int) -> Ranking:
+    def search(projection: str, specials: str, rerank: int, k: int) -> Retrieved:
         queries = encoded(projection, specials, "query", ds.query_ids)
         if rerank == 0:
             docs = encoded(projection, specials, "document", ds.doc_ids)
-            return maxsim_search(
+            ranking = maxsim_search(
                 [queries[q] for q in ds.query_ids],
                 [docs[d] for d in ds.doc_ids],
                 query_ids=ds.query_ids,
                 doc_ids=ds.doc_ids,
                 k=k,
             )
-        if dense is None:
-            raise SpecError("multivector re-ranking needs the dense run: this run has no dense vectors")
-        first = dense(max(rerank, k))
-        docs = encoded(projection, specials, "document", [d for q in first for d in first.top(q, rerank)])
-        return maxsim_rerank(first, queries, docs, depth=rerank, k=k)
+        else:
+            if dense is None:
+                raise SpecError("multivector re-ranking needs the dense run: this run has no dense vectors")
+            first = dense(max(rerank, k))
+            docs = encoded(projection, specials, "document", [d for q in first for d in first.top(q, rerank)])
+            ranking = maxsim_rerank(first, queries, docs, depth=rerank, k=k)
+        tokens = sum(len(m) for m in docs.values()) / max(1, len(docs))  # over the documents encoded
+        dim = encoders[projection, specials].contract.dim
+        entry = {"tokens_per_document": round(tokens, 2), "index_bytes_per_document": round(4 * dim * tokens, 2)}
+        return Retrieved(ranking, entry={"multivector": entry})
 
     return search
 

@@ -52,6 +52,9 @@ def _spec(model_dir: Path, dataset: Path, retrieval: str) -> RunSpec:
     )
 
 
+kept: dict[Path, tuple[float, int]] = {}  # the oracle's mean kept tokens per document and token dimension
+
+
 def _oracle(model_dir: Path, dataset: Path) -> dict[str, dict[str, float]]:
     """MaxSim of every (query, document) pair, from the hidden states by plain loops."""
     import torch
@@ -78,6 +81,7 @@ def _oracle(model_dir: Path, dataset: Path) -> dict[str, dict[str, float]]:
 
     q_tokens = {q: tokens(contract.render("query", ds.queries[q])) for q in ds.query_ids}
     d_tokens = {d: tokens(contract.render("document", ds.corpus[d])) for d in ds.doc_ids}
+    kept[model_dir] = (float(np.mean([len(t) for t in d_tokens.values()])), len(next(iter(d_tokens.values()))[0]))
     return {
         q: {d: sum(max(float(qi @ dj) for dj in dt) for qi in qt) if dt else 0.0 for d, dt in d_tokens.items()}
         for q, qt in q_tokens.items()
@@ -100,6 +104,10 @@ def test_multivector_ranks_by_maxsim_first_stage_and_reranking(model_dir: Path, 
     first = run(_spec(model_dir, small_dataset, "multivector"))
     assert first.contract.retrieval == "multivector:rerank=0,projection=auto,specials=drop"
     assert first.ranking.depth == K
+    held = first.manifest["retrieval"]["multivector"]  # float32 token matrices: tokens x dim x 4 bytes a document
+    tokens, dim = kept[model_dir]
+    assert held["tokens_per_document"] == pytest.approx(tokens, abs=0.01)
+    assert held["index_bytes_per_document"] == pytest.approx(4 * dim * tokens, rel=1e-3)
     _check(first.ranking, _ordered(oracle, K), oracle)
     for q, docs in first.ranking.doc_ids.items():  # its scores are the MaxSim scores
         np.testing.assert_allclose(first.ranking.scores[q], [oracle[q][d] for d in docs], rtol=1e-5, atol=1e-5)

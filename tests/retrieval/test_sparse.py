@@ -176,6 +176,10 @@ def test_runs_from_the_cli_and_refuses_a_model_without_a_sparse_head(
     assert main(run_argv(splade_dirs["relu"], small_beir, "--retrieval", "sparse", "--sparse-top-k", "8", out=out)) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["contract"]["retrieval"] == "sparse:top_k=8"
+    # what its inverted index holds per document: at most the 8 weights kept, 8 bytes a posting (id and weight)
+    held = manifest["retrieval"]["sparse"]
+    assert 1 <= held["active_per_document"] <= 8
+    assert held["index_bytes_per_document"] == pytest.approx(8 * held["active_per_document"], abs=0.02)
     out = tmp_path / "hybrid"
     argv = run_argv(bgem3_dir, small_beir, "--retrieval", "hybrid", "--fuse", "dense,sparse", out=out)
     assert main(argv) == 0

@@ -64,7 +64,7 @@ class Dense(RetrieverKind):
 @dataclass(frozen=True)
 class Sparse(RetrieverKind):
     def retrieve(self, spec: RetrievalSpec, inputs: RetrievalInputs, k: int) -> Retrieved:
-        return Retrieved(inputs.sparse(int(spec.get("top_k")), k))  # type: ignore[arg-type]
+        return inputs.sparse(int(spec.get("top_k")), k)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -84,8 +84,7 @@ class Multivector(RetrieverKind):
 
     def retrieve(self, spec: RetrievalSpec, inputs: RetrievalInputs, k: int) -> Retrieved:
         v = spec.values
-        ranking = inputs.multivector(str(v["projection"]), str(v["specials"]), int(v["rerank"]), k)  # type: ignore[arg-type]
-        return Retrieved(ranking)
+        return inputs.multivector(str(v["projection"]), str(v["specials"]), int(v["rerank"]), k)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ class RetrievalInputs(Protocol):
         call), ``corpus_key`` (the corpus's identity: an index built over it is reused within the process), and the
         contract's dense run at any depth (its vectors searched exactly), the model's learned sparse run (each vector
     cut to its ``top_k`` largest weights, 0: all) and its MaxSim run over per-token vectors (``rerank`` 0: the whole
-    corpus, N: the dense run's top N re-ranked)."""
+    corpus, N: the dense run's top N re-ranked); these two also say what their index holds per document."""
 
     @property
     def query_ids(self) -> Sequence[str]: ...
@@ -70,9 +70,9 @@ class RetrievalInputs(Protocol):
 
     def dense(self, k: int) -> Ranking: ...
 
-    def sparse(self, top_k: int, k: int) -> Ranking: ...
+    def sparse(self, top_k: int, k: int) -> Retrieved: ...
 
-    def multivector(self, projection: str, specials: str, rerank: int, k: int) -> Ranking: ...
+    def multivector(self, projection: str, specials: str, rerank: int, k: int) -> Retrieved: ...
 
 
 @dataclass(frozen=True)
