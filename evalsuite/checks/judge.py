@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable, Iterable
 
 from ..base.errors import EndpointError, EvalsuiteError
@@ -11,6 +13,14 @@ from .outcome import CheckOutcome
 
 
 def judge(check: Check[C], ctx: C) -> CheckOutcome:
+    """Run one check of any family under the one error policy (:func:`_judge`), timed: the outcome's ``seconds``
+    (a skipped check's too, about nothing)."""
+    t0 = time.perf_counter()
+    outcome = _judge(check, ctx)
+    return dataclasses.replace(outcome, seconds=round(time.perf_counter() - t0, 4))
+
+
+def _judge(check: Check[C], ctx: C) -> CheckOutcome:
     """Run one check of any family under the one error policy. A check the settings do not ask for is
     skipped (``passed`` None); an endpoint that breaks the contract gives a failed verdict naming what broke, and so does a check that starts
     after the run's overall deadline; a usage or input error (SpecError, ContractError, ...) propagates.

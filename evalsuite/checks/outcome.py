@@ -26,13 +26,16 @@ class CheckOutcome:
     """One check's outcome. ``passed`` is None when the check does not apply (skipped).
 
     ``details`` is the check's JSON-ready evidence (written to canary.json / audit.json as is). The message and
-    every string in the details are redacted of every API key when the verdict is made.
+    every string in the details are redacted of every API key when the verdict is made. ``seconds``: how long the
+    check ran (set by :func:`~evalsuite.checks.judge.judge`; None for a verdict made outside it), so a report says
+    where a slow server's or index's time went.
     """
 
     check: str
     passed: bool | None  # None: the check does not apply
     message: str
     details: dict[str, Any] = field(default_factory=dict)
+    seconds: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "message", redacted(self.message))
@@ -55,6 +58,7 @@ class CheckOutcome:
             "passed": self.passed,
             "message": self.message,
             "details": self.details,
+            **({} if self.seconds is None else {"seconds": self.seconds}),
         }
 
 

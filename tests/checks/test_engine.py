@@ -188,3 +188,21 @@ def test_the_diagnosis_reads_a_failure_only_of_a_check_declared_diagnosed(monkey
     )
     diagnosis.diagnosis_for(ctx, CheckOutcome("determinism", False, "determinism: -"))  # type: ignore[arg-type]
     assert ctx.keys == ["diagnosis:None", "diagnosis:None"]
+
+
+def test_each_verdict_says_how_long_its_check_ran_and_canary_json_carries_it():
+    """Where a slow server's time went: ``judge`` times every check (skipped ones too), ``to_dict`` writes it."""
+    import time
+
+    def slow(ctx: Context) -> CheckOutcome:
+        time.sleep(0.05)
+        return _passes(ctx)
+
+    v = judge(_check(slow), Context())
+    assert v.seconds is not None and 0.05 <= v.seconds < 5.0
+    assert v.to_dict()["seconds"] == v.seconds
+    fast = judge(_check(_passes), Context())
+    assert fast.seconds is not None and fast.seconds < 0.05
+    skipped = judge(_check(slow, requires="widgets"), Context())
+    assert skipped.passed is None and skipped.seconds is not None and skipped.seconds < 0.05
+    assert "seconds" not in CheckOutcome("x", True, "x: -").to_dict()  # made outside judge: no figure
