@@ -8,51 +8,37 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..base.errors import SpecError
 from ..contract import Contract
 from ..datasets import Dataset
 from ..encode.base import Dimensioned, Encoder, EncodeStats
-from ..encode.cache import Caching
 from ..encode.chunked import encode_to_store
 from ..encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
 from ..encode.ray_pool import executor_scope
-from .blocksearch import block_search
+from ..encode.store import VectorStore
+from ..scoring.metrics import evaluate as score_metrics
+from .cache.scoring import ScoringCache
+from .fingerprint import fingerprint
+from .prepared import Prepared as Prepared  # re-exported: callers import it from here
+from .prepared import execution_of
+from .prepared import prepare as prepare  # re-exported: callers import it from here
+from .record import EncodeWatch, encode_timing, manifest
+from .result import Result
+from .retrieve import needs_vectors, retrieval_record
+from .searching import from_cache, rank, search_inputs
+from .searching import measure_index as measure_index  # re-exported: callers import it from here
+from .spec import RunSpec
 
 if TYPE_CHECKING:
     from ..encode.fleet import FleetConfig
-    from ..retrieval.index.measure import IndexRun
-from ..base.errors import SpecError
-from ..encode.store import VectorStore
-from ..retrieval.retrievers import DENSE, Retrieved
-from ..retrieval.search import Ranking, search
-from ..retrieval.vectors import BlockChecker, IntegrityReport, finalize
-from ..scoring.metrics import evaluate as score_metrics
-from ..scoring.metrics import search_depth
-from .cache.scoring import ScoringCache
-from .fingerprint import fingerprint
-from .prepared import INDEX_IN_MEMORY, execution_of
-from .prepared import Prepared as Prepared  # re-exported: callers import it from here
-from .prepared import prepare as prepare  # re-exported: callers import it from here
-from .record import (
-    add_cached_counts,
-    encode_timing,
-    encoder_entry,
-    executor_since,
-    executor_snapshot,
-    manifest,
-    role_stats_since,
-    stats_snapshot,
-)
-from .result import Result
-from .retrieve import components_entry, dense_at, needs_vectors, retrieve
-from .retrieve import manifest_entry as retrieval_entry
-from .spec import RunSpec
 
 
 def make_encoder(
@@ -109,31 +95,6 @@ def behind_cache(
         device=device,
         factory=factory,
         **served,
-    )
-
-
-def measure_index(
-    dataset: Dataset,
-    contract: Contract,
-    query_vectors: np.ndarray,
-    doc_vectors: np.ndarray,
-    metrics: Sequence[str],
-    exact: Mapping[str, Mapping[str, float]],
-) -> IndexRun:
-    """The contract's index over ``doc_vectors``, searched with ``query_vectors`` at the metrics' depth and measured
-    against ``exact``, the flat ranking of the same vectors (the ground truth of its recall)."""
-    from ..retrieval.index.measure import evaluate_index
-    from ..retrieval.index.spec import parse_index
-
-    return evaluate_index(
-        parse_index(contract.index),
-        query_vectors,
-        doc_vectors,
-        query_ids=dataset.query_ids,
-        doc_ids=dataset.doc_ids,
-        similarity=contract.similarity,
-        k=search_depth(metrics),
-        exact=exact,
     )
 
 
@@ -212,92 +173,42 @@ def score(
     these inputs is read back from the result cache (:mod:`evalsuite.run.cache.results`; ``timing.result_cache``).
     A contract whose retriever is not ``dense`` (:mod:`.retrieve`) ranks with it instead, over the dataset's texts
     and, when it fuses ``dense``, this search; its vectors may then be None when it reads none.
+
+    The steps (:mod:`.searching`): the inputs checked, the result cache opened, the ranking made (a search
+    strategy, the index measured, the retriever) or read back, the metrics, the retrieval record, the Result.
     """
     ds = prepared.dataset
-    k = search_depth(metrics)
-    if q_pooled is None or d_pooled is None:
-        if needs_vectors(contract):
-            raise SpecError(f"retrieval {contract.retrieval!r} searches the contract's vectors, and none were given")
-        q_pooled = d_pooled = None
-    qv = finalize(q_pooled, contract.dim, contract.normalize) if q_pooled is not None else None
+    inputs = search_inputs(ds, contract, q_pooled, d_pooled, metrics, block_rows)
     cache = (
-        ScoringCache.open(prepared.spec, ds, qv, d_pooled, contract, metrics) if qv is not None else None
+        ScoringCache.open(prepared.spec, ds, inputs.queries, inputs.documents, contract, metrics)
+        if inputs.queries is not None
+        else None
     )  # None: not cached
     hit = cache.load() if cache is not None else None
     t0 = time.perf_counter()
-    dv: np.ndarray | None = None
-    doc_integrity: IntegrityReport | None = None  # of a stored corpus, checked block by block
-    research: Callable[[int], Ranking] | None = None  # the dense search again at another depth
-    ranking: Ranking | None = None
     if cache is not None and hit is not None:  # searched and scored before, on exactly these inputs
-        dv, ranking = cache.doc_vectors, hit.ranking
-    elif qv is None or not needs_vectors(contract):
-        pass  # the retriever reads no vectors
-    elif isinstance(d_pooled, VectorStore):
-        checker = BlockChecker(dim=contract.dim, normalized=contract.normalize)
-        store, query_vectors = d_pooled, qv
-
-        def blocks(depth: int, on_block: Callable[[np.ndarray], None] | None = None) -> Ranking:
-            return block_search(
-                query_vectors,
-                store,
-                query_ids=ds.query_ids,
-                doc_ids=ds.doc_ids,
-                k=depth,
-                similarity=contract.similarity,
-                dim=contract.dim,
-                normalize=contract.normalize,
-                block_rows=block_rows,
-                on_block=on_block,
-            )
-
-        # the integrity check sees each block as it is searched: one read per block
-        ranking, research = blocks(k, checker.add), blocks
-        doc_integrity = checker.report()
-    elif d_pooled is not None:
-        docs = cache.doc_vectors if cache is not None else finalize(d_pooled, contract.dim, contract.normalize)
-        dv, query_vectors = docs, qv
-
-        def exact(depth: int) -> Ranking:
-            return search(
-                query_vectors, docs, query_ids=ds.query_ids, doc_ids=ds.doc_ids, k=depth, similarity=contract.similarity
-            )
-
-        ranking, research = exact(k), exact
-    index_entry: dict[str, object] | None = None
-    if contract.index != "flat" and hit is None and ranking is not None:
-        if dv is None or qv is None:  # the exact ranking is the ground truth the index is measured against
-            raise SpecError(INDEX_IN_MEMORY.format(index=contract.index))
-        index_run = measure_index(ds, contract, qv, dv, metrics, ranking)
-        ranking, index_entry, research = index_run.ranking, index_run.report.manifest_entry(), None
-    retrieved: Retrieved | None = None
-    if contract.retrieval != DENSE and hit is None:
-        dense = dense_at(ranking, k, research) if ranking is not None else None
-        retrieved = retrieve(prepared, contract, k, dense)
-        ranking = retrieved.ranking
-    if ranking is None:  # pragma: no cover - every branch above ranks
-        raise SpecError(f"retrieval {contract.retrieval!r} gave no ranking")
+        ranked = from_cache(hit, cache)
+    else:
+        finalized = cache.doc_vectors if cache is not None else None
+        ranked = rank(prepared, replace(inputs, finalized_documents=finalized))
     t1 = time.perf_counter()
     aggregate, per_query = (
-        (hit.metrics, hit.per_query) if hit is not None else score_metrics(ds.qrels, ranking, metrics)
+        (hit.metrics, hit.per_query) if hit is not None else score_metrics(ds.qrels, ranked.ranking, metrics)
     )
     t2 = time.perf_counter()
     timing = dict(timing, search_seconds=round(t1 - t0, 4), score_seconds=round(t2 - t1, 4))
-    retrieval_record: dict[str, object] | None = None
-    if contract.retrieval != DENSE and hit is not None and hit.retrieval is not None:
-        retrieval_record = dict(hit.retrieval)  # how the cached ranking was made, a hybrid's components and gain
-    elif contract.retrieval != DENSE:
-        retrieval_record = retrieval_entry(contract, retrieved)
-        if retrieved is not None and retrieved.components:  # each component's metrics, the fusion's gain (CI)
-            retrieval_record.update(components_entry(ds.qrels, retrieved, per_query, metrics))
+    record = retrieval_record(
+        contract, ranked.retrieved, hit.retrieval if hit is not None else None, ds.qrels, per_query, metrics
+    )
     timing["result_cache"] = (
-        cache.record(hit, ranking, aggregate, per_query, timing, retrieval_record) if cache else {"status": "off"}
+        cache.record(hit, ranked.ranking, aggregate, per_query, timing, record) if cache else {"status": "off"}
     )
     man = manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12], encoder=encoder)
-    if index_entry is not None:
-        man["index"].update(index_entry)
-    if retrieval_record is not None:
-        man["retrieval"] = retrieval_record
+    if ranked.index_entry is not None:
+        man["index"].update(ranked.index_entry)
+    if record is not None:
+        man["retrieval"] = record
+    searched = ranked.searched
     return Result(
         contract=contract,
         manifest=man,
@@ -305,11 +216,11 @@ def score(
         metrics=aggregate,
         per_query=per_query,
         timing=timing,
-        ranking=ranking,
-        query_vectors=qv if keep_vectors or doc_integrity is not None else None,  # queries are few
-        doc_vectors=dv if keep_vectors else None,
+        ranking=ranked.ranking,
+        query_vectors=inputs.queries if keep_vectors or searched.doc_integrity is not None else None,  # queries: few
+        doc_vectors=searched.doc_vectors if keep_vectors else None,
         warnings=list(ds.warnings) + (cache.problems if cache is not None else []),
-        doc_integrity=doc_integrity,
+        doc_integrity=searched.doc_integrity,
     )
 
 
@@ -323,20 +234,18 @@ def run(
 ) -> Result:
     """Evaluate one contract on one dataset (on ``execution``'s executor; chunked and block-wise from a
     memory-mapped store when its ``chunk_size`` is set). ``with_fingerprint``: the manifest also holds the
-    probe texts' vectors (``evalsuite run``'s manifest.json, for ``evalsuite verify``)."""
+    probe texts' vectors (``evalsuite run``'s manifest.json, for ``evalsuite verify``).
+
+    :func:`prepare` decides the spec (its chunk size among others): ``spec`` is only what is prepared when
+    ``prepared`` is None, and every setting the run reads (execution, metrics) comes from ``prepared.spec``."""
     prepared = prepared or prepare(spec)
-    execution = execution or execution_of(prepared.spec)  # the prepared spec: its chunk size decided
-    c, ds = prepared.contract, prepared.dataset
+    execution = execution or execution_of(prepared.spec)
+    c, metrics = prepared.contract, prepared.spec.metrics
     if not needs_vectors(c):  # the retriever reads the texts only (bm25): nothing is encoded
         timing = encode_timing({"query": EncodeStats(), "document": EncodeStats()}, 0.0)
-        return score(prepared, c, None, None, metrics=spec.metrics, timing=timing, device="cpu")
+        return score(prepared, c, None, None, metrics=metrics, timing=timing, device="cpu")
     encoder = encoder or make_encoder(prepared, execution=execution)
-    before = stats_snapshot(encoder)
-    cached_by_role = encoder.cached_by_role if isinstance(encoder, Caching) else None
-    served_before = {r: st.copy() for r, st in (cached_by_role or {}).items()}
-    cache = encoder.cache_stats if isinstance(encoder, Caching) else None
-    hits_before = (cache.hits, cache.misses) if cache is not None else None
-    executor_before = executor_snapshot(encoder)
+    watch = EncodeWatch.start(encoder)
     with ExitStack() as stack:
         stack.enter_context(executor_scope())  # one Ray actor pool for both roles, released at the end
         t0 = time.perf_counter()
@@ -344,45 +253,17 @@ def run(
             store_dir = execution.store_dir or Path(
                 stack.enter_context(tempfile.TemporaryDirectory(prefix="evalsuite-store-"))
             )
-            q = encoder.encode(
-                c.render_all("query", [ds.queries[i] for i in ds.query_ids]),
-                poolings=[c.pooling],
-                ids=ds.query_ids,
-                role="query",
-            )
-            stores = encode_to_store(
-                encoder,
-                c,
-                ds.corpus_chunks(execution.chunk_size),  # a corpus on disk is read a chunk at a time
-                len(ds.corpus),
-                store_dir,
-                poolings=[c.pooling],
-                dim=int((encoder.dim if isinstance(encoder, Dimensioned) else None) or prepared.model.hidden_size),
-            )
-            d: dict[str, np.ndarray | VectorStore] = dict(stores)
+            q, d = encode_to_disk(encoder, prepared, execution.chunk_size, store_dir)
         else:
-            q, d_mem = encode_dataset(encoder, c, ds, [c.pooling])
+            q, d_mem = encode_dataset(encoder, c, prepared.dataset, [c.pooling])
             d = dict(d_mem)
-        seconds = time.perf_counter() - t0
-        timing = encode_timing(role_stats_since(encoder, before), seconds)
-        if cache is not None and hits_before is not None:
-            timing["cache"] = {
-                "hits": cache.hits - hits_before[0],
-                "misses": cache.misses - hits_before[1],
-                "corrupt": cache.corrupt,
-            }
-        add_cached_counts(timing, cached_by_role, served_before)
-        entry = encoder_entry(encoder)
-        executed = executor_since(encoder, executor_before)
-        if executed is not None:  # on a Ray cluster: where the time went, which nodes encoded how many rows
-            timing["executor"] = executed["timing"]
-            entry["nodes"] = executed["nodes"]
+        timing, entry = watch.since(time.perf_counter() - t0)
         result = score(
             prepared,
             c,
             q[c.pooling],
             d[c.pooling],
-            metrics=spec.metrics,
+            metrics=metrics,
             timing=timing,
             device=encoder.device,
             keep_vectors=not execution.blockwise,
@@ -392,3 +273,27 @@ def run(
         if with_fingerprint:
             result.manifest["fingerprint"] = fingerprint(encoder, c, document_tokens(prepared)).to_dict()
         return result
+
+
+def encode_to_disk(
+    encoder: Encoder, prepared: Prepared, chunk_size: int, store_dir: Path
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray | VectorStore]]:
+    """The queries in memory, the documents ``chunk_size`` at a time into a memory-mapped store under
+    ``store_dir`` (a corpus on disk is read a chunk at a time), for a block-wise search."""
+    c, ds = prepared.contract, prepared.dataset
+    q = encoder.encode(
+        c.render_all("query", [ds.queries[i] for i in ds.query_ids]),
+        poolings=[c.pooling],
+        ids=ds.query_ids,
+        role="query",
+    )
+    stores = encode_to_store(
+        encoder,
+        c,
+        ds.corpus_chunks(chunk_size),
+        len(ds.corpus),
+        store_dir,
+        poolings=[c.pooling],
+        dim=int((encoder.dim if isinstance(encoder, Dimensioned) else None) or prepared.model.hidden_size),
+    )
+    return q, dict(stores)

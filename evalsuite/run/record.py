@@ -3,12 +3,14 @@ timing and counters (snapshots, deltas, counts served from the cache)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from .. import __version__
 from ..contract import Contract
 from ..encode.base import Describing, Encoder, EncodeStats, ExecutorReporting
+from ..encode.cache import Caching
 from ..retrieval.search import index_kind
 from .prepared import Prepared
 from .spec import library_versions
@@ -108,3 +110,40 @@ def executor_since(encoder: Encoder, before: dict[str, Any]) -> dict[str, Any] |
         if delta["rows"] or delta["load_seconds"]:
             nodes.append(delta)
     return {"timing": timing, "nodes": nodes}
+
+
+@dataclass(frozen=True)
+class EncodeWatch:
+    """An encoder's counters before a run encodes (:meth:`start`); :meth:`since` turns what they did since into
+    the run's ``timing`` (per role, the embedding cache's hits and misses, the texts served from it, a Ray
+    executor's parts) and the manifest's ``encoder`` entry (with the nodes that encoded)."""
+
+    encoder: Encoder
+    stats: dict[str, EncodeStats]
+    served: dict[str, EncodeStats]  # per role, the texts served from the embedding cache so far
+    cache_counts: tuple[int, int] | None  # the embedding cache's hits and misses; None: no cache
+    executor: dict[str, Any]
+
+    @classmethod
+    def start(cls, encoder: Encoder) -> EncodeWatch:
+        caching = encoder if isinstance(encoder, Caching) else None
+        served = {r: st.copy() for r, st in (caching.cached_by_role if caching is not None else {}).items()}
+        counts = (caching.cache_stats.hits, caching.cache_stats.misses) if caching is not None else None
+        return cls(encoder, stats_snapshot(encoder), served, counts, executor_snapshot(encoder))
+
+    def since(self, seconds: float) -> tuple[dict[str, object], dict[str, object]]:
+        """The timing of the encoding since :meth:`start` (``seconds`` long) and the manifest's encoder entry."""
+        encoder = self.encoder
+        timing = encode_timing(role_stats_since(encoder, self.stats), seconds)
+        caching = encoder if isinstance(encoder, Caching) else None
+        if caching is not None and self.cache_counts is not None:
+            cache = caching.cache_stats
+            hits, misses = self.cache_counts
+            timing["cache"] = {"hits": cache.hits - hits, "misses": cache.misses - misses, "corrupt": cache.corrupt}
+        add_cached_counts(timing, caching.cached_by_role if caching is not None else None, self.served)
+        entry = encoder_entry(encoder)
+        executed = executor_since(encoder, self.executor)
+        if executed is not None:  # on a Ray cluster: where the time went, which nodes encoded how many rows
+            timing["executor"] = executed["timing"]
+            entry["nodes"] = executed["nodes"]
+        return timing, entry

@@ -7,7 +7,7 @@ the fusion depth). What a run records of it is :func:`manifest_entry` (``manifes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -238,4 +238,33 @@ def components_entry(
     }
 
 
-__all__ = ["DENSE", "DatasetInputs", "components_entry", "dense_at", "manifest_entry", "needs_vectors", "retrieve"]
+def retrieval_record(
+    contract: Contract,
+    retrieved: Retrieved | None,
+    cached: Mapping[str, Any] | None,
+    qrels: Any,
+    per_query: dict[str, dict[str, float]],
+    metrics: Sequence[str],
+) -> dict[str, object] | None:
+    """What the run records of a retriever other than ``dense`` (None for ``dense``): the record read back with a
+    cached ranking (``cached``), else :func:`manifest_entry` with, for a hybrid, :func:`components_entry`."""
+    if contract.retrieval == DENSE:
+        return None
+    if cached is not None:
+        return dict(cached)  # how the cached ranking was made, a hybrid's components and gain
+    record = manifest_entry(contract, retrieved)
+    if retrieved is not None and retrieved.components:  # each component's metrics, the fusion's gain (CI)
+        record.update(components_entry(qrels, retrieved, per_query, metrics))
+    return record
+
+
+__all__ = [
+    "DENSE",
+    "DatasetInputs",
+    "components_entry",
+    "dense_at",
+    "manifest_entry",
+    "needs_vectors",
+    "retrieval_record",
+    "retrieve",
+]
