@@ -1,6 +1,7 @@
 """`evalsuite canary --endpoint URL [run options] [canary options] [--out DIR]`, and with
 `--reranker-endpoint URL --reranker DIR` the reranker checks (:mod:`.reranker.cli`) too; `rerank-canary` is
-its alias for the reranker alone. `--endpoint` repeated: a fleet, every check against each member on its own
+its alias for the reranker alone. With `--retrieval sparse` the endpoint is a served sparse one (vLLM's `/pooling`
+token_classify or TEI's `/embed_sparse`, `--sparse-api`) and the sparse family's checks run (:mod:`.sparse`). `--endpoint` repeated: a fleet, every check against each member on its own
 (:mod:`.fleet`), each failing member named.
 
 Prints each verdict as it comes, writes canary.json and report.md (the reranker's canary.json and
@@ -13,13 +14,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..base.errors import SpecError
 from ..base.io import path_name, url_host
 from ..base.jobs import Job
-from ..run.options import OUT_OPTION, RUN_OPTIONS, Option
+from ..run.options import OUT_OPTION, RUN_OPTIONS, Option, collect
 from .embedding.options import CANARY_FLEET_OPTIONS
 from .output import finish, finish_fleet, say
 from .rounds import INTERVAL, ROUNDS
+
+if TYPE_CHECKING:
+    from ..run.spec import RunSpec
 
 OUT = OUT_OPTION.with_default("reports/canary/<host-port>")
 
@@ -27,9 +33,19 @@ OUT = OUT_OPTION.with_default("reports/canary/<host-port>")
 def options() -> tuple[Option, ...]:
     from ..rerank.options import RERANK_OPTIONS
     from .reranker.options import RERANK_CANARY_OPTIONS
+    from .sparse.options import SPARSE_CANARY_OPTIONS
 
-    # --api-key-env: one, for both families
-    return (*RUN_OPTIONS, *CANARY_FLEET_OPTIONS, OUT, ROUNDS, INTERVAL, *RERANK_OPTIONS, *RERANK_CANARY_OPTIONS)
+    # --api-key-env: one, for every family
+    return (
+        *RUN_OPTIONS,
+        *CANARY_FLEET_OPTIONS,
+        OUT,
+        ROUNDS,
+        INTERVAL,
+        *SPARSE_CANARY_OPTIONS,
+        *RERANK_OPTIONS,
+        *RERANK_CANARY_OPTIONS,
+    )
 
 
 def _default_out(endpoint: str, members: int = 1) -> Path:
@@ -44,11 +60,48 @@ def cmd_canary(args: argparse.Namespace) -> int:
 
     reranker = RerankCanaryRequest.from_args(args)  # its usage errors come before either canary runs
     if reranker is None:
-        return embedding_canary(args)  # without --endpoint either: the usage error
+        return endpoint_canary(args)  # without --endpoint either: the usage error
     if args.endpoint is None:
         return reranker.run(Path(args.out) if args.out else None)
-    code = embedding_canary(args)
+    code = endpoint_canary(args)
     return max(code, reranker.run(Path(args.out) / "reranker" if args.out else None))
+
+
+def endpoint_canary(args: argparse.Namespace) -> int:
+    """The ``--endpoint`` canary of the run's retriever: the sparse family's for ``--retrieval sparse``, else the
+    embedding canary."""
+    from ..retrieval.retrievers import parse_retrieval
+    from ..run.spec import RunSpec
+
+    spec = RunSpec.from_mapping(collect(args), source="command line")
+    if parse_retrieval(spec.retrieval).kind == "sparse":
+        return sparse_canary(args, spec)
+    return embedding_canary(args)
+
+
+def sparse_canary(args: argparse.Namespace, spec: RunSpec) -> int:
+    """The sparse family's checks against the one ``--endpoint`` (:mod:`.sparse`), its diagnosis, the reports."""
+    from ..run import preflight
+    from ..run.pipeline import prepare
+    from .rounds import rounds_of
+    from .runner import run_sparse_canary
+    from .sparse.context import make_sparse_context
+    from .sparse.options import SPARSE_CANARY_OPTIONS
+    from .sparse.settings import SparseCanarySettings
+
+    if rounds_of(args)[0] > 1:
+        raise SpecError("--rounds is the embedding canary's; the sparse canary runs once (run it again for a window)")
+    settings = SparseCanarySettings.from_values(collect(args, (*CANARY_FLEET_OPTIONS, *SPARSE_CANARY_OPTIONS)))
+    settings.api_key()  # a missing key variable is a usage error, before anything loads
+    out = Path(args.out) if args.out else _default_out(settings.endpoint)
+    preflight.run_paths(spec, out)
+    prepared = prepare(spec)
+    ctx = make_sparse_context(settings, prepared)
+    say(
+        f"sparse canary  {settings.endpoint} ({settings.api}) vs {prepared.model.name} @ "
+        f"{prepared.contract.model_revision[:16]} on {prepared.dataset.identity.name}"
+    )
+    return finish(run_sparse_canary(ctx, on_verdict=lambda v: say(f"{v.status}  {v.message}")), out)
 
 
 def embedding_canary(args: argparse.Namespace) -> int:
@@ -66,8 +119,8 @@ def embedding_canary(args: argparse.Namespace) -> int:
 
 JOB = Job(
     "canary",
-    help="check a served /v1/embeddings endpoint (--endpoint) and/or a served reranker (--reranker-endpoint) "
-    "against the local reference",
+    help="check a served /v1/embeddings endpoint (--endpoint; with --retrieval sparse a served sparse one) and/or a "
+    "served reranker (--reranker-endpoint) against the local reference",
     options=options,
     run=cmd_canary,
     exit_codes={0: "every check passed", 1: "a check failed (of either family, on any member)"},

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.io import atomic_write_json, atomic_write_text
 from ..checks import Check
+from ..checks.declaration import find
 from ..checks.outcome import redacted
 from ..reports.markdown import contract_rows, table
-from .embedding.registry import canary_checks, get_check
-from .reranker.registry import RERANK_CHECKS, get_rerank_check
+from .embedding.registry import canary_checks
 from .reranker.settings import RerankCanarySettings
 from .runner import SCHEMA_VERSION, CanaryOutcome
+from .sparse.settings import SparseCanarySettings
 
 if TYPE_CHECKING:
     from .fleet import FleetOutcome, MemberOutcome
@@ -45,11 +46,20 @@ def checks_table(checks: Sequence[Check[Any]] | None = None) -> str:
 
 
 def render_markdown(outcome: CanaryOutcome) -> str:
+    from .runner import family_checks
+
     s = outcome.settings
     reranker = outcome.family == "reranker"
-    served = f"({s.api} API)" if isinstance(s, RerankCanarySettings) else f"served model `{outcome.served_model}`,"
+    served = (
+        f"({s.api} API)"
+        if isinstance(s, RerankCanarySettings)
+        else f"({s.api} sparse shape)"
+        if isinstance(s, SparseCanarySettings)
+        else f"served model `{outcome.served_model}`,"
+    )
+    title = {"reranker": "Reranker canary", "sparse": "Sparse canary"}.get(outcome.family, "Canary")
     lines = [
-        f"# {'Reranker canary' if reranker else 'Canary'}: {'PASS' if outcome.passed else 'FAIL'}",
+        f"# {title}: {'PASS' if outcome.passed else 'FAIL'}",
         "",
         (
             f"Endpoint `{s.endpoint}` {served} against the local reference "
@@ -71,9 +81,9 @@ def render_markdown(outcome: CanaryOutcome) -> str:
         from .triage import markdown
 
         lines += markdown(outcome.triage(), outcome.diagnoses)
-    find = get_rerank_check if reranker else get_check
+    checks = family_checks(outcome.family)
     for v in outcome.verdicts:
-        check = find(v.check)
+        check = find(v.check, checks, outcome.family)
         if check.report is not None:
             lines += check.report(v)
     lines += [
@@ -85,7 +95,7 @@ def render_markdown(outcome: CanaryOutcome) -> str:
         table(["field", "value"], contract_rows(outcome.contract)),
         "## The checks",
         "",
-        checks_table(RERANK_CHECKS if reranker else canary_checks()),
+        checks_table(checks),
     ]
     return "\n".join(lines)
 

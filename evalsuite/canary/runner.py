@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..checks import CheckOutcome, CheckOutcomes, run_checks
+from ..checks import Check, CheckOutcome, CheckOutcomes, run_checks
 from ..encode.secret import cut
 from .embedding.context import CanaryContext
 from .embedding.registry import check_names, get_check
@@ -22,24 +22,27 @@ if TYPE_CHECKING:
     from ..run.pipeline import Prepared
     from .reranker.context import RerankCanaryContext
     from .reranker.settings import RerankCanarySettings
+    from .sparse.context import SparseCanaryContext
+    from .sparse.diagnosis import SparseDiagnosis
+    from .sparse.settings import SparseCanarySettings
     from .triage import Link
 
 SCHEMA_VERSION = 2  # 2: a fleet's canary.json holds its members (evalsuite.canary.report.fleet_data)
-Family = Literal["embedding", "reranker"]
+Family = Literal["embedding", "reranker", "sparse"]
 
 
 @dataclass(frozen=True)
 class CanaryOutcome(CheckOutcomes):
     """One canary's verdicts; ``family`` says which checks ran (the contract is the reranker's for ``reranker``)."""
 
-    settings: CanarySettings | RerankCanarySettings
+    settings: CanarySettings | RerankCanarySettings | SparseCanarySettings
     contract: dict[str, Any]
     dataset: dict[str, Any]
     served_model: str | None
     verdicts: tuple[CheckOutcome, ...]
     family: Family = "embedding"
     request_fields: dict[str, int | bool] = field(default_factory=dict)  # sent with every request beyond the API's
-    diagnoses: tuple[Diagnosis, ...] = ()
+    diagnoses: tuple[Diagnosis | SparseDiagnosis, ...] = ()
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,7 +65,17 @@ class CanaryOutcome(CheckOutcomes):
     def triage(self) -> list[Link]:
         from .triage import checklist
 
-        return checklist(self.verdicts, self.diagnoses, RERANK_CHECKS if self.family == "reranker" else None)
+        return checklist(self.verdicts, self.diagnoses, family_checks(self.family))
+
+
+def family_checks(family: Family) -> tuple[Check[Any], ...]:
+    """The checks of ``family`` in run order (the embedding canary's with its installed plug-ins)."""
+    from .embedding.registry import canary_checks
+    from .sparse.registry import SPARSE_CHECKS
+
+    if family == "reranker":
+        return RERANK_CHECKS
+    return SPARSE_CHECKS if family == "sparse" else canary_checks()
 
 
 def local_context(settings: CanarySettings, prepared: Prepared) -> CanaryContext:
@@ -132,4 +145,29 @@ def run_rerank_canary(
         verdicts=verdicts,
         family="reranker",
         request_fields=dict(ctx.client.request_fields),
+    )
+
+
+def run_sparse_canary(
+    ctx: SparseCanaryContext, on_verdict: Callable[[CheckOutcome], None] | None = None
+) -> CanaryOutcome:
+    """The sparse checks (:data:`~.sparse.registry.SPARSE_CHECKS`) against the served sparse endpoint, then the
+    diagnosis of a failure (:mod:`.sparse.diagnosis`: which sparse departure the served vectors show)."""
+    from .sparse.diagnosis import sparse_diagnoses
+    from .sparse.registry import SPARSE_CHECKS
+
+    try:
+        verdicts = run_checks(SPARSE_CHECKS, ctx, on_verdict, close=False)
+        diagnoses = sparse_diagnoses(ctx, verdicts)
+    finally:
+        ctx.close()
+    return CanaryOutcome(
+        settings=ctx.settings,
+        contract=ctx.contract.to_dict(),
+        dataset=ctx.prepared.dataset.identity.to_dict(),
+        served_model=ctx.settings.served_model,
+        verdicts=verdicts,
+        family="sparse",
+        request_fields={},
+        diagnoses=diagnoses,
     )

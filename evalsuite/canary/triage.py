@@ -15,6 +15,7 @@ from .embedding.registry import canary_checks
 if TYPE_CHECKING:
     from ..checks import Check, CheckOutcome
     from ..diagnose.score import Diagnosis
+    from .sparse.diagnosis import SparseDiagnosis
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,9 @@ class Link:
 
 
 def checklist(
-    verdicts: Sequence[CheckOutcome], diagnoses: Sequence[Diagnosis], checks: Sequence[Check[Any]] | None = None
+    verdicts: Sequence[CheckOutcome],
+    diagnoses: Sequence[Diagnosis | SparseDiagnosis],
+    checks: Sequence[Check[Any]] | None = None,
 ) -> list[Link]:
     """The chain's links in debugging order, each verdict on its declaration's ``stage`` among ``checks`` (the
     family that gave the verdicts; the embedding canary's by default); a check not declared there, "agreement"."""
@@ -56,14 +59,15 @@ def checklist(
     return links
 
 
-def _covered(stage: str, diagnoses: Sequence[Diagnosis]) -> bool:
+def _covered(stage: str, diagnoses: Sequence[Diagnosis | SparseDiagnosis]) -> bool:
     """A diagnosis that explained the vectors tested every stage its hypotheses span and found them sound."""
     return any(d.explained for d in diagnoses) and stage in ("input", "shape", "truncation", "similarity")
 
 
-def markdown(links: Sequence[Link], diagnoses: Sequence[Diagnosis]) -> list[str]:
+def markdown(links: Sequence[Link], diagnoses: Sequence[Diagnosis | SparseDiagnosis]) -> list[str]:
     """report.md's triage section: the checklist, then each diagnosis with its closest alternatives."""
     from ..reports.markdown import table
+    from .sparse.diagnosis import SparseDiagnosis
 
     lines = ["## Triage", ""]
     for n, link in enumerate(links, 1):
@@ -73,6 +77,9 @@ def markdown(links: Sequence[Link], diagnoses: Sequence[Diagnosis]) -> list[str]
         lines.append(f"{n}. {box} {link.title}: {link.status}{shown}{mark}")
     lines.append("")
     for d in diagnoses:
+        if isinstance(d, SparseDiagnosis):  # the sparse family's: token overlap and weights, not cosines
+            lines += d.markdown()
+            continue
         lines += [f"### Diagnosis: {d.what}", "", d.sentence(), ""]
         rows = [
             (str(i + 1), f.label, f"{f.min_cosine:.5f}", f"{f.max_difference:.3g}") for i, f in enumerate(d.ranked[:5])

@@ -131,6 +131,10 @@ class SparseEncoder:
             out.append([int(i) for i in ids])
         return out
 
+    def tokenizer(self) -> Any:
+        """The pinned tokenizer (the model loads with it)."""
+        return self._load()[0]
+
     def special_ids(self) -> set[int]:
         return {int(i) for i in self._load()[0].all_special_ids}
 

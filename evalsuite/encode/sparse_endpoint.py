@@ -25,7 +25,7 @@ from .response import CountMismatch, DimensionMismatch, IndexMismatch, NonFinite
 from .sparse import SparseVector
 
 if TYPE_CHECKING:
-    from .endpoint import EndpointEncoder
+    from .endpoint import EndpointEncoder, EndpointResponse
 
 SPARSE_SHAPES: tuple[str, ...] = ("vllm", "tei")
 
@@ -148,6 +148,39 @@ def pool_token_weights(ids: Sequence[int], weights: np.ndarray, specials: set[in
     return np.array(keys, dtype=np.int64), np.array([best[k] for k in keys], dtype=np.float32)
 
 
+def request_sparse(http: EndpointEncoder, batch: Sequence[str], shape: str, *, what: str) -> EndpointResponse:
+    """One request for ``batch``'s sparse vectors in ``shape``; the answer whatever its status (the caller decides)."""
+    if shape not in SPARSE_SHAPES:
+        raise ValueError(f"sparse shape {shape!r}: one of {', '.join(SPARSE_SHAPES)}")
+    if shape == "tei":
+        return http.request("POST", http.config.root_url("/embed_sparse"), json={"inputs": list(batch)}, what=what)
+    body: dict[str, object] = {"input": list(batch), "task": "token_classify"}
+    if http.config.model:
+        body["model"] = http.config.model
+    return http.request("POST", http.config.root_url("/pooling"), json=body, what=what)
+
+
+def parse_sparse(
+    payload: object,
+    batch: Sequence[str],
+    shape: str,
+    *,
+    vocab_size: int,
+    token_ids: Callable[[Sequence[str]], list[list[int]]],
+    specials: set[int],
+    where: str,
+) -> list[SparseVector]:
+    """A 200 answer's sparse vectors, one per text of ``batch`` (typed errors for a broken answer)."""
+    if shape == "tei":
+        return parse_tei_sparse(payload, len(batch), vocab_size, where)
+    weights = parse_vllm_token_weights(payload, len(batch), where)
+    ids = token_ids(batch) if batch else []
+    return [
+        pool_token_weights(i, w, specials, f"{where} data[{pos}]")
+        for pos, (i, w) in enumerate(zip(ids, weights, strict=True))
+    ]
+
+
 def fetch_sparse(
     http: EndpointEncoder,
     texts: Sequence[str],
@@ -165,20 +198,39 @@ def fetch_sparse(
     out: list[SparseVector] = []
     for start in range(0, len(texts), batch_size):
         batch = list(texts[start : start + batch_size])
-        what = f"sparse vectors of texts {start}..{start + len(batch) - 1}"
-        if shape == "tei":
-            resp = http.request("POST", http.config.root_url("/embed_sparse"), json={"inputs": batch}, what=what)
-            if resp.status_code != 200:
-                raise http.error_for(resp)
-            out += parse_tei_sparse(resp.json(), len(batch), vocab_size, resp.what)
-            continue
-        body: dict[str, object] = {"input": batch, "task": "token_classify"}
-        if http.config.model:
-            body["model"] = http.config.model
-        resp = http.request("POST", http.config.root_url("/pooling"), json=body, what=what)
+        resp = request_sparse(http, batch, shape, what=f"sparse vectors of texts {start}..{start + len(batch) - 1}")
         if resp.status_code != 200:
             raise http.error_for(resp)
-        weights = parse_vllm_token_weights(resp.json(), len(batch), resp.what)
-        for pos, (ids, w) in enumerate(zip(token_ids(batch), weights, strict=True)):
-            out.append(pool_token_weights(ids, w, specials, f"{resp.what} data[{pos}]"))
+        out += parse_sparse(
+            resp.json(), batch, shape, vocab_size=vocab_size, token_ids=token_ids, specials=specials, where=resp.what
+        )
+    return out
+
+
+def raw_sparse_answers(
+    http: EndpointEncoder, texts: Sequence[str], shape: str, *, batch_size: int = 32
+) -> list[object]:
+    """Each text's served answer as it came, checked for nothing but its place (for the diagnosis of a departure:
+    negative weights, a dense vector, BOS and EOS weighed): for ``vllm`` the list of per-token numbers, for ``tei``
+    the list of ``{index, value}`` objects (or of numbers, when a dense vector was served). HTTP errors and answers
+    without one entry per text are typed errors."""
+    out: list[object] = []
+    for start in range(0, len(texts), batch_size):
+        batch = list(texts[start : start + batch_size])
+        resp = request_sparse(http, batch, shape, what=f"sparse answers of texts {start}..{start + len(batch) - 1}")
+        if resp.status_code != 200:
+            raise http.error_for(resp)
+        payload = resp.json()
+        if shape == "tei":
+            if not isinstance(payload, list) or len(payload) != len(batch):
+                raise CountMismatch(f"{resp.what}: expected one entry per input, got {describe(payload)}")
+            out += payload
+            continue
+        data = payload.get("data") if isinstance(payload, dict) else None
+        if not isinstance(data, list) or len(data) != len(batch):
+            raise CountMismatch(
+                f"{resp.what}: expected a 'data' list with one entry per input, got {describe(payload)}"
+            )
+        by_index = {item.get("index"): item.get("data") for item in data if isinstance(item, dict)}
+        out += [by_index.get(i) for i in range(len(batch))]
     return out

@@ -60,7 +60,7 @@ def check_retrieval_agreement(ctx: CanaryContext) -> CheckOutcome:
     shared = rank_overlap(ref.ranking, ep.ranking)
     mean_overlap = sum(shared.values()) / max(1, len(shared))
     lowest = sorted(shared, key=lambda q: (shared[q], q))[:5]
-    cis = _intervals(ep.per_query, ref.per_query, metrics)
+    cis = paired_intervals(ep.per_query, ref.per_query, metrics)
     details = {
         "primary": primary,
         "tolerance": s.max_ndcg_delta,
@@ -134,7 +134,7 @@ def _slice_moves(
     return [m.to_dict() for m in moves[:10]]
 
 
-def _intervals(
+def paired_intervals(
     endpoint: Mapping[str, Mapping[str, float]], reference: Mapping[str, Mapping[str, float]], metrics: list[str]
 ) -> dict[str, dict[str, float]]:
     """Per metric, the paired bootstrap CI of endpoint - reference over queries (context, not the verdict)."""

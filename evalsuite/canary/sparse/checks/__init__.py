@@ -1,0 +1,1 @@
+"""The sparse canary's checks, one Check declaration each (listed in canary/sparse/registry.py)."""
