@@ -17,21 +17,20 @@ from ..base.errors import ExecutorError
 from ..model import ModelInfo
 from .base import Describing, EncodedRows, Encoder, EncodeStats, ExecutorReporting, Releasable, RowStreaming
 from .cache import CachedRows, CacheStats, EmbeddingCache, ShardKey, text_hash
+from .settings import EncoderSettings
 
 
 class CachedEncoder:
     """An :class:`Encoder` that serves pooled vectors from an :class:`EmbeddingCache` and runs the
-    model (built by ``factory`` on the first miss, never before) only for the texts it lacks."""
+    model (built by ``factory`` on the first miss, never before) only for the texts it lacks. ``settings``: the
+    run's :class:`~evalsuite.encode.settings.EncoderSettings` (``device`` ``endpoint`` for a served deployment)."""
 
     def __init__(
         self,
         cache: EmbeddingCache,
         info: ModelInfo,
         *,
-        dtype: str,
-        max_length: int,
-        truncation: str,
-        device: str,
+        settings: EncoderSettings,
         factory: Callable[[], Encoder],
         flush_rows: int = 8192,
         source: str = "local",
@@ -40,10 +39,11 @@ class CachedEncoder:
     ) -> None:
         self.cache = cache
         self.info = info
-        self.dtype = dtype
-        self.max_length = max_length
-        self.truncation = truncation
-        self._device = device
+        self.settings = settings  # its dtype, max length and truncation key the cache; ``device`` the one asked for
+        self.dtype = settings.dtype
+        self.max_length = settings.max_length or info.default_max_length
+        self.truncation = settings.truncation
+        self._device = settings.device
         self._factory = factory
         self._inner: Encoder | None = None
         self._stats: dict[str, EncodeStats] = {}

@@ -16,6 +16,7 @@ from ..base.extras import require
 if TYPE_CHECKING:
     from ..model import ModelInfo
     from .base import Encoder
+    from .settings import EncoderSettings
 
 EXECUTORS = ("in-process", "ray")
 DEFAULT_CHUNK = 65_536
@@ -61,29 +62,14 @@ class Execution:
         return self.chunk_size > 0
 
 
-def build_encoder(
-    info: ModelInfo,
-    execution: Execution,
-    *,
-    dtype: str,
-    device: str,
-    max_length: int,
-    truncation: str,
-    batch_size: int,
-    trust_remote_code: bool,
-) -> Encoder:
-    """The model encoder for ``execution`` (the embedding cache wraps it when enabled)."""
+def build_encoder(info: ModelInfo, execution: Execution, settings: EncoderSettings) -> Encoder:
+    """The model encoder for ``execution`` with ``settings`` (the embedding cache wraps it when enabled)."""
     if execution.executor == "ray":
         from .ray_executor import RayEncoder
 
         return RayEncoder(
             info,
-            dtype=dtype,
-            device=device,
-            max_length=max_length,
-            truncation=truncation,
-            batch_size=batch_size,
-            trust_remote_code=trust_remote_code,
+            settings,
             address=execution.ray_address,
             actors=execution.ray_actors,
             ship_model=execution.ray_ship_model,
@@ -91,12 +77,4 @@ def build_encoder(
         )
     from .local import LocalEncoder
 
-    return LocalEncoder(
-        info,
-        dtype=dtype,
-        device=device,
-        max_length=max_length,
-        truncation=truncation,
-        batch_size=batch_size,
-        trust_remote_code=trust_remote_code,
-    )
+    return LocalEncoder.from_settings(info, settings)

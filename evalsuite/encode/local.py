@@ -20,6 +20,7 @@ from ..base.errors import ModelError, SpecError, TruncationError
 from ..model import ModelInfo
 from .base import EncodedRows, EncodeStats, StreamingEncoder
 from .batches import length_batches
+from .settings import EncoderSettings
 
 _TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 TOKENIZE_TEXTS = 4096  # texts per tokenizer call, at most
@@ -137,6 +138,21 @@ class LocalEncoder(StreamingEncoder):
 
             self.heads = DenseStack(info.dense, self.device)
         self.prompt_lengths = {} if info.include_prompt else self._prompt_lengths(info.prompts.values())
+
+    @classmethod
+    def from_settings(cls, info: ModelInfo, settings: EncoderSettings, *, progress: bool | None = None) -> LocalEncoder:
+        """The reference encoder a run's :class:`~evalsuite.encode.settings.EncoderSettings` describe (the one
+        place they become keyword arguments)."""
+        return cls(
+            info,
+            dtype=settings.dtype,
+            device=settings.device,
+            max_length=settings.max_length,
+            truncation=settings.truncation,
+            batch_size=settings.batch_size,
+            trust_remote_code=settings.trust_remote_code,
+            progress=progress,
+        )
 
     def _prompt_lengths(self, prompts: Iterable[str]) -> dict[str, int]:
         """Tokens of each declared prompt that ``include_prompt: false`` leaves out of pooling, counted as

@@ -9,7 +9,7 @@ comes back as plain numpy arrays with the counters, the seconds spent and the no
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,7 @@ import numpy as np
 from ..model import ModelInfo
 from .base import EncodeStats
 from .ray_model import ModelSource, locate, node_identity
+from .settings import EncoderSettings
 
 STATS = ("texts", "tokens", "padded_tokens", "truncated", "batches")
 
@@ -25,13 +26,9 @@ STATS = ("texts", "tokens", "padded_tokens", "truncated", "batches")
 class BlockTask:
     """How to encode a block (picklable): one forward-pass key of the run, one role."""
 
-    dtype: str
-    max_length: int
-    truncation: str
+    settings: EncoderSettings  # the run's, its max length resolved; each actor runs the model on its own device
     poolings: tuple[str, ...]
     role: str
-    batch_size: int
-    trust_remote_code: bool
 
 
 class EncodeActor:
@@ -58,26 +55,20 @@ class EncodeActor:
     def _encoder(self, task: BlockTask) -> tuple[Any, float]:
         from .local import LocalEncoder
 
-        key = (task.dtype, task.batch_size, task.trust_remote_code)
+        settings = task.settings
+        key = (settings.dtype, settings.batch_size, settings.trust_remote_code)
         if key in self.encoders:
             return self.encoders[key], 0.0
         t0 = time.perf_counter()
-        self.encoders[key] = LocalEncoder(
-            self._model(),
-            dtype=task.dtype,
-            device=self.device,
-            max_length=task.max_length,
-            truncation=task.truncation,
-            batch_size=task.batch_size,
-            trust_remote_code=task.trust_remote_code,
-            progress=False,
+        self.encoders[key] = LocalEncoder.from_settings(
+            self._model(), replace(settings, device=self.device), progress=False
         )
         return self.encoders[key], time.perf_counter() - t0
 
     def encode(self, rows: np.ndarray, texts: list[str], task: BlockTask) -> dict[str, Any]:
         """``{"rows", "tokens", "truncated", "v:<pooling>"..., "stats", "seconds", "load_seconds", "node_id"}``."""
         encoder, load_seconds = self._encoder(task)
-        encoder.max_length, encoder.truncation = task.max_length, task.truncation
+        encoder.max_length, encoder.truncation = task.settings.max_length, task.settings.truncation
         t0 = time.perf_counter()
         n = len(texts)
         before = encoder.stats_by_role.get(task.role, EncodeStats()).copy()

@@ -18,6 +18,7 @@ import socket
 import time
 import weakref
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from .base import EncodedRows, EncodeStats, StreamingEncoder
 from .ray_actor import STATS, BlockTask
 from .ray_model import ModelSource, pack
 from .ray_pool import ActorPool, NodeRecord, PoolKey, acquire
+from .settings import EncoderSettings
 
 
 def check_reachable(address: str, timeout: float = 5.0) -> None:
@@ -100,13 +102,8 @@ class RayEncoder(StreamingEncoder):
     def __init__(
         self,
         info: ModelInfo,
+        settings: EncoderSettings,
         *,
-        dtype: str = "float32",
-        device: str = "auto",
-        max_length: int | None = None,
-        truncation: str = "truncate",
-        batch_size: int = 64,
-        trust_remote_code: bool = False,
         address: str | None = None,
         actors: int = 1,
         rows_per_block: int = 512,
@@ -122,8 +119,10 @@ class RayEncoder(StreamingEncoder):
 
         gpus = int(ray.cluster_resources().get("GPU", 0))  # type: ignore[no-untyped-call]
         self.info = info
-        self.dtype, self.max_length, self.truncation = dtype, max_length or info.default_max_length, truncation
-        self.batch_size, self.trust_remote_code = batch_size, trust_remote_code
+        # what every actor's model is built with: the max length resolved here, the device the actor's own
+        self.settings = replace(settings, max_length=settings.max_length or info.default_max_length)
+        self.dtype, self.max_length, self.truncation = settings.dtype, self.settings.max_length, settings.truncation
+        device = settings.device
         self.actors, self.rows_per_block = actors, rows_per_block
         self.use_gpu = device != "cpu" and gpus > 0
         if device.startswith("cuda") and not self.use_gpu:
@@ -210,9 +209,7 @@ class RayEncoder(StreamingEncoder):
             return
         t0 = time.perf_counter()
         order = np.array(sorted(range(len(texts)), key=lambda i: -len(texts[i])), dtype=np.int64)
-        task = BlockTask(
-            self.dtype, self.max_length, self.truncation, poolings, role, self.batch_size, self.trust_remote_code
-        )
+        task = BlockTask(self.settings, poolings, role)
         size = block_size(len(texts), self.actors, self.rows_per_block)
         blocks = (
             (order[s : s + size], [texts[int(i)] for i in order[s : s + size]]) for s in range(0, len(order), size)

@@ -23,12 +23,13 @@ from ..encode.base import Dimensioned, Encoder, EncodeStats
 from ..encode.chunked import encode_to_store
 from ..encode.executors import DEFAULT_BLOCK_ROWS, Execution, build_encoder
 from ..encode.ray_pool import executor_scope
+from ..encode.settings import EncoderSettings
 from ..encode.store import VectorStore
 from ..scoring.metrics import evaluate as score_metrics
 from .cache.scoring import ScoringCache
 from .fingerprint import fingerprint
 from .prepared import Prepared as Prepared  # re-exported: callers import it from here
-from .prepared import execution_of
+from .prepared import encoder_settings, execution_of
 from .prepared import prepare as prepare  # re-exported: callers import it from here
 from .record import EncodeWatch, encode_timing, manifest
 from .result import Result
@@ -46,28 +47,19 @@ def make_encoder(
 ) -> Encoder:
     """The reference encoder for this contract on ``execution``'s executor (in this process by default),
     wrapped by the embedding cache when enabled; the model loads on the first cache miss, never before."""
-    spec, c = prepared.spec, prepared.contract
-    dtype, max_length = dtype or c.dtype, max_length or c.max_length
+    spec = prepared.spec
+    settings = encoder_settings(prepared, dtype=dtype, max_length=max_length)
     execution = execution or execution_of(spec)
 
     if spec.endpoints:
-        return make_fleet_encoder(prepared, dtype=dtype, max_length=max_length)
+        return make_fleet_encoder(prepared, settings)
 
     def build() -> Encoder:
-        return build_encoder(
-            prepared.model,
-            execution,
-            dtype=dtype,
-            device=spec.device,
-            max_length=max_length,
-            truncation=c.truncation,
-            batch_size=spec.batch_size,
-            trust_remote_code=spec.trust_remote_code,
-        )
+        return build_encoder(prepared.model, execution, settings)
 
     if not spec.use_cache:
         return build()
-    return behind_cache(prepared, build, dtype=dtype, max_length=max_length, device=spec.device)
+    return behind_cache(prepared, build, settings)
 
 
 def document_tokens(prepared: Prepared) -> Callable[[str], int]:
@@ -79,9 +71,9 @@ def document_tokens(prepared: Prepared) -> Callable[[str], int]:
 
 
 def behind_cache(
-    prepared: Prepared, factory: Callable[[], Encoder], *, dtype: str, max_length: int, device: str, **served: Any
+    prepared: Prepared, factory: Callable[[], Encoder], settings: EncoderSettings, **served: Any
 ) -> Encoder:
-    """``factory``'s encoder behind the embedding cache, keyed by the run's model and contract (``served``:
+    """``factory``'s encoder behind the embedding cache, keyed by the run's model and ``settings`` (``served``:
     the source, dim and manifest entry of a served deployment, which key it instead)."""
     from ..encode.cache import EmbeddingCache
     from ..encode.cached import CachedEncoder
@@ -89,10 +81,7 @@ def behind_cache(
     return CachedEncoder(
         EmbeddingCache(prepared.spec.cache_dir),
         prepared.model,
-        dtype=dtype,
-        max_length=max_length,
-        truncation=prepared.contract.truncation,
-        device=device,
+        settings=settings,
         factory=factory,
         **served,
     )
@@ -114,7 +103,7 @@ def fleet_config(spec: RunSpec, contract: Contract) -> FleetConfig:
     )
 
 
-def make_fleet_encoder(prepared: Prepared, *, dtype: str, max_length: int) -> Encoder:
+def make_fleet_encoder(prepared: Prepared, settings: EncoderSettings) -> Encoder:
     """The served deployment as the encoder, its identity checked now (one ``/v1/models`` per URL, no
     embeddings); behind the embedding cache, keyed by the served identity, when the cache is on."""
     from ..encode.fleet import FleetEncoder
@@ -130,9 +119,7 @@ def make_fleet_encoder(prepared: Prepared, *, dtype: str, max_length: int) -> En
     return behind_cache(
         prepared,
         lambda: fleet,
-        dtype=dtype,
-        max_length=max_length,
-        device="endpoint",
+        replace(settings, device="endpoint"),
         source=fleet.source,
         dim=fleet.dim,
         describe=fleet.manifest_entry,

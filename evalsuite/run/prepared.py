@@ -11,6 +11,7 @@ from ..base.resources import dataset_dir
 from ..contract import Contract
 from ..datasets import Dataset, load_dataset
 from ..encode.executors import Execution
+from ..encode.settings import EncoderSettings
 from ..model import ModelInfo, resolve_model
 from .spec import AUTO_CHUNK_BYTES, AUTO_CHUNK_SIZE, RunSpec, build_contract, check_endpoint_settings
 
@@ -121,4 +122,18 @@ def execution_of(spec: RunSpec) -> Execution:
         chunk_size=spec.chunk_size or 0,
         block_rows=spec.block_rows,
         store_dir=Path(spec.store_dir) if spec.store_dir else None,
+    )
+
+
+def encoder_settings(prepared: Prepared, *, dtype: str | None = None, max_length: int | None = None) -> EncoderSettings:
+    """How the reference model encodes for this run, built once from the decided spec and the contract
+    (``dtype`` and ``max_length`` override the contract's, as a sweep's cells do)."""
+    spec, c = prepared.spec, prepared.contract
+    return EncoderSettings(
+        dtype=dtype or c.dtype,
+        device=spec.device,
+        max_length=max_length or c.max_length,
+        truncation=c.truncation,
+        batch_size=spec.batch_size,
+        trust_remote_code=spec.trust_remote_code,
     )

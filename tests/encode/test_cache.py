@@ -8,6 +8,7 @@ import pytest
 from evalsuite.encode.cache import CacheCorruptionWarning, EmbeddingCache, ShardKey, default_cache_dir, text_hash
 from evalsuite.encode.cached import CachedEncoder
 from evalsuite.encode.local import LocalEncoder
+from evalsuite.encode.settings import EncoderSettings
 from evalsuite.model import resolve_model
 
 TEXTS = [
@@ -117,9 +118,8 @@ def _cached(info, root, loads):
         loads.append(1)
         return LocalEncoder(info, device="cpu", max_length=64)
 
-    return CachedEncoder(
-        EmbeddingCache(root), info, dtype="float32", max_length=64, truncation="truncate", device="cpu", factory=factory
-    )
+    settings = EncoderSettings(dtype="float32", device="cpu", max_length=64, truncation="truncate")
+    return CachedEncoder(EmbeddingCache(root), info, settings=settings, factory=factory)
 
 
 QTEXTS = ["q: " + t for t in TEXTS]

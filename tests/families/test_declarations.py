@@ -100,15 +100,15 @@ def test_run_announces_departures_on_the_console_and_in_the_report(family_dir, s
 def test_dense_head_sets_the_output_dimension_and_the_cache_key(family_dir, tiny_model_dir):
     from evalsuite.encode.cache import ShardKey
     from evalsuite.encode.cached import CachedEncoder
+    from evalsuite.encode.settings import EncoderSettings
 
     info = resolve_model(str(family_dir("dense")))
     assert info.hidden_size == 16 and [h.activation for h in info.dense] == ["Tanh", "Identity"]
     assert info.head_key().count("dense=") == 2
 
     def key(info, pooling="mean"):
-        enc = CachedEncoder(
-            None, info, dtype="float32", max_length=64, truncation="truncate", device="cpu", factory=None
-        )  # type: ignore[arg-type]
+        settings = EncoderSettings(dtype="float32", device="cpu", max_length=64, truncation="truncate")
+        enc = CachedEncoder(None, info, settings=settings, factory=None)  # type: ignore[arg-type]
         return enc.key(pooling, "query")
 
     assert key(info).head == info.head_key()

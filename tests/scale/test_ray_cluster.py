@@ -18,7 +18,9 @@ from evalsuite.base.errors import ExecutorError
 from evalsuite.encode.executors import Execution
 from evalsuite.encode.ray_executor import RayEncoder
 from evalsuite.encode.ray_pool import executor_scope
+from evalsuite.encode.settings import EncoderSettings
 from evalsuite.run.pipeline import behind_cache, make_encoder, prepare, run
+from evalsuite.run.prepared import encoder_settings
 from evalsuite.run.spec import RunSpec
 
 # one cluster per test session, on one xdist worker (--dist loadgroup)
@@ -116,11 +118,10 @@ def test_a_node_killed_mid_run_is_a_typed_error_and_the_rerun_resumes(
     )
     prepared = prepare(spec)
     killing = _KillsAfterFirstBlock(
-        prepared.model, device="cpu", address=ray_cluster.address, actors=3, rows_per_block=8
+        prepared.model, EncoderSettings(device="cpu"), address=ray_cluster.address, actors=3, rows_per_block=8
     )
     killing.victim = (ray_cluster, "victim")
-    c = prepared.contract
-    encoder = behind_cache(prepared, lambda: killing, dtype=c.dtype, max_length=c.max_length, device="cpu")
+    encoder = behind_cache(prepared, lambda: killing, encoder_settings(prepared))  # the spec's device: cpu
     encoder.flush_rows = 1  # type: ignore[attr-defined]
     t0 = time.monotonic()
     with pytest.raises(ExecutorError, match=rf"node {victim[:12]} .*re-run resumes") as info:
@@ -170,7 +171,9 @@ def test_a_node_without_the_model_path_gets_it_shipped_or_is_refused_by_name(
 def test_a_cluster_too_small_for_the_actors_is_said_up_front(ray_cluster, tiny_model_dir: Path) -> None:
     from evalsuite.model import resolve_model
 
-    encoder = RayEncoder(resolve_model(str(tiny_model_dir)), device="cpu", address=ray_cluster.address, actors=9)
+    encoder = RayEncoder(
+        resolve_model(str(tiny_model_dir)), EncoderSettings(device="cpu"), address=ray_cluster.address, actors=9
+    )
     t0 = time.monotonic()
     with pytest.raises(
         ExecutorError,
