@@ -28,9 +28,11 @@ def write_tiny_splade(path: Path, *, activation: str = "relu", seed: int = 0) ->
     return path
 
 
-def write_tiny_bgem3(path: Path, *, seed: int = 0) -> Path:
+def write_tiny_bgem3(path: Path, *, seed: int = 0, hidden_size: int = 32) -> Path:
     """The tiny XLM-RoBERTa family with a random ``sparse_linear.pt`` (Linear(hidden, 1)) and ``colbert_linear.pt``
-    (Linear(hidden, hidden)), as BGE-M3 ships them (FlagEmbedding loads its heads only when both are there)."""
+    (Linear(hidden, hidden)), as BGE-M3 ships them (FlagEmbedding loads its heads only when both are there).
+    ``hidden_size`` other than the family's 32 re-makes the transformer that wide (two heads: 64 gives the head
+    dimension 32 that vLLM's CPU attention needs; it refuses 16)."""
     import json
 
     import torch
@@ -38,6 +40,17 @@ def write_tiny_bgem3(path: Path, *, seed: int = 0) -> Path:
     from .tiny_families import write_family
 
     write_family("xlmr", path, seed=seed)
+    if hidden_size != 32:
+        from transformers import XLMRobertaConfig, XLMRobertaModel
+
+        torch.manual_seed(seed)
+        config = XLMRobertaConfig.from_pretrained(str(path))
+        config.hidden_size, config.intermediate_size = hidden_size, 2 * hidden_size
+        XLMRobertaModel(config, add_pooling_layer=False).eval().save_pretrained(str(path))  # type: ignore[no-untyped-call]
+        pooling = path / "1_Pooling" / "config.json"
+        cfg = json.loads(pooling.read_text())
+        cfg.update({k: hidden_size for k in ("embedding_dimension", "word_embedding_dimension") if k in cfg})
+        pooling.write_text(json.dumps(cfg, indent=2))
     hidden = json.loads((path / "config.json").read_text())["hidden_size"]
     torch.manual_seed(seed + 7)
     linear = torch.nn.Linear(hidden, 1)

@@ -76,26 +76,24 @@ class SparseFaultServer:
         return out
 
     def tei(self, texts: list[str]) -> list[Any]:
-        from evalsuite.canary.sparse.diagnosis import pool
-        from evalsuite.encode.sparse import prune
-
         out: list[Any] = []
         for text in texts:
             ids, raw = self.weights(text)
             if self.fault == "dense":
                 out.append(np.resize(raw, self.hidden).tolist())
                 continue
-            v = pool(
+            if self.fault == "scaled":  # a fault no declared departure explains: every weight half as large again
+                raw = raw * 1.5
+            best = _lexical(
                 ids,
                 raw,
-                self.specials,
+                set() if self.fault == "specials" else self.specials,
                 relu=self.fault != "no_relu",
-                keep_specials=self.fault == "specials",
                 summed=self.fault == "summed",
             )
             if self.fault == "top_k":
-                v = prune(v[0], v[1], 3)
-            out.append([{"index": int(i), "value": float(x)} for i, x in zip(*v, strict=True)][::-1])
+                best = {i: best[i] for i in sorted(best, key=lambda i: (-best[i], i))[:3]}
+            out.append([{"index": i, "value": w} for i, w in best.items()][::-1])  # any order
         return out
 
     def handler(self, request: Any) -> Any:
@@ -119,6 +117,18 @@ class SparseFaultServer:
         if self.fault == "server_error_on_empty":
             return Response("boom", 500)
         return Response(json.dumps(payload), 200, content_type="application/json")
+
+
+def _lexical(ids: np.ndarray, raw: np.ndarray, drop: set[int], *, relu: bool, summed: bool) -> dict[int, float]:
+    """What a server makes of one text's per-token scores, written out as a loop (independent of the canary's
+    own transforms): ReLU or not, the ``drop`` ids left out, one weight per id (the max, or the sum), zeros out."""
+    out: dict[int, float] = {}
+    for i, x in zip(ids.tolist(), raw.tolist(), strict=True):
+        w = max(x, 0.0) if relu else x
+        if i in drop:
+            continue
+        out[i] = out.get(i, 0.0) + w if summed else max(out.get(i, -np.inf), w)
+    return {i: float(w) for i, w in sorted(out.items()) if w != 0}
 
 
 def _top_ids(ids: np.ndarray, w: np.ndarray, specials: set[int], k: int) -> list[int]:
@@ -230,6 +240,17 @@ def test_each_fault_fails_and_the_diagnosis_names_it(
     assert expected in line
     triage = outcome.triage()
     assert any(link.first_broken and link.stage == d.causes[0].stage for link in triage), triage
+
+
+def test_a_departure_nothing_explains_is_said_so_with_the_closest(server, httpserver, prepared) -> None:
+    server.fault = "scaled"
+    verdicts, outcome = canary(httpserver, prepared, "tei")
+    assert verdicts["weight_agreement"].passed is False and verdicts["token_agreement"].passed is True
+    (d,) = outcome.diagnoses
+    assert d.causes == () and not d.explained
+    assert d.sentence().startswith("cause: no sparse departure explains the served vectors")
+    assert d.contract is not None and d.contract.min_overlap == 1.0 and d.contract.max_difference > 0.1
+    assert "closest: " in d.sentence()
 
 
 def test_a_server_error_on_bad_input_fails_that_check_only(server, httpserver, prepared) -> None:

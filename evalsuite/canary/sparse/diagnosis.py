@@ -124,15 +124,11 @@ class SparseDiagnosis:
     causes: tuple[Cause, ...]
     evidence: str = ""
     not_tested: tuple[str, ...] = ()
+    agrees: bool = False  # the served vectors are the contract's, text by text (the fault is elsewhere)
 
     @property
     def explained(self) -> bool:
         return bool(self.causes)
-
-    @property
-    def agrees(self) -> bool:
-        """The served vectors are the contract's, text by text (the fault is elsewhere)."""
-        return not self.causes and self.contract is not None and self.contract.min_overlap >= 1.0
 
     def sentence(self) -> str:
         if self.explained:
@@ -338,7 +334,7 @@ def diagnose_sparse(ctx: SparseCanaryContext) -> SparseDiagnosis:
     if skipped:
         what += f" ({skipped} answer(s) that fit no token list left out)"
     if contract.matches(tol) or not matching:
-        return SparseDiagnosis(what, len(placed), ranked, contract, ())
+        return SparseDiagnosis(what, len(placed), ranked, contract, (), agrees=contract.matches(tol))
     best = matching[0]  # DEPARTURES order; the smallest pruning depth first
     shown = best.value
     if best.factor == "specials":
