@@ -130,20 +130,26 @@ def canary(
 ) -> CanaryReport:
     """Check a served ``/v1/embeddings`` endpoint (several URLs: a fleet, each member on its own) against the local
     reference, as `evalsuite canary --endpoint URL` does; ``settings``: its options (``canary_min_cosine=0.995``,
-    ``api_key_env="MY_KEY"``, ``served_model=...``, and the run's, as for :func:`evaluate`)."""
+    ``api_key_env="MY_KEY"``, ``served_model=...``, and the run's, as for :func:`evaluate`). With
+    ``retrieval="sparse"`` the endpoint is a served sparse one (``sparse_api="vllm"`` or ``"tei"``), checked by the
+    sparse family, as `evalsuite canary --endpoint URL --retrieval sparse` does."""
     from ..canary.embedding.options import CANARY_FLEET_OPTIONS
     from ..canary.rounds import INTERVAL, ROUNDS, run_embedding_canary
-    from ..run.options import RUN_OPTIONS
+    from ..canary.sparse.job import is_sparse, run_sparse_job
+    from ..canary.sparse.options import SPARSE_CANARY_OPTIONS
+    from ..run.options import RUN_OPTIONS, collect
+    from ..run.spec import RunSpec
     from .results import CanaryReport
 
     given = {"endpoint": endpoint, "rounds": rounds, "interval": interval, **settings}
     args = namespace(
-        (*RUN_OPTIONS, *CANARY_FLEET_OPTIONS, ROUNDS, INTERVAL),
+        (*RUN_OPTIONS, *CANARY_FLEET_OPTIONS, ROUNDS, INTERVAL, *SPARSE_CANARY_OPTIONS),
         _given(_str(model), _str(dataset), given),
         source="evalsuite.canary()",
     )
     target = Path(out) if out is not None else None
-    run = run_embedding_canary(args, target)
+    spec = RunSpec.from_mapping(collect(args), source="evalsuite.canary()")
+    run = run_sparse_job(args, spec, target) if is_sparse(spec) else run_embedding_canary(args, target)
     return CanaryReport(run, run.write(target) if target is not None else {})
 
 

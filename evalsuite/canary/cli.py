@@ -14,18 +14,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ..base.errors import SpecError
 from ..base.io import path_name, url_host
 from ..base.jobs import Job
 from ..run.options import OUT_OPTION, RUN_OPTIONS, Option, collect
 from .embedding.options import CANARY_FLEET_OPTIONS
 from .output import finish, finish_fleet, say
 from .rounds import INTERVAL, ROUNDS
-
-if TYPE_CHECKING:
-    from ..run.spec import RunSpec
 
 OUT = OUT_OPTION.with_default("reports/canary/<host-port>")
 
@@ -68,40 +63,18 @@ def cmd_canary(args: argparse.Namespace) -> int:
 
 
 def endpoint_canary(args: argparse.Namespace) -> int:
-    """The ``--endpoint`` canary of the run's retriever: the sparse family's for ``--retrieval sparse``, else the
-    embedding canary."""
-    from ..retrieval.retrievers import parse_retrieval
+    """The ``--endpoint`` canary of the run's retriever: the sparse family's for ``--retrieval sparse``
+    (:mod:`.sparse.job`), else the embedding canary."""
     from ..run.spec import RunSpec
+    from .sparse.job import is_sparse, run_sparse_job, sparse_settings
 
     spec = RunSpec.from_mapping(collect(args), source="command line")
-    if parse_retrieval(spec.retrieval).kind == "sparse":
-        return sparse_canary(args, spec)
-    return embedding_canary(args)
-
-
-def sparse_canary(args: argparse.Namespace, spec: RunSpec) -> int:
-    """The sparse family's checks against the one ``--endpoint`` (:mod:`.sparse`), its diagnosis, the reports."""
-    from ..run import preflight
-    from ..run.pipeline import prepare
-    from .rounds import rounds_of
-    from .runner import run_sparse_canary
-    from .sparse.context import make_sparse_context
-    from .sparse.options import SPARSE_CANARY_OPTIONS
-    from .sparse.settings import SparseCanarySettings
-
-    if rounds_of(args)[0] > 1:
-        raise SpecError("--rounds is the embedding canary's; the sparse canary runs once (run it again for a window)")
-    settings = SparseCanarySettings.from_values(collect(args, (*CANARY_FLEET_OPTIONS, *SPARSE_CANARY_OPTIONS)))
-    settings.api_key()  # a missing key variable is a usage error, before anything loads
+    if not is_sparse(spec):
+        return embedding_canary(args)
+    settings = sparse_settings(args)
     out = Path(args.out) if args.out else _default_out(settings.endpoint)
-    preflight.run_paths(spec, out)
-    prepared = prepare(spec)
-    ctx = make_sparse_context(settings, prepared)
-    say(
-        f"sparse canary  {settings.endpoint} ({settings.api}) vs {prepared.model.name} @ "
-        f"{prepared.contract.model_revision[:16]} on {prepared.dataset.identity.name}"
-    )
-    return finish(run_sparse_canary(ctx, on_verdict=lambda v: say(f"{v.status}  {v.message}")), out)
+    run = run_sparse_job(args, spec, out, settings=settings, say=say)
+    return finish(run.worst(), out)
 
 
 def embedding_canary(args: argparse.Namespace) -> int:

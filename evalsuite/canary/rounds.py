@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .embedding.settings import CanarySettings
     from .fleet import FleetOutcome
     from .runner import CanaryOutcome
+    from .sparse.settings import SparseCanarySettings
 
 MAX_ROUNDS = 1000
 MAX_INTERVAL = 3600.0
@@ -48,7 +49,7 @@ def _quiet(line: str) -> None:
 class CanaryRun:
     """Each member's outcome in each round (one member unless a fleet was checked)."""
 
-    members: tuple[CanarySettings, ...]
+    members: tuple[CanarySettings | SparseCanarySettings, ...]  # the sparse canary's: one member, one round
     runs: tuple[tuple[CanaryOutcome, ...], ...]  # runs[member][round]
 
     @property

@@ -287,6 +287,28 @@ def test_from_the_cli(server, httpserver, bgem3, canary_dataset, tmp_path, capsy
     assert "--canary-min-cosine" in capsys.readouterr().err and not (tmp_path / "usage").exists()
 
 
+def test_from_the_python_front_door(server, httpserver, bgem3, canary_dataset, tmp_path, capsys) -> None:
+    import evalsuite
+
+    server.fault = "top_k"
+    report = evalsuite.canary(
+        httpserver.url_for("/v1"),
+        bgem3,
+        canary_dataset,
+        retrieval="sparse",
+        sparse_api="tei",
+        sparse_canary_sample=4,
+        device="cpu",
+        use_cache=False,
+        out=tmp_path,
+    )
+    assert capsys.readouterr().out == ""  # the front door prints nothing
+    assert report.exit_status == 1 and "token_agreement" in report.failed
+    data = report.to_dict()
+    assert data["family"] == "sparse" and data["diagnosis"][0]["causes"][0]["factor"] == "top_k"
+    assert report.to_json() == (tmp_path / "canary.json").read_text(encoding="utf-8")
+
+
 def test_settings_refuse_what_does_not_apply() -> None:
     from evalsuite.base.errors import SpecError
 
