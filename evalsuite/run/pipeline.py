@@ -34,7 +34,7 @@ from .prepared import prepare as prepare  # re-exported: callers import it from 
 from .record import EncodeWatch, encode_timing, manifest
 from .result import Result
 from .retrieve import needs_vectors, retrieval_record
-from .searching import from_cache, rank, search_inputs
+from .searching import Ranked, from_cache, rank, search_inputs
 from .searching import measure_index as measure_index  # re-exported: callers import it from here
 from .spec import RunSpec
 
@@ -162,7 +162,8 @@ def score(
     and, when it fuses ``dense``, this search; its vectors may then be None when it reads none.
 
     The steps (:mod:`.searching`): the inputs checked, the result cache opened, the ranking made (a search
-    strategy, the index measured, the retriever) or read back, the metrics, the retrieval record, the Result.
+    strategy, the index measured, the retriever) or read back, the metrics, the retrieval record, the manifest
+    (:func:`run_manifest`), the Result.
     """
     ds = prepared.dataset
     inputs = search_inputs(ds, contract, q_pooled, d_pooled, metrics, block_rows)
@@ -190,11 +191,7 @@ def score(
     timing["result_cache"] = (
         cache.record(hit, ranked.ranking, aggregate, per_query, timing, record) if cache else {"status": "off"}
     )
-    man = manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12], encoder=encoder)
-    if ranked.index_entry is not None:
-        man["index"].update(ranked.index_entry)
-    if record is not None:
-        man["retrieval"] = record
+    man = run_manifest(prepared, contract, ranked, record, device=device, run_id=run_id, encoder=encoder)
     searched = ranked.searched
     return Result(
         contract=contract,
@@ -209,6 +206,26 @@ def score(
         warnings=list(ds.warnings) + (cache.problems if cache is not None else []),
         doc_integrity=searched.doc_integrity,
     )
+
+
+def run_manifest(
+    prepared: Prepared,
+    contract: Contract,
+    ranked: Ranked,
+    retrieval: dict[str, object] | None,
+    *,
+    device: str,
+    run_id: str | None = None,
+    encoder: dict[str, object] | None = None,
+) -> dict[str, Any]:
+    """The run's manifest (:func:`.record.manifest`) with what the ranking step measured: the index's entry and,
+    for a retriever other than ``dense``, its ``retrieval`` record."""
+    man = manifest(prepared, contract, device=device, run_id=run_id or uuid.uuid4().hex[:12], encoder=encoder)
+    if ranked.index_entry is not None:
+        man["index"].update(ranked.index_entry)
+    if retrieval is not None:
+        man["retrieval"] = retrieval
+    return man
 
 
 def run(
