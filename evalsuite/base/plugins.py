@@ -1,13 +1,15 @@
 """Plug-ins: declarations an installed package adds to a family through an entry point, read beside the family's
 own (as pytest reads ``pytest11``). The groups:
 
-==========================  ======================================================================  ==============================
-group                       the entry point names                                                   read by
-==========================  ======================================================================  ==============================
-``evalsuite.stores``        a ``StoreKind`` (``evalsuite.audit.source``)                            ``audit/stores``
-``evalsuite.gate_kinds``    a ``GateKind`` subclass or instance (``evalsuite.gating.gates``)        ``gating/kinds.py``
-``evalsuite.checks``        a ``PluginCheck``: a ``Check`` and its family (``evalsuite.checks``)    its family's registry
-==========================  ======================================================================  ==============================
+=========================  =============================================================================  =================================
+group                      the entry point names                                                          read by
+=========================  =============================================================================  =================================
+``evalsuite.stores``       a ``StoreKind`` (``evalsuite.audit.source``)                                   ``audit/stores``
+``evalsuite.gate_kinds``   a ``GateKind`` subclass or instance (``evalsuite.gating.gates``)               ``gating/kinds.py``
+``evalsuite.checks``       a ``PluginCheck``: a ``Check`` and its family (``evalsuite.checks``)           its family's registry
+``evalsuite.index_kinds``  an ``IndexKind`` subclass or instance (``evalsuite.retrieval.index.kinds``)    ``retrieval/index/kinds.py``
+``evalsuite.retrievers``   a ``RetrieverKind`` subclass or instance (``evalsuite.retrieval.retrievers``)  ``retrieval/retrievers/kinds.py``
+=========================  =============================================================================  =================================
 
 A plug-in package declares, in its ``pyproject.toml``::
 
@@ -35,7 +37,9 @@ T = TypeVar("T")
 STORES = "evalsuite.stores"
 GATE_KINDS = "evalsuite.gate_kinds"
 CHECKS = "evalsuite.checks"
-GROUPS = (STORES, GATE_KINDS, CHECKS)
+INDEX_KINDS = "evalsuite.index_kinds"
+RETRIEVERS = "evalsuite.retrievers"
+GROUPS = (STORES, GATE_KINDS, CHECKS, INDEX_KINDS, RETRIEVERS)
 
 
 def entry_points(group: str) -> tuple[metadata.EntryPoint, ...]:

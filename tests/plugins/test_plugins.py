@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,22 +19,12 @@ from evalsuite.base.errors import PluginError, SpecError
 from evalsuite.cli import main
 from evalsuite.model import directory_digest
 
+from .conftest import install
+
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"^```(?:python|toml)\n(.*?)^```", DOC, re.M | re.S)
 SOURCE = next(b for b in BLOCKS if b.startswith("# evalsuite_demo_plugin/__init__.py"))
 PYPROJECT = next(b for b in BLOCKS if b.startswith("# pyproject.toml"))
-
-
-def install(site: Path, name: str, entry_points: str, files: dict[str, str] | None = None) -> Path:
-    """A distribution as an installer leaves it: its files and ``NAME-0.1.dist-info`` (METADATA, entry_points.txt)."""
-    info = site / f"{name.replace('-', '_')}-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text(entry_points, encoding="utf-8")
-    for rel, text in (files or {}).items():
-        (site / rel).parent.mkdir(parents=True, exist_ok=True)
-        (site / rel).write_text(text, encoding="utf-8")
-    return site
 
 
 def entry_points_txt(pyproject: str) -> str:
@@ -43,19 +32,6 @@ def entry_points_txt(pyproject: str) -> str:
     unquoted)."""
     sections = re.sub(r'^\[project\.entry-points\."([^"]+)"\]', r"[\1]", pyproject, flags=re.M)
     return re.sub(r'^(\S+) = "([^"]*)"$', r"\1 = \2", sections, flags=re.M)
-
-
-@pytest.fixture
-def on_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
-    """Put a site directory on ``sys.path`` and read the entry points again (and again after the test)."""
-
-    def add(site: Path) -> None:
-        monkeypatch.syspath_prepend(str(site))
-        plugins.forget()
-
-    yield add
-    plugins.forget()
-    monkeypatch.delitem(sys.modules, "evalsuite_demo_plugin", raising=False)
 
 
 @pytest.fixture

@@ -11,6 +11,9 @@ How to add a kind (e.g. ``pq``):
 2. Add its test in ``tests/index/`` (parsing, and its measured bytes against FAISS's serialized size).
 
 Nothing else changes: ``--index``, the ``index`` sweep axis, its help and the reports read the registry.
+An installed package adds a kind from outside with an entry point in the group ``evalsuite.index_kinds``
+(:mod:`evalsuite.base.plugins`) naming its :class:`IndexKind` subclass or instance; its name must be none of the
+built-ins' (a PluginError naming the entry point otherwise), and its own parameters take values >= 1.
 faiss and numpy are imported inside the methods that need them, never at import time.
 """
 
@@ -261,15 +264,23 @@ INDEX_KINDS: tuple[IndexKind, ...] = (
     SQ8("sq8", "scalar quantization, 8 bits per dimension"),
     Binary("binary", "sign bits, Hamming distance"),
 )
-_BY_NAME = {k.name: k for k in INDEX_KINDS}
+
+
+def index_kinds() -> tuple[IndexKind, ...]:
+    """The built-in kinds, then the plug-ins' (entry points ``evalsuite.index_kinds``, read once per process; a
+    broken one, or one taking a built-in's name, is a PluginError naming its entry point)."""
+    from ...base import plugins
+
+    return INDEX_KINDS + plugins.cached(plugins.INDEX_KINDS, IndexKind, tuple(k.name for k in INDEX_KINDS))
 
 
 def index_kind(name: str) -> IndexKind:
-    """The declaration of kind ``name``."""
-    try:
-        return _BY_NAME[name]
-    except KeyError:
-        raise SpecError(f"unknown index kind {name!r}; choose one of {', '.join(_BY_NAME)}") from None
+    """The declaration of kind ``name`` (a built-in, or a plug-in's)."""
+    kinds = index_kinds()
+    for kind in kinds:
+        if kind.name == name:
+            return kind
+    raise SpecError(f"unknown index kind {name!r}; choose one of {', '.join(k.name for k in kinds)}")
 
 
 @dataclass(frozen=True)

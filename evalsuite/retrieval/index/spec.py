@@ -14,7 +14,7 @@ equal; IVF-PQ's ``m`` defaults to the dimension / 8 and is then resolved per dim
 from __future__ import annotations
 
 from ...base.errors import SpecError
-from .kinds import INDEX_KINDS, MAXIMUM, MINIMUM, TRAINING_POINTS_PER_CENTROID, IndexSpec, index_kind
+from .kinds import INDEX_KINDS, MAXIMUM, MINIMUM, TRAINING_POINTS_PER_CENTROID, IndexSpec, index_kind, index_kinds
 
 __all__ = [
     "DEFAULTS",
@@ -61,11 +61,12 @@ def parse_index(text: str) -> IndexSpec:
             raise _error(text, "rescore must be >= 1 (candidates re-scored exactly)")
     kind, colon, rest = body.partition(":")
     kind = kind.strip().lower()
-    if kind not in DEFAULTS:
-        raise _error(text, f"unknown index kind {kind!r}; choose one of {', '.join(INDEX_KIND_NAMES)}")
-    if rescore and index_kind(kind).exact:
+    declared = {k.name: k for k in index_kinds()}  # the built-ins, then the plug-ins' (evalsuite.index_kinds)
+    if kind not in declared:
+        raise _error(text, f"unknown index kind {kind!r}; choose one of {', '.join(declared)}")
+    if rescore and declared[kind].exact:
         raise _error(text, f"{kind} is exact already; rescore applies to the approximate kinds")
-    defaults = DEFAULTS[kind]
+    defaults = dict(declared[kind].defaults)
     by_lower = {n.lower(): n for n in defaults}  # names are case-insensitive (hnsw's M, ivfpq's m)
     values: dict[str, int | None] = dict(defaults)
     if colon:
@@ -80,10 +81,11 @@ def parse_index(text: str) -> IndexSpec:
                 known = ", ".join(defaults) or "none"
                 raise _error(text, f"{kind} has no parameter {name.strip()!r} (parameters: {known})")
             value = _int(text, key, raw)
-            if value < MINIMUM[key] or value > MAXIMUM.get(key, value):
+            least = MINIMUM.get(key, 1)  # a plug-in kind's own parameter: >= 1
+            if value < least or value > MAXIMUM.get(key, value):
                 raise _error(
                     text,
-                    f"{key}={value} is out of range (>= {MINIMUM[key]}"
+                    f"{key}={value} is out of range (>= {least}"
                     + (f", <= {MAXIMUM[key]}" if key in MAXIMUM else "")
                     + ")",
                 )

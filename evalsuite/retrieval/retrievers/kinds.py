@@ -16,6 +16,12 @@ How to add a retriever (e.g. ``sparse``):
 2. Add its test in ``tests/retrieval/`` (its ranking against an independent computation).
 
 ``--retrieval``, the spec key, the ``retrieval`` sweep axis, the help texts and the reports read the registry.
+
+An installed package adds a retriever from outside with an entry point in the group ``evalsuite.retrievers``
+(:mod:`evalsuite.base.plugins`) naming its :class:`RetrieverKind` subclass or instance: ``--retrieval NAME`` (or
+``NAME:PARAM=VALUE,...``) then ranks with it. Its name must be none of the built-ins' (a PluginError naming the
+entry point otherwise); its parameters are set in the retrieval text only (flags and spec keys are the built-ins'),
+and a hybrid fuses the built-in retrievers only.
 bm25s and ranx are imported inside :meth:`retrieve`, never at import time.
 """
 
@@ -196,17 +202,27 @@ RETRIEVERS: tuple[RetrieverKind, ...] = (
     Hybrid("hybrid", "ranx's fusion of two or more retrievers' runs (default: RRF of dense and bm25)", HYBRID_PARAMS),
 )
 RETRIEVER_NAMES: tuple[str, ...] = tuple(r.name for r in RETRIEVERS)
-_BY_NAME = {r.name: r for r in RETRIEVERS}
 if tuple(r.name for r in RETRIEVERS if r.fusable) != FUSABLE_NAMES:  # pragma: no cover - a declaration error
     raise RuntimeError("FUSABLE_NAMES must list the fusable retrievers in RETRIEVERS order")
 
 
+def retrievers() -> tuple[RetrieverKind, ...]:
+    """The built-in retrievers, then the plug-ins' (entry points ``evalsuite.retrievers``, read once per process; a
+    broken one, or one taking a built-in's name, is a PluginError naming its entry point)."""
+    from ...base import plugins
+
+    return RETRIEVERS + plugins.cached(plugins.RETRIEVERS, RetrieverKind, RETRIEVER_NAMES)
+
+
 def retriever(name: str) -> RetrieverKind:
-    """The declaration of retriever ``name``; :class:`SpecError` naming the valid ones otherwise."""
-    found = _BY_NAME.get(name.strip().lower())
-    if found is None:
-        raise SpecError(f"retrieval {name!r} is not a retriever; choose one of {', '.join(RETRIEVER_NAMES)}")
-    return found
+    """The declaration of retriever ``name`` (a built-in, or a plug-in's); :class:`SpecError` naming the valid
+    ones otherwise."""
+    wanted = name.strip().lower()
+    kinds = retrievers()
+    for kind in kinds:
+        if kind.name == wanted:
+            return kind
+    raise SpecError(f"retrieval {name!r} is not a retriever; choose one of {', '.join(k.name for k in kinds)}")
 
 
 def all_params() -> tuple[Param, ...]:
