@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from evalsuite.testing.lifetimes import Lifetimes
 from evalsuite.testing.tiny_bert import write_tiny_bert
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -340,22 +341,38 @@ def _launch(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             s.stop()
 
 
+# The launchers set up in this test process end where the tests that need them end, not with the session
+# (evalsuite.testing.lifetimes): six vLLM servers held to the end beside the other groups' outgrow CI's 24 GiB.
+LIFETIMES = Lifetimes()
+
+
 @pytest.fixture(scope="session")
-def infinity_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
+def infinity_launcher(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Launcher]:
     """Real infinity-emb servers (see ``_launch``)."""
+    LIFETIMES.hold(request)
     yield from _launch(INFINITY, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
-def vllm_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
+def vllm_launcher(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Launcher]:
     """Real vLLM (CPU build) servers (see ``_launch``); tests/vllm/conftest.py starts each configuration once."""
+    LIFETIMES.hold(request)
     yield from _launch(VLLM, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
-def llamacpp_launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
+def llamacpp_launcher(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Launcher]:
     """Real llama-cpp-python servers (see ``_launch``); the "model" of each is a GGUF file (tests/llamacpp)."""
+    LIFETIMES.hold(request)
     yield from _launch(LLAMACPP, tmp_path_factory)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After a test's own teardown: the launchers the next test (in another xdist group) does not need are ended."""
+    result = yield
+    LIFETIMES.after(item, nextitem)
+    return result
 
 
 @pytest.fixture(scope="session")

@@ -108,10 +108,14 @@ cmd_serve() {
     # KV cache in GiB: the default (4) is far more than a 384-d encoder needs.
     export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"
     # Options given once here may be repeated in the extra args; the last wins.
+    # --distributed-executor-backend uni: the one CPU worker runs inside the engine-core process instead of a
+    # process of its own: 1.6 GB per server instead of 2.3, ready in 17 s instead of 27 (measured side by side,
+    # vllm-cpu 0.32, the bundled model); the suite runs six of them at once.
     exec "$venv/bin/vllm" serve "$model_dir" \
         --runner pooling \
         --dtype float32 \
         --enforce-eager \
+        --distributed-executor-backend uni \
         --host 127.0.0.1 \
         --port "$port" \
         --uvicorn-log-level warning \

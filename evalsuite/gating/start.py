@@ -84,6 +84,15 @@ def start_session(
 
         canary = CanarySettings.members_from_values(canary_flags)  # one per --endpoint URL (a fleet's members)
         canary[0].api_key()  # a configured but unset key variable is an error now, not mid-session
+        from ..canary.sparse.job import is_sparse
+
+        sparse = [dp.name for dp in plan.datasets if is_sparse(dp.spec)]
+        if sparse:  # the session's canary items are the embedding family's: a sparse endpoint is the CLI's
+            raise SpecError(
+                f"--endpoint with retrieval sparse (dataset {sparse[0]}): the pytest canary items check a dense "
+                "/v1/embeddings endpoint; check a served sparse one with `evalsuite canary --endpoint URL "
+                "--retrieval sparse` (or evalsuite.canary(..., retrieval='sparse'))"
+            )
     return prepared_session(
         plan,
         shared_dir=shared_dir,

@@ -44,3 +44,13 @@ def test_the_spec_file_names_the_retriever(run_evalsuite, pytester, tiny, small_
     assert (
         "evalsuite.toml: fusion_k applies to --fusion rrf, not sum" in bad.result.stdout.str() + bad.result.stderr.str()
     )
+
+
+def test_a_sparse_endpoint_under_pytest_is_sent_to_the_sparse_canary(pytester, tiny, small_beir) -> None:
+    model, _ = tiny
+    args = plugin_args(model, small_beir, "--retrieval", "sparse", "--endpoint", "http://127.0.0.1:9/v1")
+    run = pytester.runpytest(*args)
+    assert run.ret == 4
+    out = run.stdout.str() + run.stderr.str()
+    assert "the pytest canary items check a dense /v1/embeddings endpoint" in out
+    assert "evalsuite canary --endpoint URL --retrieval sparse" in out
