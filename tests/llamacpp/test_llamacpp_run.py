@@ -35,10 +35,10 @@ def infinity(bundled_model_dir, infinity_launcher):
 
 
 def load_main(argv):
-    from evalsuite.load.cli import register
+    from evalsuite.jobs import LOAD, add_job
 
     parser = argparse.ArgumentParser(prog="evalsuite")
-    register(parser.add_subparsers(dest="command", required=True))
+    add_job(parser.add_subparsers(dest="command", required=True), LOAD)
     args = parser.parse_args(["load", *argv])
     return args.func(args)
 

@@ -106,10 +106,10 @@ def test_depth_beyond_the_first_stage_is_refused(first_stage):
 
 
 def test_rerank_cli_writes_both_stages(tiny_model_dir, cross_encoder_dir, small_beir, tmp_path, capsys):
-    from evalsuite.rerank.cli import register
+    from evalsuite.jobs import RERANK, add_job
 
     parser = argparse.ArgumentParser(prog="evalsuite")
-    register(parser.add_subparsers(dest="command"))
+    add_job(parser.add_subparsers(dest="command"), RERANK)
     args = parser.parse_args(
         run_argv(
             str(tiny_model_dir),
