@@ -172,7 +172,7 @@ def test_pytest_items_over_a_pgvector_table(
         "-p", "no:randomly", "-p", "no:cacheprovider",
         "--model-rev", directory_digest(bundled_model_dir()),
         "--dataset", str(ingest.dataset), "--doc-prefix", DOC_PREFIX,
-        "--index", pg.uri("shifted"),
+        "--audit-index", pg.uri("shifted"),
         f"--junitxml={junit}", "-k", "audit",
     )  # fmt: skip
     outcomes = result.parseoutcomes()
