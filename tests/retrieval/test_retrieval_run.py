@@ -170,3 +170,63 @@ def test_sweep_axes_of_the_retrieval_settings_equal_runs_with_those_settings(spe
         assert got.contract.retrieval == alone.contract.retrieval, cell
         assert got.metrics == pytest.approx(alone.metrics), cell
         assert got.ranking.doc_ids == alone.ranking.doc_ids, cell
+
+
+def _results_table(md: str) -> dict[str, dict[str, str]]:
+    """report.md's Results table: row name -> column header -> text."""
+    section = md.split("## Results\n\n", 1)[1]
+    lines = [ln for ln in section.splitlines() if ln.startswith("|")]
+    end = next((i for i, ln in enumerate(lines) if i > 1 and not lines[i - 1].startswith("|")), len(lines))
+    head = [h.strip() for h in lines[0].strip("|").split("|")]
+    rows = {}
+    for ln in lines[2:end]:
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        if len(cells) != len(head):
+            break
+        rows[cells[0]] = dict(zip(head, cells, strict=True))
+    return rows
+
+
+def test_sweep_report_shows_each_cells_index_bytes_per_document(spec: RunSpec, minibeir_texts: Texts, tmp_path) -> None:
+    """report.md's Results table has each cell's index bytes per document beside its quality: the values
+    sweep.json records (bm25: its retrieval entry; the dense base: its float32 bytes per vector), checked
+    against the dense vectors and bm25s's own index measured here."""
+    import bm25s
+
+    from evalsuite.sweep import parse_vary, plan_cells, run_sweep
+    from evalsuite.sweep.reports import write_sweep_reports
+
+    prepared = prepare(spec)
+    axes = parse_vary(["retrieval=dense,bm25,hybrid"])
+    cells = plan_cells(prepared.contract, axes, grid=False, info=prepared.model)
+    result = run_sweep(prepared, cells, METRICS, axes=axes)
+    paths = write_sweep_reports(result, tmp_path)
+    recorded = json.loads(paths["sweep.json"].read_text())
+    rows = _results_table(paths["report.md"].read_text())
+    column = "index bytes/doc"
+    assert set(rows) == {"base", "retrieval=dense (= base)", "retrieval=bm25", "retrieval=hybrid"}
+    assert all(r["ndcg@10"] != "-" for r in rows.values())  # beside its quality, on the same row
+    by_name = {c["name"]: c for c in recorded["cells"]}
+
+    # dense: one float32 vector per document, as the vectors the run searched hold them
+    dense_run = run(spec.replace(use_cache=False))
+    vectors = np.asarray(dense_run.doc_vectors, dtype=np.float32)
+    dense_bytes = vectors.nbytes / len(vectors)
+    assert dense_bytes == vectors.shape[1] * 4
+    assert recorded["base"]["storage"]["bytes_per_vector"] == dense_bytes
+    assert float(rows["base"][column]) == dense_bytes
+    assert float(rows["retrieval=dense (= base)"][column]) == dense_bytes
+    assert "retrieval" not in by_name["retrieval=dense"]  # dense records none: its bytes per vector stand
+
+    # bm25: the retrieval entry's figure, equal to bm25s's own score matrix over the same texts
+    bm25_recorded = by_name["retrieval=bm25"]["retrieval"]["bm25"]["index_bytes_per_document"]
+    assert float(rows["retrieval=bm25"][column]) == pytest.approx(bm25_recorded, abs=0.005)
+    texts = list(minibeir_texts.docs)
+    own = bm25s.BM25()
+    own.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    want = sum(np.asarray(own.scores[k]).nbytes for k in ("data", "indices", "indptr")) / len(texts)
+    assert float(rows["retrieval=bm25"][column]) == pytest.approx(want, abs=0.01)
+
+    # hybrid (RRF of dense and bm25): both indexes are kept, so their bytes add up
+    hybrid_recorded = by_name["retrieval=hybrid"]["retrieval"]["bm25"]["index_bytes_per_document"]
+    assert float(rows["retrieval=hybrid"][column]) == pytest.approx(dense_bytes + hybrid_recorded, abs=0.005)

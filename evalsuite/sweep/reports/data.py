@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,30 @@ def storage(contract: Contract) -> dict[str, int | str]:
         "index_bytes_1m_vectors": per_vector * ONE_MILLION,
         "index_size_1m_vectors": _human(per_vector * ONE_MILLION),
     }
+
+
+def index_bytes_per_document(
+    contract: Contract, retrieval: Mapping[str, object] | None, n_documents: int
+) -> float | None:
+    """What the index of the contract's retriever holds per document, as docs/hybrid.md counts it: for each
+    retriever the run uses (a hybrid's components, summed) the ``index_bytes_per_document`` its ``retrieval``
+    entry records (``bm25``, ``sparse``, ``multivector``); ``dense``, which records none, one vector per document
+    at its index's bytes per vector (float32 for flat: dim x 4). None where an entry does not say."""
+    from ...retrieval.index.footprint import footprint
+    from ...retrieval.index.spec import parse_index, resolve
+    from ...retrieval.retrievers import parse_retrieval
+
+    total = 0.0
+    for name in parse_retrieval(contract.retrieval).components:
+        part = (retrieval or {}).get(name)
+        if isinstance(part, Mapping) and isinstance(part.get("index_bytes_per_document"), int | float):
+            total += float(part["index_bytes_per_document"])
+        elif name == "dense":
+            resolved, _ = resolve(parse_index(contract.index), max(1, n_documents), contract.dim)
+            total += float(footprint(resolved, contract.dim).bytes_per_vector)
+        else:
+            return None
+    return total
 
 
 def _human(n: float) -> str:

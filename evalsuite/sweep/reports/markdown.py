@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...reports.markdown import contract_rows, table
 from .choice import choice_markdown
-from .data import shows_storage, storage
+from .data import index_bytes_per_document, shows_storage, storage
 from .index import index_markdown
 from .slices import sweep_slices_markdown
 
@@ -46,16 +46,33 @@ def _ci_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
+def bytes_text(x: float | None) -> str:
+    """Index bytes per document as the table shows them: whole bytes without decimals, else two; "-" unknown."""
+    if x is None:
+        return "-"
+    return f"{x:.0f}" if float(x).is_integer() else f"{x:.2f}"
+
+
+def _index_bytes(result: SweepResult, r: Any) -> str:
+    n = len(result.base.dataset.doc_ids)
+    return bytes_text(index_bytes_per_document(r.contract, r.manifest.get("retrieval"), n))
+
+
 def sweep_table_rows(result: SweepResult) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the main table: base first, then each cell with value and Δ per metric
-    (``*`` when the paired test against the base is significant)."""
-    headers = ["cell"] + [h for m in result.metrics for h in (m, f"Δ {m}")]
-    rows: list[list[str]] = [["base"] + [x for m in result.metrics for x in (f"{result.base.metrics[m]:.4f}", "")]]
+    (``*`` when the paired test against the base is significant) and the index bytes per document of its
+    retriever (:func:`.data.index_bytes_per_document`), beside its quality."""
+    headers = ["cell"] + [h for m in result.metrics for h in (m, f"Δ {m}")] + ["index bytes/doc"]
+    base = result.base
+    rows: list[list[str]] = [
+        ["base"] + [x for m in result.metrics for x in (f"{base.metrics[m]:.4f}", "")] + [_index_bytes(result, base)]
+    ]
     for c in result.cells:
         name = c.cell.name + (" (= base)" if c.cell.same_as_base else "")
         rows.append(
             [name]
             + [x for m in result.metrics for x in (f"{c.result.metrics[m]:.4f}", _delta_text(c, m, result.alpha))]
+            + [_index_bytes(result, c.result)]
         )
     return headers, rows
 
