@@ -292,7 +292,14 @@ def test_an_index_is_audited_from_the_installed_wheel(installed: Path, tmp_path:
     empty = tmp_path / "project"
     empty.mkdir()
     items = [installed / "python", "-m", "pytest", "-v", "-p", "no:randomly", "-p", "no:xdist", "--model-rev", rev]
-    items += ["--audit-index", f"faiss:{tmp_path / 'faithful.faiss'}", "--ids", str(tmp_path / "ids.txt"), "-k", "audit"]
+    items += [
+        "--audit-index",
+        f"faiss:{tmp_path / 'faithful.faiss'}",
+        "--ids",
+        str(tmp_path / "ids.txt"),
+        "-k",
+        "audit",
+    ]
     proc = _sh(items, empty, user_env)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert re.search(r"audit\[fidelity\] PASSED", proc.stdout), proc.stdout[-3000:]
