@@ -246,7 +246,7 @@ def test_a_server_truncating_shorter_passes_the_delta_but_fails_rank_agreement(
 
 
 def test_rank_overlap_reads_the_documented_tie_order():
-    from evalsuite.canary.embedding.checks.retrieval import rank_overlap
+    from evalsuite.checks.parity import rank_overlap
     from evalsuite.retrieval.search import Ranking
 
     ref = Ranking.from_scores({"q": {f"d{i}": 1.0 for i in range(12)}})  # all tied: d9, d8, ... d11, d10, d1, d0

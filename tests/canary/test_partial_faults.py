@@ -9,10 +9,10 @@ import random
 import numpy as np
 import pytest
 
-from evalsuite.canary.embedding.checks.retrieval import rank_overlap
 from evalsuite.canary.embedding.registry import run_check
 from evalsuite.canary.runner import run_canary
 from evalsuite.checks.detection import detection_probability, requests_needed
+from evalsuite.checks.parity import rank_overlap
 
 from .fault_server import Replica
 
