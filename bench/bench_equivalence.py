@@ -82,7 +82,7 @@ def main() -> int:
     if not paths or paths[0] != "memory" or any(p not in PATHS for p in paths):
         ap.error(f"--paths: memory first (the reference), then any of {', '.join(PATHS[1:])}")
 
-    from bench_scale import vocabulary, write_dataset
+    from synthetic import vocabulary, write_dataset
 
     from evalsuite.testing.tiny_bert import write_tiny_bert
 

@@ -68,7 +68,7 @@ def main() -> int:
     ap.add_argument("--json")
     args = ap.parse_args()
 
-    from bench_scale import vocabulary, write_dataset
+    from synthetic import vocabulary, write_dataset
 
     from evalsuite.testing.ray_cluster import RayCluster
     from evalsuite.testing.tiny_bert import write_tiny_bert

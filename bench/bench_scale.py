@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import resource
 import shutil
 import subprocess
@@ -49,45 +48,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic import doc_text, synthetic_queries, vocabulary, write_dataset  # noqa: E402
+
 TARGETS = {"peak_rss_gb_1m": 1.5, "slope_over_vectors": 1.10, "ray_over_in_process": 1.3}
-
-
-def doc_text(i: int, words: list[str]) -> str:
-    rng = random.Random(i)
-    return " ".join(rng.choice(words) for _ in range(rng.randint(12, 48)))
-
-
-def write_dataset(root: Path, size: int, queries: int, words: list[str], gzip_corpus: bool) -> Path:
-    """The synthetic corpus, queries and qrels as a BEIR directory, written a line at a time."""
-    import gzip
-
-    (root / "qrels").mkdir(parents=True, exist_ok=True)
-    name = "corpus.jsonl.gz" if gzip_corpus else "corpus.jsonl"
-    with (gzip.open if gzip_corpus else open)(root / name, "wt", encoding="utf-8") as fh:
-        for i in range(size):
-            fh.write(json.dumps({"_id": f"d{i}", "title": "", "text": doc_text(i, words)}) + "\n")
-    qids, qtexts, targets = synthetic_queries(size, queries, words)
-    with open(root / "queries.jsonl", "w", encoding="utf-8") as fh:
-        for q, text in zip(qids, qtexts, strict=True):
-            fh.write(json.dumps({"_id": q, "text": text}) + "\n")
-    with open(root / "qrels" / "test.tsv", "w", encoding="utf-8") as fh:
-        fh.write("query-id\tcorpus-id\tscore\n")
-        fh.writelines(f"{q}\td{t}\t1\n" for q, t in zip(qids, targets, strict=True))
-    return root
-
-
-def synthetic_queries(size: int, queries: int, words: list[str]) -> tuple[list[str], list[str], list[int]]:
-    """Each query is a prefix of a random document's words; that document is the relevant one."""
-    rng = random.Random(99)
-    targets = [rng.randrange(size) for _ in range(queries)]
-    qtexts = [" ".join(doc_text(t, words).split()[:8]) for t in targets]
-    return [f"q{i}" for i in range(queries)], qtexts, targets
-
-
-def vocabulary() -> list[str]:
-    from evalsuite.testing.tiny_bert import WORDS
-
-    return list(dict.fromkeys(WORDS))
 
 
 def rss_gb() -> float:

@@ -56,7 +56,7 @@ def write_long_dataset(root: Path, size: int, queries: int, words: list[str], do
     """``bench_scale.write_dataset``'s corpus with each text repeated to about ``doc_words`` words (0: as is) and
     each record padded with a ``pad_kib`` KiB list field (0: none)."""
     pad = {"padding": ["x" * (pad_kib * 1024 - 16)]} if pad_kib else {}
-    from bench_scale import doc_text, synthetic_queries
+    from synthetic import doc_text, synthetic_queries
 
     (root / "qrels").mkdir(parents=True, exist_ok=True)
     with open(root / "corpus.jsonl", "w", encoding="utf-8") as fh:
@@ -131,7 +131,7 @@ def run_default_path(
 ) -> list[Measured]:
     """Both runs of every corpus (``sizes[i]`` documents of about ``doc_words[i]`` words, records padded by
     ``pad_kib[i]`` KiB), in the order given."""
-    from bench_scale import vocabulary
+    from synthetic import vocabulary
 
     from evalsuite.testing.tiny_bert import write_tiny_bert
 
