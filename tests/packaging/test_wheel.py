@@ -338,3 +338,79 @@ def test_a_family_canary_from_the_installed_wheel(
     assert departed.returncode == 1, departed.stdout[-4000:] + departed.stderr[-2000:]
     cause = f"the server pools with {other.upper()} (the contract's: {pooling})"
     assert cause in departed.stdout, departed.stdout[-4000:]
+
+
+def _demo_plugin_source(root: Path) -> Path:
+    """The demo plug-in of docs/ARCHITECTURE.md (its whole source and entry points, read from the page) as a
+    package directory pip can install: its pyproject.toml, its one module."""
+    doc = (REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```(?:python|toml)\n(.*?)^```", doc, re.M | re.S)
+    source = next(b for b in blocks if b.startswith("# evalsuite_demo_plugin/__init__.py"))
+    entry_points = next(b for b in blocks if b.startswith("# pyproject.toml"))
+    (root / "evalsuite_demo_plugin").mkdir(parents=True)
+    (root / "evalsuite_demo_plugin" / "__init__.py").write_text(source, encoding="utf-8")
+    head = (
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "evalsuite-demo-plugin"\nversion = "0.1.0"\ndependencies = ["evalsuite"]\n\n'
+        '[tool.setuptools]\npackages = ["evalsuite_demo_plugin"]\n\n'
+    )
+    (root / "pyproject.toml").write_text(head + entry_points, encoding="utf-8")
+    return root
+
+
+def test_a_plugin_package_pip_installed_beside_the_wheel_adds_its_store_check_and_gate_kind(
+    built: Built, tmp_path: Path, user_env, tiny_model_dir: Path, small_beir: Path
+):
+    """A user's venv: the wheel, then the demo plug-in installed by pip from its own package directory (no
+    sys.path or dist-info made by hand): its store is in `evalsuite audit --help` and audits an index, its audit
+    check is among the verdicts, its gate kind judges a gated pytest run."""
+    python = _fresh_venv(tmp_path / "venv")
+    bin_dir = python.parent
+    _ok(_pip("--python", python, "install", "--no-deps", "--no-index", "--quiet", built.wheel), cwd=tmp_path)
+    plugin = _demo_plugin_source(tmp_path / "demo-plugin")
+    offline = ("install", "--no-deps", "--no-build-isolation", "--no-index", "--quiet")
+    _ok(_pip("--python", python, *offline, plugin), cwd=tmp_path)
+    listed = _ok(_pip("--python", python, "list", "--format", "json"), cwd=tmp_path)
+    assert {"evalsuite", "evalsuite-demo-plugin"} <= {d["name"] for d in json.loads(listed)}
+
+    help_text = " ".join(_ok([bin_dir / "evalsuite", "audit", "--help"], tmp_path, user_env).split())
+    assert "npy:... (npy, a plug-in: DIR/vectors.npy and DIR/ids.txt)" in help_text
+    index = tmp_path / "index"
+    write = (
+        "import sys, numpy as np, evalsuite; from pathlib import Path\n"
+        "run = evalsuite.evaluate(sys.argv[1], sys.argv[2], device='cpu', use_cache=False)\n"
+        "out = Path(sys.argv[3]); out.mkdir()\n"
+        "np.save(out / 'vectors.npy', np.ascontiguousarray(run.result.doc_vectors, dtype=np.float32))\n"
+        "(out / 'ids.txt').write_text('\\n'.join(run.result.dataset.doc_ids) + '\\n')\n"
+    )
+    _ok([python, "-c", write, tiny_model_dir, small_beir, index], tmp_path, user_env)
+    model = ["--model", str(tiny_model_dir), "--dataset", str(small_beir), "--device", "cpu", "--no-cache"]
+    audit = _sh(
+        [bin_dir / "evalsuite", "audit", *model, "--index", f"npy:{index}", "--out", tmp_path / "a"], tmp_path, user_env
+    )
+    assert audit.returncode == 0, audit.stdout[-3000:] + audit.stderr[-2000:]
+    report = json.loads((tmp_path / "a" / "audit.json").read_text())
+    assert report["index"]["index"]["store"] == "npy" and report["passed"] is True
+    last = report["index"]["verdicts"][-1]  # the plug-in's check, after the built-in ones
+    assert (last["check"], last["status"]) == ("rows", "PASS"), last
+
+    project = tmp_path / "project"
+    project.mkdir()
+    rev = _ok([bin_dir / "evalsuite", "model-rev", str(tiny_model_dir)], project, user_env).strip()
+    gated = [
+        python,
+        "-m",
+        "pytest",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:xdist",
+        "-p",
+        "no:cacheprovider",
+        "--model-rev",
+        rev,
+    ]
+    gated += [*model, "--gate", "ndcg@10:at_least=0.0", "--gate", "ndcg@10:at_least=1.5"]
+    proc = _sh(gated, project, user_env)
+    assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "is below 1.5 (at_least)" in proc.stdout and "1 failed, 3 passed" in proc.stdout, proc.stdout[-4000:]

@@ -4,6 +4,9 @@ hybrid run, and the retriever from the spec file."""
 from __future__ import annotations
 
 import json
+import re
+
+import pytest
 
 from .conftest import plugin_args
 
@@ -54,3 +57,40 @@ def test_a_sparse_endpoint_under_pytest_is_sent_to_the_sparse_canary(pytester, t
     out = run.stdout.str() + run.stderr.str()
     assert "the pytest canary items check a dense /v1/embeddings endpoint" in out
     assert "evalsuite canary --endpoint URL --retrieval sparse" in out
+
+
+BASELINE_KINDS = [  # one gate of each kind judged against a baseline, and what an identical rerun gives
+    ("ndcg@10>=0.0", "PASS"),
+    ("ndcg@10:max_drop=0.01", "PASS"),
+    ("recall@10:max_rel_drop=2%", "PASS"),
+    ("mrr@10:no_significant_drop", "PASS"),
+    ("ndcg@10:non_inferior=0.01", "PASS"),
+    ("ndcg@10>=1.01", "FAIL"),  # above any ndcg: the gates judge, they do not just pass
+]  # min_gain judges a reranked stage against its first stage: tests/rerank
+
+
+@pytest.mark.parametrize("retrieval", ["dense", "sparse", "bm25", "multivector", "hybrid"])
+def test_every_gate_kind_judges_every_retriever(run_evalsuite, pytester, tmp_path_factory, small_beir, retrieval):
+    """A BGE-M3-shaped model (dense, sparse and token-vector heads) under each retriever: its baseline written, then
+    an identical rerun judged by one gate of every baseline kind; each verdict is what the kind says of a run equal
+    to its baseline, and the recorded contract names the retriever."""
+    from evalsuite.testing.tiny_sparse import write_tiny_bgem3
+
+    model = write_tiny_bgem3(tmp_path_factory.mktemp("bgem3") / "m")
+    baseline = pytester.path / "b.json"
+    first = run_evalsuite(
+        *plugin_args(model, small_beir, "--retrieval", retrieval, "--update-baseline", "--baseline", str(baseline))
+    )
+    first.result.assert_outcomes(passed=2)
+    recorded = json.loads(baseline.read_text())["manifest"]["contract"].get(
+        "retrieval", "dense"
+    )  # dense: the default, unwritten
+    assert recorded.split(":")[0] == retrieval, recorded
+    gates = [a for expr, _ in BASELINE_KINDS for a in ("--gate", expr)]
+    again = run_evalsuite(
+        *plugin_args(model, small_beir, "--retrieval", retrieval, "--baseline", str(baseline), *gates)
+    )
+    again.result.assert_outcomes(passed=2 + len(BASELINE_KINDS) - 1, failed=1)
+    out = again.result.stdout.str()
+    for expr, status in BASELINE_KINDS:
+        assert re.search(rf"^\s+{status}\s+{re.escape(expr)}: ", out, re.M), (expr, out[-3000:])
