@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from ..base.errors import ModelError
 from ..model import ModelInfo
 from ..model.sparse_layout import SparseHead, sparse_head
 from .local import load_pretrained, pick_device
+
+if TYPE_CHECKING:
+    from .sparse_cache import SparseKey
 
 SparseVector = tuple[np.ndarray, np.ndarray]  # (int64 token ids ascending, float32 weights > 0)
 
@@ -81,9 +84,7 @@ class SparseEncoder:
         import torch
 
         tokenizer, model, linear = self._load()
-        cut = (
-            min(x for x in (top_k, self.head.max_active_dims or 0) if x) if (top_k or self.head.max_active_dims) else 0
-        )
+        cut = self.cut(top_k)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out: list[SparseVector | None] = [None] * len(texts)
         special = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
@@ -115,6 +116,24 @@ class SparseEncoder:
                             cut,
                         )
         return [v for v in out if v is not None]
+
+    def cut(self, top_k: int) -> int:
+        """The pruning applied for ``top_k``: the smaller of it and the model's own ``max_active_dims`` (0: none)."""
+        caps = [x for x in (top_k, self.head.max_active_dims or 0) if x]
+        return min(caps) if caps else 0
+
+    def cache_key(self, texts: Sequence[str], top_k: int) -> SparseKey:
+        """What names ``encode(texts, top_k)`` in the sparse vector cache (:mod:`evalsuite.encode.sparse_cache`)."""
+        from .sparse_cache import SparseKey
+
+        return SparseKey(
+            model_revision=self.info.revision,
+            tokenizer_revision=self.info.tokenizer_revision,
+            head=f"{self.head.family}:{self.head.describe()}:vocab={self.head.vocab_size}",
+            max_length=self.max_length,
+            top_k=self.cut(top_k),
+            texts=SparseKey.texts_digest(texts),
+        )
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's token ids as the model reads them, with a leading BOS and a trailing EOS cut (what a server

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import SpecError
@@ -18,7 +19,9 @@ from ..retrieval.retrievers import DENSE, RetrievalSpec, Retrieved, parse_retrie
 from ..retrieval.search import Ranking
 
 if TYPE_CHECKING:
+    from ..encode.sparse_cache import SparseVectorCache
     from .prepared import Prepared
+    from .spec import RunSpec
 
 CORPUS_CHUNK = 65_536
 
@@ -90,25 +93,46 @@ def sparse_ranking(prepared: Prepared, contract: Contract) -> Callable[[int, int
         trust_remote_code=spec.trust_remote_code,
     )
     done: dict[int, tuple[list[Any], list[Any]]] = {}
+    cache = sparse_cache(spec)
+
+    def encode(texts: list[str], top_k: int) -> list[Any]:
+        if cache is None:
+            return encoder.encode(texts, top_k)
+        return cache.get(encoder.cache_key(texts, top_k), lambda: encoder.encode(texts, top_k))
 
     def search(top_k: int, k: int) -> Retrieved:
         if top_k not in done:
             inputs = DatasetInputs(ds, None)
-            queries = encoder.encode(contract.render_all("query", inputs.query_texts()), top_k)
-            docs = encoder.encode(contract.render_all("document", list(inputs.doc_texts())), top_k)
+            queries = encode(contract.render_all("query", inputs.query_texts()), top_k)
+            docs = encode(contract.render_all("document", list(inputs.doc_texts())), top_k)
             done[top_k] = (queries, docs)
         queries, docs = done[top_k]
         ranking = sparse_search(
             queries, docs, query_ids=ds.query_ids, doc_ids=ds.doc_ids, vocab_size=encoder.head.vocab_size, k=k
         )
         active = sum(len(ids) for ids, _ in docs)
-        entry = {  # an inverted index stores one (int32 token id, float32 weight) posting per active weight
+        entry: dict[
+            str, object
+        ] = {  # an inverted index stores one (int32 token id, float32 weight) posting per active weight
             "active_per_document": round(active / max(1, len(docs)), 2),
             "index_bytes_per_document": round(8 * active / max(1, len(docs)), 2),
         }
+        if cache is not None:  # both roles' vectors read back or computed (and stored) by this run
+            entry["vector_cache"] = {"hits": cache.hits, "misses": cache.misses, "corrupt": cache.corrupt}
         return Retrieved(ranking, entry={"sparse": entry})
 
     return search
+
+
+def sparse_cache(spec: RunSpec) -> SparseVectorCache | None:
+    """The sparse vector cache beside the embedding cache (``--cache-dir``, ``$EVALSUITE_CACHE_DIR`` or the user
+    cache); None under ``--no-cache``."""
+    from ..encode.cache import default_cache_dir
+    from ..encode.sparse_cache import SparseVectorCache
+
+    if not spec.use_cache:
+        return None
+    return SparseVectorCache(Path(spec.cache_dir).expanduser() if spec.cache_dir else default_cache_dir())
 
 
 def multivector_ranking(
