@@ -236,3 +236,20 @@ def test_the_fault_server_partial_faults_hit_only_what_they_say(fault_server):
     assert not np.linalg.norm(ask(texts)[0])  # then the fault
     replica, rng = Replica(0.5, seed=3), random.Random(3)
     assert [replica.route() is not None for _ in range(50)] == [rng.random() < 0.5 for _ in range(50)]
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_the_probes_go_at_the_endpoints_concurrency_and_judge_every_answer(fault_server, make_context, concurrency):
+    """The probe requests are sent as a run's batches are: at most ``--endpoint-concurrency`` at once (one by one
+    at 1); every request sent is answered and judged, so the disagreeing count is exactly the requests the bad
+    replica answered, whatever the overlap."""
+    fault_server.latency = 0.02
+    ctx = make_context(fault_server.url, detect=0.2, concurrency=concurrency)
+    ctx.reference_vectors()
+    fault_server.max_in_flight = 0
+    fault_server.replica = Replica(0.3, "cls", seed=3)
+    v = run_check("repeated_requests", ctx)
+    routed = fault_server.replica.routed
+    assert len(routed) == v.details["requests"] == requests_needed(0.2)  # cls answers are not broken: all sent
+    assert v.details["disagreeing_requests"] == sum(routed) > 0 and v.passed is False
+    assert fault_server.max_in_flight == concurrency  # requests of 20 ms each: they overlap up to the limit

@@ -10,6 +10,8 @@ missed by all ``n`` of them with probability ``(1 - p) ** n``.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ....base.errors import EndpointError
@@ -79,18 +81,42 @@ def _judge(ctx: CanaryContext, k: int, idx: list[int]) -> dict[str, Any] | None:
     }
 
 
+_SKIPPED: dict[str, Any] = {"skipped": True}  # a request not sent: an earlier one broke the contract
+
+
+def _probe(ctx: CanaryContext, n: int, size: int, texts: int) -> list[dict[str, Any]]:
+    """The ``n`` probe requests, up to the endpoint's concurrency at once (``--endpoint-concurrency``, as a run's
+    batches go): every answered request that disagreed, in request order. A broken answer decides already: the
+    requests not yet started are not sent (those in flight are answered and judged too). Requests start in order,
+    so every request before the first broken one is answered, as when they are sent one by one."""
+    stop = threading.Event()
+
+    def one(k: int) -> dict[str, Any] | None:
+        if stop.is_set():
+            return _SKIPPED
+        try:
+            found = _judge(ctx, k, [(k * size + j) % texts for j in range(size)])
+        except BaseException:  # past the deadline: raised in order, and nothing more is sent
+            stop.set()
+            raise
+        if found is not None and "error" in found:
+            stop.set()
+        return found
+
+    workers = max(1, min(ctx.client().config.concurrency, n))
+    if workers == 1:
+        results = [one(k) for k in range(n)]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(one, range(n)))
+    return [found for found in results if found is not None and found is not _SKIPPED]
+
+
 def check_repeated_requests(ctx: CanaryContext) -> CheckOutcome:
     s, cs = ctx.settings, ctx.canary_set()
     n = requests_needed(s.detect)
     size = min(PROBE_TEXTS, len(cs.ids))
-    bad: list[dict[str, Any]] = []
-    for k in range(n):
-        idx = [(k * size + j) % len(cs.ids) for j in range(size)]
-        found = _judge(ctx, k, idx)
-        if found is not None:
-            bad.append(found)
-            if "error" in found:  # a broken answer decides already; do not wait out the others
-                break
+    bad = _probe(ctx, n, size, len(cs.ids))
     statement = detection_statement(n, s.detect)
     details: dict[str, Any] = {
         "requests": n,
@@ -108,12 +134,13 @@ def check_repeated_requests(ctx: CanaryContext) -> CheckOutcome:
         },
     }
     what = f"{n} requests of {size} canary texts each, every answer against the reference"
-    if bad and "error" in bad[-1]:
+    broken = next((b for b in bad if "error" in b), None)
+    if broken is not None:
         return CheckOutcome(
             "repeated_requests",
             False,
-            f"repeated requests: probe request {bad[-1]['request']} of {n} failed: {bad[-1]['error']}; probing "
-            f"stopped there ({len(bad) - 1} earlier request(s) disagreed with the reference)",
+            f"repeated requests: probe request {broken['request']} of {n} failed: {broken['error']}; probing "
+            f"stopped there ({len(bad) - 1} other answered request(s) disagreed with the reference)",
             details,
         )
     if bad:
