@@ -143,6 +143,26 @@ def test_run_and_sweep_from_an_empty_directory(installed: Path, tmp_path: Path, 
     assert re.search(r"^\s+pooling=cls\s+0\.6712\s+-0\.0923\*", out, re.M), out
 
 
+@pytest.mark.parametrize("retrieval", ["bm25", "sparse", "hybrid"])
+def test_each_retriever_runs_from_the_installed_wheel_as_from_the_clone(
+    installed: Path, tmp_path: Path, user_env, small_beir: Path, tmp_path_factory: pytest.TempPathFactory, retrieval
+):
+    """`evalsuite run --retrieval R` from the installed wheel (a BGE-M3-shaped model: its dense, sparse heads)
+    scores exactly what the clone's own CLI scores in this process, and records the retriever in its contract."""
+    from evalsuite.cli import main
+    from evalsuite.testing.tiny_sparse import write_tiny_bgem3
+
+    model = write_tiny_bgem3(tmp_path_factory.mktemp("bgem3") / "m")
+    argv = ["run", "--model", str(model), "--dataset", str(small_beir), "--device", "cpu", "--no-cache"]
+    argv += ["--retrieval", retrieval]
+    _ok([installed / "evalsuite", *argv, "--out", tmp_path / "wheel"], cwd=tmp_path, env=user_env)
+    assert main([*argv, "--out", str(tmp_path / "clone")]) == 0
+    wheel, clone = (json.loads((tmp_path / n / "results.json").read_text()) for n in ("wheel", "clone"))
+    assert wheel["metrics"] == clone["metrics"] and wheel["per_query"] == clone["per_query"]
+    assert wheel["manifest"]["contract"]["retrieval"].split(":")[0] == retrieval
+    assert (tmp_path / "wheel" / "run.trec").read_text() == (tmp_path / "clone" / "run.trec").read_text()
+
+
 def test_a_users_project_gates_a_release_with_the_installed_plugin(installed: Path, tmp_path: Path, user_env):
     project = tmp_path / "project"  # examples/release_gate copied out of the repository
     shutil.copytree(REPO / "examples" / "release_gate", project, ignore=shutil.ignore_patterns("reports"))
