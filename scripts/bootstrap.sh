@@ -8,7 +8,8 @@
 #   scripts/bootstrap.sh --test --no-wait
 #                                 the same, but returns once .venv is ready: the engine venvs go on installing
 #                                 in the background (niced), their state and logs in .engine-installs/; a test
-#                                 that needs an engine waits for its install (evalsuite/testing/engine_install.py)
+#                                 that needs an engine waits for its install (evalsuite/testing/engine_install.py);
+#                                 on 2 cores the compile and the tests starve each other (.ci/run does not use it)
 #                                 and the FlagEmbedding oracle's venv (.flagembedding-venv: transformers 4.56 beside
 #                                 .venv's torch, about a minute, while ranx's kernels compile; --no-wait waits for it)
 # TORCH_SPEC overrides the torch requirement (e.g. a CUDA build on a GPU machine).
