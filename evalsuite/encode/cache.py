@@ -56,6 +56,11 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("evalsuite")) / "embeddings"
 
 
+def cache_root(configured: str | Path | None) -> Path:
+    """The cache directory: ``configured`` (``--cache-dir``) when given, else :func:`default_cache_dir`."""
+    return Path(configured).expanduser() if configured else default_cache_dir()
+
+
 def text_hash(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=_HASH).digest()
 
@@ -131,7 +136,7 @@ class EmbeddingCache:
     ROWS = "vectors"
 
     def __init__(self, root: str | Path | None = None, *, compact_at: int = 8, compact_rows: int = 65_536) -> None:
-        self.root = Path(root).expanduser() if root else default_cache_dir()
+        self.root = cache_root(root)
         self.compact_at = compact_at
         self.compact_rows = compact_rows
         self.stats = CacheStats()

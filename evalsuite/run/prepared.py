@@ -56,10 +56,9 @@ def corpus_index_dir(spec: RunSpec) -> Path:
     directory (``--cache-dir``, ``$EVALSUITE_CACHE_DIR`` or the user cache). Keyed by the file's sha256, it is
     reused only for the same bytes, so ``--no-cache`` (which re-encodes) leaves it on."""
     from ..datasets.corpusindex import SUBDIR
-    from ..encode.cache import default_cache_dir
+    from ..encode.cache import cache_root
 
-    root = Path(spec.cache_dir).expanduser() if spec.cache_dir else default_cache_dir()
-    return root / SUBDIR
+    return cache_root(spec.cache_dir) / SUBDIR
 
 
 def _check_retrieval_model(info: ModelInfo, contract: Contract) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import SpecError
@@ -127,12 +126,10 @@ def sparse_ranking(prepared: Prepared, contract: Contract) -> Callable[[int, int
 def sparse_cache(spec: RunSpec) -> SparseVectorCache | None:
     """The sparse vector cache beside the embedding cache (``--cache-dir``, ``$EVALSUITE_CACHE_DIR`` or the user
     cache); None under ``--no-cache``."""
-    from ..encode.cache import default_cache_dir
+    from ..encode.cache import cache_root
     from ..encode.sparse_cache import SparseVectorCache
 
-    if not spec.use_cache:
-        return None
-    return SparseVectorCache(Path(spec.cache_dir).expanduser() if spec.cache_dir else default_cache_dir())
+    return SparseVectorCache(cache_root(spec.cache_dir)) if spec.use_cache else None
 
 
 def multivector_ranking(

@@ -233,10 +233,9 @@ def store_for(spec: RunSpec) -> ResultStore | None:
     """The result store of the spec's cache directory; None with ``--no-cache``."""
     if not spec.use_cache:
         return None
-    from ...encode.cache import default_cache_dir
+    from ...encode.cache import cache_root
 
-    root = Path(spec.cache_dir).expanduser() if spec.cache_dir else default_cache_dir()
-    return ResultStore(root / SUBDIR)
+    return ResultStore(cache_root(spec.cache_dir) / SUBDIR)
 
 
 # -- the file format ------------------------------------------------------------------------------
