@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Iterable
 
@@ -17,7 +16,10 @@ def judge(check: Check[C], ctx: C) -> CheckOutcome:
     (a skipped check's too, about nothing)."""
     t0 = time.perf_counter()
     outcome = _judge(check, ctx)
-    return dataclasses.replace(outcome, seconds=round(time.perf_counter() - t0, 4))
+    # set on the outcome as made (frozen, as __post_init__ sets its fields): dataclasses.replace would redact its
+    # message and every string of its details a second time
+    object.__setattr__(outcome, "seconds", round(time.perf_counter() - t0, 4))
+    return outcome
 
 
 def _judge(check: Check[C], ctx: C) -> CheckOutcome:

@@ -103,12 +103,8 @@ def _probe(ctx: CanaryContext, n: int, size: int, texts: int) -> list[dict[str, 
             stop.set()
         return found
 
-    workers = max(1, min(ctx.client().config.concurrency, n))
-    if workers == 1:
-        results = [one(k) for k in range(n)]
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(one, range(n)))
+    with ThreadPoolExecutor(max_workers=max(1, min(ctx.client().config.concurrency, n))) as pool:
+        results = list(pool.map(one, range(n)))
     return [found for found in results if found is not None and found is not _SKIPPED]
 
 
