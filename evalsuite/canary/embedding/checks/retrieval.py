@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 
 from ....base.errors import ContractError
 from ....checks import Check, CheckOutcome
-from ....checks.measure import TOP_K_OVERLAP
-from ....checks.parity import Parity, metric_rows
+from ....checks.parity import Parity, parity_section
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -76,21 +75,9 @@ def _slice_moves(
 
 def retrieval_section(verdict: CheckOutcome) -> list[str]:
     """report.md: the metric table of one retrieval agreement verdict (nothing when the check errored)."""
-    from ....reports.markdown import table
-
-    if "metrics" not in verdict.details:
-        return []
-    rows = metric_rows(verdict.details)
-    ov = verdict.details["top10_overlap"]
-    return [
-        "## Retrieval agreement",
-        "",
-        table(["metric", "reference", "endpoint", "delta", "95% CI"], rows),
-        f"Mean top-{TOP_K_OVERLAP} overlap: {ov['mean']:.3f} (threshold {ov.get('threshold', '-')}); a parity "
-        "check: |delta| within the tolerance and the rankings' overlap above the threshold",
-        "",
-        *_slice_lines(verdict.details.get("slices", [])),
-    ]
+    note = "a parity check: |delta| within the tolerance and the rankings' overlap above the threshold"
+    section = parity_section(verdict, "Retrieval agreement", "endpoint", note)
+    return [*section, *_slice_lines(verdict.details.get("slices", []))] if section else []
 
 
 def _slice_lines(moves: list[dict[str, object]]) -> list[str]:

@@ -8,8 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ....checks import Check, CheckOutcome
-from ....checks.measure import TOP_K_OVERLAP
-from ....checks.parity import Parity, metric_rows
+from ....checks.parity import Parity, parity_section
 
 if TYPE_CHECKING:
     from ..context import SparseCanaryContext
@@ -41,20 +40,10 @@ def check_sparse_retrieval(ctx: SparseCanaryContext) -> CheckOutcome:
 
 def sparse_retrieval_section(verdict: CheckOutcome) -> list[str]:
     """report.md: the metric table of the sparse retrieval verdict (nothing when the check errored)."""
-    from ....reports.markdown import table
-
-    if "metrics" not in verdict.details:
-        return []
-    rows = metric_rows(verdict.details)
-    ov = verdict.details["top10_overlap"]
-    return [
-        "## Sparse retrieval agreement",
-        "",
-        table(["metric", "reference", "served", "delta", "95% CI"], rows),
-        f"Mean top-{TOP_K_OVERLAP} overlap: {ov['mean']:.3f} (threshold {ov['threshold']}); both runs pruned to "
-        f"sparse_top_k {verdict.details['sparse_top_k']} (0: every weight) and searched exactly",
-        "",
-    ]
+    note = (
+        f"both runs pruned to sparse_top_k {verdict.details.get('sparse_top_k')} (0: every weight) and searched exactly"
+    )
+    return parity_section(verdict, "Sparse retrieval agreement", "served", note)
 
 
 SPARSE_RETRIEVAL: Check[SparseCanaryContext] = Check(
