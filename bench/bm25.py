@@ -24,22 +24,14 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic import zipf_texts  # noqa: E402
 
 
 def corpus(docs: int, queries: int, seed: int = 0) -> tuple[list[str], list[str]]:
     from evalsuite.testing.tiny_bert import WORDS
 
-    rng = np.random.default_rng(seed)
-    vocab = [w for w in WORDS if len(w) > 2] + [f"term{i}" for i in range(20000)]
-    p = 1.0 / np.arange(1, len(vocab) + 1) ** 1.1
-    p /= p.sum()
-
-    def text(n: int) -> str:
-        return " ".join(vocab[i] for i in rng.choice(len(vocab), size=n, p=p))
-
-    return [text(int(rng.integers(8, 60))) for _ in range(docs)], [
-        text(int(rng.integers(2, 7))) for _ in range(queries)
-    ]
+    return zipf_texts([w for w in WORDS if len(w) > 2] + [f"term{i}" for i in range(20000)], docs, queries, seed)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic import zipf_texts  # noqa: E402
 
 VOCAB = 30522  # BERT's vocabulary, as SPLADE models have it
 
@@ -47,17 +49,7 @@ def corpus(docs: int, queries: int, seed: int = 0) -> tuple[list[str], list[str]
     """Texts of the tiny model's words, Zipf-like: documents of 8 to 60 words, queries of 2 to 6."""
     from evalsuite.testing.tiny_bert import WORDS
 
-    rng = np.random.default_rng(seed)
-    vocab = [w for w in WORDS if w.isalpha()]
-    p = 1.0 / np.arange(1, len(vocab) + 1) ** 1.1
-    p /= p.sum()
-
-    def text(n: int) -> str:
-        return " ".join(vocab[i] for i in rng.choice(len(vocab), size=n, p=p))
-
-    return [text(int(rng.integers(8, 60))) for _ in range(docs)], [
-        text(int(rng.integers(2, 7))) for _ in range(queries)
-    ]
+    return zipf_texts([w for w in WORDS if w.isalpha()], docs, queries, seed)
 
 
 def peak_rss_mib() -> float:

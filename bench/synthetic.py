@@ -1,12 +1,15 @@
-"""The benchmarks' synthetic BEIR corpus: deterministic word sequences from the tiny model's vocabulary, each query a
-prefix of one document's words (that document its one relevant one); written a line at a time (bench_scale.py,
-default_path.py, bench_ray.py, bench_equivalence.py)."""
+"""The benchmarks' synthetic texts: a BEIR corpus of deterministic word sequences from the tiny model's vocabulary,
+each query a prefix of one document's words (that document its one relevant one), written a line at a time
+(bench_scale.py, default_path.py, bench_ray.py, bench_equivalence.py); and Zipf-distributed texts over a given
+vocabulary (bm25.py, sparse.py)."""
 
 from __future__ import annotations
 
 import json
 import random
 from pathlib import Path
+
+import numpy as np
 
 
 def doc_text(i: int, words: list[str]) -> str:
@@ -45,3 +48,18 @@ def vocabulary() -> list[str]:
     from evalsuite.testing.tiny_bert import WORDS
 
     return list(dict.fromkeys(WORDS))
+
+
+def zipf_texts(vocab: list[str], docs: int, queries: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """Texts of ``vocab``'s words drawn Zipf-like (exponent 1.1, in the list's order): documents of 8 to 59 words,
+    then queries of 2 to 6, from one seeded generator."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, len(vocab) + 1) ** 1.1
+    p /= p.sum()
+
+    def text(n: int) -> str:
+        return " ".join(vocab[i] for i in rng.choice(len(vocab), size=n, p=p))
+
+    return [text(int(rng.integers(8, 60))) for _ in range(docs)], [
+        text(int(rng.integers(2, 7))) for _ in range(queries)
+    ]
