@@ -58,16 +58,22 @@ def test_c1(built_on_it): log("c1")
 """
 
 
-def test_a_held_fixture_ends_with_its_group_and_comes_back_for_a_later_one(
-    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _logged_run(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> list[str]:
+    """The five tests above run in a subprocess with ``args``, all passing; the fixtures' log, line by line."""
     log = tmp_path / "log"
     monkeypatch.setenv("LIFETIMES_LOG", str(log))
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_order=TESTS)
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist").assert_outcomes(passed=5)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", *args).assert_outcomes(passed=5)
+    return log.read_text().split()
+
+
+def test_a_held_fixture_ends_with_its_group_and_comes_back_for_a_later_one(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = _logged_run(pytester, tmp_path, monkeypatch, "-p", "no:xdist")
     # a -> b: b asks for the server, kept (what is built on it only ends with it); b -> free: ended; c: again
-    assert log.read_text().split() == [
+    assert lines == [
         *("start", "built", "a1", "a2", "b1", "unbuilt", "stop", "free"),
         *("start", "built", "c1", "unbuilt", "stop"),
     ]
@@ -76,12 +82,7 @@ def test_a_held_fixture_ends_with_its_group_and_comes_back_for_a_later_one(
 def test_under_loadgroup_each_worker_ends_its_own(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = tmp_path / "log"
-    monkeypatch.setenv("LIFETIMES_LOG", str(log))
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_order=TESTS)
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup").assert_outcomes(passed=5)
-    lines = log.read_text().split()
+    lines = _logged_run(pytester, tmp_path, monkeypatch, "-n", "2", "--dist", "loadgroup")
     # every start is stopped, every test that asked found its server up, nothing started twice without a stop between
     assert lines.count("start") == lines.count("stop") >= 1
     up = 0
