@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from ..plugins.conftest import demo_plugin
+
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.xdist_group("wheel")]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -363,10 +365,7 @@ def test_a_family_canary_from_the_installed_wheel(
 def _demo_plugin_source(root: Path) -> Path:
     """The demo plug-in of docs/ARCHITECTURE.md (its whole source and entry points, read from the page) as a
     package directory pip can install: its pyproject.toml, its one module."""
-    doc = (REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"^```(?:python|toml)\n(.*?)^```", doc, re.M | re.S)
-    source = next(b for b in blocks if b.startswith("# evalsuite_demo_plugin/__init__.py"))
-    entry_points = next(b for b in blocks if b.startswith("# pyproject.toml"))
+    source, entry_points = demo_plugin()
     (root / "evalsuite_demo_plugin").mkdir(parents=True)
     (root / "evalsuite_demo_plugin" / "__init__.py").write_text(source, encoding="utf-8")
     head = (

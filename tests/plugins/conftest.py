@@ -12,6 +12,17 @@ import pytest
 from evalsuite.base import plugins
 
 
+def demo_plugin() -> tuple[str, str]:
+    """The demo plug-in of docs/ARCHITECTURE.md as the page shows it: its module's whole source and its
+    pyproject.toml entry-point tables."""
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```(?:python|toml)\n(.*?)^```", doc, re.M | re.S)
+    source = next(b for b in blocks if b.startswith("# evalsuite_demo_plugin/__init__.py"))
+    return source, next(b for b in blocks if b.startswith("# pyproject.toml"))
+
+
 def install(site: Path, name: str, entry_points: str, files: dict[str, str] | None = None) -> Path:
     """A distribution as an installer leaves it: its files and ``NAME-0.1.dist-info`` (METADATA, entry_points.txt)."""
     info = site / f"{name.replace('-', '_')}-0.1.dist-info"

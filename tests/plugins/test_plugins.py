@@ -19,12 +19,9 @@ from evalsuite.base.errors import PluginError, SpecError
 from evalsuite.cli import main
 from evalsuite.model import directory_digest
 
-from .conftest import install
+from .conftest import demo_plugin, install
 
-DOC = (Path(__file__).resolve().parents[2] / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
-BLOCKS = re.findall(r"^```(?:python|toml)\n(.*?)^```", DOC, re.M | re.S)
-SOURCE = next(b for b in BLOCKS if b.startswith("# evalsuite_demo_plugin/__init__.py"))
-PYPROJECT = next(b for b in BLOCKS if b.startswith("# pyproject.toml"))
+SOURCE, PYPROJECT = demo_plugin()
 
 
 def entry_points_txt(pyproject: str) -> str:
