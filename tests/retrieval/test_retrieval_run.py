@@ -6,6 +6,7 @@ varies the retriever over one forward pass."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -230,3 +231,13 @@ def test_sweep_report_shows_each_cells_index_bytes_per_document(spec: RunSpec, m
     # hybrid (RRF of dense and bm25): both indexes are kept, so their bytes add up
     hybrid_recorded = by_name["retrieval=hybrid"]["retrieval"]["bm25"]["index_bytes_per_document"]
     assert float(rows["retrieval=hybrid"][column]) == pytest.approx(dense_bytes + hybrid_recorded, abs=0.005)
+
+    # report.html's Results table, as a browser reads it (its first table after the heading): the same column
+    page = paths["report.html"].read_text()
+    results = page[page.index("<h2>Results</h2>") :]
+    results = results[: results.index("</table>")]
+    cells = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", results)]
+    header, body = cells[0], {row[0]: row for row in cells[1:]}
+    assert header[-1] == column and set(body) == set(rows)
+    for name, row in rows.items():
+        assert body[name][header.index(column)] == row[column]
