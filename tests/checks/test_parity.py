@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from evalsuite.checks.parity import Parity, metric_rows, rank_overlap
+from evalsuite.checks.parity import Parity, rank_overlap
+from evalsuite.reports.parity import metric_rows
 
 
 @dataclass

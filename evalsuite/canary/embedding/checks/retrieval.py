@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from ....base.errors import ContractError
 from ....checks import Check, CheckOutcome
-from ....checks.parity import Parity, parity_section
+from ....checks.parity import Parity
+from ....reports.parity import parity_section
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

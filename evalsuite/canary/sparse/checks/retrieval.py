@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ....checks import Check, CheckOutcome
-from ....checks.parity import Parity, parity_section
+from ....checks.parity import Parity
+from ....reports.parity import parity_section
 
 if TYPE_CHECKING:
     from ..context import SparseCanaryContext
