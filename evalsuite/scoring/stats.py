@@ -140,24 +140,39 @@ def _groups(n_resamples: int, n: int) -> Iterator[tuple[int, list[int]]]:
         yield start, [min(_BLOCK, g - t) for t in range(0, g, _BLOCK)]
 
 
-def bootstrap_means(d: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> np.ndarray:
-    """``(n_resamples, n_metrics)`` means of ``d`` (``(n, n_metrics)``) over queries resampled with replacement."""
-    n = d.shape[0]
+def _resample_counts(n: int, n_resamples: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
+    """(first resample, ``(g, n)`` counts: how often each query is drawn in each of the group's resamples) per
+    group, drawn from ``default_rng(seed)`` block by block. The counts depend on ``n``, ``n_resamples`` and
+    ``seed`` only; the array is reused by the next group."""
     rng = np.random.default_rng(seed)
-    out = np.empty((n_resamples, d.shape[1]), dtype=np.float64)
-    offsets = np.arange(_BLOCK, dtype=np.uint32 if _BLOCK * n < 2**32 else np.intp)[:, None] * n
+    offsets: np.ndarray = np.arange(_BLOCK, dtype=np.uint32 if _BLOCK * n < 2**32 else np.intp)[:, None] * n
     counts = np.empty((0, n))
     for start, blocks in _groups(n_resamples, n):
         g = sum(blocks)
         if counts.shape[0] < g:
             counts = np.empty((g, n), dtype=np.float64)
         row = 0
-        for rows in blocks:  # how often each query is drawn in each resample
+        for rows in blocks:
             idx = rng.integers(0, n, size=(rows, n), dtype=np.uint32) + offsets[:rows]
             counts[row : row + rows] = np.bincount(idx.ravel(), minlength=rows * n).reshape(rows, n)
             row += rows
-        out[start : start + g] = (counts[:g] @ d) / n
-    return out
+        yield start, counts[:g]
+
+
+def bootstrap_means(d: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> np.ndarray:
+    """``(n_resamples, n_metrics)`` means of ``d`` (``(n, n_metrics)``) over queries resampled with replacement."""
+    return _bootstrap_means_each([d], n_resamples, seed)[0]
+
+
+def _bootstrap_means_each(ds: Sequence[np.ndarray], n_resamples: int, seed: int) -> list[np.ndarray]:
+    """:func:`bootstrap_means` of each of ``ds`` (all with the same number of rows) from one draw of the counts:
+    each product is the one its own call computes, so each result is that call's, bit for bit."""
+    n = ds[0].shape[0]
+    outs = [np.empty((n_resamples, d.shape[1]), dtype=np.float64) for d in ds]
+    for start, counts in _resample_counts(n, n_resamples, seed):
+        for d, out in zip(ds, outs, strict=True):
+            out[start : start + len(counts)] = (counts @ d) / n
+    return outs
 
 
 def paired_bootstrap(
@@ -166,7 +181,11 @@ def paired_bootstrap(
     """Percentile bootstrap of the mean difference ``cand - ref``, one :class:`DeltaCI` per metric column."""
     _check(confidence, n_resamples)
     d = _differences(cand, ref)
-    means = bootstrap_means(d, n_resamples=n_resamples, seed=seed)
+    return _intervals(d, bootstrap_means(d, n_resamples=n_resamples, seed=seed), n_resamples, seed, confidence)
+
+
+def _intervals(d: np.ndarray, means: np.ndarray, n_resamples: int, seed: int, confidence: float) -> tuple[DeltaCI, ...]:
+    """One :class:`DeltaCI` per column of the differences ``d`` from their bootstrap ``means``."""
     a = 1 - confidence
     low, high, lower, upper = np.quantile(means, [a / 2, 1 - a / 2, a, 1 - a], axis=0)
     se = means.std(axis=0, ddof=1) if n_resamples > 1 else np.zeros(d.shape[1])
@@ -207,16 +226,24 @@ def sign_flip_test(cand: np.ndarray, ref: np.ndarray, *, n_resamples: int = N_RE
     ``n_resamples`` random sign vectors give ``(1 + #{|flipped| >= |observed|}) / (n_resamples + 1)``.
     """
     _check_resamples(n_resamples)
-    d = _differences(cand, ref)
-    n = d.shape[0]
-    total = d.sum(axis=0)
-    threshold = np.abs(total) - 1e-10 * np.abs(d).sum(axis=0)  # equal up to rounding counts as extreme
+    return _sign_flip_each([_differences(cand, ref)], n_resamples, seed)[0]
+
+
+def _sign_flip_each(ds: Sequence[np.ndarray], n_resamples: int, seed: int) -> list[np.ndarray]:
+    """:func:`sign_flip_test` of each of the differences ``ds`` (all with the same number of rows) from one draw
+    of the sign vectors: each product is the one its own call computes, so each p-value is that call's."""
+    n = ds[0].shape[0]
+    totals = [d.sum(axis=0) for d in ds]
+    # equal up to rounding counts as extreme
+    thresholds = [np.abs(t) - 1e-10 * np.abs(d).sum(axis=0) for d, t in zip(ds, totals, strict=True)]
     if n < 63 and 2**n <= n_resamples:
         bits = ((np.arange(2**n, dtype=np.int64)[:, None] >> np.arange(n)) & 1).astype(np.float64)
-        extreme = (np.abs(total - 2 * (bits @ d)) >= threshold).sum(axis=0)
-        return np.asarray(extreme / 2**n, dtype=np.float64)
+        return [
+            np.asarray((np.abs(t - 2 * (bits @ d)) >= th).sum(axis=0) / 2**n, dtype=np.float64)
+            for d, t, th in zip(ds, totals, thresholds, strict=True)
+        ]
     rng = np.random.default_rng(seed)
-    extreme = np.zeros(d.shape[1], dtype=np.int64)
+    extremes = [np.zeros(d.shape[1], dtype=np.int64) for d in ds]
     flips = np.empty((0, n))
     for _start, blocks in _groups(n_resamples, n):
         g = sum(blocks)
@@ -227,8 +254,9 @@ def sign_flip_test(cand: np.ndarray, ref: np.ndarray, *, n_resamples: int = N_RE
             packed = rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8)
             flips[row : row + rows] = np.unpackbits(packed, axis=1, count=n)
             row += rows
-        extreme += (np.abs(total - 2 * (flips[:g] @ d)) >= threshold).sum(axis=0)
-    return np.asarray((1 + extreme) / (n_resamples + 1), dtype=np.float64)
+        for d, t, th, extreme in zip(ds, totals, thresholds, extremes, strict=True):
+            extreme += (np.abs(t - 2 * (flips[:g] @ d)) >= th).sum(axis=0)
+    return [np.asarray((1 + e) / (n_resamples + 1), dtype=np.float64) for e in extremes]
 
 
 def _z(alpha: float, power: float) -> float:
@@ -326,6 +354,34 @@ def compare(
     p = sign_flip_test(cand, ref, n_resamples=n_resamples, seed=seed)
     mde = minimum_detectable_effect(d, alpha=1 - confidence, power=power)
     return tuple(Comparison(ci, float(p[j]), float(mde[j])) for j, ci in enumerate(cis))
+
+
+def compare_each(
+    pairs: Sequence[tuple[np.ndarray, np.ndarray]],
+    *,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+    power: float = POWER,
+) -> list[tuple[Comparison, ...]]:
+    """``[compare(cand, ref, ...) for cand, ref in pairs]``, the same numbers bit for bit, faster: the resamples
+    and sign vectors depend on the number of queries and the seed only, so the pairs with the same number of
+    queries share one draw of them (a sweep's slices: one draw per slice size for every cell and metric)."""
+    ds = [_differences(cand, ref) for cand, ref in pairs]
+    _check(confidence, n_resamples)
+    by_size: dict[int, list[int]] = {}
+    for i, d in enumerate(ds):
+        by_size.setdefault(d.shape[0], []).append(i)
+    out: dict[int, tuple[Comparison, ...]] = {}
+    for group in by_size.values():
+        members = [ds[i] for i in group]
+        means = _bootstrap_means_each(members, n_resamples, seed)
+        p = _sign_flip_each(members, n_resamples, seed)
+        for i, d, bm, pv in zip(group, members, means, p, strict=True):
+            cis = _intervals(d, bm, n_resamples, seed, confidence)
+            mde = minimum_detectable_effect(d, alpha=1 - confidence, power=power)
+            out[i] = tuple(Comparison(ci, float(pv[j]), float(mde[j])) for j, ci in enumerate(cis))
+    return [out[i] for i in range(len(ds))]
 
 
 def paired_scores(

@@ -218,3 +218,29 @@ def test_more_than_4096_queries_are_resampled_in_smaller_groups():
     means = stats.bootstrap_means(d[:, None], n_resamples=130, seed=1)[:, 0]
     assert ci.delta == pytest.approx(d.mean()) and ci.low == pytest.approx(np.quantile(means, 0.025))
     assert stats.sign_flip_test(d, np.zeros(5000), n_resamples=130, seed=1)[0] == pytest.approx(1 / 131)
+
+
+def test_compare_each_is_compare_of_each_pair_bit_for_bit():
+    # sizes below and above exact enumeration (2**13 <= 10,000 < 2**14), sizes met once and several times, one
+    # and two metric columns, in an order that interleaves the sizes: each pair's numbers are compare()'s alone
+    rng = np.random.default_rng(11)
+    sizes = [5, 40, 13, 14, 40, 5, 64, 40, 14, 2, 300]
+    pairs = []
+    for k, n in enumerate(sizes):
+        shape = (n,) if k % 3 else (n, 2)
+        pairs.append((rng.random(shape), rng.random(shape)))
+    got = stats.compare_each(pairs)
+    assert got == [stats.compare(a, b) for a, b in pairs]
+    # every field is compared: another seed or resample count changes the bootstrap spread and the sign-flip p-values
+    # of the Monte Carlo sizes, so a batch that drew them from the wrong stream could not pass the line above
+    for other in (stats.compare_each(pairs, seed=1), stats.compare_each(pairs, n_resamples=9_999)):
+        for n, mine, theirs in zip(sizes, got, other, strict=True):
+            assert mine[0].ci.std_error != theirs[0].ci.std_error
+            assert n <= 13 or mine[0].p_value != theirs[0].p_value
+    options = {"n_resamples": 500, "seed": 4, "confidence": 0.9, "power": 0.9}
+    assert stats.compare_each(pairs[:4], **options) == [stats.compare(a, b, **options) for a, b in pairs[:4]]
+    assert stats.compare_each([]) == []
+    with pytest.raises(ContractError, match="same shape"):
+        stats.compare_each([(np.zeros(3), np.zeros(4))])
+    with pytest.raises(SpecError, match="n_resamples 0 must be >= 1"):
+        stats.compare_each(pairs[:1], n_resamples=0)

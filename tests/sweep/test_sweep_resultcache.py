@@ -222,6 +222,36 @@ def test_slice_moves_miss_on_any_changed_input(swept: Any, tmp_path: Path, monke
         assert store.misses == {"slice-moves": misses}, patch[0]
 
 
+def test_slice_moves_of_every_cell_at_once_are_each_cells_own_bit_for_bit(swept: Any) -> None:
+    """The cells' slice moves computed together (resamples shared by slice size) against stats.compare called
+    on each slice, metric and cell alone, on the fixture's real per-query scores."""
+    import numpy as np
+
+    from evalsuite.scoring.stats import compare
+    from evalsuite.slicing.compare import MIN_COMPARED, slice_moves, slice_moves_each
+
+    _, result = swept
+    index, base, metrics = result.base.slices, result.base.per_query, list(result.metrics)
+    cells = [c.result.per_query for c in result.cells] + [_per_query_bumped(result.cells[0].result.per_query)]
+    together = slice_moves_each(index, cells, base, metrics)
+    sizes: list[int] = []
+    for cell, moves in zip(cells, together, strict=True):
+        expected = []
+        for s in index.reported():
+            for m in metrics:
+                shared = [q for q in index.members(s) if q in cell[m] and q in base[m]]
+                if len(shared) >= MIN_COMPARED:
+                    a, b = np.array([cell[m][q] for q in shared]), np.array([base[m][q] for q in shared])
+                    expected.append((s.text, m, len(shared), float(a.mean()), float(b.mean()), compare(a, b)[0]))
+                    sizes.append(len(shared))
+        got = [(x.slice, x.metric, x.n_queries, x.candidate, x.reference, x.comparison) for x in moves]
+        assert sorted(got, key=repr) == sorted(expected, key=repr)
+        assert moves == slice_moves(index, cell, base, metrics)
+    # the batch shares: slices of the same size across cells and metrics, and several sizes
+    assert len(set(sizes)) >= 3 and len(sizes) >= 2 * len(set(sizes))
+    assert any(x.comparison.ci.delta != 0 for moves in together for x in moves)
+
+
 def _dots(values: list[float], title: str = "t") -> Any:
     from matplotlib.figure import Figure
 

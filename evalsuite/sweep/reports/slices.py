@@ -9,6 +9,7 @@ the sweep was run without a slice index.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...reports.markdown import table
@@ -53,35 +54,41 @@ def base_slices(result: SweepResult) -> list[dict[str, object]] | None:
 
 def cell_moves(result: SweepResult, c: CellResult) -> list[SliceMove]:
     """Every slice's paired delta of the cell against the base, with its CI, largest first (computed once per
-    sweep, and read back from the result cache when the per-query scores and slices are unchanged)."""
+    sweep for every cell together, and read back from the result cache when the per-query scores and slices
+    are unchanged)."""
     index = result.base.slices
     if index is None or c.cell.same_as_base:
         return []
     key = ("slice-moves", c.cell.name)
     if key not in result.derived:
-        moves = _slice_moves(result, index, c)
-        result.derived[key] = [m for m in moves if m.comparison.ci.delta != 0]
+        todo = [
+            x for x in result.cells if not x.cell.same_as_base and ("slice-moves", x.cell.name) not in result.derived
+        ]
+        for x, moves in zip(todo, _slice_moves_each(result, index, todo), strict=True):
+            result.derived[("slice-moves", x.cell.name)] = [m for m in moves if m.comparison.ci.delta != 0]
     found: list[SliceMove] = result.derived[key]
     return found
 
 
 def _slice_moves(result: SweepResult, index: SliceIndex, c: CellResult) -> list[SliceMove]:
-    from ...slicing.compare import MIN_COMPARED, slice_moves
+    return _slice_moves_each(result, index, [c])[0]
+
+
+def _slice_moves_each(result: SweepResult, index: SliceIndex, cells: Sequence[CellResult]) -> list[list[SliceMove]]:
+    """Each cell's slice moves against the base: those the result cache holds read back, the others computed
+    together (one :func:`~evalsuite.slicing.compare.slice_moves_each`: the same moves as one call per cell)."""
+    from ...slicing.compare import MIN_COMPARED, slice_moves_each
 
     metrics = list(result.metrics)
-    base, cell = result.base.per_query, c.result.per_query
-
-    def compute() -> list[SliceMove]:
-        return slice_moves(index, cell, base, metrics)
-
-    if result.store is None:
-        return compute()
+    base = result.base.per_query
+    store = result.store
+    if store is None:
+        return slice_moves_each(index, [c.result.per_query for c in cells], base, metrics)
     from ...run.cache.results import code_digest, json_digest, library_versions
     from ...scoring.stats import CONFIDENCE, N_RESAMPLES, POWER
 
-    fields = {
+    shared = {
         "reference": json_digest(base),
-        "candidate": json_digest(cell),
         "metrics": metrics,
         "slices": [[s.text, json_digest(index.members(s))] for s in index.reported()],
         "min_compared": MIN_COMPARED,
@@ -89,7 +96,15 @@ def _slice_moves(result: SweepResult, index: SliceIndex, c: CellResult) -> list[
         "libraries": library_versions(("evalsuite", "numpy")),
         "code": code_digest(("evalsuite.scoring.stats", "evalsuite.slicing.compare", "evalsuite.run.cache.results")),
     }
-    return result.store.memo("slice-moves", fields, compute, _dump_moves, _undump_moves)
+    fields = [{**shared, "candidate": json_digest(c.result.per_query)} for c in cells]
+    found = [store.load("slice-moves", f, _undump_moves) for f in fields]
+    missing = [i for i, moves in enumerate(found) if moves is None]
+    computed = slice_moves_each(index, [cells[i].result.per_query for i in missing], base, metrics)
+    for i, moves in zip(missing, computed, strict=True):
+        payload, arrays = _dump_moves(moves)
+        store.save("slice-moves", fields[i], payload, arrays)
+        found[i] = moves
+    return [moves for moves in found if moves is not None]
 
 
 def _dump_moves(moves: list[SliceMove]) -> tuple[Any, dict[str, Any]]:
