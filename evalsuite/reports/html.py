@@ -10,7 +10,10 @@ from __future__ import annotations
 import base64
 import html
 import io
+import multiprocessing
+import os
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,7 +22,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..run.cache.results import ResultStore
+    from ..run.cache.results import Entry, ResultStore
 
 Point = tuple[float, Mapping[str, float]]
 Interval = Mapping[str, tuple[float, float]]  # per metric (low, high): an error bar
@@ -79,28 +82,112 @@ def chart_uri(
     if store is None:
         fig = chart(*args, **kwargs)
         return None if fig is None else png_data_uri(fig)
+    png = store.memo("plot", chart_fields(chart, args, kwargs), lambda: draw_png(chart, args, kwargs), _dump, _undump)
+    return _uri(png)
+
+
+def chart_fields(
+    chart: Callable[..., object], args: Sequence[object], kwargs: Mapping[str, object]
+) -> dict[str, object]:
+    """The result cache's key fields of one chart: the function, its plain-data arguments, the plotting libraries'
+    versions and the source of the modules that draw it."""
     from ..run.cache.results import code_digest, library_versions
 
-    fields = {
+    return {
         "chart": f"{chart.__module__}.{chart.__qualname__}",
         "args": list(args),
-        "kwargs": kwargs,
+        "kwargs": dict(kwargs),
         "libraries": library_versions(PLOT_LIBRARIES),
         "code": code_digest(tuple(dict.fromkeys((__name__, chart.__module__, "evalsuite.run.cache.results")))),
     }
 
-    def draw() -> bytes:
-        fig = chart(*args, **kwargs)
-        return b"" if fig is None else png_bytes(fig)
 
-    png = store.memo(
-        "plot",
-        fields,
-        draw,
-        lambda data: ({}, {"png": np.frombuffer(data, dtype=np.uint8)}),
-        lambda entry: entry.arrays["png"].tobytes(),
-    )
+def draw_png(chart: Callable[..., Figure | None], args: Sequence[object], kwargs: Mapping[str, object]) -> bytes:
+    """The chart's PNG (empty when it draws nothing)."""
+    fig = chart(*args, **kwargs)
+    return b"" if fig is None else png_bytes(fig)
+
+
+def _dump(data: bytes) -> tuple[object, dict[str, np.ndarray]]:
+    return {}, {"png": np.frombuffer(data, dtype=np.uint8)}
+
+
+def _undump(entry: Entry) -> bytes:
+    return entry.arrays["png"].tobytes()
+
+
+def _uri(png: bytes) -> str | None:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii") if png else None
+
+
+class Charts:
+    """The charts of one page drawn while the caller writes its other files: :meth:`start` looks a chart up in
+    the result cache and hands one it lacks to a worker process forked from this one (it has this process's
+    imports, so it starts drawing at once); :meth:`uri` is :func:`chart_uri` of that chart, waiting for its
+    worker and storing what it drew. The bytes are the ones :func:`chart_uri` draws here (the same function on
+    the same arguments and libraries); a chart whose worker failed is drawn here. Without ``fork`` or a second
+    CPU nothing starts early and :meth:`uri` is :func:`chart_uri`. Use it as a context manager: leaving it
+    stops the workers."""
+
+    def __init__(self, store: ResultStore | None, workers: int | None = None) -> None:
+        self.store = store
+        forks = "fork" in multiprocessing.get_all_start_methods()
+        self.workers = 0 if not forks else min(os.cpu_count() or 1, 2) if workers is None else workers
+        self._pool: ProcessPoolExecutor | None = None
+        self._started: dict[str, tuple[dict[str, object] | None, Future[bytes] | bytes]] = {}
+
+    def __enter__(self) -> Charts:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    @staticmethod
+    def _key(chart: Callable[..., object], args: Sequence[object], kwargs: Mapping[str, object]) -> str:
+        from ..run.cache.results import canonical_json
+
+        return canonical_json([f"{chart.__module__}.{chart.__qualname__}", list(args), dict(kwargs)])
+
+    def _executor(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
+        return self._pool
+
+    def start(self, chart: Callable[..., Figure | None], *args: object, **kwargs: object) -> None:
+        """Begin drawing the chart in a worker unless the result cache has it (nothing without workers)."""
+        key = self._key(chart, args, kwargs)
+        if key in self._started or self.workers < 2:
+            return
+        fields = None
+        if self.store is not None:
+            fields = chart_fields(chart, args, kwargs)
+            found = self.store.load("plot", fields, _undump)
+            if found is not None:
+                self._started[key] = (fields, found)
+                return
+        self._started[key] = (fields, self._executor().submit(draw_png, chart, args, kwargs))
+
+    def uri(self, chart: Callable[..., Figure | None], *args: object, **kwargs: object) -> str | None:
+        """:func:`chart_uri` of the chart: what its worker drew (then stored) or the cache held, if started."""
+        started = self._started.pop(self._key(chart, args, kwargs), None)
+        if started is None:
+            return chart_uri(self.store, chart, *args, **kwargs)
+        fields, got = started
+        if isinstance(got, bytes):
+            return _uri(got)
+        try:
+            png = got.result()
+        except Exception:  # the worker died, or the chart raised there: draw it here (raising here, if it does)
+            png = draw_png(chart, args, kwargs)
+        if self.store is not None and fields is not None:  # a miss when it started: stored as chart_uri stores it
+            payload, arrays = _dump(png)
+            self.store.save("plot", fields, payload, arrays)
+        return _uri(png)
 
 
 def _yerr(values: Sequence[float], bars: Sequence[Interval | None], m: str) -> list[list[float]] | None:

@@ -292,3 +292,58 @@ def test_plots_are_keyed_by_chart_arguments_libraries_and_source(
             m.setattr(*patch)
             chart_uri(store, _dots, [1.0, 2.0], title="a")
         assert store.misses == {"plot": misses}, patch[0]
+
+
+def _dots_in(values: tuple[float, ...], title: str = "t") -> Any:
+    """_dots that records which process drew it (a file named by its pid)."""
+    Path(os.environ["DOTS_DRAWN"]).joinpath(str(os.getpid())).write_text("drawn")
+    return _dots(list(values), title)
+
+
+def _broken(values: list[float], title: str = "t") -> Any:
+    """A chart whose worker dies (the process exits while drawing); here it draws as _dots."""
+    if os.getpid() != int(os.environ["DOTS_PARENT"]):
+        os._exit(3)
+    return _dots(values, title)
+
+
+def test_charts_drawn_in_workers_are_the_bytes_and_cache_entries_chart_uri_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalsuite.reports.html import Charts
+
+    drawn = tmp_path / "drawn"
+    drawn.mkdir()
+    monkeypatch.setenv("DOTS_DRAWN", str(drawn))
+    monkeypatch.setenv("DOTS_PARENT", str(os.getpid()))
+    here = {args: chart_uri(None, _dots_in, *args) for args in (((1.0, 2.0), "a"), ((3.0, 1.0), "b"))}
+    assert {p.name for p in drawn.iterdir()} == {str(os.getpid())}
+    store = ResultStore(tmp_path / "cache")
+    with Charts(store, workers=2) as charts:
+        for args in here:
+            charts.start(_dots_in, *args)
+        charts.start(_dots_in, (1.0, 2.0), "a")  # started once
+        assert store.misses == {"plot": 2} and not store.hits
+        got = {args: charts.uri(_dots_in, *args) for args in here}
+        assert charts.uri(_dots_in, [5.0], "c") == chart_uri(None, _dots_in, [5.0], "c")  # not started: drawn here
+    assert got == here  # the same PNG bytes as drawn in this process
+    workers = {p.name for p in drawn.iterdir()} - {str(os.getpid())}
+    assert workers and all(int(pid) != os.getpid() for pid in workers)
+    assert store.misses == {"plot": 3}
+    # what the workers drew is stored under chart_uri's key: read back here, and started again it is a hit
+    assert chart_uri(store, _dots_in, (1.0, 2.0), "a") == here[((1.0, 2.0), "a")] and store.hits == {"plot": 1}
+    with Charts(store, workers=2) as charts:
+        charts.start(_dots_in, (3.0, 1.0), "b")
+        assert charts._pool is None and store.hits == {"plot": 2}  # nothing to draw: no worker forked
+        assert charts.uri(_dots_in, (3.0, 1.0), "b") == here[((3.0, 1.0), "b")]
+    # a worker that dies: the chart is drawn here instead, and stored
+    with Charts(store, workers=2) as charts:
+        charts.start(_broken, [7.0], "d")
+        assert charts.uri(_broken, [7.0], "d") == chart_uri(None, _dots, [7.0], "d")
+    assert chart_uri(store, _broken, [7.0], "d") == chart_uri(None, _dots, [7.0], "d") and store.hits == {"plot": 3}
+    # one worker or none: nothing starts early, uri is chart_uri
+    with Charts(store, workers=1) as charts:
+        charts.start(_dots_in, [9.0], "e")
+        assert charts._pool is None and store.misses == {"plot": 4}
+        assert charts.uri(_dots_in, [9.0], "e") == chart_uri(None, _dots_in, [9.0], "e")
+    assert store.misses == {"plot": 5}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from ...reports.markdown import contract_rows
@@ -10,11 +10,12 @@ from .choice import choice_html
 from .data import shows_storage
 from .index import index_html
 from .markdown import _ci_rows, _execution_lines, _p_rows, _storage_rows, marks_legend, sweep_table_rows
-from .slices import sweep_slices_html
+from .slices import slices_chart, sweep_slices_html
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from ...reports.html import Charts
     from ..results import CellResult, SweepResult
 
 
@@ -103,7 +104,21 @@ def sweep_charts(result: SweepResult) -> list[Chart]:
     return figures
 
 
-def sweep_html(result: SweepResult) -> str:
+PageChart = tuple[Callable[..., "Figure | None"], tuple[object, ...], dict[str, object]]  # chart, args, kwargs
+
+
+def page_charts(result: SweepResult) -> Iterator[PageChart]:
+    """Every chart report.html shows, as (function, plain-data arguments, keyword arguments): one per axis, then
+    the slices' small multiples (their intervals are computed when it is reached)."""
+    for _, chart, args, kwargs in sweep_charts(result):
+        yield chart, args, kwargs
+    found = slices_chart(result)
+    if found is not None:
+        yield found[0], found[1], {}
+
+
+def sweep_html(result: SweepResult, charts: Charts | None = None) -> str:
+    """report.html (``charts``: where its charts may be drawing already, see :func:`page_charts`)."""
     from ...reports import html as h
 
     base = result.base
@@ -139,7 +154,9 @@ def sweep_html(result: SweepResult) -> str:
         h.heading("Plots"),
     ]
     for caption, chart, args, kwargs in sweep_charts(result):
-        uri = h.chart_uri(result.store, chart, *args, **kwargs)
+        uri = (
+            h.chart_uri(result.store, chart, *args, **kwargs) if charts is None else charts.uri(chart, *args, **kwargs)
+        )
         if uri is not None:
             parts.append(h.figure_html(uri, caption))
     ph, pr = _p_rows(result)
@@ -150,7 +167,7 @@ def sweep_html(result: SweepResult) -> str:
         h.table(ph, pr),
     ]
     parts += index_html(result)
-    parts += sweep_slices_html(result)
+    parts += sweep_slices_html(result, charts)
     if any(shows_storage(c) for c in result.cells):
         parts += [
             h.heading("Storage (float32, flat index)"),

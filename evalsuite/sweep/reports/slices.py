@@ -9,7 +9,7 @@ the sweep was run without a slice index.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...reports.markdown import table
@@ -17,6 +17,9 @@ from ...reports.slice_plots import draw_small_multiples, slice_cells_dict, slice
 from ...reports.slices import moved_cells
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ...reports.html import Charts
     from ...run.cache.results import Entry
     from ...slicing import SliceIndex, SliceRow
     from ...slicing.compare import SliceMove
@@ -184,17 +187,27 @@ def sweep_slices_markdown(result: SweepResult) -> list[str]:
     return parts
 
 
-def sweep_slices_html(result: SweepResult) -> list[str]:
-    """The slices section of report.html: small multiples (one panel per slice, one bar per cell) and the table."""
+def slices_chart(result: SweepResult) -> tuple[Callable[..., Figure | None], tuple[object, ...]] | None:
+    """The small multiples' chart call (function and plain-data arguments); None without a slice index."""
     if result.base.slices is None or not result.metrics:
+        return None
+    runs = [("base", result.base.per_query)] + [(c.cell.name, c.result.per_query) for c in result.cells]
+    data = small_multiples_data(result.base.slices, runs, result.metrics[0], tables=slice_tables(result))
+    return draw_small_multiples, data
+
+
+def sweep_slices_html(result: SweepResult, charts: Charts | None = None) -> list[str]:
+    """The slices section of report.html: small multiples (one panel per slice, one bar per cell) and the table
+    (``charts``: where the chart may be drawing already)."""
+    found = slices_chart(result)
+    if found is None:
         return []
     from ...reports import html as h
 
     metric = result.metrics[0]
-    runs = [("base", result.base.per_query)] + [(c.cell.name, c.result.per_query) for c in result.cells]
     parts = [h.heading(f"Slices ({metric})")]
-    data = small_multiples_data(result.base.slices, runs, metric, tables=slice_tables(result))
-    uri = h.chart_uri(result.store, draw_small_multiples, *data)
+    chart, args = found
+    uri = h.chart_uri(result.store, chart, *args) if charts is None else charts.uri(chart, *args)
     if uri is not None:
         parts.append(
             h.figure_html(
