@@ -14,7 +14,6 @@ from ..base.settings import check_fields
 from ..contract.build import build_contract as build_contract
 from ..contract.build import lineage as lineage
 from ..contract.build import retrieval_of as retrieval_of
-from ..model.prompts import DOC_PROMPT_NAMES as DOC_PROMPT_NAMES  # the document role's prompt names
 from ..retrieval.retrievers import RETRIEVAL_SETTINGS, retrieval_param
 from ..retrieval.retrievers import resolve as resolve_retrieval
 from ..scoring.metrics import DEFAULT_METRICS, parse_metrics
