@@ -106,12 +106,13 @@ def child_reader(size: int, executor: str, chunk: int, block: int, model_dir: Pa
 def child_generated(size: int, executor: str, queries: int, chunk: int, block: int, model_dir: Path) -> dict[str, Any]:
     """Texts generated chunk by chunk straight into ``encode_to_store`` and ``block_search``: no reader."""
     t_start = time.perf_counter()
+    from evalsuite.contract import build_contract
     from evalsuite.encode.chunked import encode_to_store
     from evalsuite.encode.executors import Execution, build_encoder
     from evalsuite.model import resolve_model
     from evalsuite.retrieval.vectors import finalize
     from evalsuite.run.blocksearch import block_search
-    from evalsuite.run.spec import RunSpec, build_contract
+    from evalsuite.run.spec import RunSpec
     from evalsuite.scoring.metrics import evaluate, search_depth
 
     words = vocabulary()

@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "evalsuite"
 DOC = REPO / "docs" / "ARCHITECTURE.md"
-CLI = "*.cli"  # every cli.py (and *_cli.py, e.g. canary/rerank_cli.py): the thin shells
+CLI = "*.cli"  # every cli.py (e.g. canary/reranker/cli.py; a *_cli.py too): the thin shells
 
 
 @dataclass(frozen=True)
@@ -300,3 +300,25 @@ def test_the_audit_imports_no_canary():
     found = _imports_of("audit", "canary")
     assert not found, "the audit imports the canary:\n" + "\n".join(found)
     assert _imports_of("canary.runner", "checks")  # the finder sees an engine import where there is one
+
+
+def module_line_bound(text: str) -> int:
+    """The bound 'No module is over N lines' in docs/ARCHITECTURE.md's rules."""
+    found = re.search(r"No module is over (\d+) lines", text)
+    assert found, f"{DOC}: the rule 'No module is over N lines' is gone from 'Rules the layout keeps'"
+    return int(found.group(1))
+
+
+def modules_over(bound: int) -> list[str]:
+    """``evalsuite/path.py: N lines`` for each module longer than ``bound``, longest first."""
+    sizes = {path: len(path.read_text(encoding="utf-8").splitlines()) for path in modules()}
+    over = sorted((n, path) for path, n in sizes.items() if n > bound)
+    return [f"{path.relative_to(REPO)}: {n} lines" for n, path in reversed(over)]
+
+
+def test_no_module_is_over_the_line_bound():
+    bound = module_line_bound(DOC.read_text(encoding="utf-8"))
+    assert bound == 450
+    over = modules_over(bound)
+    assert not over, f"modules over {bound} lines (docs/ARCHITECTURE.md, Rules the layout keeps):\n" + "\n".join(over)
+    assert modules_over(bound // 10)  # the finder sees a long module where there is one

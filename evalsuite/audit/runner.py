@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..base.memo import Memo
 from ..checks import CheckOutcome, CheckOutcomes
 from .settings import AuditSettings
 from .source import SourceOptions
@@ -107,18 +106,14 @@ class AuditReport:
 
 
 def reference_encoder(prepared: Prepared) -> Callable[[], Encoder]:
-    """The pinned reference's encoder, made (and its model loaded) once, on first use, whichever thread asks."""
+    """The pinned reference's encoder, made (and its model loaded) once, on first use, whichever thread asks
+    (the one compute-once memo, ``base/memo.py``)."""
     from ..run.pipeline import make_encoder
 
-    lock = threading.Lock()
-
-    @lru_cache(maxsize=1)
-    def made() -> Encoder:
-        return make_encoder(prepared)
+    memo = Memo()
 
     def encoder() -> Encoder:
-        with lock:
-            return made()
+        return memo.get("reference", lambda: make_encoder(prepared))
 
     return encoder
 
@@ -127,16 +122,18 @@ def endpoint_encoder(
     prepared: Prepared, url: str, client: Mapping[str, Any] | None = None
 ) -> Callable[[], ContractEncoder]:
     """The production query path: the queries encoded by the served endpoint under the same contract (``client``:
-    how to call it, RunSpec's endpoint client fields: ``api_key_env``, ``served_model``, ...)."""
+    how to call it, RunSpec's endpoint client fields: ``api_key_env``, ``served_model``, ...); made once, on first
+    use, whichever thread asks."""
     from ..encode.contract_encoder import ContractEncoder
     from ..run.pipeline import make_encoder
 
     spec = dataclasses.replace(prepared.spec, endpoints=(url,), **dict(client or {}))
     served = dataclasses.replace(prepared, spec=spec)
 
-    @lru_cache(maxsize=1)
+    memo = Memo()
+
     def encoder() -> ContractEncoder:
-        return ContractEncoder(make_encoder(served), prepared.contract)
+        return memo.get("endpoint", lambda: ContractEncoder(make_encoder(served), prepared.contract))
 
     return encoder
 

@@ -72,8 +72,8 @@ def make_plan(
     reranker: RerankSpec | None = None,
 ) -> BudgetPlan:
     """Check every declared stage and open the built index; raises BudgetStageError naming the stage."""
+    from ..contract import build_contract
     from ..run.prepared import prepare
-    from ..run.spec import build_contract
 
     if attribution not in ATTRIBUTIONS:
         raise BudgetStageError("attribution", f"{attribution!r} is not one of {', '.join(ATTRIBUTIONS)}")

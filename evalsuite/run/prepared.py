@@ -8,12 +8,12 @@ from pathlib import Path
 
 from ..base.errors import SpecError
 from ..base.resources import dataset_dir
-from ..contract import Contract
+from ..contract import Contract, build_contract
 from ..datasets import Dataset, load_dataset
 from ..encode.executors import Execution
 from ..encode.settings import EncoderSettings
 from ..model import ModelInfo, resolve_model
-from .spec import AUTO_CHUNK_BYTES, AUTO_CHUNK_SIZE, RunSpec, build_contract, check_endpoint_settings
+from .spec import AUTO_CHUNK_BYTES, AUTO_CHUNK_SIZE, RunSpec, check_endpoint_settings
 
 
 @dataclass(frozen=True)

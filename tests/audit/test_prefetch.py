@@ -4,8 +4,10 @@ thread while the vectors stream, and the fidelity check finds exactly what it co
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
+import pytest
 
 from evalsuite.audit.context import AuditContext
 from evalsuite.audit.runner import AuditTarget, open_context, reference_encoder
@@ -49,3 +51,35 @@ def test_the_sample_is_encoded_in_the_background_with_the_same_result(ingest, mo
     for field in ("cosine", "stored", "reference"):
         assert np.array_equal(getattr(ahead, field), getattr(in_order, field)), field
     assert (ahead.cosine < 0.99).sum() == 2  # the swapped rows
+
+
+def test_the_reference_encoder_is_made_once_whichever_threads_ask(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Eight threads asking at once get one encoder, made once; a failed make is not kept (the next ask makes it
+    again), as the one compute-once memo (``base/memo.py``) promises."""
+    made: list[object] = []
+    failures = ["the model did not load"]  # the first make fails
+
+    def make_encoder(prepared: object) -> object:
+        if failures:
+            raise RuntimeError(failures.pop())
+        made.append(prepared)
+        time.sleep(0.05)  # the others arrive while it is being made
+        return object()
+
+    monkeypatch.setattr("evalsuite.run.pipeline.make_encoder", make_encoder)
+    encoder = reference_encoder("prepared")  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="did not load"):
+        encoder()
+    barrier = threading.Barrier(8)
+    got: list[object] = []
+
+    def ask() -> None:
+        barrier.wait()
+        got.append(encoder())
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert made == ["prepared"] and len(got) == 8 and all(g is got[0] for g in got)

@@ -1,11 +1,14 @@
+import dataclasses
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from evalsuite.base.errors import ContractError, SpecError
-from evalsuite.contract import Contract
+from evalsuite.contract import Contract, ContractRequest, build_contract
 from evalsuite.model import resolve_model
-from evalsuite.run.spec import RunSpec, build_contract
+from evalsuite.retrieval.retrievers import RETRIEVAL_SETTINGS
+from evalsuite.run.spec import RunSpec
 from evalsuite.testing.builders import make_contract
 
 
@@ -101,3 +104,52 @@ def test_render_is_the_one_place_a_text_becomes_a_model_input():
     assert c.render_all("query", ["a", ""]) == ["query: a", "query: "]
     with pytest.raises(SpecError):
         c.render("passage", "bread")
+
+
+def test_the_builder_reads_only_what_a_contract_request_declares(make_tiny_bert, tmp_path):
+    """The contract layer declares what it reads from a request (``ContractRequest``); ``RunSpec`` holds each member
+    as a field, every retrieval setting among them, and a plain object holding only those members builds the very
+    contract the ``RunSpec`` builds: the builder reads nothing else of the spec."""
+    members = {name for name, value in vars(ContractRequest).items() if isinstance(value, property)}
+    assert set(RETRIEVAL_SETTINGS) <= members <= {f.name for f in dataclasses.fields(RunSpec)}
+    d = make_tiny_bert(tmp_path / "prompts")
+    (d / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
+    info = resolve_model(str(d))
+    spec = RunSpec.from_mapping(
+        {
+            "model": str(d),
+            "model_name": "embedder",
+            "pooling": "cls",
+            "normalize": False,
+            "query_prefix": "q: ",
+            "doc_prefix": "d: ",
+            "dim": 16,
+            "max_length": 32,
+            "dtype": "float16",
+            "truncation": "reject",
+            "index": "hnsw",
+            "retrieval": "hybrid",
+            "fuse": "dense+bm25",
+            "fusion_k": 30,
+            "bm25_k1": 1.2,
+        },
+        source="spec",
+    )
+    request = SimpleNamespace(**{name: getattr(spec, name) for name in members})
+    built = build_contract(spec, info)
+    assert build_contract(request, info).to_dict() == built.to_dict()
+    assert (built.model, built.pooling, built.similarity, built.dim, built.max_length) == (
+        "embedder",
+        "cls",
+        "dot",
+        16,
+        32,
+    )
+    assert (built.query_prefix, built.doc_prefix, built.dtype, built.truncation) == ("q: ", "d: ", "float16", "reject")
+    assert built.retrieval.startswith("hybrid:fuse=dense+bm25") and "k=30" in built.retrieval
+    assert built.index.startswith("hnsw")
+    assert built.departures == (
+        "pooling cls: the model declares mean (1_Pooling/config.json)",
+        "normalize false: the model declares a Normalize module (modules.json)",
+        "query prefix 'q: ': the model declares the 'query' prompt 'query: ' (config_sentence_transformers.json)",
+    )

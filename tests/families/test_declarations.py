@@ -10,9 +10,9 @@ import shutil
 import pytest
 
 from evalsuite.base.errors import ModelError, SpecError
-from evalsuite.contract import POOLINGS, Contract
+from evalsuite.contract import POOLINGS, Contract, build_contract
 from evalsuite.model import resolve_model
-from evalsuite.run.spec import RunSpec, build_contract
+from evalsuite.run.spec import RunSpec
 
 
 def _pooling_cfg(d, **cfg):

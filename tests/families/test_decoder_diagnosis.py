@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from evalsuite.contract import build_contract
 from evalsuite.diagnose.hypotheses import Alternative
 from evalsuite.diagnose.local import AlternativeVectors, Hypotheses, Probes, ReferenceSource
 from evalsuite.diagnose.score import diagnose
@@ -14,7 +15,7 @@ from evalsuite.encode.local import LocalEncoder
 from evalsuite.model import resolve_model
 from evalsuite.retrieval.vectors import finalize
 from evalsuite.run import probes as probe_texts
-from evalsuite.run.spec import RunSpec, build_contract
+from evalsuite.run.spec import RunSpec
 
 
 @pytest.fixture(scope="module")

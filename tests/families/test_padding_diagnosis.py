@@ -11,6 +11,7 @@ import json
 import numpy as np
 import pytest
 
+from evalsuite.contract import build_contract
 from evalsuite.diagnose.hypotheses import Alternative
 from evalsuite.diagnose.local import AlternativeVectors, Hypotheses, Probes, ReferenceSource
 from evalsuite.diagnose.score import EXPLAIN_TOL, diagnose
@@ -20,7 +21,7 @@ from evalsuite.encode.right_padded import RightPaddedLastEncoder
 from evalsuite.model import resolve_model
 from evalsuite.retrieval.vectors import finalize
 from evalsuite.run import probes as probe_texts
-from evalsuite.run.spec import RunSpec, build_contract
+from evalsuite.run.spec import RunSpec
 from evalsuite.testing.tiny_families import MAX_LENGTH
 
 from .decoder_engine import DecoderEngine

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalsuite.contract import Contract
+from evalsuite.contract import Contract, build_contract
 from evalsuite.datasets import load_dataset
 from evalsuite.encode.contract_encoder import ContractEncoder
 from evalsuite.encode.local import LocalEncoder
 from evalsuite.model import resolve_model
-from evalsuite.run.spec import RunSpec, build_contract
+from evalsuite.run.spec import RunSpec
 from evalsuite.testing.tiny_families import FAMILIES, Family
 
 from .conftest import TEXTS

@@ -8,10 +8,10 @@ import argparse
 import pytest
 
 from evalsuite.base.errors import SpecError
-from evalsuite.contract import Contract
+from evalsuite.contract import Contract, retrieval_of
 from evalsuite.retrieval.retrievers import RETRIEVER_NAMES, canonical, parse_retrieval, resolve
 from evalsuite.run.options import RUN_OPTIONS, add_options, collect
-from evalsuite.run.spec import RunSpec, retrieval_of
+from evalsuite.run.spec import RunSpec
 from evalsuite.testing.builders import make_contract
 
 BM25_DEFAULTS = "k1=1.5,b=0.75,method=lucene,stopwords=en,stemmer=none"

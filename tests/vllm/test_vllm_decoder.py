@@ -82,8 +82,9 @@ def test_a_gateway_that_drops_or_spreads_the_query_instruction_is_named(
     before the faithful decoder server that drops the contract's query instruction from every input (``strip``),
     or prepends it to every input without it (``add``: documents too), is named by the diagnosis with vLLM's
     remedy."""
+    from evalsuite.contract import build_contract
     from evalsuite.model import resolve_model
-    from evalsuite.run.spec import RunSpec, build_contract
+    from evalsuite.run.spec import RunSpec
 
     from ..canary.proxy import Proxy, Router, prefix_rewrite
 

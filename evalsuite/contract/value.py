@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base.errors import ContractError, SpecError
-from .retrieval.index.spec import canonical
-from .retrieval.retrievers.spec import DENSE
-from .retrieval.retrievers.spec import canonical as canonical_retrieval
+from ..base.errors import ContractError, SpecError
+from ..retrieval.index.spec import canonical
+from ..retrieval.retrievers.spec import DENSE
+from ..retrieval.retrievers.spec import canonical as canonical_retrieval
 
 POOLINGS = ("cls", "mean", "last", "max", "weightedmean", "mean_sqrt_len")
 DTYPES = ("float32", "bfloat16", "float16")
