@@ -12,6 +12,7 @@ import html
 import io
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import TYPE_CHECKING
@@ -125,13 +126,13 @@ class Charts:
     the result cache and hands one it lacks to a worker process forked from this one (it has this process's
     imports, so it starts drawing at once); :meth:`uri` is :func:`chart_uri` of that chart, waiting for its
     worker and storing what it drew. The bytes are the ones :func:`chart_uri` draws here (the same function on
-    the same arguments and libraries); a chart whose worker failed is drawn here. Without ``fork`` or a second
-    CPU nothing starts early and :meth:`uri` is :func:`chart_uri`. Use it as a context manager: leaving it
+    the same arguments and libraries); a chart whose worker failed is drawn here. Off Linux (where ``fork`` is
+    not the safe default) or with one CPU nothing starts early and :meth:`uri` is :func:`chart_uri`. Use it as a context manager: leaving it
     stops the workers."""
 
     def __init__(self, store: ResultStore | None, workers: int | None = None) -> None:
         self.store = store
-        forks = "fork" in multiprocessing.get_all_start_methods()
+        forks = sys.platform == "linux"  # fork is the default start method there; elsewhere it may be unsafe
         self.workers = 0 if not forks else min(os.cpu_count() or 1, 2) if workers is None else workers
         self._pool: ProcessPoolExecutor | None = None
         self._started: dict[str, tuple[dict[str, object] | None, Future[bytes] | bytes]] = {}

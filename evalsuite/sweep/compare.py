@@ -57,35 +57,65 @@ def cell_statistics(
     """One cell against the base, per metric: the ranx test's p-value (1 for a cell equal to the base: it is
     not a test) and the paired comparison (delta with its bootstrap CI, sign-flip p, MDE). With ``store``,
     read back when the per-query scores and every setting are the same as when it was stored."""
+    return cells_statistics(base, [cell], metrics, test=test, alpha=alpha, same_as_base=[same_as_base], store=store)[0]
 
-    def compute() -> tuple[dict[str, float], dict[str, Comparison]]:
+
+def cells_statistics(
+    base: Mapping[str, Mapping[str, float]],
+    cells: Sequence[Mapping[str, Mapping[str, float]]],
+    metrics: Sequence[str],
+    *,
+    test: str,
+    alpha: float,
+    same_as_base: Sequence[bool],
+    store: ResultStore | None = None,
+) -> list[tuple[dict[str, float], dict[str, Comparison]]]:
+    """:func:`cell_statistics` of each cell (``same_as_base``: one flag per cell), the same numbers: those the
+    store lacks are computed together, their paired comparisons in one
+    :func:`~evalsuite.scoring.stats.compare_each` (one draw of the resamples for cells scored on as many
+    queries), each stored under its own cell's key."""
+
+    def compute(todo: Sequence[int]) -> list[tuple[dict[str, float], dict[str, Comparison]]]:
         from ..scoring.metrics import paired_test
-        from ..scoring.stats import compare, paired_scores
+        from ..scoring.stats import compare_each, paired_scores
 
-        if same_as_base:
-            p_values = dict.fromkeys(metrics, 1.0)
-        else:
-            p_values = {m: paired_test(base[m], cell[m], test=test, alpha=alpha) for m in metrics}
-        _, a, b = paired_scores(cell, base, list(metrics))
-        return p_values, dict(zip(metrics, compare(a, b), strict=True))
+        p_values = [
+            dict.fromkeys(metrics, 1.0)
+            if same_as_base[i]
+            else {m: paired_test(base[m], cells[i][m], test=test, alpha=alpha) for m in metrics}
+            for i in todo
+        ]
+        pairs = [paired_scores(cells[i], base, list(metrics))[1:] for i in todo]
+        return [
+            (p, dict(zip(metrics, compared, strict=True)))
+            for p, compared in zip(p_values, compare_each(pairs), strict=True)
+        ]
 
     if store is None:
-        return compute()
+        return compute(range(len(cells)))
     from ..run.cache.results import code_digest, json_digest, library_versions
     from ..scoring.stats import CONFIDENCE, N_RESAMPLES, POWER
 
-    fields = {
+    shared = {
         "base": json_digest(base),
-        "cell": json_digest(cell),
         "metrics": list(metrics),
         "test": test,
         "alpha": alpha,
-        "same_as_base": same_as_base,
         "bootstrap": [N_RESAMPLES, 0, CONFIDENCE, POWER],  # resamples, seed, confidence, power of stats.compare
         "libraries": library_versions(STAT_LIBRARIES),
         "code": code_digest(STAT_MODULES),
     }
-    return store.memo("cell-stats", fields, compute, _dump_statistics, _undump_statistics)
+    fields = [
+        {**shared, "cell": json_digest(cell), "same_as_base": same}
+        for cell, same in zip(cells, same_as_base, strict=True)
+    ]
+    found = [store.load("cell-stats", f, _undump_statistics) for f in fields]
+    todo = [i for i, value in enumerate(found) if value is None]
+    for i, value in zip(todo, compute(todo), strict=True):
+        payload, arrays = _dump_statistics(value)
+        store.save("cell-stats", fields[i], payload, arrays)
+        found[i] = value
+    return [value for value in found if value is not None]
 
 
 STAT_LIBRARIES = ("evalsuite", "numpy", "ranx", "scipy", "numba")

@@ -28,7 +28,7 @@ from ..run.pipeline import Prepared, make_encoder, score
 from ..run.record import role_stats_since, stats_snapshot
 from ..run.result import Result
 from .axes import Axis
-from .compare import cell_statistics, compare_cells
+from .compare import cells_statistics, compare_cells
 from .index_cells import IndexCell, compare_with_flat, score_index
 from .plan import Cell, ForwardPass, base_cell, plan_passes, validate_cells
 from .results import CellResult, PassRecord, SweepResult, SweepStats
@@ -205,18 +205,18 @@ def run_sweep(
     store = store_for(prepared.spec)  # the result cache, for the statistics of each cell against the base
     out = []
     comparisons = {}
-    for cell in cells:
+    statistics = cells_statistics(  # every cell at once: one draw of the resamples for all of them
+        base_result.per_query,
+        [scored[cell.contract].per_query for cell in cells],
+        metrics,
+        test=test,
+        alpha=alpha,
+        same_as_base=[cell.contract == base for cell in cells],
+        store=store,
+    )
+    for cell, (p_values, comparisons[cell.name]) in zip(cells, statistics, strict=True):
         r = scored[cell.contract]
         delta = {m: r.metrics[m] - base_result.metrics[m] for m in metrics}
-        p_values, comparisons[cell.name] = cell_statistics(
-            base_result.per_query,
-            r.per_query,
-            metrics,
-            test=test,
-            alpha=alpha,
-            same_as_base=cell.contract == base,
-            store=store,
-        )
         measured = cell.label("index") is not None or cell.contract.index != "flat"
         index = reports.get(cell.contract) if measured else None
         out.append(CellResult(cell, r, delta, p_values, index=index))

@@ -222,6 +222,31 @@ def test_slice_moves_miss_on_any_changed_input(swept: Any, tmp_path: Path, monke
         assert store.misses == {"slice-moves": misses}, patch[0]
 
 
+def test_statistics_of_every_cell_at_once_are_each_cells_own(swept: Any, tmp_path: Path) -> None:
+    """cells_statistics (one draw of the resamples for every cell) against cell_statistics cell by cell, with a
+    cell equal to the base among them; stored under each cell's own key, read back by either."""
+    from evalsuite.sweep.compare import cells_statistics
+
+    _, result = swept
+    base, metrics = result.base.per_query, ("ndcg@10", "recall@10")
+    cells = [c.result.per_query for c in result.cells] + [_per_query_bumped(result.cells[0].result.per_query), base]
+    same = [False] * (len(cells) - 1) + [True]
+    alone = [
+        cell_statistics(base, c, metrics, test="student", alpha=0.05, same_as_base=s)
+        for c, s in zip(cells, same, strict=True)
+    ]
+    assert cells_statistics(base, cells, metrics, test="student", alpha=0.05, same_as_base=same) == alone
+    assert alone[-1][0] == {"ndcg@10": 1.0, "recall@10": 1.0} and alone[0][1] != alone[1][1]
+    store = ResultStore(tmp_path)
+    first = cell_statistics(base, cells[1], metrics, test="student", alpha=0.05, store=store)
+    assert first == alone[1] and store.misses == {"cell-stats": 1}
+    got = cells_statistics(base, cells, metrics, test="student", alpha=0.05, same_as_base=same, store=store)
+    assert got == alone and store.hits == {"cell-stats": 1} and store.misses == {"cell-stats": 1 + len(cells) - 1}
+    for c, s, expected in zip(cells, same, alone, strict=True):
+        assert cell_statistics(base, c, metrics, test="student", alpha=0.05, same_as_base=s, store=store) == expected
+    assert store.hits == {"cell-stats": 1 + len(cells)}
+
+
 def test_slice_moves_of_every_cell_at_once_are_each_cells_own_bit_for_bit(swept: Any) -> None:
     """The cells' slice moves computed together (resamples shared by slice size) against stats.compare called
     on each slice, metric and cell alone, on the fixture's real per-query scores."""
@@ -307,6 +332,7 @@ def _broken(values: list[float], title: str = "t") -> Any:
     return _dots(values, title)
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="charts are drawn in forked workers on Linux only")
 def test_charts_drawn_in_workers_are_the_bytes_and_cache_entries_chart_uri_gives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
