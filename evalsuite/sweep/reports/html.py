@@ -108,13 +108,14 @@ PageChart = tuple[Callable[..., "Figure | None"], tuple[object, ...], dict[str, 
 
 
 def page_charts(result: SweepResult) -> Iterator[PageChart]:
-    """Every chart report.html shows, as (function, plain-data arguments, keyword arguments): one per axis, then
-    the slices' small multiples (their intervals are computed when it is reached)."""
-    for _, chart, args, kwargs in sweep_charts(result):
-        yield chart, args, kwargs
+    """Every chart report.html shows, as (function, plain-data arguments, keyword arguments): the slices' small
+    multiples first (the largest, and the last to be ready: its intervals are computed before it is yielded, while
+    nothing else draws), then one per axis."""
     found = slices_chart(result)
     if found is not None:
         yield found[0], found[1], {}
+    for _, chart, args, kwargs in sweep_charts(result):
+        yield chart, args, kwargs
 
 
 def sweep_html(result: SweepResult, charts: Charts | None = None) -> str:
