@@ -23,7 +23,11 @@ from typing import Any
 import pytest
 
 from evalsuite.testing.lifetimes import Lifetimes
+from evalsuite.testing.threads import share_cores
 from evalsuite.testing.tiny_bert import write_tiny_bert
+
+# Under xdist each worker, and each server it starts, gets its share of the cores (evalsuite/testing/threads.py).
+share_cores(os.environ)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
