@@ -1,5 +1,6 @@
-"""`evalsuite` command line: a thin loop over the declared jobs (`jobs.py`): one subcommand per ``Job``, dispatched to
-its ``cmd_*``. A job's own statuses are its declaration's; every job exits 2 on a usage or input error and 130 when
+"""`evalsuite` command line: a thin loop over the declared jobs (`jobs.py` ``all_jobs()``: the built-in ones, then the
+installed plug-ins'): one subcommand per ``Job``, dispatched to its ``cmd_*``. A job's own statuses are its
+declaration's; every job exits 2 on a usage or input error (a plug-in job that fails to load among them) and 130 when
 interrupted."""
 
 from __future__ import annotations
@@ -8,24 +9,39 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .base.errors import EvalsuiteError
+from .base.errors import EvalsuiteError, PluginError
 from .base.jobs import Job
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="evalsuite", description="Retrieval-quality gates for embedding models.")
     from .base.about import VersionAction
-    from .jobs import JOBS, add_job
+    from .jobs import JOBS, add_job, all_jobs
 
+    try:
+        jobs, broken = all_jobs(), None
+    except PluginError as exc:  # the help still prints, saying so; main exits 2 naming it
+        jobs, broken = JOBS, f"a plug-in job failed to load: {exc}"
+    parser = argparse.ArgumentParser(
+        prog="evalsuite", description="Retrieval-quality gates for embedding models.", epilog=broken
+    )
     parser.add_argument("--version", action=VersionAction, help="print the installed version and location, and exit")
     sub = parser.add_subparsers(dest="command", required=True)
-    for job in JOBS:
+    for job in jobs:
         add_job(sub, job)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .jobs import all_jobs
+
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    try:
+        all_jobs()
+    except PluginError as exc:  # a plug-in job that failed to load: only the help prints (the built-in jobs', saying so)
+        if not {"-h", "--help", "--version"} & set(argv):
+            print(f"evalsuite: error: {exc}", file=sys.stderr)
+            return 2
     args = parser.parse_args(argv)
     try:
         job: Job = args.job

@@ -1,22 +1,31 @@
 """The jobs: every subcommand of ``evalsuite`` as one :class:`~evalsuite.base.jobs.Job` declaration, in the order
-``evalsuite --help`` lists them. `cli.py` builds its parser and dispatches by looping over ``JOBS``; the pytest plugin
-adds the options and items of the jobs that declare a pytest part (:func:`pytest_parts`) by the same loop.
+``evalsuite --help`` lists them: the built-in ones in ``JOBS``, then each installed plug-in's (:func:`all_jobs`).
+`cli.py` builds its parser and dispatches by looping over :func:`all_jobs`; the pytest plugin adds the options and
+items of the jobs that declare a pytest part (:func:`pytest_parts`) by the same loop. Nothing else reads ``JOBS``.
 
 To add a job: one ``Job`` in its package's ``cli.py`` (name, help, options declared once, its ``cmd_*``, its exit
-statuses, and its pytest part if it has one: a ``PytestPart`` beside its items, `gating/parts.py`), listed here; and
-its test (exit statuses through ``evalsuite.cli.main``; its items through ``pytester``). Nothing else changes: the
-parser, the dispatch, ``evalsuite --help`` and the plugin's options read this tuple. A plug-in package could add a
-job through an entry point naming a ``Job`` (as it adds a store or a gate kind, `base/plugins.py`), read here beside
-``JOBS``; no such group is read yet.
+statuses, and its pytest part if it has one: a ``PytestPart`` beside its items, `gating/parts.py`), listed in
+``JOBS``; and its test (exit statuses through ``evalsuite.cli.main``; its items through ``pytester``). Nothing else
+changes: the parser, the dispatch, ``evalsuite --help`` and the plugin's options loop over :func:`all_jobs`.
+
+To add a job from another installed package: the same ``Job``, named by an entry point of the group
+``evalsuite.jobs`` in that package's ``pyproject.toml`` (``[project.entry-points."evalsuite.jobs"]``,
+``my-job = "my_package.cli:JOB"``; `base/plugins.py`). It is read when the parser is built (never at ``import
+evalsuite``), listed after the built-in jobs, parsed, dispatched and held to its declared exit statuses as they are.
+An entry point that cannot be loaded, names something other than a ``Job`` or takes a job's name (a built-in's or
+another plug-in's: refused, never shadowed) is a ``PluginError`` naming it and its distribution: ``evalsuite --help``
+still prints (saying so), every job exits 2 naming it, and a pytest session is a usage error naming it.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .api.cli import JOB as RUN
 from .audit.cli import JOB as AUDIT
+from .base import plugins
 from .base.jobs import Job
 from .base.options import add_options
 from .budget.cli import JOB as BUDGET
@@ -51,6 +60,13 @@ JOBS: tuple[Job, ...] = (
 )
 
 
+def all_jobs() -> tuple[Job, ...]:
+    """``JOBS``, then every installed plug-in's ``Job`` (group ``evalsuite.jobs``), read once per process: the jobs
+    the command line and the pytest plugin loop over. PluginError naming the entry point and its distribution when
+    one cannot be loaded, names no ``Job``, or takes a built-in job's name or another plug-in's."""
+    return JOBS + plugins.cached(plugins.JOBS, Job, tuple(job.name for job in JOBS))
+
+
 def add_job(subparsers: Any, job: Job) -> argparse.ArgumentParser:
     """The job's subcommand: its positional argument, its options, its ``cmd_*`` as ``func`` and itself as ``job``."""
     parser: argparse.ArgumentParser = subparsers.add_parser(job.name, help=job.help)
@@ -61,12 +77,13 @@ def add_job(subparsers: Any, job: Job) -> argparse.ArgumentParser:
     return parser
 
 
-def pytest_parts() -> list[tuple[Job, PytestPart[Any]]]:
-    """The jobs that declare a pytest part, with it, in ``JOBS`` order (pytest imported here, by the plugin only)."""
+def pytest_parts(jobs: Iterable[Job] | None = None) -> list[tuple[Job, PytestPart[Any]]]:
+    """The jobs (:func:`all_jobs` unless given) that declare a pytest part, with it, in their order (pytest imported
+    here, by the plugin only)."""
     from .gating.parts import PytestPart
 
     parts = []
-    for job in JOBS:
+    for job in all_jobs() if jobs is None else jobs:
         if job.pytest is not None:
             part = job.pytest()
             if not isinstance(part, PytestPart):

@@ -1,7 +1,7 @@
 """pytest plugin: `pytest --model-rev <rev>` runs retrieval-quality gates as pytest items.
 
-A thin shell over the declared jobs (`evalsuite/jobs.py`): the options of every job that has a pytest part are
-added by one loop; at configure, each part reads its request, one session object (`evalsuite.gating.session`) is
+A thin shell over the declared jobs (`evalsuite/jobs.py`, the built-in ones and the installed plug-ins'): the options
+of every job that has a pytest part are added by one loop; at configure, each part reads its request, one session object (`evalsuite.gating.session`) is
 built by `evalsuite.gating.start` from the options and the spec file, and each requested part is attached to it;
 its items (and its parts') are collected; the session's end is one report object whose lines the terminal summary
 prints. Importing this module loads no torch, faiss, transformers or numba.
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .base.errors import EvalsuiteError
+from .base.errors import EvalsuiteError, PluginError
 
 if TYPE_CHECKING:
     from .datasets import Dataset
@@ -35,10 +35,14 @@ WORKER_OUTPUT = "evalsuite"
 def pytest_addoption(parser: pytest.Parser) -> None:
     from .base.options import add_options
     from .gating.start import PREFIX
-    from .jobs import pytest_parts
+    from .jobs import JOBS, pytest_parts
 
     group = parser.getgroup("evalsuite", "evalsuite: retrieval-quality gates for embedding models")
-    for _, part in pytest_parts():
+    try:
+        parts = pytest_parts()
+    except PluginError:  # a plug-in job that fails to load is a usage error at configure, naming it
+        parts = pytest_parts(JOBS)
+    for _, part in parts:
         add_options(group.addoption, part.options, PREFIX)
 
 

@@ -1,6 +1,7 @@
-"""What a job declares: one :class:`Job` per subcommand of ``evalsuite``, in its package's ``cli.py``, listed in
-``JOBS`` (`evalsuite/jobs.py`). The command line builds its parser and dispatches by looping over them, and the
-pytest plugin adds the options and items of the jobs that have a pytest part, by the same loop.
+"""What a job declares: one :class:`Job` per subcommand of ``evalsuite``: a built-in one in its package's ``cli.py``,
+listed in ``JOBS`` (`evalsuite/jobs.py`), or a plug-in's, named by an entry point of the group ``evalsuite.jobs``.
+The command line builds its parser and dispatches by looping over both (``all_jobs()`` in `evalsuite/jobs.py`), and
+the pytest plugin adds the options and items of the jobs that have a pytest part, by the same loop.
 
 A job carries its name and help (``evalsuite --help``), its declared options (the ``Option`` declarations of its
 package, in help order), its ``cmd_*`` (parsed arguments in, exit status out), the exit statuses that ``cmd_*``
@@ -10,9 +11,15 @@ returns with what each means (``evalsuite.cli.main`` refuses any other, and adds
 request makes, with its items).
 
 To add a job: one ``Job`` in its package's ``cli.py`` (its options declared once in the package's ``options.py``),
-listed in ``JOBS``, and its test (its exit statuses through ``evalsuite.cli.main``). A plug-in package could add one
-the same way the stores and gate kinds are added (an entry point naming a ``Job``, read beside ``JOBS``); no group
-for jobs is read yet.
+listed in ``JOBS``, and its test (its exit statuses through ``evalsuite.cli.main``). To add one from another
+installed package: the same ``Job`` in that package, named by an entry point in its ``pyproject.toml``::
+
+    [project.entry-points."evalsuite.jobs"]
+    my-job = "my_package.cli:JOB"
+
+It becomes ``evalsuite my-job`` exactly as a built-in job is (after them in ``evalsuite --help``); its name must be
+no built-in job's and no other plug-in's (refused with a ``PluginError`` naming the entry point and its
+distribution, never shadowed; `base/plugins.py`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ group                      the entry point names                                
 ``evalsuite.checks``       a ``PluginCheck``: a ``Check`` and its family (``evalsuite.checks``)           its family's registry
 ``evalsuite.index_kinds``  an ``IndexKind`` subclass or instance (``evalsuite.retrieval.index.kinds``)    ``retrieval/index/kinds.py``
 ``evalsuite.retrievers``   a ``RetrieverKind`` subclass or instance (``evalsuite.retrieval.retrievers``)  ``retrieval/retrievers/kinds.py``
+``evalsuite.jobs``         a ``Job`` (``evalsuite.base.jobs``): a subcommand, and its pytest part if any  ``jobs.py`` (``all_jobs()``)
 =========================  =============================================================================  =================================
 
 A plug-in package declares, in its ``pyproject.toml``::
@@ -39,7 +40,8 @@ GATE_KINDS = "evalsuite.gate_kinds"
 CHECKS = "evalsuite.checks"
 INDEX_KINDS = "evalsuite.index_kinds"
 RETRIEVERS = "evalsuite.retrievers"
-GROUPS = (STORES, GATE_KINDS, CHECKS, INDEX_KINDS, RETRIEVERS)
+JOBS = "evalsuite.jobs"
+GROUPS = (STORES, GATE_KINDS, CHECKS, INDEX_KINDS, RETRIEVERS, JOBS)
 
 
 def entry_points(group: str) -> tuple[metadata.EntryPoint, ...]:

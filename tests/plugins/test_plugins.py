@@ -1,7 +1,8 @@
 """Plug-ins for real: the demo plug-in of docs/ARCHITECTURE.md (its whole source, read from the page) installed as a
 distribution (a package and its ``.dist-info`` with entry points, on ``sys.path``): its store in `evalsuite audit
---help` and in an audit, its audit check among the audit's verdicts, its gate kind in a gated pytest session; a check
-joining the embedding canary; a broken plug-in named by its entry point."""
+--help` and in an audit, its audit check among the audit's verdicts, its gate kind in a gated pytest session, its job
+in `evalsuite --help` and run through `evalsuite.cli.main`; a check joining the embedding canary; a job's pytest part
+and its exit statuses; a broken plug-in named by its entry point."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import evalsuite
 from evalsuite.base import plugins
 from evalsuite.base.errors import PluginError, SpecError
 from evalsuite.cli import main
+from evalsuite.jobs import JOBS, all_jobs, pytest_parts
 from evalsuite.model import directory_digest
 
 from .conftest import demo_plugin, install
@@ -94,6 +96,68 @@ def test_a_gated_pytest_session_judges_the_plugin_gate_kind(
     assert "is below 1.5 (at_least)" in out and "gate[ndcg@10:at_least=1.5]" in out
 
 
+def test_the_plugin_job_is_a_subcommand_with_its_options_and_statuses(demo, capsys) -> None:
+    """`evalsuite demo-hello` is in `evalsuite --help` after the built-in jobs, parsed with its declared option,
+    dispatched, and exits with its declared statuses (bugs caught: the plug-in jobs left out of the parser or the
+    help, or listed before the built-in ones)."""
+    assert [job.name for job in all_jobs()] == [*(job.name for job in JOBS), "demo-hello"]
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "demo-hello say hello (the demo plug-in's job)" in help_text
+    assert help_text.index("budget") < help_text.index("demo-hello")
+    with pytest.raises(SystemExit):
+        main(["demo-hello", "--help"])
+    assert "--name NAME whom to greet (default: world)" in " ".join(capsys.readouterr().out.split())
+    assert main(["demo-hello", "--name", "Ada"]) == 0
+    assert capsys.readouterr().out == "hello, Ada, from the demo plug-in\n"
+    assert main(["demo-hello"]) == 0 and capsys.readouterr().out == "hello, world, from the demo plug-in\n"
+    assert main(["demo-hello", "--name", " "]) == 1 and capsys.readouterr().out == ""
+
+
+STATUS_JOB = """
+import argparse
+
+from evalsuite.base.jobs import Job
+from evalsuite.base.options import Option
+from evalsuite.gating.parts import PytestPart
+
+
+def _run(args: argparse.Namespace) -> int:
+    return int(args.status)
+
+
+STATUS = Job(
+    "exit-with",
+    help="return --status",
+    options=lambda: (Option("--status", "the status to return", {"type": int}),),
+    run=_run,
+    exit_codes={0: "asked for 0", 1: "asked for 1"},
+    pytest=lambda: PytestPart((Option("--exit-with-note", "a note for the session"),)),
+)"""
+
+NO_ZERO = """
+from evalsuite.base.jobs import Job
+
+NO_ZERO = Job("no-zero", help="", options=tuple, run=lambda args: 1, exit_codes={1: "failed"})
+"""
+
+
+def test_a_plugin_job_is_held_to_its_statuses_and_adds_its_pytest_part(tmp_path, on_path, pytester) -> None:
+    """Its statuses go through ``Job.status`` (bug caught: main returning whatever a plug-in job returns); its
+    pytest part is among the plugin's (bug caught: ``pytest_parts`` looping over the built-in jobs only)."""
+    on_path(install(tmp_path, "evalsuite-exit-with", "[evalsuite.jobs]\nexit-with = exit_with_plugin:STATUS\n",
+                    {"exit_with_plugin.py": STATUS_JOB}))  # fmt: skip
+    assert main(["exit-with", "--status", "0"]) == 0 and main(["exit-with", "--status", "1"]) == 1
+    with pytest.raises(RuntimeError, match=r"evalsuite exit-with returned exit status 3, which its Job does not"):
+        main(["exit-with", "--status", "3"])
+    assert [job.name for job, _ in pytest_parts()] == ["run", "audit", "budget", "exit-with"]
+    config = pytester.parseconfig("--exit-with-note", "from the plug-in")
+    assert config.getoption("evalsuite_exit_with_note") == "from the plug-in"
+    sys.modules.pop("exit_with_plugin", None)
+
+
 def test_without_the_plugin_its_names_are_unknown() -> None:
     """The demo's names come from the installed distribution, nowhere else (the tests above could not pass)."""
     plugins.forget()
@@ -109,6 +173,9 @@ def test_without_the_plugin_its_names_are_unknown() -> None:
     from evalsuite.audit.checks import AUDIT_CHECKS, audit_checks
 
     assert audit_checks() == AUDIT_CHECKS
+    assert all_jobs() == JOBS
+    with pytest.raises(SystemExit):
+        main(["demo-hello"])
 
 
 EMBEDDING_CHECK = """
@@ -159,22 +226,39 @@ def test_a_plugin_check_joins_the_embedding_canary(tmp_path, on_path) -> None:
         ("evalsuite.gate_kinds", "evalsuite.gating.kinds:Floor", "declares 'floor', a name a built-in already has"),
         ("evalsuite.checks", "evalsuite.audit.checks:SHAPE", "names a Check, not a PluginCheck"),
         ("evalsuite.checks", "evalsuite_no_such_module:ROWS", r"cannot be loaded \(ModuleNotFoundError"),
+        ("evalsuite.jobs", "evalsuite.gating.kinds:DEFAULT_MAX_DROP", "names a float, not a Job"),
+        ("evalsuite.jobs", "evalsuite.audit.cli:JOB", "declares 'audit', a name a built-in already has"),
+        ("evalsuite.jobs", "no_zero_plugin:NO_ZERO", r"cannot be loaded \(ValueError: job no-zero: exit_codes must"),
     ],
 )
 def test_a_broken_plugin_is_named_by_its_entry_point(tmp_path, on_path, capsys, group, target, says) -> None:
-    on_path(install(tmp_path, "evalsuite-broken-plugin", f"[{group}]\nbroken = {target}\n"))
+    on_path(install(tmp_path, "evalsuite-broken-plugin", f"[{group}]\nbroken = {target}\n",
+                    {"no_zero_plugin.py": NO_ZERO}))  # fmt: skip
     named = rf"entry point broken = {re.escape(target)} \(group {group}, from evalsuite-broken-plugin 0.1\)"
     from evalsuite.audit.checks import audit_checks
     from evalsuite.audit.stores import store_kinds
     from evalsuite.gating.kinds import gate_kinds
 
-    family = {"evalsuite.stores": store_kinds, "evalsuite.gate_kinds": gate_kinds, "evalsuite.checks": audit_checks}
+    family = {
+        "evalsuite.stores": store_kinds,
+        "evalsuite.gate_kinds": gate_kinds,
+        "evalsuite.checks": audit_checks,
+        "evalsuite.jobs": all_jobs,
+    }
     with pytest.raises(PluginError, match=f"{named}.*{says}"):
         family[group]()
     if group == "evalsuite.stores":  # the help still prints, and says so
         with pytest.raises(SystemExit):
             main(["audit", "--help"])
         assert "a plug-in store failed to load: entry point broken" in " ".join(capsys.readouterr().out.split())
+    if group == "evalsuite.jobs":  # refused, never shadowing: the help prints and says so, every job exits 2
+        with pytest.raises(SystemExit):
+            main(["--help"])
+        assert "a plug-in job failed to load: entry point broken" in " ".join(capsys.readouterr().out.split())
+        for argv in (["history", str(tmp_path / "empty")], ["broken"]):
+            assert main(argv) == 2
+            assert re.search(f"^evalsuite: error: {named}.*{says}", " ".join(capsys.readouterr().err.split()))
+        sys.modules.pop("no_zero_plugin", None)
 
 
 TAKEN = """
@@ -183,6 +267,18 @@ from evalsuite.checks.plugins import PluginCheck
 
 {target} = PluginCheck(family="{family}", check=SHAPE)
 """
+
+
+def test_two_plugin_jobs_of_one_name_are_refused(tmp_path, on_path) -> None:
+    """Bug caught: the second distribution's job silently shadowing the first's."""
+    site = install(tmp_path, "evalsuite-first", "[evalsuite.jobs]\nfirst = exit_with_plugin:STATUS\n",
+                   {"exit_with_plugin.py": STATUS_JOB})  # fmt: skip
+    on_path(install(site, "evalsuite-second", "[evalsuite.jobs]\nsecond = exit_with_plugin:STATUS\n"))
+    taken = r"entry point first = exit_with_plugin:STATUS \(group evalsuite.jobs, from evalsuite-first 0.1\)"
+    with pytest.raises(PluginError, match=rf"entry point second .*from evalsuite-second 0.1\) declares 'exit-with', "
+                       rf"a name {taken} already has"):  # fmt: skip
+        all_jobs()
+    sys.modules.pop("exit_with_plugin", None)
 
 
 @pytest.mark.parametrize(
