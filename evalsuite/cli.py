@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         all_jobs()
-    except PluginError as exc:  # a plug-in job that failed to load: only the help prints (the built-in jobs', saying so)
+    except PluginError as exc:  # a plug-in job failed to load: only the help prints (the built-ins', saying so)
         if not {"-h", "--help", "--version"} & set(argv):
             print(f"evalsuite: error: {exc}", file=sys.stderr)
             return 2

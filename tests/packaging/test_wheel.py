@@ -377,12 +377,13 @@ def _demo_plugin_source(root: Path) -> Path:
     return root
 
 
-def test_a_plugin_package_pip_installed_beside_the_wheel_adds_its_store_check_and_gate_kind(
+def test_a_plugin_package_pip_installed_beside_the_wheel_adds_its_store_check_gate_kind_and_job(
     built: Built, tmp_path: Path, user_env, tiny_model_dir: Path, small_beir: Path
 ):
     """A user's venv: the wheel, then the demo plug-in installed by pip from its own package directory (no
     sys.path or dist-info made by hand): its store is in `evalsuite audit --help` and audits an index, its audit
-    check is among the verdicts, its gate kind judges a gated pytest run."""
+    check is among the verdicts, its gate kind judges a gated pytest run, its job is in `evalsuite --help` and runs
+    with its declared exit statuses."""
     python = _fresh_venv(tmp_path / "venv")
     bin_dir = python.parent
     _ok(_pip("--python", python, "install", "--no-deps", "--no-index", "--quiet", built.wheel), cwd=tmp_path)
@@ -394,6 +395,12 @@ def test_a_plugin_package_pip_installed_beside_the_wheel_adds_its_store_check_an
 
     help_text = " ".join(_ok([bin_dir / "evalsuite", "audit", "--help"], tmp_path, user_env).split())
     assert "npy:... (npy, a plug-in: DIR/vectors.npy and DIR/ids.txt)" in help_text
+    top_help = " ".join(_ok([bin_dir / "evalsuite", "--help"], tmp_path, user_env).split())
+    assert "demo-hello say hello (the demo plug-in's job)" in top_help
+    hello = _sh([bin_dir / "evalsuite", "demo-hello", "--name", "Ada"], tmp_path, user_env)
+    assert (hello.returncode, hello.stdout) == (0, "hello, Ada, from the demo plug-in\n"), hello.stderr[-2000:]
+    blank = _sh([bin_dir / "evalsuite", "demo-hello", "--name", ""], tmp_path, user_env)
+    assert (blank.returncode, blank.stdout) == (1, ""), blank.stderr[-2000:]
     index = tmp_path / "index"
     write = (
         "import sys, numpy as np, evalsuite; from pathlib import Path\n"
