@@ -1,4 +1,5 @@
-"""The declared jobs (`evalsuite/jobs.py`): the command line and the pytest plugin are loops over ``JOBS``."""
+"""The declared jobs (`evalsuite/jobs.py`): the command line and the pytest plugin are loops over ``all_jobs()``
+(``JOBS``, then the installed plug-ins' jobs: those are tested in tests/plugins/test_plugins.py)."""
 
 from __future__ import annotations
 
