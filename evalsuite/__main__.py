@@ -1,7 +1,5 @@
 """``python -m evalsuite``: the ``evalsuite`` command, for environments whose scripts are not on PATH."""
 
-import sys
+from .cli import entry
 
-from .cli import main
-
-sys.exit(main())
+entry()
