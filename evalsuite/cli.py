@@ -18,16 +18,16 @@ from .base.errors import EvalsuiteError, PluginError
 from .base.jobs import Job
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(read: tuple[tuple[Job, ...], PluginError | None] | None = None) -> argparse.ArgumentParser:
+    """The parser of every job; ``read``: :func:`~evalsuite.jobs.jobs_or_error` when the caller has it already."""
     from .base.about import VersionAction
-    from .jobs import JOBS, add_job, all_jobs
+    from .jobs import add_job, jobs_or_error
 
-    try:
-        jobs, broken = all_jobs(), None
-    except PluginError as exc:  # the help still prints, saying so; main exits 2 naming it
-        jobs, broken = JOBS, f"a plug-in job failed to load: {exc}"
+    jobs, broken = read or jobs_or_error()  # a plug-in job that fails to load: the help still prints, saying so
     parser = argparse.ArgumentParser(
-        prog="evalsuite", description="Retrieval-quality gates for embedding models.", epilog=broken
+        prog="evalsuite",
+        description="Retrieval-quality gates for embedding models.",
+        epilog=f"a plug-in job failed to load: {broken}" if broken is not None else None,
     )
     parser.add_argument("--version", action=VersionAction, help="print the installed version and location, and exit")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -37,16 +37,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .jobs import all_jobs
+    from .jobs import jobs_or_error
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    try:
-        all_jobs()
-    except PluginError as exc:  # a plug-in job failed to load: only the help prints (the built-ins', saying so)
-        if not {"-h", "--help", "--version"} & set(argv):
-            print(f"evalsuite: error: {exc}", file=sys.stderr)
-            return 2
+    read = jobs_or_error()
+    broken = read[1]
+    if broken is not None and not {"-h", "--help", "--version"} & set(argv):  # only the help prints
+        print(f"evalsuite: error: {broken}", file=sys.stderr)
+        return 2
+    parser = build_parser(read)
     args = parser.parse_args(argv)
     try:
         job: Job = args.job

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .api.cli import JOB as RUN
 from .audit.cli import JOB as AUDIT
 from .base import plugins
+from .base.errors import PluginError
 from .base.jobs import Job
 from .base.options import add_options
 from .budget.cli import JOB as BUDGET
@@ -65,6 +66,15 @@ def all_jobs() -> tuple[Job, ...]:
     the command line and the pytest plugin loop over. PluginError naming the entry point and its distribution when
     one cannot be loaded, names no ``Job``, or takes a built-in job's name or another plug-in's."""
     return JOBS + plugins.cached(plugins.JOBS, Job, tuple(job.name for job in JOBS))
+
+
+def jobs_or_error() -> tuple[tuple[Job, ...], PluginError | None]:
+    """:func:`all_jobs` and no error, or, where a plug-in job cannot be loaded, the built-in ``JOBS`` and that
+    ``PluginError``: what ``evalsuite --help`` and pytest's options show while every run reports the error."""
+    try:
+        return all_jobs(), None
+    except PluginError as exc:
+        return JOBS, exc
 
 
 def add_job(subparsers: Any, job: Job) -> argparse.ArgumentParser:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .base.errors import EvalsuiteError, PluginError
+from .base.errors import EvalsuiteError
 
 if TYPE_CHECKING:
     from .datasets import Dataset
@@ -35,14 +35,11 @@ WORKER_OUTPUT = "evalsuite"
 def pytest_addoption(parser: pytest.Parser) -> None:
     from .base.options import add_options
     from .gating.start import PREFIX
-    from .jobs import JOBS, pytest_parts
+    from .jobs import jobs_or_error, pytest_parts
 
     group = parser.getgroup("evalsuite", "evalsuite: retrieval-quality gates for embedding models")
-    try:
-        parts = pytest_parts()
-    except PluginError:  # a plug-in job that fails to load is a usage error at configure, naming it
-        parts = pytest_parts(JOBS)
-    for _, part in parts:
+    jobs, _ = jobs_or_error()  # a plug-in job that fails to load is a usage error at configure, naming it
+    for _, part in pytest_parts(jobs):
         add_options(group.addoption, part.options, PREFIX)
 
 

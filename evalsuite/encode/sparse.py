@@ -18,11 +18,10 @@ from ..base.errors import ModelError
 from ..model import ModelInfo
 from ..model.sparse_layout import SparseHead, sparse_head
 from .local import load_pretrained, pick_device
+from .sparse_cache import SparseVector as SparseVector  # (int64 token ids ascending, float32 weights > 0)
 
 if TYPE_CHECKING:
     from .sparse_cache import SparseKey
-
-SparseVector = tuple[np.ndarray, np.ndarray]  # (int64 token ids ascending, float32 weights > 0)
 
 
 def prune(ids: np.ndarray, weights: np.ndarray, top_k: int) -> SparseVector:

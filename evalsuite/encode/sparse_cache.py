@@ -26,7 +26,9 @@ import numpy as np
 from ..base.io import atomic_write_bytes
 from .cache import CacheCorruptionWarning
 
-SparseVector = tuple[np.ndarray, np.ndarray]  # as evalsuite.encode.sparse makes them (which imports this module)
+# one sparse vector: (int64 token ids ascending, float32 weights > 0), as evalsuite.encode.sparse makes them; defined
+# here, the lower of the two modules (encode/sparse.py imports this one and names it from here)
+SparseVector = tuple[np.ndarray, np.ndarray]
 
 LAYOUT = "v1"
 

@@ -1,6 +1,5 @@
 """What the user asked for (flags or spec file). How it becomes a frozen contract is the contract's own
-(``evalsuite.contract.build``: ``RunSpec`` is a ``ContractRequest``); ``build_contract``, ``lineage`` and
-``retrieval_of`` stay importable from here."""
+(``evalsuite.contract.build``: ``RunSpec`` is a ``ContractRequest``)."""
 
 from __future__ import annotations
 
@@ -11,9 +10,6 @@ from typing import Any
 
 from ..base.errors import SpecError
 from ..base.settings import check_fields
-from ..contract.build import build_contract as build_contract
-from ..contract.build import lineage as lineage
-from ..contract.build import retrieval_of as retrieval_of
 from ..retrieval.retrievers import RETRIEVAL_SETTINGS, retrieval_param
 from ..retrieval.retrievers import resolve as resolve_retrieval
 from ..scoring.metrics import DEFAULT_METRICS, parse_metrics
